@@ -1,0 +1,124 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+
+/**
+ * The embedded backend's durable store: one SQLite file in WAL mode.
+ *
+ * node:sqlite is synchronous and ships with Node 24, so there is no native addon to build and no
+ * install script to allow. Two connections: a writer, guarded by an async lock because a FHIR
+ * transaction spans awaits (bots, batch entries) and every write must wait for it; and a reader
+ * for plain reads and searches, which in WAL mode sees only committed data, so nothing reads a
+ * write that may still roll back.
+ */
+export class Database {
+  readonly writer: DatabaseSync;
+  readonly reader: DatabaseSync;
+  private lockTail: Promise<void> = Promise.resolve();
+
+  constructor(readonly path: string) {
+    if (path !== ':memory:') {
+      mkdirSync(dirname(path), { recursive: true });
+    }
+    this.writer = new DatabaseSync(path);
+    configure(this.writer);
+    createSchema(this.writer);
+    // An in-memory database cannot be shared between connections: read through the writer.
+    this.reader = path === ':memory:' ? this.writer : new DatabaseSync(path);
+    if (this.reader !== this.writer) {
+      configure(this.reader);
+    }
+  }
+
+  /** Runs `work` while holding the single write lock; callers queue in arrival order. */
+  async withWriteLock<T>(work: () => Promise<T> | T): Promise<T> {
+    const previous = this.lockTail;
+    let release!: () => void;
+    this.lockTail = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await previous;
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  integrityCheck(): string {
+    const row = this.writer.prepare('PRAGMA integrity_check').get() as { integrity_check: string };
+    return row.integrity_check;
+  }
+
+  close(): void {
+    if (this.reader !== this.writer) {
+      this.reader.close();
+    }
+    this.writer.close();
+  }
+}
+
+function configure(db: DatabaseSync): void {
+  db.exec('PRAGMA journal_mode = WAL');
+  // FULL: a commit is on disk before it is acknowledged, so SIGKILL loses no acknowledged write.
+  db.exec('PRAGMA synchronous = FULL');
+  db.exec('PRAGMA busy_timeout = 5000');
+  db.exec('PRAGMA foreign_keys = ON');
+}
+
+function createSchema(db: DatabaseSync): void {
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS resource (
+      type TEXT NOT NULL,
+      id TEXT NOT NULL,
+      project TEXT,
+      version_id TEXT NOT NULL,
+      last_updated TEXT NOT NULL,
+      content TEXT NOT NULL,
+      PRIMARY KEY (type, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS resource_project_type ON resource (project, type, last_updated);
+
+    CREATE TABLE IF NOT EXISTS history (
+      seq INTEGER PRIMARY KEY,
+      type TEXT NOT NULL,
+      id TEXT NOT NULL,
+      version_id TEXT NOT NULL,
+      last_updated TEXT NOT NULL,
+      deleted INTEGER NOT NULL DEFAULT 0,
+      content TEXT,
+      UNIQUE (type, id, version_id)
+    );
+
+    -- meta.compartment (project, accounts, patient compartment): _compartment= and patient-scoped policies
+    CREATE TABLE IF NOT EXISTS compartment (
+      compartment TEXT NOT NULL,
+      type TEXT NOT NULL,
+      id TEXT NOT NULL,
+      PRIMARY KEY (compartment, type, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS compartment_by_resource ON compartment (type, id);
+
+    -- every Type/id reference a resource holds: narrows reference searches (subject=Patient/1)
+    CREATE TABLE IF NOT EXISTS reference (
+      target TEXT NOT NULL,
+      type TEXT NOT NULL,
+      id TEXT NOT NULL,
+      PRIMARY KEY (target, type, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS reference_by_resource ON reference (type, id);
+
+    -- identifier values: narrows identifier= searches (conditional create by identifier)
+    CREATE TABLE IF NOT EXISTS identifier (
+      type TEXT NOT NULL,
+      value TEXT NOT NULL,
+      id TEXT NOT NULL,
+      PRIMARY KEY (type, value, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS identifier_by_resource ON identifier (type, id);
+  `);
+}
+
+export function dataPathFrom(path: string | undefined): string {
+  return path ?? '.data/embedded-medplum.sqlite';
+}

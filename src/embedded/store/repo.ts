@@ -1,0 +1,639 @@
+import type { Filter, SearchRequest, WithId } from '@medplum/core';
+import {
+  AccessPolicyInteraction,
+  accessPolicySupportsInteraction,
+  applyPatch,
+  badRequest,
+  deepClone,
+  forbidden,
+  generateId,
+  gone,
+  normalizeOperationOutcome,
+  notFound,
+  OperationOutcomeError,
+  Operator,
+  preconditionFailed,
+  protectedResourceTypes,
+  satisfiedAccessPolicy,
+  validateResourceType,
+} from '@medplum/core';
+import type {
+  CreateResourceOptions,
+  DeleteResourceOptions,
+  ReadHistoryOptions,
+  RepositoryMode,
+  SearchOptions,
+  TransactionOptions,
+  UpdateResourceOptions,
+} from '@medplum/fhir-router';
+import { FhirRepository, getExtraEntries } from '@medplum/fhir-router';
+import type {
+  AccessPolicyResource,
+  Bundle,
+  BundleEntry,
+  Meta,
+  Parameters,
+  Reference,
+  Resource,
+  ResourceType,
+} from '@medplum/fhirtypes';
+import type { CallerContext } from '../context';
+import type { Database } from './database';
+import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
+import { collectIdentifierKeys, collectReferences, getPatientCompartments } from './indexing';
+import { runSearch } from './search';
+
+/** One committed change, handed to subscribers after COMMIT (never for a rolled-back write). */
+export interface ResourceChange {
+  interaction: 'create' | 'update' | 'delete';
+  resource: WithId<Resource>;
+  previous?: WithId<Resource>;
+}
+
+export interface RepositoryEnvironment {
+  db: Database;
+  /** Base URL of the embedded server, ending in `/`, for Bundle links. */
+  baseUrl: string;
+  onCommit?: (changes: ResourceChange[]) => void;
+  clock?: () => Date;
+}
+
+type JsonPatch = Parameters_Patch;
+type Parameters_Patch = Parameters_PatchOperation[];
+type Parameters_PatchOperation = { op: 'add' | 'remove' | 'replace' | 'copy' | 'move' | 'test'; path: string; value?: unknown };
+
+interface TransactionState {
+  changes: ResourceChange[];
+  depth: number;
+}
+
+/**
+ * A Medplum-compatible FHIR repository on SQLite, scoped to one caller, like Medplum's own
+ * server Repository: it stamps meta (project, author, accounts, compartment), enforces the
+ * caller's AccessPolicy on every interaction, and runs FHIR transactions as real SQLite
+ * transactions (fhir-router's BatchProcessor calls withTransaction).
+ */
+export class SqliteRepository extends FhirRepository {
+  private readonly tx: TransactionState | undefined;
+
+  constructor(
+    private readonly env: RepositoryEnvironment,
+    readonly caller: CallerContext,
+    tx?: TransactionState,
+  ) {
+    super();
+    this.tx = tx;
+  }
+
+  /** The same store seen by another caller (e.g. a bot's membership). */
+  withCaller(caller: CallerContext): SqliteRepository {
+    return new SqliteRepository(this.env, caller);
+  }
+
+  setMode(_mode: RepositoryMode): void {
+    // One SQLite file: reads already go to the reader connection outside transactions.
+  }
+
+  generateId(): string {
+    return generateId();
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  async readResource<T extends Resource>(resourceType: string, id: string): Promise<WithId<T>> {
+    this.checkTypeInteraction(resourceType, AccessPolicyInteraction.READ);
+    const resource = await this.read(() => this.loadCurrent<T>(resourceType, id));
+    if (!resource) {
+      throw new OperationOutcomeError(this.isDeleted(resourceType, id) ? gone : notFound);
+    }
+    const policy = this.matchPolicy(resource, AccessPolicyInteraction.READ);
+    return this.present(resource, policy);
+  }
+
+  async readReference<T extends Resource>(reference: Reference<T>): Promise<WithId<T>> {
+    const [type, id, extra] = (reference.reference ?? '').split('/');
+    if (!type || !id || extra !== undefined) {
+      throw new OperationOutcomeError(badRequest('Invalid reference'));
+    }
+    return this.readResource<T>(type, id);
+  }
+
+  async readReferences<T extends Resource>(references: readonly Reference<T>[]): Promise<(T | Error)[]> {
+    return Promise.all(
+      references.map((r) =>
+        this.readReference<T>(r).catch((err: unknown) =>
+          err instanceof OperationOutcomeError ? err : new OperationOutcomeError(normalizeOperationOutcome(err)),
+        ),
+      ),
+    );
+  }
+
+  async readVersion<T extends Resource>(resourceType: string, id: string, vid: string): Promise<WithId<T>> {
+    this.checkTypeInteraction(resourceType, AccessPolicyInteraction.VREAD);
+    await this.readResource(resourceType, id);
+    const row = this.connection()
+      .prepare('SELECT content FROM history WHERE type = ? AND id = ? AND version_id = ? AND deleted = 0')
+      .get(resourceType, id, vid) as { content: string } | undefined;
+    if (!row) {
+      throw new OperationOutcomeError(notFound);
+    }
+    const resource = JSON.parse(row.content) as WithId<T>;
+    return this.present(resource, this.matchPolicy(resource, AccessPolicyInteraction.VREAD));
+  }
+
+  async readHistory<T extends Resource>(
+    resourceType: string,
+    id: string,
+    options?: ReadHistoryOptions,
+  ): Promise<Bundle<WithId<T>>> {
+    this.checkTypeInteraction(resourceType, AccessPolicyInteraction.HISTORY);
+    const latest = this.connection()
+      .prepare('SELECT content FROM history WHERE type = ? AND id = ? AND deleted = 0 ORDER BY seq DESC LIMIT 1')
+      .get(resourceType, id) as { content: string } | undefined;
+    if (!latest) {
+      throw new OperationOutcomeError(notFound);
+    }
+    // History stays readable after a delete, to whoever could read the last version.
+    this.matchPolicy(JSON.parse(latest.content) as Resource, AccessPolicyInteraction.HISTORY);
+    const limit = Math.min(Math.max(options?.limit ?? 100, 1), 1000);
+    const offset = Math.max(options?.offset ?? 0, 0);
+    const rows = this.connection()
+      .prepare(
+        'SELECT deleted, content FROM history WHERE type = ? AND id = ? ORDER BY seq DESC LIMIT ? OFFSET ?',
+      )
+      .all(resourceType, id, limit, offset) as { deleted: number; content: string | null }[];
+    const entry: BundleEntry<WithId<T>>[] = rows.map((row) =>
+      row.deleted
+        ? { request: { method: 'DELETE', url: `${resourceType}/${id}` }, response: { status: '410' } }
+        : { resource: this.presentUnchecked(JSON.parse(row.content as string) as WithId<T>) },
+    );
+    return { resourceType: 'Bundle', type: 'history', entry };
+  }
+
+  async search<T extends Resource>(searchRequest: SearchRequest<T>, _options?: SearchOptions): Promise<Bundle<WithId<T>>> {
+    validateResourceType(searchRequest.resourceType);
+    this.checkTypeInteraction(searchRequest.resourceType, AccessPolicyInteraction.SEARCH);
+    const bundle = await this.read(() =>
+      runSearch<T>(this.connection(), searchRequest, {
+        project: this.caller.system ? undefined : this.caller.project.id,
+        policies: this.policiesFor(searchRequest.resourceType, AccessPolicyInteraction.SEARCH),
+        baseUrl: this.env.baseUrl,
+      }),
+    );
+    for (const entry of bundle.entry ?? []) {
+      if (entry.resource) {
+        entry.resource = this.present(entry.resource, this.matchPolicy(entry.resource, AccessPolicyInteraction.SEARCH));
+      }
+    }
+    if ((searchRequest.include || searchRequest.revInclude) && bundle.entry?.length) {
+      const entries = bundle.entry as BundleEntry[];
+      await getExtraEntries(
+        this,
+        searchRequest,
+        entries.map((e) => e.resource as WithId<T>),
+        entries,
+      );
+    }
+    return bundle;
+  }
+
+  async searchByReference<T extends Resource>(
+    searchRequest: SearchRequest<T>,
+    referenceField: string,
+    references: string[],
+  ): Promise<Record<string, WithId<T>[]>> {
+    const results: Record<string, WithId<T>[]> = {};
+    for (const reference of references) {
+      const filters: Filter[] = [
+        ...(searchRequest.filters ?? []),
+        { code: referenceField, operator: Operator.EQUALS, value: reference },
+      ];
+      const bundle = await this.search<T>({ ...searchRequest, filters });
+      results[reference] = (bundle.entry ?? []).map((e) => e.resource as WithId<T>);
+    }
+    return results;
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  async createResource<T extends Resource>(resource: T, options?: CreateResourceOptions): Promise<WithId<T>> {
+    validateResourceType(resource.resourceType);
+    this.checkTypeInteraction(resource.resourceType, AccessPolicyInteraction.CREATE);
+    if (!this.tx) {
+      return this.withTransaction((repo) => repo.createResource(resource, options));
+    }
+    {
+      const id = resource.id && (options?.assignedId || this.caller.system) ? resource.id : generateId();
+      if (this.loadCurrent(resource.resourceType, id)) {
+        throw new OperationOutcomeError(badRequest('Assigned ID is already in use'));
+      }
+      const incoming = deepClone(resource);
+      const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
+      removeFields(incoming, protectedFieldsOf(policy));
+      const stored = this.stamp({ ...incoming, id }, undefined);
+      this.assertWritable(stored, AccessPolicyInteraction.CREATE);
+      this.persist(stored, undefined);
+      this.recordChange({ interaction: 'create', resource: stored });
+      return this.present(deepClone(stored), policy);
+    }
+  }
+
+  async updateResource<T extends Resource>(resource: T, options?: UpdateResourceOptions): Promise<WithId<T>> {
+    if (!resource.id) {
+      throw new OperationOutcomeError(badRequest('Missing id'));
+    }
+    validateResourceType(resource.resourceType);
+    this.checkTypeInteraction(resource.resourceType, AccessPolicyInteraction.UPDATE);
+    const id = resource.id;
+    if (!this.tx) {
+      return this.withTransaction((repo) => repo.updateResource(resource, options));
+    }
+    {
+      const existing = this.loadCurrent<T>(resource.resourceType, id);
+      if (!existing) {
+        if (this.isDeleted(resource.resourceType, id)) {
+          throw new OperationOutcomeError(gone);
+        }
+        if (options?.ifMatch !== undefined) {
+          throw new OperationOutcomeError(notFound);
+        }
+        // Update-as-create with a client-chosen id, as FHIR allows and Medplum permits.
+        const incoming = deepClone(resource);
+        const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
+        removeFields(incoming, protectedFieldsOf(policy));
+        const stored = this.stamp({ ...incoming, id }, undefined);
+        this.assertWritable(stored, AccessPolicyInteraction.CREATE);
+        this.persist(stored, undefined);
+        this.recordChange({ interaction: 'create', resource: stored });
+        return this.present(deepClone(stored), policy);
+      }
+      // Invisible to this caller: same answer as for a resource that does not exist.
+      this.matchPolicy(existing, AccessPolicyInteraction.READ);
+      const existingPolicy = this.writePolicy(existing, AccessPolicyInteraction.UPDATE);
+      if (options?.ifMatch !== undefined && options.ifMatch !== existing.meta?.versionId) {
+        throw new OperationOutcomeError(preconditionFailed);
+      }
+      const incoming = deepClone(resource);
+      restoreFields(incoming, existing, protectedFieldsOf(existingPolicy));
+      const stored = this.stamp({ ...incoming, id }, existing);
+      this.assertWritable(stored, AccessPolicyInteraction.UPDATE);
+      if (sameContent(stored, existing)) {
+        // Medplum does not create a new version for a no-op update.
+        return this.present(deepClone(existing), existingPolicy);
+      }
+      this.persist(stored, existing);
+      this.recordChange({ interaction: 'update', resource: stored, previous: existing });
+      return this.present(deepClone(stored), existingPolicy);
+    }
+  }
+
+  async patchResource<T extends Resource>(
+    resourceType: T['resourceType'],
+    id: string,
+    patch: JsonPatch | Parameters,
+    options?: UpdateResourceOptions,
+  ): Promise<WithId<T>> {
+    if (!Array.isArray(patch)) {
+      throw new OperationOutcomeError(badRequest('Only JSON Patch is supported'));
+    }
+    if (!this.tx) {
+      return this.withTransaction((repo) => repo.patchResource(resourceType, id, patch, options));
+    }
+    {
+      const resource = await this.readResource<T>(resourceType, id);
+      const errors = applyPatch(resource, patch as never).filter(Boolean);
+      if (errors.length > 0) {
+        throw new OperationOutcomeError(badRequest(errors.map((e) => (e as Error).message).join('\n')));
+      }
+      return this.updateResource(resource, options);
+    }
+  }
+
+  async deleteResource(resourceType: string, id: string, options?: DeleteResourceOptions): Promise<void> {
+    validateResourceType(resourceType);
+    this.checkTypeInteraction(resourceType, AccessPolicyInteraction.DELETE);
+    if (!this.tx) {
+      return this.withTransaction((repo) => repo.deleteResource(resourceType, id, options));
+    }
+    {
+      const existing = this.loadCurrent(resourceType, id);
+      if (!existing) {
+        throw new OperationOutcomeError(this.isDeleted(resourceType, id) ? gone : notFound);
+      }
+      this.matchPolicy(existing, AccessPolicyInteraction.READ);
+      this.writePolicy(existing, AccessPolicyInteraction.DELETE);
+      if (options?.ifMatch !== undefined && options.ifMatch !== existing.meta?.versionId) {
+        throw new OperationOutcomeError(preconditionFailed);
+      }
+      const db = this.env.db.writer;
+      const now = this.now();
+      db.prepare('DELETE FROM resource WHERE type = ? AND id = ?').run(resourceType, id);
+      this.unindex(resourceType, id);
+      db.prepare(
+        'INSERT INTO history (type, id, version_id, last_updated, deleted, content) VALUES (?, ?, ?, ?, 1, NULL)',
+      ).run(resourceType, id, generateId(), now);
+      this.recordChange({ interaction: 'delete', resource: existing, previous: existing });
+    }
+  }
+
+  /**
+   * Runs `callback` in ONE SQLite transaction: every write in it commits together or not at all.
+   * Holds the write lock for the whole callback, so no other write can slip into it.
+   */
+  async withTransaction<TResult>(
+    callback: (txRepo: this) => Promise<TResult>,
+    _options?: TransactionOptions,
+  ): Promise<TResult> {
+    if (this.tx) {
+      return this.savepoint(callback);
+    }
+    return this.env.db.withWriteLock(async () => {
+      const db = this.env.db.writer;
+      const state: TransactionState = { changes: [], depth: 0 };
+      const txRepo = new SqliteRepository(this.env, this.caller, state) as this;
+      db.exec('BEGIN IMMEDIATE');
+      let result: TResult;
+      try {
+        result = await callback(txRepo);
+        db.exec('COMMIT');
+      } catch (err) {
+        db.exec('ROLLBACK');
+        throw err;
+      }
+      this.env.onCommit?.(state.changes);
+      return result;
+    });
+  }
+
+  private async savepoint<TResult>(callback: (txRepo: this) => Promise<TResult>): Promise<TResult> {
+    const state = this.tx as TransactionState;
+    const name = `sp${++state.depth}`;
+    const db = this.env.db.writer;
+    const changesBefore = state.changes.length;
+    db.exec(`SAVEPOINT ${name}`);
+    try {
+      const result = await callback(this);
+      db.exec(`RELEASE ${name}`);
+      return result;
+    } catch (err) {
+      db.exec(`ROLLBACK TO ${name}`);
+      db.exec(`RELEASE ${name}`);
+      state.changes.length = changesBefore;
+      throw err;
+    } finally {
+      state.depth--;
+    }
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private now(): string {
+    return (this.env.clock?.() ?? new Date()).toISOString();
+  }
+
+  private connection() {
+    return this.tx ? this.env.db.writer : this.env.db.reader;
+  }
+
+  /**
+   * Reads outside a transaction. With a file store the reader connection only sees committed data;
+   * an in-memory store has a single connection, so plain reads wait for any open transaction.
+   */
+  private async read<T>(work: () => T): Promise<T> {
+    if (this.tx || this.env.db.reader !== this.env.db.writer) {
+      return work();
+    }
+    return this.env.db.withWriteLock(work);
+  }
+
+  private loadCurrent<T extends Resource>(resourceType: string, id: string): WithId<T> | undefined {
+    const row = this.connection().prepare('SELECT content FROM resource WHERE type = ? AND id = ?').get(resourceType, id) as
+      | { content: string }
+      | undefined;
+    return row ? (JSON.parse(row.content) as WithId<T>) : undefined;
+  }
+
+  private isDeleted(resourceType: string, id: string): boolean {
+    return Boolean(
+      this.connection().prepare('SELECT 1 FROM history WHERE type = ? AND id = ? AND deleted = 1 LIMIT 1').get(resourceType, id),
+    );
+  }
+
+  private recordChange(change: ResourceChange): void {
+    (this.tx as TransactionState).changes.push({
+      ...change,
+      resource: deepClone(change.resource),
+    });
+  }
+
+  /** Sets server-owned meta exactly as Medplum does: the caller cannot forge version, time, author or project. */
+  private stamp<T extends Resource>(resource: WithId<T>, existing: WithId<T> | undefined): WithId<T> {
+    const incomingMeta: Meta = resource.meta ?? {};
+    const caller = this.caller;
+    const project = caller.system ? (incomingMeta.project ?? existing?.meta?.project ?? caller.project.id) : caller.project.id;
+    const author: Reference =
+      caller.system && incomingMeta.author ? incomingMeta.author : (caller.profile as Reference);
+    const accounts = this.accountsFor(resource, existing);
+    const meta: Meta = {
+      ...incomingMeta,
+      versionId: generateId(),
+      lastUpdated: this.now(),
+      project,
+      author,
+    };
+    delete meta.account;
+    delete meta.compartment;
+    delete meta.accounts;
+    if (accounts.length > 0) {
+      meta.accounts = accounts;
+    }
+    const stamped = { ...resource, meta } as WithId<T>;
+    const compartments = new Set<string>();
+    if (project) {
+      compartments.add(`Project/${project}`);
+    }
+    for (const account of accounts) {
+      if (account.reference) {
+        compartments.add(account.reference);
+      }
+    }
+    for (const patient of getPatientCompartments(stamped)) {
+      compartments.add(patient);
+    }
+    stamped.meta = { ...meta, compartment: [...compartments].map((reference) => ({ reference })) };
+    return stamped;
+  }
+
+  /**
+   * meta.accounts: admins and the system may set them; everyone else keeps the existing ones.
+   * The policy's top-level compartment is always stamped, and a resource in a patient's
+   * compartment inherits that patient's accounts (how tenancy follows the patient in Medplum).
+   */
+  private accountsFor(resource: Resource, existing: Resource | undefined): Reference[] {
+    const accounts = new Map<string, Reference>();
+    const add = (ref: Reference | undefined): void => {
+      if (ref?.reference) {
+        accounts.set(ref.reference, { reference: ref.reference });
+      }
+    };
+    const privileged = this.caller.system || this.caller.membership.admin;
+    const source = privileged ? resource.meta : existing?.meta;
+    add(source?.account);
+    for (const account of source?.accounts ?? []) {
+      add(account);
+    }
+    add(this.caller.accessPolicy?.compartment);
+    if (resource.resourceType !== 'Patient') {
+      for (const patientRef of getPatientCompartments(resource)) {
+        const [, patientId] = patientRef.split('/');
+        const patient = this.loadCurrent('Patient', patientId);
+        for (const account of patient?.meta?.accounts ?? []) {
+          add(account);
+        }
+      }
+    }
+    return [...accounts.values()];
+  }
+
+  private persist(resource: WithId<Resource>, existing: WithId<Resource> | undefined): void {
+    const db = this.env.db.writer;
+    const content = JSON.stringify(resource);
+    const { resourceType, id } = resource;
+    const versionId = resource.meta?.versionId as string;
+    const lastUpdated = resource.meta?.lastUpdated as string;
+    if (existing) {
+      db.prepare('UPDATE resource SET project = ?, version_id = ?, last_updated = ?, content = ? WHERE type = ? AND id = ?').run(
+        resource.meta?.project ?? null,
+        versionId,
+        lastUpdated,
+        content,
+        resourceType,
+        id,
+      );
+      this.unindex(resourceType, id);
+    } else {
+      db.prepare('INSERT INTO resource (type, id, project, version_id, last_updated, content) VALUES (?, ?, ?, ?, ?, ?)').run(
+        resourceType,
+        id,
+        resource.meta?.project ?? null,
+        versionId,
+        lastUpdated,
+        content,
+      );
+    }
+    db.prepare('INSERT INTO history (type, id, version_id, last_updated, deleted, content) VALUES (?, ?, ?, ?, 0, ?)').run(
+      resourceType,
+      id,
+      versionId,
+      lastUpdated,
+      content,
+    );
+    const insertCompartment = db.prepare('INSERT OR IGNORE INTO compartment (compartment, type, id) VALUES (?, ?, ?)');
+    for (const compartment of resource.meta?.compartment ?? []) {
+      if (compartment.reference) {
+        insertCompartment.run(compartment.reference, resourceType, id);
+      }
+    }
+    const insertReference = db.prepare('INSERT OR IGNORE INTO reference (target, type, id) VALUES (?, ?, ?)');
+    for (const target of collectReferences(resource)) {
+      insertReference.run(target, resourceType, id);
+    }
+    const insertIdentifier = db.prepare('INSERT OR IGNORE INTO identifier (type, value, id) VALUES (?, ?, ?)');
+    for (const key of collectIdentifierKeys(resource)) {
+      insertIdentifier.run(resourceType, key, id);
+    }
+  }
+
+  private unindex(resourceType: string, id: string): void {
+    const db = this.env.db.writer;
+    db.prepare('DELETE FROM compartment WHERE type = ? AND id = ?').run(resourceType, id);
+    db.prepare('DELETE FROM reference WHERE type = ? AND id = ?').run(resourceType, id);
+    db.prepare('DELETE FROM identifier WHERE type = ? AND id = ?').run(resourceType, id);
+  }
+
+  // ---------------------------------------------------------------- access policy
+
+  private get policy() {
+    return this.caller.system ? undefined : this.caller.accessPolicy;
+  }
+
+  /** Type-level check, Medplum's order: a type the policy never grants is 403 before any lookup. */
+  private checkTypeInteraction(resourceType: string, interaction: AccessPolicyInteraction): void {
+    if (this.caller.system) {
+      return;
+    }
+    if (protectedResourceTypes.includes(resourceType)) {
+      throw new OperationOutcomeError(forbidden);
+    }
+    const policy = this.policy;
+    if (policy && !accessPolicySupportsInteraction(policy, interaction, resourceType as ResourceType)) {
+      throw new OperationOutcomeError(forbidden);
+    }
+  }
+
+  /** Instance-level read check: outside every matching entry means "not found" (no existence leak). */
+  private matchPolicy(resource: Resource, interaction: AccessPolicyInteraction): AccessPolicyResource | undefined {
+    if (!this.caller.system && resource.meta?.project !== this.caller.project.id) {
+      throw new OperationOutcomeError(notFound);
+    }
+    const policy = this.policy;
+    if (!policy) {
+      return undefined;
+    }
+    const match = satisfiedAccessPolicy(resource, interaction, policy);
+    if (!match) {
+      throw new OperationOutcomeError(notFound);
+    }
+    return match;
+  }
+
+  /** Instance-level write check on the current state: visible but not writable is 403. */
+  private writePolicy(resource: Resource, interaction: AccessPolicyInteraction): AccessPolicyResource | undefined {
+    const policy = this.policy;
+    if (!policy) {
+      return undefined;
+    }
+    const match = satisfiedAccessPolicy(resource, interaction, policy);
+    if (!match && interaction !== AccessPolicyInteraction.CREATE) {
+      throw new OperationOutcomeError(forbidden);
+    }
+    return match ?? policy.resource?.find((entry) => entry.resourceType === resource.resourceType);
+  }
+
+  /** The stored result of a write must itself satisfy the policy (criteria such as patient=%patient). */
+  private assertWritable(resource: Resource, interaction: AccessPolicyInteraction): void {
+    const policy = this.policy;
+    if (policy && !satisfiedAccessPolicy(resource, interaction, policy)) {
+      throw new OperationOutcomeError(forbidden);
+    }
+  }
+
+  private policiesFor(resourceType: string, interaction: AccessPolicyInteraction): AccessPolicyResource[] | undefined {
+    const policy = this.policy;
+    if (!policy) {
+      return undefined;
+    }
+    return (policy.resource ?? []).filter(
+      (entry) =>
+        (entry.resourceType === resourceType || entry.resourceType === '*') &&
+        (entry.interaction ? entry.interaction.includes(interaction) : true),
+    );
+  }
+
+  private present<T extends Resource>(resource: WithId<T>, policy: AccessPolicyResource | undefined): WithId<T> {
+    return removeFields(resource, hiddenFieldsOf(policy));
+  }
+
+  private presentUnchecked<T extends Resource>(resource: WithId<T>): WithId<T> {
+    const policy = this.policy;
+    if (!policy) {
+      return resource;
+    }
+    return this.present(resource, satisfiedAccessPolicy(resource, AccessPolicyInteraction.HISTORY, policy));
+  }
+}
+
+function sameContent(a: Resource, b: Resource): boolean {
+  const strip = (r: Resource): string => JSON.stringify({ ...r, meta: { ...r.meta, versionId: undefined, lastUpdated: undefined } });
+  return strip(a) === strip(b);
+}

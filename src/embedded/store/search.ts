@@ -1,0 +1,269 @@
+import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import type { Filter, SearchRequest, WithId } from '@medplum/core';
+import {
+  AccessPolicyInteraction,
+  badRequest,
+  DEFAULT_SEARCH_COUNT,
+  evalFhirPath,
+  formatSearchQuery,
+  getSearchParameter,
+  matchesSearchRequest,
+  OperationOutcomeError,
+  Operator,
+  parseSearchRequest,
+  satisfiedAccessPolicy,
+  splitSearchOnComma,
+} from '@medplum/core';
+import type { AccessPolicy, AccessPolicyResource, Bundle, BundleLink, Resource } from '@medplum/fhirtypes';
+
+const MAX_COUNT = 1000;
+
+export interface SearchScope {
+  /** Only resources of this project (undefined: the system sees every project). */
+  project: string | undefined;
+  /** The caller's applicable policy entries, OR'ed; undefined means unrestricted. */
+  policies: AccessPolicyResource[] | undefined;
+  baseUrl: string;
+}
+
+/** Which index narrows the candidate rows before the exact in-memory match. */
+interface Candidates {
+  table: 'compartment' | 'reference' | 'identifier' | 'id';
+  values: string[];
+}
+
+/**
+ * FHIR search with Medplum's semantics: @medplum/core's matcher decides what matches (the same code
+ * Medplum's clients and MemoryRepository use), while SQLite indexes keep patient- and
+ * compartment-scoped searches from scanning the whole store.
+ */
+export function runSearch<T extends Resource>(
+  db: DatabaseSync,
+  searchRequest: SearchRequest<T>,
+  scope: SearchScope,
+): Bundle<WithId<T>> {
+  if (searchRequest.types?.length) {
+    throw new OperationOutcomeError(badRequest('Searching several types at once is not supported'));
+  }
+  const { resourceType } = searchRequest;
+  const filters = searchRequest.filters ?? [];
+  const candidates = narrowFromFilters(resourceType, filters) ?? narrowFromPolicies(resourceType, scope.policies);
+  const policy: AccessPolicy | undefined = scope.policies && { resourceType: 'AccessPolicy', resource: scope.policies };
+
+  const matched: WithId<T>[] = [];
+  for (const content of loadCandidates(db, resourceType, scope.project, candidates)) {
+    const resource = JSON.parse(content) as WithId<T>;
+    if (policy && !satisfiedAccessPolicy(resource, AccessPolicyInteraction.SEARCH, policy)) {
+      continue;
+    }
+    if (matchesSearchRequest(resource, { resourceType, filters })) {
+      matched.push(resource);
+    }
+  }
+  sortResources(matched, searchRequest);
+
+  const count = Math.min(Math.max(searchRequest.count ?? DEFAULT_SEARCH_COUNT, 0), MAX_COUNT);
+  const offset = Math.max(searchRequest.offset ?? 0, 0);
+  const page = matched.slice(offset, offset + count);
+  const bundle: Bundle<WithId<T>> = {
+    resourceType: 'Bundle',
+    type: 'searchset',
+    entry: page.map((resource) => ({
+      fullUrl: `${scope.baseUrl}fhir/R4/${resource.resourceType}/${resource.id}`,
+      search: { mode: 'match' },
+      resource: project(resource, searchRequest.fields),
+    })),
+    link: pageLinks(searchRequest, scope.baseUrl, offset, count, matched.length),
+  };
+  if (searchRequest.total === 'accurate' || searchRequest.total === 'estimate' || count === 0) {
+    bundle.total = matched.length;
+  }
+  return bundle;
+}
+
+function narrowFromFilters(resourceType: string, filters: Filter[]): Candidates | undefined {
+  for (const filter of filters) {
+    const candidates = narrowFromFilter(resourceType, filter);
+    if (candidates) {
+      return candidates;
+    }
+  }
+  return undefined;
+}
+
+function narrowFromFilter(resourceType: string, filter: Filter): Candidates | undefined {
+  if (filter.operator !== Operator.EQUALS) {
+    return undefined;
+  }
+  const values = splitSearchOnComma(filter.value);
+  if (filter.code === '_id') {
+    return { table: 'id', values };
+  }
+  if (filter.code === '_compartment') {
+    return { table: 'compartment', values };
+  }
+  const param = getSearchParameter(resourceType, filter.code);
+  if (filter.code === 'identifier' && param?.type === 'token') {
+    return values.every((v) => v && !v.startsWith('|')) ? { table: 'identifier', values } : undefined;
+  }
+  if (param?.type === 'reference') {
+    const targets = values.map((v) => (v.includes('/') ? v : param.target?.length === 1 ? `${param.target[0]}/${v}` : ''));
+    return targets.every((t) => /^[A-Z][A-Za-z]+\/[^/]+$/.test(t)) ? { table: 'reference', values: targets } : undefined;
+  }
+  return undefined;
+}
+
+/** Every applicable policy entry must be narrowable for the union of their candidates to be complete. */
+function narrowFromPolicies(resourceType: string, policies: AccessPolicyResource[] | undefined): Candidates | undefined {
+  if (!policies?.length) {
+    return undefined;
+  }
+  let union: Candidates | undefined;
+  for (const entry of policies) {
+    if (!entry.criteria || entry.resourceType === '*') {
+      return undefined;
+    }
+    const criteria = parseSearchRequest(entry.criteria);
+    const candidates = narrowFromFilters(resourceType, criteria.filters ?? []);
+    if (!candidates || (union && union.table !== candidates.table)) {
+      return undefined;
+    }
+    union = union ? { table: union.table, values: [...union.values, ...candidates.values] } : candidates;
+  }
+  return union;
+}
+
+function* loadCandidates(
+  db: DatabaseSync,
+  resourceType: string,
+  project: string | undefined,
+  candidates: Candidates | undefined,
+): Iterable<string> {
+  const projectClause = project === undefined ? '' : ' AND r.project = ?';
+  const projectArgs: SQLInputValue[] = project === undefined ? [] : [project];
+  if (!candidates) {
+    const sql = `SELECT r.content FROM resource r WHERE r.type = ?${projectClause}`;
+    for (const row of db.prepare(sql).iterate(resourceType, ...projectArgs)) {
+      yield (row as { content: string }).content;
+    }
+    return;
+  }
+  const seen = new Set<string>();
+  const unique = [...new Set(candidates.values)];
+  const sql = candidateSql(candidates.table, projectClause);
+  for (const value of unique) {
+    const args: SQLInputValue[] =
+      candidates.table === 'id' || candidates.table === 'identifier' ? [resourceType, value] : [value, resourceType];
+    for (const row of db.prepare(sql).iterate(...args, ...projectArgs)) {
+      const { id, content } = row as { id: string; content: string };
+      if (!seen.has(id)) {
+        seen.add(id);
+        yield content;
+      }
+    }
+  }
+}
+
+function candidateSql(table: Candidates['table'], projectClause: string): string {
+  switch (table) {
+    case 'id':
+      return `SELECT r.id, r.content FROM resource r WHERE r.type = ? AND r.id = ?${projectClause}`;
+    case 'identifier':
+      return `SELECT r.id, r.content FROM identifier x JOIN resource r ON r.type = x.type AND r.id = x.id WHERE x.type = ? AND x.value = ?${projectClause}`;
+    case 'compartment':
+      return `SELECT r.id, r.content FROM compartment x JOIN resource r ON r.type = x.type AND r.id = x.id WHERE x.compartment = ? AND x.type = ?${projectClause}`;
+    case 'reference':
+      return `SELECT r.id, r.content FROM reference x JOIN resource r ON r.type = x.type AND r.id = x.id WHERE x.target = ? AND x.type = ?${projectClause}`;
+  }
+}
+
+/** `_sort` rules in order; without one, oldest first then id, so paging is stable. */
+function sortResources(resources: Resource[], searchRequest: SearchRequest): void {
+  const rules = searchRequest.sortRules?.length ? searchRequest.sortRules : [{ code: '_lastUpdated' }];
+  const keyCache = new Map<Resource, unknown[]>();
+  const keyOf = (resource: Resource, index: number): unknown => {
+    let keys = keyCache.get(resource);
+    if (!keys) {
+      keys = rules.map((rule) => sortKey(resource, rule.code));
+      keyCache.set(resource, keys);
+    }
+    return keys[index];
+  };
+  resources.sort((a, b) => {
+    for (let i = 0; i < rules.length; i++) {
+      const order = compareKeys(keyOf(a, i), keyOf(b, i));
+      if (order !== 0) {
+        return rules[i].descending ? -order : order;
+      }
+    }
+    return (a.id ?? '').localeCompare(b.id ?? '');
+  });
+}
+
+function sortKey(resource: Resource, code: string): unknown {
+  if (code === '_lastUpdated') {
+    return resource.meta?.lastUpdated;
+  }
+  if (code === '_id') {
+    return resource.id;
+  }
+  const param = getSearchParameter(resource.resourceType, code);
+  if (!param?.expression) {
+    throw new OperationOutcomeError(badRequest(`Unknown sort parameter: ${code}`));
+  }
+  const [first] = evalFhirPath(param.expression, resource);
+  if (first === null || first === undefined) {
+    return undefined;
+  }
+  if (typeof first === 'object') {
+    const value = first as Record<string, unknown>;
+    return value.start ?? value.value ?? value.family ?? value.code ?? value.reference ?? JSON.stringify(first);
+  }
+  return first;
+}
+
+function compareKeys(a: unknown, b: unknown): number {
+  if (a === b) {
+    return 0;
+  }
+  if (a === undefined) {
+    return 1;
+  }
+  if (b === undefined) {
+    return -1;
+  }
+  if (typeof a === 'number' && typeof b === 'number') {
+    return a - b;
+  }
+  return String(a).localeCompare(String(b));
+}
+
+function project<T extends Resource>(resource: WithId<T>, fields: string[] | undefined): WithId<T> {
+  if (!fields?.length) {
+    return resource;
+  }
+  const kept: Record<string, unknown> = { resourceType: resource.resourceType, id: resource.id, meta: resource.meta };
+  for (const field of fields) {
+    const value = (resource as unknown as Record<string, unknown>)[field];
+    if (value !== undefined) {
+      kept[field] = value;
+    }
+  }
+  return kept as unknown as WithId<T>;
+}
+
+function pageLinks(searchRequest: SearchRequest, baseUrl: string, offset: number, count: number, total: number): BundleLink[] {
+  const url = (pageOffset: number): string =>
+    `${baseUrl}fhir/R4/${searchRequest.resourceType}${formatSearchQuery({ ...searchRequest, offset: pageOffset, count })}`;
+  const links: BundleLink[] = [
+    { relation: 'self', url: url(offset) },
+    { relation: 'first', url: url(0) },
+  ];
+  if (count > 0 && offset + count < total) {
+    links.push({ relation: 'next', url: url(offset + count) });
+  }
+  if (offset > 0) {
+    links.push({ relation: 'previous', url: url(Math.max(offset - count, 0)) });
+  }
+  return links;
+}
