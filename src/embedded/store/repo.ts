@@ -14,7 +14,6 @@ import {
   Operator,
   preconditionFailed,
   protectedResourceTypes,
-  satisfiedAccessPolicy,
   validateResourceType,
 } from '@medplum/core';
 import type {
@@ -38,6 +37,7 @@ import type {
   ResourceType,
 } from '@medplum/fhirtypes';
 import type { CallerContext } from '../context';
+import { matchingPolicyEntry } from './policy-match';
 import type { Database } from './database';
 import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
 import { collectIdentifierKeys, collectReferences, getPatientCompartments } from './indexing';
@@ -580,7 +580,7 @@ export class SqliteRepository extends FhirRepository {
     if (!policy) {
       return undefined;
     }
-    const match = satisfiedAccessPolicy(resource, interaction, policy);
+    const match = matchingPolicyEntry(resource, interaction, policy);
     if (!match) {
       throw new OperationOutcomeError(notFound);
     }
@@ -593,7 +593,7 @@ export class SqliteRepository extends FhirRepository {
     if (!policy) {
       return undefined;
     }
-    const match = satisfiedAccessPolicy(resource, interaction, policy);
+    const match = matchingPolicyEntry(resource, interaction, policy);
     if (!match && interaction !== AccessPolicyInteraction.CREATE) {
       throw new OperationOutcomeError(forbidden);
     }
@@ -603,7 +603,7 @@ export class SqliteRepository extends FhirRepository {
   /** The stored result of a write must itself satisfy the policy (criteria such as patient=%patient). */
   private assertWritable(resource: Resource, interaction: AccessPolicyInteraction): void {
     const policy = this.policy;
-    if (policy && !satisfiedAccessPolicy(resource, interaction, policy)) {
+    if (policy && !matchingPolicyEntry(resource, interaction, policy)) {
       throw new OperationOutcomeError(forbidden);
     }
   }
@@ -629,7 +629,7 @@ export class SqliteRepository extends FhirRepository {
     if (!policy) {
       return resource;
     }
-    return this.present(resource, satisfiedAccessPolicy(resource, AccessPolicyInteraction.HISTORY, policy));
+    return this.present(resource, matchingPolicyEntry(resource, AccessPolicyInteraction.HISTORY, policy));
   }
 }
 
