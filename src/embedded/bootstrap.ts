@@ -1,0 +1,52 @@
+import { randomBytes } from 'node:crypto';
+import type { WithId } from '@medplum/core';
+import { createReference } from '@medplum/core';
+import type { ClientApplication, Project, ProjectMembership } from '@medplum/fhirtypes';
+import type { SqliteRepository } from './store/repo';
+
+export interface BootstrapResult {
+  project: WithId<Project>;
+  /** Project-admin client: what `npm run provision` uses against any Medplum. */
+  adminClient: WithId<ClientApplication>;
+}
+
+/**
+ * What a Medplum operator does once by hand on a real server (create the project and an admin
+ * client application); everything after it goes through provisioning over the Medplum API.
+ * Idempotent: found again by name on a reused store.
+ */
+export async function bootstrapProject(systemRepo: SqliteRepository, name: string): Promise<BootstrapResult> {
+  let project = await systemRepo.searchOne<Project>({
+    resourceType: 'Project',
+    filters: [{ code: 'name', operator: 'exact', value: name }],
+  });
+  if (!project) {
+    const id = systemRepo.generateId();
+    project = await systemRepo.createResource<Project>(
+      { resourceType: 'Project', id, name, meta: { project: id } },
+      { assignedId: true },
+    );
+  }
+  const clientName = `${name} admin`;
+  let adminClient = await systemRepo.searchOne<ClientApplication>({
+    resourceType: 'ClientApplication',
+    filters: [{ code: 'name', operator: 'exact', value: clientName }],
+  });
+  if (!adminClient) {
+    adminClient = await systemRepo.createResource<ClientApplication>({
+      resourceType: 'ClientApplication',
+      name: clientName,
+      secret: randomBytes(32).toString('hex'),
+      meta: { project: project.id },
+    });
+    await systemRepo.createResource<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      meta: { project: project.id },
+      project: createReference(project),
+      user: createReference(adminClient),
+      profile: createReference(adminClient),
+      admin: true,
+    });
+  }
+  return { project, adminClient };
+}

@@ -1,0 +1,174 @@
+import type { BotEvent, MedplumClient, WithId } from '@medplum/core';
+import {
+  allOk,
+  badRequest,
+  createReference,
+  generateId,
+  getReferenceString,
+  normalizeErrorString,
+  notFound,
+  OperationOutcomeError,
+} from '@medplum/core';
+import type { FhirRequest, FhirRouter } from '@medplum/fhir-router';
+import type { AuditEvent, Binary, Bot, ProjectMembership, Resource } from '@medplum/fhirtypes';
+import type { SqliteRepository } from '../store/repo';
+import { runBotBundle } from './vm';
+
+export interface BotRunnerOptions {
+  systemRepo: SqliteRepository;
+  clientFor: (membership: ProjectMembership) => Promise<MedplumClient>;
+  timeoutMs: number;
+}
+
+export interface BotRunInput {
+  input: unknown;
+  contentType: string;
+  /** Reference string of who asked: the `$execute` caller's profile, or a subscription resource's author. */
+  requester: string | undefined;
+  headers?: Record<string, string>;
+}
+
+/** Runs deployed bot bundles the way Medplum's vmcontext runtime does, as the bot's own membership. */
+export class BotRunner {
+  private readonly clients = new Map<string, { client: MedplumClient; expires: number }>();
+
+  constructor(private readonly options: BotRunnerOptions) {}
+
+  async run(bot: WithId<Bot>, request: BotRunInput): Promise<unknown> {
+    const { systemRepo } = this.options;
+    const code = await this.loadCode(bot);
+    const medplum = await this.clientForBot(bot);
+    const event: BotEvent = {
+      bot: createReference(bot),
+      input: request.input,
+      contentType: request.contentType,
+      secrets: Object.fromEntries((bot.secret ?? []).map((s) => [s.name as string, s])),
+      traceId: generateId(),
+      requester: request.requester ? { reference: request.requester } : undefined,
+      headers: request.headers,
+    } as BotEvent;
+    const started = new Date();
+    let outcome: AuditEvent['outcome'] = '0';
+    let outcomeDesc = 'Success';
+    try {
+      return await runBotBundle({ code, medplum, event, timeoutMs: this.options.timeoutMs });
+    } catch (err) {
+      outcome = '4';
+      outcomeDesc = normalizeErrorString(err);
+      throw err;
+    } finally {
+      const audit: AuditEvent = {
+        resourceType: 'AuditEvent',
+        meta: { project: bot.meta?.project, accounts: bot.meta?.accounts },
+        type: { system: 'http://dicom.nema.org/resources/ontology/DCM', code: '110100', display: 'Application Activity' },
+        subtype: [{ system: 'https://medplum.com/CodeSystem/bot', code: 'execute' }],
+        recorded: new Date().toISOString(),
+        period: { start: started.toISOString(), end: new Date().toISOString() },
+        agent: [{ who: createReference(bot), requestor: false }],
+        source: { observer: createReference(bot) },
+        entity: [{ what: createReference(bot) }],
+        outcome,
+        // Bot output can hold PHI: record only whether it succeeded, never the input or the result.
+        outcomeDesc: outcome === '0' ? outcomeDesc : 'Bot threw an error',
+      };
+      await systemRepo.createResource(audit).catch(() => undefined);
+    }
+  }
+
+  private async loadCode(bot: Bot): Promise<string> {
+    const url = bot.executableCode?.url;
+    if (!url?.startsWith('Binary/')) {
+      throw new OperationOutcomeError(badRequest('Bot is not deployed'));
+    }
+    const binary = await this.options.systemRepo.readResource<Binary>('Binary', url.slice('Binary/'.length));
+    return Buffer.from(binary.data ?? '', 'base64').toString('utf8');
+  }
+
+  /** One client per bot, reused until shortly before its token expires (one Login per hour, not per run). */
+  private async clientForBot(bot: WithId<Bot>): Promise<MedplumClient> {
+    const cached = this.clients.get(bot.id);
+    if (cached && cached.expires > Date.now()) {
+      return cached.client;
+    }
+    const membership = await this.options.systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [{ code: 'profile', operator: 'eq', value: getReferenceString(bot) }],
+    });
+    if (!membership) {
+      throw new OperationOutcomeError(badRequest('Bot has no project membership'));
+    }
+    const client = await this.options.clientFor(membership);
+    this.clients.set(bot.id, { client, expires: Date.now() + 50 * 60 * 1000 });
+    return client;
+  }
+}
+
+/** `Bot/{id}/$execute`, `Bot/$execute?identifier=`, `Bot/{id}/$deploy` on Medplum's FHIR router. */
+export function registerBotOperations(router: FhirRouter, runner: BotRunner): void {
+  const execute = async (req: FhirRequest, repo: unknown) => {
+    const callerRepo = repo as SqliteRepository;
+    const bot = await findBot(req, callerRepo);
+    const contentType = String(req.headers?.['content-type'] ?? 'application/json').split(';')[0];
+    let result: unknown;
+    try {
+      result = await runner.run(bot, {
+        input: req.body,
+        contentType,
+        requester: callerRepo.caller.profile.reference,
+      });
+    } catch (err) {
+      // Medplum answers a bot that throws with 400 and the error text.
+      return [badRequest(normalizeErrorString(err))] as [ReturnType<typeof badRequest>];
+    }
+    if (result === undefined) {
+      return [allOk] as [typeof allOk];
+    }
+    return [allOk, result as Resource, { contentType: 'application/json' }] as [typeof allOk, Resource, { contentType: string }];
+  };
+  router.add('POST', 'Bot/:id/$execute', execute);
+  router.add('POST', 'Bot/$execute', execute);
+  router.add('GET', 'Bot/:id/$execute', execute);
+
+  router.add('POST', 'Bot/:id/$deploy', async (req, repo) => {
+    const callerRepo = repo as SqliteRepository;
+    const body = req.body as { code?: unknown; filename?: unknown } | undefined;
+    if (typeof body?.code !== 'string' || body.code.length === 0) {
+      return [badRequest('Missing code')];
+    }
+    const bot = await callerRepo.readResource<Bot>('Bot', req.params.id);
+    const binary = await callerRepo.createResource<Binary>({
+      resourceType: 'Binary',
+      contentType: 'application/javascript',
+      data: Buffer.from(body.code, 'utf8').toString('base64'),
+      meta: bot.meta?.accounts ? { accounts: bot.meta.accounts } : undefined,
+    });
+    await callerRepo.updateResource<Bot>({
+      ...bot,
+      runtimeVersion: 'vmcontext',
+      executableCode: {
+        contentType: 'application/javascript',
+        url: `Binary/${binary.id}`,
+        title: typeof body.filename === 'string' ? body.filename : 'index.js',
+      },
+    });
+    return [allOk];
+  });
+}
+
+async function findBot(req: FhirRequest, repo: SqliteRepository): Promise<WithId<Bot>> {
+  if (req.params.id) {
+    return repo.readResource<Bot>('Bot', req.params.id);
+  }
+  const identifier = req.query.identifier;
+  if (typeof identifier !== 'string' || !identifier.includes('|')) {
+    throw new OperationOutcomeError(badRequest('Bot identifier must be system|value'));
+  }
+  const bot = await repo.searchOne<Bot>({
+    resourceType: 'Bot',
+    filters: [{ code: 'identifier', operator: 'eq', value: identifier }],
+  });
+  if (!bot) {
+    throw new OperationOutcomeError(notFound);
+  }
+  return bot;
+}

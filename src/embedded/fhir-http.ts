@@ -1,0 +1,107 @@
+import { badRequest, ContentType, getStatus, isOk, normalizeOperationOutcome } from '@medplum/core';
+import type { FhirRequest, FhirRouter, HttpMethod } from '@medplum/fhir-router';
+import type { Binary, OperationOutcome, Resource } from '@medplum/fhirtypes';
+import type { Context } from 'hono';
+import type { SqliteRepository } from './store/repo';
+
+const FHIR_JSON = 'application/fhir+json; charset=utf-8';
+
+export function outcomeResponse(outcome: OperationOutcome, status = getStatus(outcome)): Response {
+  return new Response(JSON.stringify(outcome), { status, headers: { 'content-type': FHIR_JSON } });
+}
+
+/**
+ * Reads the request body the way Medplum's server does: FHIR/JSON bodies parsed (malformed JSON is a
+ * 400 OperationOutcome), and a raw upload to `Binary` wrapped into a Binary resource.
+ */
+async function readBody(c: Context, resourcePath: string): Promise<unknown> {
+  const method = c.req.method;
+  if (method === 'GET' || method === 'DELETE' || method === 'HEAD') {
+    return undefined;
+  }
+  const contentType = (c.req.header('content-type') ?? '').split(';')[0].trim().toLowerCase();
+  const isJson = contentType === '' || contentType === ContentType.JSON || contentType === ContentType.FHIR_JSON || contentType === 'application/json-patch+json';
+  if (resourcePath === 'Binary' && method === 'POST' && !isJson) {
+    const bytes = new Uint8Array(await c.req.arrayBuffer());
+    const binary: Binary = { resourceType: 'Binary', contentType: contentType || 'application/octet-stream', data: Buffer.from(bytes).toString('base64') };
+    return binary;
+  }
+  if (contentType === ContentType.FORM_URL_ENCODED) {
+    return Object.fromEntries(new URLSearchParams(await c.req.text()));
+  }
+  const text = await c.req.text();
+  if (text.length === 0) {
+    return undefined;
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new BodyError(badRequest('Malformed JSON body'));
+  }
+}
+
+export class BodyError extends Error {
+  constructor(readonly outcome: OperationOutcome) {
+    super('Invalid request body');
+  }
+}
+
+/** Handles one `/fhir/R4/...` request through Medplum's FhirRouter with the caller's repository. */
+export async function handleFhirRequest(c: Context, router: FhirRouter, repo: SqliteRepository): Promise<Response> {
+  const url = new URL(c.req.url);
+  const path = url.pathname.replace(/^\/fhir\/R4\/?/, '');
+  let body: unknown;
+  try {
+    body = await readBody(c, path);
+  } catch (err) {
+    return outcomeResponse(err instanceof BodyError ? err.outcome : normalizeOperationOutcome(err));
+  }
+  const query: Record<string, string | string[]> = {};
+  for (const [key, value] of url.searchParams) {
+    const existing = query[key];
+    query[key] = existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
+  }
+  const headers: Record<string, string> = {};
+  c.req.raw.headers.forEach((value, key) => {
+    headers[key] = value;
+  });
+  const request: FhirRequest = {
+    method: c.req.method as HttpMethod,
+    url: path + url.search,
+    pathname: '',
+    body,
+    params: {},
+    query,
+    headers,
+    config: { transactions: true },
+  };
+  const [outcome, resource, options] = await router.handleRequest(request, repo);
+  if (!isOk(outcome)) {
+    return outcomeResponse(outcome);
+  }
+  const status = getStatus(outcome);
+  if (!resource) {
+    return outcomeResponse(outcome, status);
+  }
+  return resourceResponse(c, resource, status, options?.contentType);
+}
+
+function resourceResponse(c: Context, resource: Resource, status: number, contentType?: string): Response {
+  const accept = c.req.header('accept') ?? '';
+  if (resource.resourceType === 'Binary' && c.req.method === 'GET' && !accept.includes('fhir+json') && !accept.includes('application/json')) {
+    const binary = resource as Binary;
+    return new Response(Buffer.from(binary.data ?? '', 'base64'), {
+      status,
+      headers: { 'content-type': binary.contentType ?? 'application/octet-stream' },
+    });
+  }
+  const headers: Record<string, string> = { 'content-type': contentType ?? FHIR_JSON };
+  const versionId = resource.meta?.versionId;
+  if (versionId) {
+    headers.etag = `W/"${versionId}"`;
+  }
+  if (status === 201 && resource.id) {
+    headers.location = `${new URL(c.req.url).origin}/fhir/R4/${resource.resourceType}/${resource.id}/_history/${versionId}`;
+  }
+  return new Response(JSON.stringify(resource), { status, headers });
+}

@@ -1,0 +1,29 @@
+import { MedplumClient } from '@medplum/core';
+import { applyDefinition, type ProvisionReport } from '../provision/apply';
+import { readBotBundles } from '../provision/bundles';
+import type { ProvisionDefinition } from '../provision/definition';
+import { type BootstrapResult, bootstrapProject } from './bootstrap';
+import { createEmbeddedMedplum, type EmbeddedMedplum, type EmbeddedMedplumOptions } from './server';
+
+export interface LaunchedMedplum extends EmbeddedMedplum, BootstrapResult {
+  provisioning: ProvisionReport;
+  /** A project-admin MedplumClient (client credentials), the same way `npm run provision` signs in. */
+  admin: MedplumClient;
+}
+
+export const DEFAULT_PROJECT_NAME = 'Patient Care';
+
+/**
+ * Starts the embedded Medplum and provisions it exactly as a real Medplum is provisioned: an admin
+ * client signs in with client credentials and the definition is applied over the Medplum API.
+ */
+export async function launchEmbeddedMedplum(
+  options: EmbeddedMedplumOptions & { definition: ProvisionDefinition; projectName?: string },
+): Promise<LaunchedMedplum> {
+  const embedded = await createEmbeddedMedplum(options);
+  const bootstrap = await bootstrapProject(embedded.systemRepo, options.projectName ?? DEFAULT_PROJECT_NAME);
+  const admin = new MedplumClient({ baseUrl: embedded.baseUrl, fetch: embedded.fetch, cacheTime: 0 });
+  await admin.startClientLogin(bootstrap.adminClient.id, bootstrap.adminClient.secret as string);
+  const provisioning = await applyDefinition(admin, options.definition, { bundles: readBotBundles(options.definition) });
+  return { ...embedded, ...bootstrap, admin, provisioning };
+}

@@ -1,0 +1,30 @@
+import { serve } from '@hono/node-server';
+import { demoDefinition } from '../provision/demo';
+import { launchEmbeddedMedplum } from './launch';
+
+/** `npm run embedded`: the embedded Medplum alone, listening like a real one (default port 8103, as Medplum). */
+async function main(): Promise<void> {
+  const port = Number(process.env.EMBEDDED_MEDPLUM_PORT ?? 8103);
+  const baseUrl = process.env.EMBEDDED_MEDPLUM_BASE_URL ?? `http://localhost:${port}/`;
+  const started = performance.now();
+  const medplum = await launchEmbeddedMedplum({
+    dbPath: process.env.EMBEDDED_MEDPLUM_DB ?? '.data/embedded-medplum.sqlite',
+    baseUrl,
+    definition: demoDefinition(),
+  });
+  serve({ fetch: medplum.app.fetch, port });
+  console.log(
+    JSON.stringify({
+      baseUrl,
+      projectId: medplum.project.id,
+      adminClientId: medplum.adminClient.id,
+      adminClientSecret: medplum.adminClient.secret,
+      startupMs: Math.round(performance.now() - started),
+    }),
+  );
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : String(err));
+  process.exitCode = 1;
+});

@@ -1,0 +1,131 @@
+import { badRequest, MedplumClient, normalizeOperationOutcome, OperationOutcomeError } from '@medplum/core';
+import { FhirRouter } from '@medplum/fhir-router';
+import type { Project, ProjectMembership } from '@medplum/fhirtypes';
+import { Hono } from 'hono';
+import { authenticate, systemContext } from './auth/authenticate';
+import type { SigningKey } from './auth/keys';
+import { loadOrCreateSigningKey } from './auth/keys';
+import { createAuthRoutes } from './auth/routes';
+import { BotRunner, registerBotOperations } from './bots/operations';
+import { outcomeResponse, handleFhirRequest } from './fhir-http';
+import { loadFhirSchema } from './schema';
+import { Database } from './store/database';
+import { SqliteRepository } from './store/repo';
+import { SubscriptionQueue } from './subscriptions';
+
+export interface EmbeddedMedplumOptions {
+  /** SQLite file, or ':memory:' (tests). */
+  dbPath: string;
+  /** Public base URL, ending in `/` (the issuer and Bundle links use it). Defaults to http://embedded.medplum.local/. */
+  baseUrl?: string;
+  /** Request body limit in bytes (default 16 MiB, like a typical Medplum deployment's JSON limit). */
+  maxBodyBytes?: number;
+  botTimeoutMs?: number;
+  subscriptionMaxAttempts?: number;
+  subscriptionRetryDelayMs?: number;
+  clock?: () => Date;
+}
+
+export interface EmbeddedMedplum {
+  /** In-process fetch: give it to MedplumClient (`fetch`) with `baseUrl`. */
+  fetch: typeof fetch;
+  baseUrl: string;
+  app: Hono;
+  db: Database;
+  /** The system's view of the store (bypasses access policies): bootstrap and test assertions only. */
+  systemRepo: SqliteRepository;
+  key: SigningKey;
+  subscriptions: SubscriptionQueue;
+  /** A MedplumClient for the given membership, authenticated with a freshly minted token. */
+  clientFor(membership: ProjectMembership, clientId?: string): Promise<MedplumClient>;
+  close(): void;
+}
+
+const SYSTEM_PROJECT: Project = { resourceType: 'Project', id: 'system', name: 'system' };
+
+/**
+ * A Medplum-API-compatible server with zero infrastructure: SQLite storage, Medplum's own FHIR
+ * router, Medplum-style auth, access policies, bots and subscriptions.
+ */
+export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Promise<EmbeddedMedplum> {
+  loadFhirSchema();
+  const baseUrl = options.baseUrl ?? 'http://embedded.medplum.local/';
+  const issuer = baseUrl;
+  const db = new Database(options.dbPath);
+  const maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
+  // eslint-style forward declaration: the queue needs the bot runner, which needs the app's fetch.
+  let queue: SubscriptionQueue | undefined;
+  const env = {
+    db,
+    baseUrl,
+    clock: options.clock,
+    onCommit: (changes: Parameters<SubscriptionQueue['enqueueChanges']>[0]) => queue?.enqueueChanges(changes),
+  };
+  const systemRepo = new SqliteRepository(env, systemContext(SYSTEM_PROJECT));
+  const key = await loadOrCreateSigningKey(systemRepo);
+  const now = options.clock ?? (() => new Date());
+  const authDeps = { systemRepo, key, issuer, now };
+
+  const app = new Hono();
+  const fetchImpl = ((input: RequestInfo | URL, init?: RequestInit) =>
+    app.fetch(input instanceof Request ? input : new Request(input, init))) as typeof fetch;
+
+  const clientFor = async (membership: ProjectMembership, clientId?: string): Promise<MedplumClient> => {
+    const { mintTokenForMembership } = await import('./auth/routes');
+    const token = await mintTokenForMembership(authDeps, membership, clientId);
+    const client = new MedplumClient({ baseUrl, fetch: fetchImpl, cacheTime: 0 });
+    client.setAccessToken(token);
+    return client;
+  };
+
+  const bots = new BotRunner({ systemRepo, clientFor, timeoutMs: options.botTimeoutMs ?? 10_000 });
+  queue = new SubscriptionQueue({
+    systemRepo,
+    runBot: (bot, input, requester) => bots.run(bot, { input, contentType: 'application/fhir+json', requester }),
+    maxAttempts: options.subscriptionMaxAttempts,
+    retryDelayMs: options.subscriptionRetryDelayMs,
+  });
+
+  const router = new FhirRouter();
+  registerBotOperations(router, bots);
+
+  app.use('*', async (c, next) => {
+    const length = Number(c.req.header('content-length') ?? '0');
+    if (length > maxBodyBytes) {
+      return outcomeResponse(badRequest(`Request body exceeds ${maxBodyBytes} bytes`), 413);
+    }
+    await next();
+  });
+  app.route('/', createAuthRoutes(authDeps));
+  app.all('/fhir/R4/*', async (c) => {
+    let caller;
+    try {
+      caller = await authenticate(systemRepo, key, issuer, c.req.header('authorization'), now());
+    } catch (err) {
+      return outcomeResponse(normalizeOperationOutcome(err));
+    }
+    const repo = systemRepo.withCaller(caller);
+    return handleFhirRequest(c, router, repo);
+  });
+  app.get('/healthcheck', (c) => c.json({ ok: true }));
+  app.notFound(() => outcomeResponse(badRequest('Not found'), 404));
+  app.onError((err) => {
+    const outcome = err instanceof OperationOutcomeError ? err.outcome : normalizeOperationOutcome(err);
+    return outcomeResponse(outcome);
+  });
+
+  return {
+    fetch: fetchImpl,
+    baseUrl,
+    app,
+    db,
+    systemRepo,
+    key,
+    subscriptions: queue,
+    clientFor,
+    close() {
+      queue?.close();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,142 @@
+import { matchesSearchRequest, parseSearchRequest } from '@medplum/core';
+import type { Bot, Resource, Subscription } from '@medplum/fhirtypes';
+import type { ResourceChange, SqliteRepository } from './store/repo';
+
+export const SUPPORTED_INTERACTION_URL = 'https://medplum.com/fhir/StructureDefinition/subscription-supported-interaction';
+
+export interface SubscriptionJob {
+  subscription: Subscription;
+  botId: string;
+  resource: Resource;
+  interaction: ResourceChange['interaction'];
+  attempt: number;
+}
+
+export interface SubscriptionQueueOptions {
+  /** The system's view of the store: reads Subscriptions across projects. */
+  systemRepo: SqliteRepository;
+  runBot: (bot: Bot, input: Resource, requester: string | undefined) => Promise<unknown>;
+  /** Total tries per delivery. Medplum tries bot deliveries once; we retry, with backoff. */
+  maxAttempts?: number;
+  retryDelayMs?: number;
+  onError?: (job: SubscriptionJob, err: unknown) => void;
+}
+
+/**
+ * Delivers committed changes to bots whose rest-hook Subscription matches them. Fed only from
+ * after-COMMIT callbacks, so a rolled-back write never fires. Runs asynchronously in process, with
+ * bounded retries, and tells tests when it has nothing left to do (`idle()`).
+ */
+export class SubscriptionQueue {
+  private readonly pending: SubscriptionJob[] = [];
+  private inFlight = 0;
+  private scheduled = 0;
+  private waiters: (() => void)[] = [];
+  private closed = false;
+
+  constructor(private readonly options: SubscriptionQueueOptions) {}
+
+  /** Called after COMMIT with the transaction's changes. */
+  enqueueChanges(changes: ResourceChange[]): void {
+    if (this.closed || changes.length === 0) {
+      return;
+    }
+    this.scheduled++;
+    queueMicrotask(() => {
+      this.match(changes)
+        .catch(() => undefined)
+        .finally(() => {
+          this.scheduled--;
+          this.pump();
+        });
+    });
+  }
+
+  /** Resolves once no delivery is pending, running or waiting for a retry. */
+  idle(): Promise<void> {
+    if (this.isIdle()) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  close(): void {
+    this.closed = true;
+    this.pending.length = 0;
+  }
+
+  private isIdle(): boolean {
+    return this.pending.length === 0 && this.inFlight === 0 && this.scheduled === 0;
+  }
+
+  private async match(changes: ResourceChange[]): Promise<void> {
+    const subscriptions = await this.options.systemRepo.searchResources<Subscription>({
+      resourceType: 'Subscription',
+      filters: [{ code: 'status', operator: 'eq', value: 'active' }],
+      count: 1000,
+    });
+    for (const change of changes) {
+      for (const subscription of subscriptions) {
+        const botId = /^Bot\/([^/]+)$/.exec(subscription.channel?.endpoint ?? '')?.[1];
+        if (
+          botId &&
+          subscription.channel?.type === 'rest-hook' &&
+          subscription.meta?.project === change.resource.meta?.project &&
+          supportsInteraction(subscription, change.interaction) &&
+          matchesCriteria(subscription, change.resource)
+        ) {
+          this.pending.push({ subscription, botId, resource: change.resource, interaction: change.interaction, attempt: 1 });
+        }
+      }
+    }
+  }
+
+  private pump(): void {
+    while (this.pending.length > 0 && !this.closed) {
+      const job = this.pending.shift() as SubscriptionJob;
+      this.inFlight++;
+      this.deliver(job).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+    if (this.isIdle()) {
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const resolve of waiters) {
+        resolve();
+      }
+    }
+  }
+
+  private async deliver(job: SubscriptionJob): Promise<void> {
+    const maxAttempts = this.options.maxAttempts ?? 3;
+    try {
+      const bot = await this.options.systemRepo.readResource<Bot>('Bot', job.botId);
+      await this.options.runBot(bot, job.resource, job.resource.meta?.author?.reference);
+    } catch (err) {
+      this.options.onError?.(job, err);
+      if (job.attempt < maxAttempts && !this.closed) {
+        const delay = (this.options.retryDelayMs ?? 50) * 2 ** (job.attempt - 1);
+        this.inFlight++;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        this.inFlight--;
+        this.pending.push({ ...job, attempt: job.attempt + 1 });
+      }
+    }
+  }
+}
+
+function supportsInteraction(subscription: Subscription, interaction: ResourceChange['interaction']): boolean {
+  const extension = subscription.extension?.find((e) => e.url === SUPPORTED_INTERACTION_URL);
+  // Medplum: without the extension, create and update fire (delete does not).
+  return extension?.valueCode ? extension.valueCode === interaction : interaction !== 'delete';
+}
+
+function matchesCriteria(subscription: Subscription, resource: Resource): boolean {
+  if (!subscription.criteria) {
+    return false;
+  }
+  const search = parseSearchRequest(subscription.criteria);
+  return search.resourceType === resource.resourceType && matchesSearchRequest(resource, search);
+}

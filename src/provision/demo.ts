@@ -1,0 +1,91 @@
+import type { Observation, Patient, ProjectMembership, User } from '@medplum/fhirtypes';
+import { SYSTEMS, TENANT_PARAMETER } from '../shared/systems';
+import type { KeyedResource, ProvisionDefinition } from './definition';
+import { keyRef, platformDefinition, tenantResources } from './definition';
+
+export interface DemoPatient {
+  key: string;
+  tenant: string;
+  given: string;
+  family: string;
+  birthDate: string;
+  gender: Patient['gender'];
+  state: string;
+  phone: string;
+}
+
+export const DEMO_TENANTS = [
+  { key: 'northwind', name: 'Northwind Health' },
+  { key: 'southridge', name: 'Southridge Care' },
+] as const;
+
+/** Two tenants, several patients each: the fixture every test and the demo use. */
+export const DEMO_PATIENTS: DemoPatient[] = [
+  { key: 'alice', tenant: 'northwind', given: 'Alice', family: 'Nguyen', birthDate: '1984-03-02', gender: 'female', state: 'CA', phone: '+14155550101' },
+  { key: 'bob', tenant: 'northwind', given: 'Bob', family: 'Okafor', birthDate: '1979-11-20', gender: 'male', state: 'TX', phone: '+15125550102' },
+  { key: 'carol', tenant: 'southridge', given: 'Carol', family: 'Silva', birthDate: '1991-07-14', gender: 'female', state: 'NY', phone: '+12125550103' },
+  { key: 'dave', tenant: 'southridge', given: 'Dave', family: 'Kowalski', birthDate: '1968-01-30', gender: 'male', state: 'CA', phone: '+13105550104' },
+];
+
+const LOINC = 'http://loinc.org';
+const BODY_WEIGHT = '29463-7';
+
+function demoPatientResources(patient: DemoPatient): KeyedResource[] {
+  const org = keyRef(`org-${patient.tenant}`);
+  const user: User = {
+    resourceType: 'User',
+    firstName: patient.given,
+    lastName: patient.family,
+    email: `${patient.key}@demo.patient-care.example`,
+    project: keyRef('project'),
+  };
+  const fhirPatient: Patient = {
+    resourceType: 'Patient',
+    meta: { accounts: [org] },
+    identifier: [{ system: SYSTEMS.demoPatient, value: patient.key }],
+    name: [{ given: [patient.given], family: patient.family }],
+    birthDate: patient.birthDate,
+    gender: patient.gender,
+    telecom: [{ system: 'phone', value: patient.phone, use: 'mobile' }],
+    address: [{ line: ['1 Demo Street'], city: 'Demo City', state: patient.state, postalCode: '90001', country: 'US' }],
+    managingOrganization: org,
+  };
+  const membership: ProjectMembership = {
+    resourceType: 'ProjectMembership',
+    project: keyRef('project'),
+    user: keyRef(`demo-user-${patient.key}`),
+    profile: keyRef(`demo-patient-${patient.key}`),
+    access: [
+      {
+        policy: keyRef('policy-patient'),
+        parameter: [{ name: TENANT_PARAMETER, valueReference: org }],
+      },
+    ],
+  };
+  const weight: Observation = {
+    resourceType: 'Observation',
+    status: 'final',
+    code: { coding: [{ system: LOINC, code: BODY_WEIGHT, display: 'Body weight' }] },
+    subject: keyRef(`demo-patient-${patient.key}`),
+    effectiveDateTime: '2026-01-15T09:00:00Z',
+    valueQuantity: { value: 70 + patient.key.length, unit: 'kg', system: 'http://unitsofmeasure.org', code: 'kg' },
+  };
+  return [
+    { key: `demo-user-${patient.key}`, resource: user },
+    { key: `demo-patient-${patient.key}`, resource: fhirPatient },
+    { key: `demo-membership-${patient.key}`, resource: membership },
+    { key: `demo-weight-${patient.key}`, resource: weight },
+  ];
+}
+
+/** The platform definition plus the demo tenants and patients (what `npm start` and the tests use). */
+export function demoDefinition(): ProvisionDefinition {
+  return {
+    ...platformDefinition,
+    resources: [
+      ...platformDefinition.resources,
+      ...DEMO_TENANTS.flatMap((t) => tenantResources(t.key, t.name)),
+      ...DEMO_PATIENTS.flatMap(demoPatientResources),
+    ],
+  };
+}

@@ -1,0 +1,71 @@
+import type { OperationOutcome } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestBackend, type TestBackend } from '../support/backend';
+
+let backend: TestBackend;
+beforeAll(async () => {
+  backend = await startTestBackend({ maxBodyBytes: 64 * 1024 });
+});
+afterAll(() => backend?.close());
+
+async function call(path: string, init: RequestInit & { token?: string } = {}): Promise<{ status: number; body: OperationOutcome }> {
+  const headers = new Headers(init.headers);
+  const token = init.token ?? backend.patients.alice.token;
+  if (token) {
+    headers.set('authorization', `Bearer ${token}`);
+  }
+  if (init.body && !headers.has('content-type')) {
+    headers.set('content-type', 'application/fhir+json');
+  }
+  const response = await backend.fetch(new URL(path, backend.baseUrl), { ...init, headers });
+  const text = await response.text();
+  return { status: response.status, body: JSON.parse(text) as OperationOutcome };
+}
+
+function expectClientError(result: { status: number; body: OperationOutcome }, status: number): void {
+  expect(result.status).toBe(status);
+  expect(result.body.resourceType).toBe('OperationOutcome');
+  expect(result.body.issue?.[0]?.severity).toBe('error');
+}
+
+describe('bad input gets a clear 4xx OperationOutcome, never a 500', () => {
+  it('malformed JSON', async () => {
+    expectClientError(await call('fhir/R4/QuestionnaireResponse', { method: 'POST', body: '{"resourceType": "Questionn' }), 400);
+  });
+
+  it('unknown resource type', async () => {
+    const search = await call('fhir/R4/NotAType?_count=1');
+    expect(search.status).toBeGreaterThanOrEqual(400);
+    expect(search.status).toBeLessThan(500);
+    const create = await call('fhir/R4/NotAType', { method: 'POST', body: JSON.stringify({ resourceType: 'NotAType' }) });
+    expect(create.status).toBeGreaterThanOrEqual(400);
+    expect(create.status).toBeLessThan(500);
+  });
+
+  it('wrong resourceType in the body', async () => {
+    const { alice } = backend.patients;
+    const body = JSON.stringify({ resourceType: 'Patient', subject: { reference: `Patient/${alice.patient.id}` } });
+    expectClientError(await call('fhir/R4/QuestionnaireResponse', { method: 'POST', body }), 400);
+  });
+
+  it('oversized body', async () => {
+    const body = JSON.stringify({ resourceType: 'QuestionnaireResponse', status: 'completed', text: { status: 'generated', div: 'x'.repeat(70 * 1024) } });
+    expectClientError(await call('fhir/R4/QuestionnaireResponse', { method: 'POST', body }), 413);
+  });
+
+  it('invalid, missing and foreign tokens', async () => {
+    expectClientError(await call('fhir/R4/Patient', { token: 'not-a-jwt' }), 401);
+    expectClientError(await call('fhir/R4/Patient', { token: '' }), 401);
+    const [header, payload] = backend.patients.alice.token.split('.');
+    expectClientError(await call('fhir/R4/Patient', { token: `${header}.${payload}.AAAA` }), 401);
+  });
+});
+
+describe('tokens', () => {
+  it('a revoked login gets 401 on its next call though its signature is valid', async () => {
+    const { medplum, token } = await backend.login(backend.patients.bob.membership);
+    expect((await call('fhir/R4/Patient', { token })).status).toBe(200);
+    await medplum.post('auth/logout', {});
+    expectClientError(await call('fhir/R4/Patient', { token }), 401);
+  });
+});

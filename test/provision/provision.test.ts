@@ -1,0 +1,51 @@
+import type { Project } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyDefinition } from '../../src/provision/apply';
+import { readBotBundles } from '../../src/provision/bundles';
+import { demoDefinition } from '../../src/provision/demo';
+import { startTestBackend, type TestBackend } from '../support/backend';
+
+let backend: TestBackend;
+beforeAll(async () => {
+  backend = await startTestBackend();
+});
+afterAll(() => backend?.close());
+
+const historyRows = () => (backend.db.reader.prepare('SELECT count(*) AS n FROM history').get() as { n: number }).n;
+
+describe('provisioning', () => {
+  it('sets up the project: features, default patient policy, deployed bots with memberships', async () => {
+    const project = await backend.systemRepo.readResource<Project>('Project', backend.project.id);
+    expect(project.features).toEqual(expect.arrayContaining(['bots', 'transaction-bundles']));
+    expect(project.defaultPatientAccessPolicy?.reference).toMatch(/^AccessPolicy\//);
+    expect(backend.provisioning.deployed).toEqual(['patient-home']);
+    const bot = await backend.admin.searchOne('Bot', { name: 'patient-home' });
+    expect(bot?.executableCode?.url).toMatch(/^Binary\//);
+    const membership = await backend.admin.searchOne('ProjectMembership', { profile: `Bot/${bot?.id}` });
+    expect(membership?.accessPolicy?.reference).toMatch(/^AccessPolicy\//);
+  });
+
+  it('a second run through the Medplum API changes nothing', async () => {
+    const before = historyRows();
+    const definition = demoDefinition();
+    const report = await applyDefinition(backend.admin, definition, { bundles: readBotBundles(definition) });
+    expect(report.created).toEqual([]);
+    expect(report.updated).toEqual([]);
+    expect(report.deployed).toEqual([]);
+    expect(report.unchanged.length).toBeGreaterThan(10);
+    await backend.subscriptions.idle();
+    // No new versions of anything: the store is exactly as it was (AuditEvents excluded: none ran).
+    expect(historyRows()).toBe(before);
+  });
+
+  it('a changed definition updates only what changed', async () => {
+    const definition = demoDefinition();
+    const changed = {
+      ...definition,
+      accessPolicies: definition.accessPolicies.map((p) => (p.key === 'bot-patient-home' ? { ...p, policy: { ...p.policy, name: 'Bot: patient-home (v2)' } } : p)),
+    };
+    const report = await applyDefinition(backend.admin, changed, { bundles: readBotBundles(changed) });
+    expect(report.updated).toEqual(['policy-bot-patient-home']);
+    expect(report.created).toEqual([]);
+  });
+});

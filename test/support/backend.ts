@@ -1,0 +1,50 @@
+import type { WithId } from '@medplum/core';
+import { MedplumClient } from '@medplum/core';
+import type { Patient, ProjectMembership } from '@medplum/fhirtypes';
+import { launchEmbeddedMedplum, type LaunchedMedplum } from '../../src/embedded/launch';
+import type { EmbeddedMedplumOptions } from '../../src/embedded/server';
+import { DEMO_PATIENTS } from '../../src/provision/demo';
+import { demoDefinition } from '../../src/provision/demo';
+import { SYSTEMS } from '../../src/shared/systems';
+
+export interface DemoActor {
+  key: string;
+  tenant: string;
+  patient: WithId<Patient>;
+  membership: WithId<ProjectMembership>;
+  /** A MedplumClient signed in as this patient (a real token from the embedded backend). */
+  medplum: MedplumClient;
+  token: string;
+}
+
+export interface TestBackend extends LaunchedMedplum {
+  patients: Record<string, DemoActor>;
+  /** A fresh client for any membership (practitioner, bot, client application...). */
+  login(membership: ProjectMembership): Promise<{ medplum: MedplumClient; token: string }>;
+}
+
+/**
+ * The shared fixture: an in-memory embedded Medplum provisioned with the platform definition and
+ * the demo tenants (northwind: alice, bob; southridge: carol, dave). Real storage, real policies,
+ * real bot bundles.
+ */
+export async function startTestBackend(options: Partial<EmbeddedMedplumOptions> = {}): Promise<TestBackend> {
+  const backend = await launchEmbeddedMedplum({ dbPath: ':memory:', definition: demoDefinition(), ...options });
+  const login = async (membership: ProjectMembership) => {
+    const medplum = await backend.clientFor(membership);
+    return { medplum, token: medplum.getAccessToken() as string };
+  };
+  const patients: Record<string, DemoActor> = {};
+  for (const demo of DEMO_PATIENTS) {
+    const patient = (await backend.systemRepo.searchOne<Patient>({
+      resourceType: 'Patient',
+      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.demoPatient}|${demo.key}` }],
+    })) as WithId<Patient>;
+    const membership = (await backend.systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [{ code: 'profile', operator: 'eq', value: `Patient/${patient.id}` }],
+    })) as WithId<ProjectMembership>;
+    patients[demo.key] = { key: demo.key, tenant: demo.tenant, patient, membership, ...(await login(membership)) };
+  }
+  return { ...backend, patients, login };
+}
