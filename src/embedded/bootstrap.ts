@@ -11,11 +11,16 @@ export interface BootstrapResult {
 }
 
 /**
- * What a Medplum operator does once by hand on a real server (create the project and an admin
- * client application); everything after it goes through provisioning over the Medplum API.
+ * What a Medplum operator does once by hand on a real server (create the project with its features,
+ * which only a super admin may set, and an admin client application); everything after it goes
+ * through provisioning over the Medplum API.
  * Idempotent: found again by name on a reused store.
  */
-export async function bootstrapProject(systemRepo: SqliteRepository, name: string): Promise<BootstrapResult> {
+export async function bootstrapProject(
+  systemRepo: SqliteRepository,
+  name: string,
+  features: NonNullable<Project['features']>,
+): Promise<BootstrapResult> {
   let project = await systemRepo.searchOne<Project>({
     resourceType: 'Project',
     filters: [{ code: 'name', operator: 'exact', value: name }],
@@ -23,7 +28,7 @@ export async function bootstrapProject(systemRepo: SqliteRepository, name: strin
   if (!project) {
     const id = systemRepo.generateId();
     project = await systemRepo.createResource<Project>(
-      { resourceType: 'Project', id, name, meta: { project: id } },
+      { resourceType: 'Project', id, name, features, meta: { project: id } },
       { assignedId: true },
     );
   }

@@ -14,22 +14,33 @@ export function outcomeResponse(outcome: OperationOutcome, status = getStatus(ou
  * Reads the request body the way Medplum's server does: FHIR/JSON bodies parsed (malformed JSON is a
  * 400 OperationOutcome), and a raw upload to `Binary` wrapped into a Binary resource.
  */
-async function readBody(c: Context, resourcePath: string): Promise<unknown> {
+async function readBody(c: Context, resourcePath: string, maxBytes: number): Promise<unknown> {
   const method = c.req.method;
   if (method === 'GET' || method === 'DELETE' || method === 'HEAD') {
     return undefined;
   }
   const contentType = (c.req.header('content-type') ?? '').split(';')[0].trim().toLowerCase();
-  const isJson = contentType === '' || contentType === ContentType.JSON || contentType === ContentType.FHIR_JSON || contentType === 'application/json-patch+json';
+  const isJson =
+    contentType === '' ||
+    contentType === ContentType.JSON ||
+    contentType === ContentType.FHIR_JSON ||
+    contentType === 'application/json-patch+json';
+  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  if (bytes.byteLength > maxBytes) {
+    throw new BodyError(badRequest(`Request body exceeds ${maxBytes} bytes`), 413);
+  }
   if (resourcePath === 'Binary' && method === 'POST' && !isJson) {
-    const bytes = new Uint8Array(await c.req.arrayBuffer());
-    const binary: Binary = { resourceType: 'Binary', contentType: contentType || 'application/octet-stream', data: Buffer.from(bytes).toString('base64') };
+    const binary: Binary = {
+      resourceType: 'Binary',
+      contentType: contentType || 'application/octet-stream',
+      data: Buffer.from(bytes).toString('base64'),
+    };
     return binary;
   }
+  const text = new TextDecoder().decode(bytes);
   if (contentType === ContentType.FORM_URL_ENCODED) {
-    return Object.fromEntries(new URLSearchParams(await c.req.text()));
+    return Object.fromEntries(new URLSearchParams(text));
   }
-  const text = await c.req.text();
   if (text.length === 0) {
     return undefined;
   }
@@ -41,20 +52,30 @@ async function readBody(c: Context, resourcePath: string): Promise<unknown> {
 }
 
 export class BodyError extends Error {
-  constructor(readonly outcome: OperationOutcome) {
+  constructor(
+    readonly outcome: OperationOutcome,
+    readonly status = 400,
+  ) {
     super('Invalid request body');
   }
 }
 
 /** Handles one `/fhir/R4/...` request through Medplum's FhirRouter with the caller's repository. */
-export async function handleFhirRequest(c: Context, router: FhirRouter, repo: SqliteRepository): Promise<Response> {
+export async function handleFhirRequest(
+  c: Context,
+  router: FhirRouter,
+  repo: SqliteRepository,
+  maxBodyBytes: number,
+): Promise<Response> {
   const url = new URL(c.req.url);
   const path = url.pathname.replace(/^\/fhir\/R4\/?/, '');
   let body: unknown;
   try {
-    body = await readBody(c, path);
+    body = await readBody(c, path, maxBodyBytes);
   } catch (err) {
-    return outcomeResponse(err instanceof BodyError ? err.outcome : normalizeOperationOutcome(err));
+    return err instanceof BodyError
+      ? outcomeResponse(err.outcome, err.status)
+      : outcomeResponse(normalizeOperationOutcome(err));
   }
   const query: Record<string, string | string[]> = {};
   for (const [key, value] of url.searchParams) {
@@ -88,7 +109,12 @@ export async function handleFhirRequest(c: Context, router: FhirRouter, repo: Sq
 
 function resourceResponse(c: Context, resource: Resource, status: number, contentType?: string): Response {
   const accept = c.req.header('accept') ?? '';
-  if (resource.resourceType === 'Binary' && c.req.method === 'GET' && !accept.includes('fhir+json') && !accept.includes('application/json')) {
+  if (
+    resource.resourceType === 'Binary' &&
+    c.req.method === 'GET' &&
+    !accept.includes('fhir+json') &&
+    !accept.includes('application/json')
+  ) {
     const binary = resource as Binary;
     return new Response(Buffer.from(binary.data ?? '', 'base64'), {
       status,

@@ -21,9 +21,15 @@ export async function launchEmbeddedMedplum(
   options: EmbeddedMedplumOptions & { definition: ProvisionDefinition; projectName?: string },
 ): Promise<LaunchedMedplum> {
   const embedded = await createEmbeddedMedplum(options);
-  const bootstrap = await bootstrapProject(embedded.systemRepo, options.projectName ?? DEFAULT_PROJECT_NAME);
+  const bootstrap = await bootstrapProject(
+    embedded.systemRepo,
+    options.projectName ?? DEFAULT_PROJECT_NAME,
+    options.definition.project.features,
+  );
   const admin = new MedplumClient({ baseUrl: embedded.baseUrl, fetch: embedded.fetch, cacheTime: 0 });
   await admin.startClientLogin(bootstrap.adminClient.id, bootstrap.adminClient.secret as string);
-  const provisioning = await applyDefinition(admin, options.definition, { bundles: readBotBundles(options.definition) });
+  const provisioning = await applyDefinition(admin, options.definition, {
+    bundles: readBotBundles(options.definition),
+  });
   return { ...embedded, ...bootstrap, admin, provisioning };
 }

@@ -1,13 +1,15 @@
+import type { WithId } from '@medplum/core';
 import { badRequest, MedplumClient, normalizeOperationOutcome, OperationOutcomeError } from '@medplum/core';
 import { FhirRouter } from '@medplum/fhir-router';
-import type { Project, ProjectMembership } from '@medplum/fhirtypes';
+import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
 import { authenticate, systemContext } from './auth/authenticate';
 import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
-import { createAuthRoutes } from './auth/routes';
+import { createAuthRoutes, mintTokenForMembership } from './auth/routes';
 import { BotRunner, registerBotOperations } from './bots/operations';
-import { outcomeResponse, handleFhirRequest } from './fhir-http';
+import type { CallerContext } from './context';
+import { handleFhirRequest, outcomeResponse } from './fhir-http';
 import { loadFhirSchema } from './schema';
 import { Database } from './store/database';
 import { SqliteRepository } from './store/repo';
@@ -71,17 +73,23 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     app.fetch(input instanceof Request ? input : new Request(input, init))) as typeof fetch;
 
   const clientFor = async (membership: ProjectMembership, clientId?: string): Promise<MedplumClient> => {
-    const { mintTokenForMembership } = await import('./auth/routes');
     const token = await mintTokenForMembership(authDeps, membership, clientId);
     const client = new MedplumClient({ baseUrl, fetch: fetchImpl, cacheTime: 0 });
     client.setAccessToken(token);
     return client;
   };
 
-  const bots = new BotRunner({ systemRepo, clientFor, timeoutMs: options.botTimeoutMs ?? 10_000 });
+  const bots = new BotRunner({
+    systemRepo,
+    tokenFor: (membership) => mintTokenForMembership(authDeps, membership),
+    baseUrl,
+    fetch: fetchImpl,
+    timeoutMs: options.botTimeoutMs ?? 10_000,
+  });
   queue = new SubscriptionQueue({
     systemRepo,
-    runBot: (bot, input, requester) => bots.run(bot, { input, contentType: 'application/fhir+json', requester }),
+    runBot: (bot, input, requester) =>
+      bots.run(bot as WithId<Bot>, { input, contentType: 'application/fhir+json', requester }),
     maxAttempts: options.subscriptionMaxAttempts,
     retryDelayMs: options.subscriptionRetryDelayMs,
   });
@@ -98,14 +106,14 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   });
   app.route('/', createAuthRoutes(authDeps));
   app.all('/fhir/R4/*', async (c) => {
-    let caller;
+    let caller: CallerContext;
     try {
       caller = await authenticate(systemRepo, key, issuer, c.req.header('authorization'), now());
     } catch (err) {
       return outcomeResponse(normalizeOperationOutcome(err));
     }
     const repo = systemRepo.withCaller(caller);
-    return handleFhirRequest(c, router, repo);
+    return handleFhirRequest(c, router, repo, maxBodyBytes);
   });
   app.get('/healthcheck', (c) => c.json({ ok: true }));
   app.notFound(() => outcomeResponse(badRequest('Not found'), 404));

@@ -2,7 +2,8 @@ import { matchesSearchRequest, parseSearchRequest } from '@medplum/core';
 import type { Bot, Resource, Subscription } from '@medplum/fhirtypes';
 import type { ResourceChange, SqliteRepository } from './store/repo';
 
-export const SUPPORTED_INTERACTION_URL = 'https://medplum.com/fhir/StructureDefinition/subscription-supported-interaction';
+export const SUPPORTED_INTERACTION_URL =
+  'https://medplum.com/fhir/StructureDefinition/subscription-supported-interaction';
 
 export interface SubscriptionJob {
   subscription: Subscription;
@@ -85,7 +86,13 @@ export class SubscriptionQueue {
           supportsInteraction(subscription, change.interaction) &&
           matchesCriteria(subscription, change.resource)
         ) {
-          this.pending.push({ subscription, botId, resource: change.resource, interaction: change.interaction, attempt: 1 });
+          this.pending.push({
+            subscription,
+            botId,
+            resource: change.resource,
+            interaction: change.interaction,
+            attempt: 1,
+          });
         }
       }
     }
@@ -129,8 +136,8 @@ export class SubscriptionQueue {
 
 function supportsInteraction(subscription: Subscription, interaction: ResourceChange['interaction']): boolean {
   const extension = subscription.extension?.find((e) => e.url === SUPPORTED_INTERACTION_URL);
-  // Medplum: without the extension, create and update fire (delete does not).
-  return extension?.valueCode ? extension.valueCode === interaction : interaction !== 'delete';
+  // Medplum: without the extension every interaction fires.
+  return extension?.valueCode ? extension.valueCode === interaction : true;
 }
 
 function matchesCriteria(subscription: Subscription, resource: Resource): boolean {

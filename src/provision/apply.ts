@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { MedplumClient, WithId } from '@medplum/core';
-import { createReference, getReferenceString } from '@medplum/core';
-import type { AccessPolicy, Bot, Project, ProjectMembership, Reference, Resource, Subscription } from '@medplum/fhirtypes';
+import { getReferenceString } from '@medplum/core';
+import type {
+  AccessPolicy,
+  Bot,
+  Project,
+  ProjectMembership,
+  Reference,
+  Resource,
+  Subscription,
+} from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../shared/systems';
 import type { ProvisionDefinition } from './definition';
 
@@ -31,23 +39,39 @@ export async function applyDefinition(
   const report: ProvisionReport = { created: [], updated: [], unchanged: [], deployed: [] };
   const keys = new Map<string, Reference>();
   const project = await currentProject(medplum);
-  keys.set('project', createReference(project));
+  keys.set('project', plainReference(project));
+  // Features are a super-admin setting on Medplum (read-only to project admins): check, never write.
+  const missing = definition.project.features.filter((f) => !project.features?.includes(f));
+  if (missing.length > 0) {
+    throw new Error(
+      `Project ${project.id} lacks features ${missing.join(', ')}: a Medplum super admin must enable them`,
+    );
+  }
 
   const upsert = async <T extends Resource>(key: string, desired: T): Promise<WithId<T>> => {
     const resource = resolveKeys(tagged(key, desired), keys);
-    const existing = await medplum.searchOne(resource.resourceType, { _tag: `${SYSTEMS.provisioning}|${key}` }, { cache: 'no-cache' });
+    const existing = await medplum.searchOne(
+      resource.resourceType,
+      { _tag: `${SYSTEMS.provisioning}|${key}` },
+      { cache: 'no-cache' },
+    );
     let result: WithId<T>;
     if (!existing) {
       result = await medplum.createResource(resource);
       report.created.push(key);
     } else if (!containsAll(existing, resource)) {
-      result = (await medplum.updateResource({ ...existing, ...resource, id: existing.id, meta: existing.meta })) as WithId<T>;
+      result = (await medplum.updateResource({
+        ...existing,
+        ...resource,
+        id: existing.id,
+        meta: existing.meta,
+      })) as WithId<T>;
       report.updated.push(key);
     } else {
       result = existing as WithId<T>;
       report.unchanged.push(key);
     }
-    keys.set(key, createReference(result));
+    keys.set(key, plainReference(result));
     return result;
   };
 
@@ -61,8 +85,7 @@ export async function applyDefinition(
   const defaultPolicy = keys.get(`policy-${definition.project.defaultPatientAccessPolicy}`);
   const desiredProject: Project = {
     ...project,
-    features: [...new Set([...(project.features ?? []), ...definition.project.features])],
-    defaultPatientAccessPolicy: defaultPolicy,
+    defaultPatientAccessPolicy: defaultPolicy as Reference<AccessPolicy> | undefined,
   };
   if (!containsAll(project, desiredProject)) {
     await medplum.updateResource(desiredProject);
@@ -85,16 +108,21 @@ export async function applyDefinition(
       runtimeVersion: 'vmcontext',
       extension: [{ url: EXTENSIONS.botBundleSha256, valueString: sha256 }],
     });
-    if (!saved.executableCode || report.created.includes(`bot-${bot.key}`) || report.updated.includes(`bot-${bot.key}`)) {
+    if (
+      !saved.executableCode ||
+      report.created.includes(`bot-${bot.key}`) ||
+      report.updated.includes(`bot-${bot.key}`)
+    ) {
       await medplum.post(medplum.fhirUrl('Bot', saved.id, '$deploy'), { code, filename: `${bot.key}.js` });
       report.deployed.push(bot.key);
     }
     await upsert<ProjectMembership>(`membership-bot-${bot.key}`, {
       resourceType: 'ProjectMembership',
-      project: createReference(project),
-      user: createReference(saved),
-      profile: createReference(saved),
-      accessPolicy: keys.get(`policy-${bot.accessPolicy}`),
+      project: plainReference(project),
+      user: plainReference(saved),
+      profile: plainReference(saved),
+      accessPolicy: keys.get(`policy-${bot.accessPolicy}`) as Reference<AccessPolicy> | undefined,
+      ...(bot.admin ? { admin: true } : {}),
     });
   }
 
@@ -149,18 +177,27 @@ export function containsAll(existing: unknown, desired: unknown): boolean {
   }
   if (Array.isArray(desired)) {
     return (
-      Array.isArray(existing) && existing.length === desired.length && desired.every((d, i) => containsAll(existing[i], d))
+      Array.isArray(existing) &&
+      existing.length === desired.length &&
+      desired.every((d, i) => containsAll(existing[i], d))
     );
   }
   if (existing === null || typeof existing !== 'object' || Array.isArray(existing)) {
     return false;
   }
   return Object.entries(desired).every(([k, v]) =>
-    k === 'meta' ? containsAll((existing as Record<string, unknown>)[k], pickTags(v)) : containsAll((existing as Record<string, unknown>)[k], v),
+    k === 'meta'
+      ? containsAll((existing as Record<string, unknown>)[k], pickTags(v))
+      : containsAll((existing as Record<string, unknown>)[k], v),
   );
 }
 
 function pickTags(meta: unknown): unknown {
   const tag = (meta as { tag?: unknown } | undefined)?.tag;
   return tag === undefined ? {} : { tag };
+}
+
+/** `{ reference }` only: a display would make a stored copy differ from the definition on every run. */
+function plainReference<T extends Resource>(resource: WithId<T>): Reference<T> {
+  return { reference: getReferenceString(resource) } as Reference<T>;
 }

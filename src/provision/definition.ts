@@ -24,6 +24,8 @@ export interface BotDefinition {
   key: string;
   description: string;
   accessPolicy: string;
+  /** Project-admin membership: needed only by bots that must touch ProjectMembership (Medplum rule). */
+  admin?: boolean;
 }
 
 export interface SubscriptionDefinition {
@@ -39,7 +41,10 @@ export interface KeyedResource {
   resource: Resource;
 }
 
-export const keyRef = (key: string): Reference => ({ reference: `key:${key}` });
+/** A reference to the resource provisioned under `key`, resolved when it is applied. */
+export function keyRef<T extends Resource>(key: string): Reference<T> {
+  return { reference: `key:${key}` } as Reference<T>;
+}
 
 /** Clinical record types a patient may read in their own compartment, never write. */
 const PATIENT_READONLY_TYPES = [
@@ -117,7 +122,6 @@ export const platformDefinition: ProvisionDefinition = {
           { resourceType: 'Patient', interaction: ['read', 'search', 'update'] },
           { resourceType: 'ClientApplication', interaction: ['read'] },
           { resourceType: 'Organization', interaction: ['read', 'search'] },
-          { resourceType: 'ProjectMembership', interaction: ['read', 'search', 'update'] },
         ],
       },
     },
@@ -127,6 +131,7 @@ export const platformDefinition: ProvisionDefinition = {
       key: 'patient-home',
       description: 'Assigns a self-registered patient to the tenant of the app they registered with.',
       accessPolicy: 'bot-patient-home',
+      admin: true,
     },
   ],
   subscriptions: [],

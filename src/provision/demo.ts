@@ -1,4 +1,4 @@
-import type { Observation, Patient, ProjectMembership, User } from '@medplum/fhirtypes';
+import type { Observation, Organization, Patient, ProjectMembership, User } from '@medplum/fhirtypes';
 import { SYSTEMS, TENANT_PARAMETER } from '../shared/systems';
 import type { KeyedResource, ProvisionDefinition } from './definition';
 import { keyRef, platformDefinition, tenantResources } from './definition';
@@ -21,23 +21,57 @@ export const DEMO_TENANTS = [
 
 /** Two tenants, several patients each: the fixture every test and the demo use. */
 export const DEMO_PATIENTS: DemoPatient[] = [
-  { key: 'alice', tenant: 'northwind', given: 'Alice', family: 'Nguyen', birthDate: '1984-03-02', gender: 'female', state: 'CA', phone: '+14155550101' },
-  { key: 'bob', tenant: 'northwind', given: 'Bob', family: 'Okafor', birthDate: '1979-11-20', gender: 'male', state: 'TX', phone: '+15125550102' },
-  { key: 'carol', tenant: 'southridge', given: 'Carol', family: 'Silva', birthDate: '1991-07-14', gender: 'female', state: 'NY', phone: '+12125550103' },
-  { key: 'dave', tenant: 'southridge', given: 'Dave', family: 'Kowalski', birthDate: '1968-01-30', gender: 'male', state: 'CA', phone: '+13105550104' },
+  {
+    key: 'alice',
+    tenant: 'northwind',
+    given: 'Alice',
+    family: 'Nguyen',
+    birthDate: '1984-03-02',
+    gender: 'female',
+    state: 'CA',
+    phone: '+14155550101',
+  },
+  {
+    key: 'bob',
+    tenant: 'northwind',
+    given: 'Bob',
+    family: 'Okafor',
+    birthDate: '1979-11-20',
+    gender: 'male',
+    state: 'TX',
+    phone: '+15125550102',
+  },
+  {
+    key: 'carol',
+    tenant: 'southridge',
+    given: 'Carol',
+    family: 'Silva',
+    birthDate: '1991-07-14',
+    gender: 'female',
+    state: 'NY',
+    phone: '+12125550103',
+  },
+  {
+    key: 'dave',
+    tenant: 'southridge',
+    given: 'Dave',
+    family: 'Kowalski',
+    birthDate: '1968-01-30',
+    gender: 'male',
+    state: 'CA',
+    phone: '+13105550104',
+  },
 ];
 
 const LOINC = 'http://loinc.org';
 const BODY_WEIGHT = '29463-7';
 
 function demoPatientResources(patient: DemoPatient): KeyedResource[] {
-  const org = keyRef(`org-${patient.tenant}`);
+  const org = keyRef<Organization>(`org-${patient.tenant}`);
   const user: User = {
     resourceType: 'User',
     firstName: patient.given,
     lastName: patient.family,
-    email: `${patient.key}@demo.patient-care.example`,
-    project: keyRef('project'),
   };
   const fhirPatient: Patient = {
     resourceType: 'Patient',

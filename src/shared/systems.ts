@@ -11,6 +11,14 @@ export const SYSTEMS = {
   provisioning: `${BASE}/provisioning`,
   tenant: `${BASE}/tenant`,
   demoPatient: `${BASE}/demo-patient`,
+  /** An agreement's canonical url (DocumentReference.identifier). */
+  agreement: `${BASE}/agreement`,
+  /** One published version, `url|version` (DocumentReference.masterIdentifier). */
+  agreementVersion: `${BASE}/agreement-version`,
+  /** Agreement category codes: terms, privacy, sms, voice, state-specific, program. */
+  agreementCategory: `${BASE}/agreement-category`,
+  /** Subdivision codes such as US-CA (ISO 3166-2). */
+  jurisdiction: 'urn:iso:std:iso:3166:-2',
 } as const;
 
 export const EXTENSIONS = {
@@ -18,6 +26,14 @@ export const EXTENSIONS = {
   tenantOrganization: `${BASE}/fhir/StructureDefinition/tenant-organization`,
   /** On a Bot: sha256 of the deployed bundle, so provisioning redeploys only what changed. */
   botBundleSha256: `${BASE}/fhir/StructureDefinition/bot-bundle-sha256`,
+  /** On an agreement DocumentReference: where it applies (valueCodeableConcept, ISO 3166-2). */
+  agreementJurisdiction: `${BASE}/fhir/StructureDefinition/agreement-jurisdiction`,
+  /** On an agreement DocumentReference: true when the platform requires it (valueBoolean). */
+  agreementRequired: `${BASE}/fhir/StructureDefinition/agreement-required`,
+  /** On an agreement DocumentReference: what stops working if it is withdrawn (valueString). */
+  agreementWithdrawalConsequence: `${BASE}/fhir/StructureDefinition/agreement-withdrawal-consequence`,
+  /** On a Consent: the server-stamped clickwrap proof (complex extension). */
+  clickwrapProof: `${BASE}/fhir/StructureDefinition/clickwrap-proof`,
 } as const;
 
 /** The access-policy parameter that carries a member's tenant Organization (`%organization`). */

@@ -34,9 +34,17 @@ async function timed(iterations: number, work: (i: number) => Promise<unknown>):
 
 function patientResources(p: number): Resource[] {
   const subject = { reference: `Patient/p${p}` };
-  const resources: Resource[] = [{ resourceType: 'Patient', id: `p${p}`, name: [{ family: `Family${p}` }] } as Resource];
+  const resources: Resource[] = [
+    { resourceType: 'Patient', id: `p${p}`, name: [{ family: `Family${p}` }] } as Resource,
+  ];
   for (let i = 0; i < OBSERVATIONS_PER_PATIENT; i++) {
-    resources.push({ resourceType: 'Observation', status: 'final', code: { text: `obs-${i % 5}` }, subject, effectiveDateTime: `2026-01-${String((i % 28) + 1).padStart(2, '0')}` });
+    resources.push({
+      resourceType: 'Observation',
+      status: 'final',
+      code: { text: `obs-${i % 5}` },
+      subject,
+      effectiveDateTime: `2026-01-${String((i % 28) + 1).padStart(2, '0')}`,
+    });
   }
   for (let i = 0; i < OTHER_PER_PATIENT; i++) {
     resources.push({ resourceType: 'Task', status: 'requested', intent: 'order', for: subject });
@@ -62,7 +70,12 @@ async function seed(patients: number, path: string) {
 function patientCaller(p: number): CallerContext {
   return {
     project: TEST_PROJECT,
-    membership: { resourceType: 'ProjectMembership', project: { reference: `Project/${TEST_PROJECT.id}` }, user: { reference: 'User/u' }, profile: { reference: `Patient/p${p}` } },
+    membership: {
+      resourceType: 'ProjectMembership',
+      project: { reference: `Project/${TEST_PROJECT.id}` },
+      user: { reference: 'User/u' },
+      profile: { reference: `Patient/p${p}` },
+    },
     profile: { reference: `Patient/p${p}` },
     accessPolicy: {
       resourceType: 'AccessPolicy',
@@ -106,10 +119,18 @@ export async function runEmbeddedStoreBench(options: { largePatients: number; it
       type: 'transaction',
       entry: Array.from({ length: 5 }, (_, k) => ({
         request: { method: 'POST' as const, url: 'Observation' },
-        resource: { resourceType: 'Observation' as const, status: 'final' as const, code: { text: `tx-${i}-${k}` }, subject: { reference: 'Patient/p42' } },
+        resource: {
+          resourceType: 'Observation' as const,
+          status: 'final' as const,
+          code: { text: `tx-${i}-${k}` },
+          subject: { reference: 'Patient/p42' },
+        },
       })),
     };
-    const [outcome] = await large.store.router.handleRequest({ ...makeSimpleRequest('POST', '', bundle), config: { transactions: true } }, large.store.repo);
+    const [outcome] = await large.store.router.handleRequest(
+      { ...makeSimpleRequest('POST', '', bundle), config: { transactions: true } },
+      large.store.repo,
+    );
     if (outcome.id !== 'ok') {
       throw new Error('transaction failed');
     }
@@ -120,7 +141,12 @@ export async function runEmbeddedStoreBench(options: { largePatients: number; it
   }
   return {
     small: { patients: small.patients, resources: small.resources, search: small.search },
-    large: { patients: large.patients, resources: large.resources, search: large.search, seedSeconds: large.seedSeconds },
+    large: {
+      patients: large.patients,
+      resources: large.resources,
+      search: large.search,
+      seedSeconds: large.seedSeconds,
+    },
     ratioP50: large.search.p50 / small.search.p50,
     read,
     search: large.search,

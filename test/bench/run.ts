@@ -24,13 +24,19 @@ async function main(): Promise<void> {
   const largePatients = Number(process.env.BENCH_PATIENTS ?? 10_000);
   const store = await runEmbeddedStoreBench({ largePatients, iterations: 500 });
   console.log(`patient-scoped search (policy-restricted, _sort=-date, _count=20):`);
-  console.log(`  ${store.small.patients} patients / ${store.small.resources} resources: p50 ${fmt(store.small.search.p50)}  p99 ${fmt(store.small.search.p99)}`);
+  console.log(
+    `  ${store.small.patients} patients / ${store.small.resources} resources: p50 ${fmt(store.small.search.p50)}  p99 ${fmt(store.small.search.p99)}`,
+  );
   console.log(
     `  ${store.large.patients} patients / ${store.large.resources} resources: p50 ${fmt(store.large.search.p50)}  p99 ${fmt(store.large.search.p99)}  (seeded in ${store.large.seedSeconds.toFixed(0)} s)`,
   );
-  console.log(`  ratio large/small p50: ${store.ratioP50.toFixed(2)}x (target <= 2x) ${store.ratioP50 <= 2 ? 'MET' : 'NOT MET'}`);
+  console.log(
+    `  ratio large/small p50: ${store.ratioP50.toFixed(2)}x (target <= 2x) ${store.ratioP50 <= 2 ? 'MET' : 'NOT MET'}`,
+  );
   console.log(`read (as patient, large store): p50 ${fmt(store.read.p50)}  p99 ${fmt(store.read.p99)}`);
-  console.log(`5-entry transaction (large store): p50 ${fmt(store.transaction.p50)}  p99 ${fmt(store.transaction.p99)}`);
+  console.log(
+    `5-entry transaction (large store): p50 ${fmt(store.transaction.p50)}  p99 ${fmt(store.transaction.p99)}`,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -1,5 +1,12 @@
 import { OperationOutcomeError } from '@medplum/core';
-import type { AccessPolicy, Consent, Observation, Patient, ProjectMembership } from '@medplum/fhirtypes';
+import type {
+  AccessPolicy,
+  Consent,
+  Observation,
+  Patient,
+  ProjectMembership,
+  QuestionnaireResponse,
+} from '@medplum/fhirtypes';
 import { describe, expect, it } from 'vitest';
 import type { CallerContext } from '../../src/embedded/context';
 import { createTestStore, TEST_PROJECT } from '../support/store';
@@ -19,8 +26,17 @@ function patientCaller(patientId: string, extra: AccessPolicy['resource'] = []):
     accessPolicy: {
       resourceType: 'AccessPolicy',
       resource: [
-        { resourceType: 'Patient', criteria: `Patient?_compartment=Patient/${patientId}`, readonlyFields: ['managingOrganization'] },
-        { resourceType: 'Observation', criteria: `Observation?_compartment=Patient/${patientId}`, readonly: true, hiddenFields: ['note'] },
+        {
+          resourceType: 'Patient',
+          criteria: `Patient?_compartment=Patient/${patientId}`,
+          readonlyFields: ['managingOrganization'],
+        },
+        {
+          resourceType: 'Observation',
+          criteria: `Observation?_compartment=Patient/${patientId}`,
+          readonly: true,
+          hiddenFields: ['note'],
+        },
         { resourceType: 'QuestionnaireResponse', criteria: `QuestionnaireResponse?_compartment=Patient/${patientId}` },
         ...extra,
       ],
@@ -39,10 +55,25 @@ async function status(promise: Promise<unknown>): Promise<string | undefined> {
 
 async function seed() {
   const store = createTestStore();
-  const a = await store.repo.createResource<Patient>({ resourceType: 'Patient', name: [{ family: 'A' }], managingOrganization: { reference: 'Organization/t1' } });
+  const a = await store.repo.createResource<Patient>({
+    resourceType: 'Patient',
+    name: [{ family: 'A' }],
+    managingOrganization: { reference: 'Organization/t1' },
+  });
   const b = await store.repo.createResource<Patient>({ resourceType: 'Patient', name: [{ family: 'B' }] });
-  const obsA = await store.repo.createResource<Observation>({ resourceType: 'Observation', status: 'final', code: { text: 'a' }, subject: { reference: `Patient/${a.id}` }, note: [{ text: 'internal' }] });
-  const obsB = await store.repo.createResource<Observation>({ resourceType: 'Observation', status: 'final', code: { text: 'b' }, subject: { reference: `Patient/${b.id}` } });
+  const obsA = await store.repo.createResource<Observation>({
+    resourceType: 'Observation',
+    status: 'final',
+    code: { text: 'a' },
+    subject: { reference: `Patient/${a.id}` },
+    note: [{ text: 'internal' }],
+  });
+  const obsB = await store.repo.createResource<Observation>({
+    resourceType: 'Observation',
+    status: 'final',
+    code: { text: 'b' },
+    subject: { reference: `Patient/${b.id}` },
+  });
   return { ...store, a, b, obsA, obsB };
 }
 
@@ -60,7 +91,13 @@ describe('AccessPolicy enforcement in the repository', () => {
     const { repo, a, obsA } = await seed();
     const asA = repo.withCaller(patientCaller(a.id));
     expect(await status(asA.searchResources({ resourceType: 'Consent' }))).toBe('forbidden');
-    const consent: Consent = { resourceType: 'Consent', status: 'active', scope: { text: 'x' }, category: [{ text: 'x' }], patient: { reference: `Patient/${a.id}` } };
+    const consent: Consent = {
+      resourceType: 'Consent',
+      status: 'active',
+      scope: { text: 'x' },
+      category: [{ text: 'x' }],
+      patient: { reference: `Patient/${a.id}` },
+    };
     expect(await status(asA.createResource(consent))).toBe('forbidden');
     // readonly entry: visible, not writable
     expect(await status(asA.updateResource({ ...obsA, status: 'amended' }))).toBe('forbidden');
@@ -69,9 +106,21 @@ describe('AccessPolicy enforcement in the repository', () => {
   it('refuses a create whose result would fall outside the criteria', async () => {
     const { repo, a, b } = await seed();
     const asA = repo.withCaller(patientCaller(a.id));
-    const own = await asA.createResource({ resourceType: 'QuestionnaireResponse', status: 'completed', subject: { reference: `Patient/${a.id}` } });
+    const own = await asA.createResource<QuestionnaireResponse>({
+      resourceType: 'QuestionnaireResponse',
+      status: 'completed',
+      subject: { reference: `Patient/${a.id}` },
+    });
     expect(own.meta?.author?.reference).toBe(`Patient/${a.id}`);
-    expect(await status(asA.createResource({ resourceType: 'QuestionnaireResponse', status: 'completed', subject: { reference: `Patient/${b.id}` } }))).toBe('forbidden');
+    expect(
+      await status(
+        asA.createResource({
+          resourceType: 'QuestionnaireResponse',
+          status: 'completed',
+          subject: { reference: `Patient/${b.id}` },
+        }),
+      ),
+    ).toBe('forbidden');
   });
 
   it('hides hiddenFields and keeps readonlyFields on update', async () => {
@@ -79,7 +128,11 @@ describe('AccessPolicy enforcement in the repository', () => {
     const asA = repo.withCaller(patientCaller(a.id));
     const read = await asA.readResource<Observation>('Observation', obsA.id);
     expect(read.note).toBeUndefined();
-    const updated = await asA.updateResource<Patient>({ ...a, gender: 'female', managingOrganization: { reference: 'Organization/evil' } });
+    const updated = await asA.updateResource<Patient>({
+      ...a,
+      gender: 'female',
+      managingOrganization: { reference: 'Organization/evil' },
+    });
     expect(updated.gender).toBe('female');
     expect(updated.managingOrganization?.reference).toBe('Organization/t1');
   });
@@ -87,11 +140,15 @@ describe('AccessPolicy enforcement in the repository', () => {
   it('stamps meta the caller cannot forge: author, project, compartment', async () => {
     const { repo, a } = await seed();
     const asA = repo.withCaller(patientCaller(a.id));
-    const created = await asA.createResource({
+    const created = await asA.createResource<QuestionnaireResponse>({
       resourceType: 'QuestionnaireResponse',
       status: 'completed',
       subject: { reference: `Patient/${a.id}` },
-      meta: { author: { reference: 'Practitioner/forged' }, project: 'other', accounts: [{ reference: 'Organization/forged' }] },
+      meta: {
+        author: { reference: 'Practitioner/forged' },
+        project: 'other',
+        accounts: [{ reference: 'Organization/forged' }],
+      },
     });
     expect(created.meta?.author?.reference).toBe(`Patient/${a.id}`);
     expect(created.meta?.project).toBe(TEST_PROJECT.id);
@@ -105,13 +162,28 @@ describe('AccessPolicy enforcement in the repository', () => {
     const { repo, a } = await seed();
     const tenant = { reference: 'Organization/tenant-1' };
     await repo.updateResource<Patient>({ ...a, meta: { ...a.meta, accounts: [tenant] } });
-    const obs = await repo.createResource<Observation>({ resourceType: 'Observation', status: 'final', code: { text: 'c' }, subject: { reference: `Patient/${a.id}` } });
+    const obs = await repo.createResource<Observation>({
+      resourceType: 'Observation',
+      status: 'final',
+      code: { text: 'c' },
+      subject: { reference: `Patient/${a.id}` },
+    });
     expect(obs.meta?.accounts).toEqual([tenant]);
-    const scoped = await repo.searchResources({ resourceType: 'Observation', filters: [{ code: '_compartment', operator: 'eq', value: tenant.reference }] });
+    const scoped = await repo.searchResources({
+      resourceType: 'Observation',
+      filters: [{ code: '_compartment', operator: 'eq', value: tenant.reference }],
+    });
     expect(scoped.map((o) => o.id)).toEqual([obs.id]);
     const caller = patientCaller(a.id);
     (caller.accessPolicy as AccessPolicy).compartment = { reference: 'Organization/tenant-2' };
-    const qr = await repo.withCaller(caller).createResource({ resourceType: 'QuestionnaireResponse', status: 'completed', subject: { reference: `Patient/${a.id}` } });
-    expect(qr.meta?.accounts?.map((r) => r.reference).sort()).toEqual(['Organization/tenant-1', 'Organization/tenant-2']);
+    const qr = await repo.withCaller(caller).createResource<QuestionnaireResponse>({
+      resourceType: 'QuestionnaireResponse',
+      status: 'completed',
+      subject: { reference: `Patient/${a.id}` },
+    });
+    expect(qr.meta?.accounts?.map((r) => r.reference).sort()).toEqual([
+      'Organization/tenant-1',
+      'Organization/tenant-2',
+    ]);
   });
 });

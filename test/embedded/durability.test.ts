@@ -24,7 +24,9 @@ describe('durability', () => {
           child.kill('SIGKILL');
         }
       });
-      child.on('exit', (_code, signal) => (signal === 'SIGKILL' ? resolve() : reject(new Error(`child exited: ${signal}`))));
+      child.on('exit', (_code, signal) =>
+        signal === 'SIGKILL' ? resolve() : reject(new Error(`child exited: ${signal}`)),
+      );
     });
     expect(acknowledged.length).toBeGreaterThanOrEqual(300);
 
@@ -32,7 +34,9 @@ describe('durability', () => {
     try {
       expect(db.integrityCheck()).toBe('ok');
       const stored = new Set(
-        (db.reader.prepare("SELECT id FROM resource WHERE type = 'Observation'").all() as { id: string }[]).map((r) => r.id),
+        (db.reader.prepare("SELECT id FROM resource WHERE type = 'Observation'").all() as { id: string }[]).map(
+          (r) => r.id,
+        ),
       );
       const missing = acknowledged.filter((id) => !stored.has(id));
       expect(missing).toEqual([]);
@@ -42,7 +46,9 @@ describe('durability', () => {
         filters: [{ code: 'subject', operator: 'eq', value: 'Patient/p3' }],
         count: 1000,
       });
-      const expected = (db.reader.prepare("SELECT content FROM resource WHERE type = 'Observation'").all() as { content: string }[])
+      const expected = (
+        db.reader.prepare("SELECT content FROM resource WHERE type = 'Observation'").all() as { content: string }[]
+      )
         .map((r) => JSON.parse(r.content) as { subject: { reference: string } })
         .filter((o) => o.subject.reference === 'Patient/p3').length;
       expect(scoped).toHaveLength(expected);

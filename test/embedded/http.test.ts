@@ -4,11 +4,14 @@ import { startTestBackend, type TestBackend } from '../support/backend';
 
 let backend: TestBackend;
 beforeAll(async () => {
-  backend = await startTestBackend({ maxBodyBytes: 64 * 1024 });
+  backend = await startTestBackend({ maxBodyBytes: 256 * 1024 });
 });
 afterAll(() => backend?.close());
 
-async function call(path: string, init: RequestInit & { token?: string } = {}): Promise<{ status: number; body: OperationOutcome }> {
+async function call(
+  path: string,
+  init: RequestInit & { token?: string } = {},
+): Promise<{ status: number; body: OperationOutcome }> {
   const headers = new Headers(init.headers);
   const token = init.token ?? backend.patients.alice.token;
   if (token) {
@@ -30,14 +33,20 @@ function expectClientError(result: { status: number; body: OperationOutcome }, s
 
 describe('bad input gets a clear 4xx OperationOutcome, never a 500', () => {
   it('malformed JSON', async () => {
-    expectClientError(await call('fhir/R4/QuestionnaireResponse', { method: 'POST', body: '{"resourceType": "Questionn' }), 400);
+    expectClientError(
+      await call('fhir/R4/QuestionnaireResponse', { method: 'POST', body: '{"resourceType": "Questionn' }),
+      400,
+    );
   });
 
   it('unknown resource type', async () => {
     const search = await call('fhir/R4/NotAType?_count=1');
     expect(search.status).toBeGreaterThanOrEqual(400);
     expect(search.status).toBeLessThan(500);
-    const create = await call('fhir/R4/NotAType', { method: 'POST', body: JSON.stringify({ resourceType: 'NotAType' }) });
+    const create = await call('fhir/R4/NotAType', {
+      method: 'POST',
+      body: JSON.stringify({ resourceType: 'NotAType' }),
+    });
     expect(create.status).toBeGreaterThanOrEqual(400);
     expect(create.status).toBeLessThan(500);
   });
@@ -49,7 +58,11 @@ describe('bad input gets a clear 4xx OperationOutcome, never a 500', () => {
   });
 
   it('oversized body', async () => {
-    const body = JSON.stringify({ resourceType: 'QuestionnaireResponse', status: 'completed', text: { status: 'generated', div: 'x'.repeat(70 * 1024) } });
+    const body = JSON.stringify({
+      resourceType: 'QuestionnaireResponse',
+      status: 'completed',
+      text: { status: 'generated', div: 'x'.repeat(300 * 1024) },
+    });
     expectClientError(await call('fhir/R4/QuestionnaireResponse', { method: 'POST', body }), 413);
   });
 

@@ -23,7 +23,10 @@ describe('SQLite FHIR repository through Medplum FhirRouter', () => {
     const request = { ...makeSimpleRequest('POST', '', bundle), config: { transactions: true } };
     const [outcome] = await router.handleRequest(request, repo);
     expect(outcome.issue?.[0]?.severity).toBe('error');
-    const found = await repo.searchResources({ resourceType: 'Patient', filters: [{ code: 'family', operator: 'eq', value: 'Rollback' }] });
+    const found = await repo.searchResources({
+      resourceType: 'Patient',
+      filters: [{ code: 'family', operator: 'eq', value: 'Rollback' }],
+    });
     expect(found).toHaveLength(0);
     expect(commits).toHaveLength(0);
   });
@@ -34,14 +37,26 @@ describe('SQLite FHIR repository through Medplum FhirRouter', () => {
       resourceType: 'Bundle',
       type: 'transaction',
       entry: [
-        { fullUrl: 'urn:uuid:11111111-1111-4111-8111-111111111111', request: { method: 'POST', url: 'Patient' }, resource: patientBody('Tx') },
+        {
+          fullUrl: 'urn:uuid:11111111-1111-4111-8111-111111111111',
+          request: { method: 'POST', url: 'Patient' },
+          resource: patientBody('Tx'),
+        },
         {
           request: { method: 'POST', url: 'Observation' },
-          resource: { resourceType: 'Observation', status: 'final', code: { text: 'w' }, subject: { reference: 'urn:uuid:11111111-1111-4111-8111-111111111111' } },
+          resource: {
+            resourceType: 'Observation',
+            status: 'final',
+            code: { text: 'w' },
+            subject: { reference: 'urn:uuid:11111111-1111-4111-8111-111111111111' },
+          },
         },
       ],
     };
-    const [outcome, result] = await router.handleRequest({ ...makeSimpleRequest('POST', '', bundle), config: { transactions: true } }, repo);
+    const [outcome, result] = await router.handleRequest(
+      { ...makeSimpleRequest('POST', '', bundle), config: { transactions: true } },
+      repo,
+    );
     expect(outcome.id).toBe('ok');
     const entries = (result as Bundle).entry ?? [];
     const patientId = (entries[0].resource as Patient).id;
@@ -76,7 +91,10 @@ describe('SQLite FHIR repository through Medplum FhirRouter', () => {
     for (let i = 0; i < 5; i++) {
       await repo.createResource(patientBody(`Page${i}`));
     }
-    const [, first] = await router.handleRequest(makeSimpleRequest('GET', 'Patient?_count=2&_total=accurate&_sort=family'), repo);
+    const [, first] = await router.handleRequest(
+      makeSimpleRequest('GET', 'Patient?_count=2&_total=accurate&_sort=family'),
+      repo,
+    );
     const page1 = first as Bundle<Patient>;
     expect(page1.total).toBe(5);
     expect(page1.entry?.map((e) => e.resource?.name?.[0].family)).toEqual(['Page0', 'Page1']);
@@ -85,18 +103,32 @@ describe('SQLite FHIR repository through Medplum FhirRouter', () => {
     const nextPath = next.replace('http://embedded.test/fhir/R4/', '');
     const [, second] = await router.handleRequest(makeSimpleRequest('GET', nextPath), repo);
     expect((second as Bundle<Patient>).entry?.map((e) => e.resource?.name?.[0].family)).toEqual(['Page2', 'Page3']);
-    const [, last] = await router.handleRequest(makeSimpleRequest('GET', 'Patient?_count=2&_offset=4&_sort=family'), repo);
+    const [, last] = await router.handleRequest(
+      makeSimpleRequest('GET', 'Patient?_count=2&_offset=4&_sort=family'),
+      repo,
+    );
     expect((last as Bundle).link?.some((l) => l.relation === 'next')).toBe(false);
   });
 
   it('adds _include targets and _revinclude sources to search results', async () => {
     const { repo, router } = createTestStore();
     const patient = await repo.createResource(patientBody('Include'));
-    await repo.createResource<Observation>({ resourceType: 'Observation', status: 'final', code: { text: 'a' }, subject: { reference: `Patient/${patient.id}` } });
-    const [, included] = await router.handleRequest(makeSimpleRequest('GET', `Observation?subject=Patient/${patient.id}&_include=Observation:subject`), repo);
+    await repo.createResource<Observation>({
+      resourceType: 'Observation',
+      status: 'final',
+      code: { text: 'a' },
+      subject: { reference: `Patient/${patient.id}` },
+    });
+    const [, included] = await router.handleRequest(
+      makeSimpleRequest('GET', `Observation?subject=Patient/${patient.id}&_include=Observation:subject`),
+      repo,
+    );
     const types = (included as Bundle).entry?.map((e) => `${e.resource?.resourceType}:${e.search?.mode}`);
     expect(types).toEqual(['Observation:match', 'Patient:include']);
-    const [, rev] = await router.handleRequest(makeSimpleRequest('GET', `Patient?_id=${patient.id}&_revinclude=Observation:subject`), repo);
+    const [, rev] = await router.handleRequest(
+      makeSimpleRequest('GET', `Patient?_id=${patient.id}&_revinclude=Observation:subject`),
+      repo,
+    );
     expect((rev as Bundle).entry?.map((e) => e.resource?.resourceType)).toEqual(['Patient', 'Observation']);
   });
 

@@ -15,7 +15,9 @@ async function statusOf(promise: Promise<unknown>): Promise<number> {
     return 200;
   } catch (err) {
     if (err instanceof OperationOutcomeError) {
-      return Number((err.outcome as { id?: string }).id === 'not-found' ? 404 : err.outcome.id === 'forbidden' ? 403 : 400);
+      return Number(
+        (err.outcome as { id?: string }).id === 'not-found' ? 404 : err.outcome.id === 'forbidden' ? 403 : 400,
+      );
     }
     throw err;
   }
@@ -45,7 +47,9 @@ describe('tenancy through access policies (real tokens, HTTP API)', () => {
     const subjects = new Set(bundle.entry?.map((e) => e.resource?.subject?.reference));
     expect([...subjects]).toEqual([`Patient/${alice.patient.id}`]);
     for (const other of ['bob', 'carol', 'dave']) {
-      const theirs = await alice.medplum.search('Observation', { subject: `Patient/${backend.patients[other].patient.id}` });
+      const theirs = await alice.medplum.search('Observation', {
+        subject: `Patient/${backend.patients[other].patient.id}`,
+      });
       expect(theirs.entry ?? []).toEqual([]);
       const patients = await alice.medplum.search('Patient', { _id: backend.patients[other].patient.id });
       expect(patients.entry ?? []).toEqual([]);
@@ -65,13 +69,19 @@ describe('tenancy through access policies (real tokens, HTTP API)', () => {
       patient: { reference: `Patient/${alice.patient.id}` },
     };
     expect(await statusOf(alice.medplum.createResource(consent))).toBe(403);
-    expect(await statusOf(carol.medplum.createResource({ ...consent, patient: { reference: `Patient/${carol.patient.id}` } }))).toBe(403);
+    expect(
+      await statusOf(
+        carol.medplum.createResource({ ...consent, patient: { reference: `Patient/${carol.patient.id}` } }),
+      ),
+    ).toBe(403);
   });
 
   it('resources of a tenant patient carry the tenant in meta.accounts and compartment', async () => {
     const observation = await weightOf('carol');
     const org = backend.patients.carol.patient.managingOrganization?.reference as string;
     expect(observation.meta?.accounts).toEqual([{ reference: org }]);
-    expect(observation.meta?.compartment).toEqual(expect.arrayContaining([{ reference: org }, { reference: `Patient/${backend.patients.carol.patient.id}` }]));
+    expect(observation.meta?.compartment).toEqual(
+      expect.arrayContaining([{ reference: org }, { reference: `Patient/${backend.patients.carol.patient.id}` }]),
+    );
   });
 });

@@ -42,7 +42,9 @@ describe('provisioning', () => {
     const definition = demoDefinition();
     const changed = {
       ...definition,
-      accessPolicies: definition.accessPolicies.map((p) => (p.key === 'bot-patient-home' ? { ...p, policy: { ...p.policy, name: 'Bot: patient-home (v2)' } } : p)),
+      accessPolicies: definition.accessPolicies.map((p) =>
+        p.key === 'bot-patient-home' ? { ...p, policy: { ...p.policy, name: 'Bot: patient-home (v2)' } } : p,
+      ),
     };
     const report = await applyDefinition(backend.admin, changed, { bundles: readBotBundles(changed) });
     expect(report.updated).toEqual(['policy-bot-patient-home']);

@@ -1,10 +1,8 @@
-import type { WithId } from '@medplum/core';
-import { MedplumClient } from '@medplum/core';
+import type { MedplumClient, WithId } from '@medplum/core';
 import type { Patient, ProjectMembership } from '@medplum/fhirtypes';
-import { launchEmbeddedMedplum, type LaunchedMedplum } from '../../src/embedded/launch';
+import { type LaunchedMedplum, launchEmbeddedMedplum } from '../../src/embedded/launch';
 import type { EmbeddedMedplumOptions } from '../../src/embedded/server';
-import { DEMO_PATIENTS } from '../../src/provision/demo';
-import { demoDefinition } from '../../src/provision/demo';
+import { DEMO_PATIENTS, demoDefinition } from '../../src/provision/demo';
 import { SYSTEMS } from '../../src/shared/systems';
 
 export interface DemoActor {

@@ -1,5 +1,5 @@
-import type { Project } from '@medplum/fhirtypes';
 import { FhirRouter } from '@medplum/fhir-router';
+import type { Project } from '@medplum/fhirtypes';
 import type { CallerContext } from '../../src/embedded/context';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { Database } from '../../src/embedded/store/database';
@@ -10,7 +10,12 @@ export const TEST_PROJECT: Project = { resourceType: 'Project', id: 'test-projec
 const SYSTEM_CALLER: CallerContext = {
   system: true,
   project: TEST_PROJECT,
-  membership: { resourceType: 'ProjectMembership', project: { reference: 'Project/test-project' }, user: { reference: 'system' }, profile: { reference: 'system' } },
+  membership: {
+    resourceType: 'ProjectMembership',
+    project: { reference: 'Project/test-project' },
+    user: { reference: 'system' },
+    profile: { reference: 'system' },
+  },
   profile: { reference: 'system' },
 };
 

@@ -1,4 +1,4 @@
-import type { BotEvent, MedplumClient, WithId } from '@medplum/core';
+import type { BotEvent, WithId } from '@medplum/core';
 import {
   allOk,
   badRequest,
@@ -16,7 +16,10 @@ import { runBotBundle } from './vm';
 
 export interface BotRunnerOptions {
   systemRepo: SqliteRepository;
-  clientFor: (membership: ProjectMembership) => Promise<MedplumClient>;
+  /** A fresh access token for the bot's own membership. */
+  tokenFor: (membership: WithId<ProjectMembership>) => Promise<string>;
+  baseUrl: string;
+  fetch: typeof fetch;
   timeoutMs: number;
 }
 
@@ -30,28 +33,35 @@ export interface BotRunInput {
 
 /** Runs deployed bot bundles the way Medplum's vmcontext runtime does, as the bot's own membership. */
 export class BotRunner {
-  private readonly clients = new Map<string, { client: MedplumClient; expires: number }>();
+  private readonly tokens = new Map<string, { token: string; expires: number }>();
 
   constructor(private readonly options: BotRunnerOptions) {}
 
   async run(bot: WithId<Bot>, request: BotRunInput): Promise<unknown> {
     const { systemRepo } = this.options;
     const code = await this.loadCode(bot);
-    const medplum = await this.clientForBot(bot);
+    const accessToken = await this.tokenForBot(bot);
     const event: BotEvent = {
       bot: createReference(bot),
       input: request.input,
       contentType: request.contentType,
-      secrets: Object.fromEntries((bot.secret ?? []).map((s) => [s.name as string, s])),
+      secrets: {},
       traceId: generateId(),
-      requester: request.requester ? { reference: request.requester } : undefined,
+      requester: request.requester ? ({ reference: request.requester } as BotEvent['requester']) : undefined,
       headers: request.headers,
-    } as BotEvent;
+    };
     const started = new Date();
     let outcome: AuditEvent['outcome'] = '0';
     let outcomeDesc = 'Success';
     try {
-      return await runBotBundle({ code, medplum, event, timeoutMs: this.options.timeoutMs });
+      return await runBotBundle({
+        code,
+        baseUrl: this.options.baseUrl,
+        accessToken,
+        fetch: this.options.fetch,
+        event,
+        timeoutMs: this.options.timeoutMs,
+      });
     } catch (err) {
       outcome = '4';
       outcomeDesc = normalizeErrorString(err);
@@ -60,7 +70,11 @@ export class BotRunner {
       const audit: AuditEvent = {
         resourceType: 'AuditEvent',
         meta: { project: bot.meta?.project, accounts: bot.meta?.accounts },
-        type: { system: 'http://dicom.nema.org/resources/ontology/DCM', code: '110100', display: 'Application Activity' },
+        type: {
+          system: 'http://dicom.nema.org/resources/ontology/DCM',
+          code: '110100',
+          display: 'Application Activity',
+        },
         subtype: [{ system: 'https://medplum.com/CodeSystem/bot', code: 'execute' }],
         recorded: new Date().toISOString(),
         period: { start: started.toISOString(), end: new Date().toISOString() },
@@ -84,11 +98,11 @@ export class BotRunner {
     return Buffer.from(binary.data ?? '', 'base64').toString('utf8');
   }
 
-  /** One client per bot, reused until shortly before its token expires (one Login per hour, not per run). */
-  private async clientForBot(bot: WithId<Bot>): Promise<MedplumClient> {
-    const cached = this.clients.get(bot.id);
+  /** One token per bot, reused until shortly before it expires (one Login per hour, not per run). */
+  private async tokenForBot(bot: WithId<Bot>): Promise<string> {
+    const cached = this.tokens.get(bot.id);
     if (cached && cached.expires > Date.now()) {
-      return cached.client;
+      return cached.token;
     }
     const membership = await this.options.systemRepo.searchOne<ProjectMembership>({
       resourceType: 'ProjectMembership',
@@ -97,9 +111,9 @@ export class BotRunner {
     if (!membership) {
       throw new OperationOutcomeError(badRequest('Bot has no project membership'));
     }
-    const client = await this.options.clientFor(membership);
-    this.clients.set(bot.id, { client, expires: Date.now() + 50 * 60 * 1000 });
-    return client;
+    const token = await this.options.tokenFor(membership);
+    this.tokens.set(bot.id, { token, expires: Date.now() + 50 * 60 * 1000 });
+    return token;
   }
 }
 
@@ -123,7 +137,11 @@ export function registerBotOperations(router: FhirRouter, runner: BotRunner): vo
     if (result === undefined) {
       return [allOk] as [typeof allOk];
     }
-    return [allOk, result as Resource, { contentType: 'application/json' }] as [typeof allOk, Resource, { contentType: string }];
+    return [allOk, result as Resource, { contentType: 'application/json' }] as [
+      typeof allOk,
+      Resource,
+      { contentType: string },
+    ];
   };
   router.add('POST', 'Bot/:id/$execute', execute);
   router.add('POST', 'Bot/$execute', execute);

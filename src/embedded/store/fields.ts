@@ -33,7 +33,11 @@ function removePath(node: unknown, segments: string[]): void {
  * Copies each dotted top-level-or-nested path from `source` into `target` (replacing whatever the
  * caller sent): how readonly and hidden fields survive a write by someone who may not change them.
  */
-export function restoreFields<T extends Resource>(target: T, source: Resource | undefined, paths: readonly string[]): T {
+export function restoreFields<T extends Resource>(
+  target: T,
+  source: Resource | undefined,
+  paths: readonly string[],
+): T {
   for (const path of paths) {
     const segments = path.split('.');
     const head = segments[0];

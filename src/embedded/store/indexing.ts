@@ -26,7 +26,10 @@ export function getPatientCompartments(resource: Resource): string[] {
     if (!param?.expression) {
       continue;
     }
-    for (const value of evalFhirPath(getParsedExpressionForResourceType(resource.resourceType, param.expression), resource)) {
+    for (const value of evalFhirPath(
+      getParsedExpressionForResourceType(resource.resourceType, param.expression),
+      resource,
+    )) {
       const reference = (value as Reference | undefined)?.reference;
       if (typeof reference === 'string' && /^Patient\/[^/]+$/.test(reference)) {
         patients.add(reference);

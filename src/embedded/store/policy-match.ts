@@ -19,7 +19,10 @@ function criteriaOf(criteria: string): SearchRequest {
 }
 
 function entryAllows(entry: AccessPolicyResource, resourceType: string, interaction: string): boolean {
-  if (entry.resourceType !== resourceType && (entry.resourceType !== '*' || projectAdminResourceTypes.includes(resourceType))) {
+  if (
+    entry.resourceType !== resourceType &&
+    (entry.resourceType !== '*' || projectAdminResourceTypes.includes(resourceType))
+  ) {
     return false;
   }
   if (!entry.interaction) {

@@ -37,10 +37,10 @@ import type {
   ResourceType,
 } from '@medplum/fhirtypes';
 import type { CallerContext } from '../context';
-import { matchingPolicyEntry } from './policy-match';
 import type { Database } from './database';
 import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
 import { collectIdentifierKeys, collectReferences, getPatientCompartments } from './indexing';
+import { matchingPolicyEntry } from './policy-match';
 import { runSearch } from './search';
 
 /** One committed change, handed to subscribers after COMMIT (never for a rolled-back write). */
@@ -60,7 +60,11 @@ export interface RepositoryEnvironment {
 
 type JsonPatch = Parameters_Patch;
 type Parameters_Patch = Parameters_PatchOperation[];
-type Parameters_PatchOperation = { op: 'add' | 'remove' | 'replace' | 'copy' | 'move' | 'test'; path: string; value?: unknown };
+type Parameters_PatchOperation = {
+  op: 'add' | 'remove' | 'replace' | 'copy' | 'move' | 'test';
+  path: string;
+  value?: unknown;
+};
 
 interface TransactionState {
   changes: ResourceChange[];
@@ -158,9 +162,7 @@ export class SqliteRepository extends FhirRepository {
     const limit = Math.min(Math.max(options?.limit ?? 100, 1), 1000);
     const offset = Math.max(options?.offset ?? 0, 0);
     const rows = this.connection()
-      .prepare(
-        'SELECT deleted, content FROM history WHERE type = ? AND id = ? ORDER BY seq DESC LIMIT ? OFFSET ?',
-      )
+      .prepare('SELECT deleted, content FROM history WHERE type = ? AND id = ? ORDER BY seq DESC LIMIT ? OFFSET ?')
       .all(resourceType, id, limit, offset) as { deleted: number; content: string | null }[];
     const entry: BundleEntry<WithId<T>>[] = rows.map((row) =>
       row.deleted
@@ -170,7 +172,10 @@ export class SqliteRepository extends FhirRepository {
     return { resourceType: 'Bundle', type: 'history', entry };
   }
 
-  async search<T extends Resource>(searchRequest: SearchRequest<T>, _options?: SearchOptions): Promise<Bundle<WithId<T>>> {
+  async search<T extends Resource>(
+    searchRequest: SearchRequest<T>,
+    _options?: SearchOptions,
+  ): Promise<Bundle<WithId<T>>> {
     validateResourceType(searchRequest.resourceType);
     this.checkTypeInteraction(searchRequest.resourceType, AccessPolicyInteraction.SEARCH);
     const bundle = await this.read(() =>
@@ -230,11 +235,22 @@ export class SqliteRepository extends FhirRepository {
       const incoming = deepClone(resource);
       const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
       removeFields(incoming, protectedFieldsOf(policy));
+      this.bindToProject(incoming);
       const stored = this.stamp({ ...incoming, id }, undefined);
       this.assertWritable(stored, AccessPolicyInteraction.CREATE);
       this.persist(stored, undefined);
       this.recordChange({ interaction: 'create', resource: stored });
       return this.present(deepClone(stored), policy);
+    }
+  }
+
+  /** Memberships and project users can only ever belong to the caller's own project. */
+  private bindToProject(resource: Resource): void {
+    if (this.caller.system) {
+      return;
+    }
+    if (resource.resourceType === 'ProjectMembership' || resource.resourceType === 'User') {
+      resource.project = { reference: `Project/${this.caller.project.id}` };
     }
   }
 
@@ -407,15 +423,17 @@ export class SqliteRepository extends FhirRepository {
   }
 
   private loadCurrent<T extends Resource>(resourceType: string, id: string): WithId<T> | undefined {
-    const row = this.connection().prepare('SELECT content FROM resource WHERE type = ? AND id = ?').get(resourceType, id) as
-      | { content: string }
-      | undefined;
+    const row = this.connection()
+      .prepare('SELECT content FROM resource WHERE type = ? AND id = ?')
+      .get(resourceType, id) as { content: string } | undefined;
     return row ? (JSON.parse(row.content) as WithId<T>) : undefined;
   }
 
   private isDeleted(resourceType: string, id: string): boolean {
     return Boolean(
-      this.connection().prepare('SELECT 1 FROM history WHERE type = ? AND id = ? AND deleted = 1 LIMIT 1').get(resourceType, id),
+      this.connection()
+        .prepare('SELECT 1 FROM history WHERE type = ? AND id = ? AND deleted = 1 LIMIT 1')
+        .get(resourceType, id),
     );
   }
 
@@ -430,7 +448,9 @@ export class SqliteRepository extends FhirRepository {
   private stamp<T extends Resource>(resource: WithId<T>, existing: WithId<T> | undefined): WithId<T> {
     const incomingMeta: Meta = resource.meta ?? {};
     const caller = this.caller;
-    const project = caller.system ? (incomingMeta.project ?? existing?.meta?.project ?? caller.project.id) : caller.project.id;
+    const project = caller.system
+      ? (incomingMeta.project ?? existing?.meta?.project ?? caller.project.id)
+      : caller.project.id;
     const author: Reference =
       caller.system && incomingMeta.author ? incomingMeta.author : (caller.profile as Reference);
     const accounts = this.accountsFor(resource, existing);
@@ -502,32 +522,18 @@ export class SqliteRepository extends FhirRepository {
     const versionId = resource.meta?.versionId as string;
     const lastUpdated = resource.meta?.lastUpdated as string;
     if (existing) {
-      db.prepare('UPDATE resource SET project = ?, version_id = ?, last_updated = ?, content = ? WHERE type = ? AND id = ?').run(
-        resource.meta?.project ?? null,
-        versionId,
-        lastUpdated,
-        content,
-        resourceType,
-        id,
-      );
+      db.prepare(
+        'UPDATE resource SET project = ?, version_id = ?, last_updated = ?, content = ? WHERE type = ? AND id = ?',
+      ).run(resource.meta?.project ?? null, versionId, lastUpdated, content, resourceType, id);
       this.unindex(resourceType, id);
     } else {
-      db.prepare('INSERT INTO resource (type, id, project, version_id, last_updated, content) VALUES (?, ?, ?, ?, ?, ?)').run(
-        resourceType,
-        id,
-        resource.meta?.project ?? null,
-        versionId,
-        lastUpdated,
-        content,
-      );
+      db.prepare(
+        'INSERT INTO resource (type, id, project, version_id, last_updated, content) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(resourceType, id, resource.meta?.project ?? null, versionId, lastUpdated, content);
     }
-    db.prepare('INSERT INTO history (type, id, version_id, last_updated, deleted, content) VALUES (?, ?, ?, ?, 0, ?)').run(
-      resourceType,
-      id,
-      versionId,
-      lastUpdated,
-      content,
-    );
+    db.prepare(
+      'INSERT INTO history (type, id, version_id, last_updated, deleted, content) VALUES (?, ?, ?, ?, 0, ?)',
+    ).run(resourceType, id, versionId, lastUpdated, content);
     const insertCompartment = db.prepare('INSERT OR IGNORE INTO compartment (compartment, type, id) VALUES (?, ?, ?)');
     for (const compartment of resource.meta?.compartment ?? []) {
       if (compartment.reference) {
@@ -634,6 +640,7 @@ export class SqliteRepository extends FhirRepository {
 }
 
 function sameContent(a: Resource, b: Resource): boolean {
-  const strip = (r: Resource): string => JSON.stringify({ ...r, meta: { ...r.meta, versionId: undefined, lastUpdated: undefined } });
+  const strip = (r: Resource): string =>
+    JSON.stringify({ ...r, meta: { ...r.meta, versionId: undefined, lastUpdated: undefined } });
   return strip(a) === strip(b);
 }

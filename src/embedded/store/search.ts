@@ -108,14 +108,21 @@ function narrowFromFilter(resourceType: string, filter: Filter): Candidates | un
     return values.every((v) => v && !v.startsWith('|')) ? { table: 'identifier', values } : undefined;
   }
   if (param?.type === 'reference') {
-    const targets = values.map((v) => (v.includes('/') ? v : param.target?.length === 1 ? `${param.target[0]}/${v}` : ''));
-    return targets.every((t) => /^[A-Z][A-Za-z]+\/[^/]+$/.test(t)) ? { table: 'reference', values: targets } : undefined;
+    const targets = values.map((v) =>
+      v.includes('/') ? v : param.target?.length === 1 ? `${param.target[0]}/${v}` : '',
+    );
+    return targets.every((t) => /^[A-Z][A-Za-z]+\/[^/]+$/.test(t))
+      ? { table: 'reference', values: targets }
+      : undefined;
   }
   return undefined;
 }
 
 /** Every applicable policy entry must be narrowable for the union of their candidates to be complete. */
-function narrowFromPolicies(resourceType: string, policies: AccessPolicyResource[] | undefined): Candidates | undefined {
+function narrowFromPolicies(
+  resourceType: string,
+  policies: AccessPolicyResource[] | undefined,
+): Candidates | undefined {
   if (!policies?.length) {
     return undefined;
   }
@@ -254,7 +261,13 @@ function project<T extends Resource>(resource: WithId<T>, fields: string[] | und
   return kept as unknown as WithId<T>;
 }
 
-function pageLinks(searchRequest: SearchRequest, baseUrl: string, offset: number, count: number, total: number): BundleLink[] {
+function pageLinks(
+  searchRequest: SearchRequest,
+  baseUrl: string,
+  offset: number,
+  count: number,
+  total: number,
+): BundleLink[] {
   const url = (pageOffset: number): string =>
     `${baseUrl}fhir/R4/${searchRequest.resourceType}${formatSearchQuery({ ...searchRequest, offset: pageOffset, count })}`;
   const links: BundleLink[] = [

@@ -1,0 +1,103 @@
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import { getReferenceString } from '@medplum/core';
+import type {
+  Bundle,
+  ClientApplication,
+  Organization,
+  Patient,
+  ProjectMembership,
+  Reference,
+} from '@medplum/fhirtypes';
+import { EXTENSIONS, TENANT_PARAMETER } from '../src/shared/systems';
+import { requestingPatientId } from './lib/requester';
+import { type BotResult, fail } from './lib/result';
+
+export interface PatientHomeInput {
+  /** The `client_id` claim of the patient's VERIFIED token: the app they registered through. */
+  clientId?: string;
+}
+
+export type PatientHomeResult = BotResult<{ organization: string; patient: string }>;
+
+/**
+ * POST /v1/patient/home: puts a self-registered patient in their tenant. The tenant is decided
+ * server-side: the Organization named by the registering app's tenant extension. Idempotent: a repeat
+ * call with the same outcome changes nothing; a patient already in another tenant is refused.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent<PatientHomeInput>): Promise<PatientHomeResult> {
+  const patientId = requestingPatientId(event);
+  if (!patientId) {
+    return fail(403, 'forbidden', 'Only a patient can choose their home organization');
+  }
+  const clientId = event.input?.clientId;
+  const client = clientId
+    ? await medplum.readResource('ClientApplication', clientId).catch(() => undefined)
+    : undefined;
+  const organization = tenantOf(client);
+  if (!organization) {
+    // The app the patient signed in with does not belong to a tenant: nothing to decide from.
+    return fail(403, 'forbidden', 'This app is not a tenant app; registration must go through a tenant app');
+  }
+  const patient = await medplum.readResource('Patient', patientId);
+  const membership = await medplum.searchOne('ProjectMembership', { profile: `Patient/${patientId}` });
+  if (!membership) {
+    return fail(409, 'invalid_state', 'The patient has no project membership', { state: 'unregistered' });
+  }
+  const current = patient.managingOrganization?.reference;
+  if (current && current !== organization.reference) {
+    return fail(409, 'invalid_state', 'The patient already belongs to another organization', { state: 'assigned' });
+  }
+  const result = { ok: true as const, organization: organization.reference as string, patient: `Patient/${patientId}` };
+  if (current === organization.reference && hasTenantAccess(membership, organization)) {
+    return result;
+  }
+  await medplum.executeBatch(homeTransaction(patient, membership, organization));
+  return result;
+}
+
+function tenantOf(client: ClientApplication | undefined): Reference<Organization> | undefined {
+  const reference = client?.extension?.find((e) => e.url === EXTENSIONS.tenantOrganization)?.valueReference;
+  return reference?.reference?.startsWith('Organization/')
+    ? ({ reference: reference.reference } as Reference<Organization>)
+    : undefined;
+}
+
+function hasTenantAccess(membership: ProjectMembership, organization: Reference): boolean {
+  return (membership.access ?? []).some((a) =>
+    a.parameter?.some((p) => p.name === TENANT_PARAMETER && p.valueReference?.reference === organization.reference),
+  );
+}
+
+/** Both writes in ONE transaction, each guarded by If-Match: all or nothing, no lost update. */
+function homeTransaction(
+  patient: Patient,
+  membership: ProjectMembership,
+  organization: Reference<Organization>,
+): Bundle {
+  const policy = membership.accessPolicy ?? membership.access?.[0]?.policy;
+  const updatedPatient: Patient = {
+    ...patient,
+    managingOrganization: organization,
+    meta: { ...patient.meta, accounts: [organization] },
+  };
+  const updatedMembership: ProjectMembership = {
+    ...membership,
+    accessPolicy: undefined,
+    access: [
+      ...(membership.access ?? []).filter((a) => !a.parameter?.some((p) => p.name === TENANT_PARAMETER)),
+      ...(policy ? [{ policy, parameter: [{ name: TENANT_PARAMETER, valueReference: organization }] }] : []),
+    ],
+  };
+  return {
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: [updatedPatient, updatedMembership].map((resource) => ({
+      resource,
+      request: {
+        method: 'PUT' as const,
+        url: getReferenceString(resource) as string,
+        ifMatch: `W/"${resource.meta?.versionId}"`,
+      },
+    })),
+  };
+}

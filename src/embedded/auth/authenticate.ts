@@ -1,0 +1,69 @@
+import type { WithId } from '@medplum/core';
+import { OperationOutcomeError, unauthorized } from '@medplum/core';
+import type { Login, Project, ProjectMembership } from '@medplum/fhirtypes';
+import { buildAccessPolicy } from '../access/policy';
+import type { CallerContext } from '../context';
+import type { SqliteRepository } from '../store/repo';
+import type { SigningKey } from './keys';
+import { type AccessTokenClaims, verifyToken } from './tokens';
+
+export function systemContext(project: Project): CallerContext {
+  return {
+    system: true,
+    project,
+    membership: {
+      resourceType: 'ProjectMembership',
+      project: { reference: `Project/${project.id}` },
+      user: { reference: 'system' },
+      profile: { reference: 'system' },
+    },
+    profile: { reference: 'system' },
+  };
+}
+
+/**
+ * Resolves a bearer token to the caller, like Medplum's auth middleware: signature, issuer and
+ * expiry first, then the Login it names must exist and not be revoked (a signature cannot tell),
+ * then its membership and effective access policy. Every failure is the same 401.
+ */
+export async function authenticate(
+  systemRepo: SqliteRepository,
+  key: SigningKey,
+  issuer: string,
+  authorization: string | undefined,
+  now: Date,
+): Promise<CallerContext> {
+  const token = /^Bearer (\S+)$/i.exec(authorization ?? '')?.[1];
+  if (!token) {
+    throw new OperationOutcomeError(unauthorized);
+  }
+  let claims: AccessTokenClaims;
+  try {
+    claims = await verifyToken<AccessTokenClaims>(key, issuer, token, now);
+  } catch {
+    throw new OperationOutcomeError(unauthorized);
+  }
+  if (typeof claims.login_id !== 'string' || typeof claims.refresh_secret === 'string') {
+    throw new OperationOutcomeError(unauthorized);
+  }
+  return contextForLogin(systemRepo, claims.login_id);
+}
+
+export async function contextForLogin(systemRepo: SqliteRepository, loginId: string): Promise<CallerContext> {
+  const login = await systemRepo.readResource<Login>('Login', loginId).catch(() => undefined);
+  if (!login || login.revoked || !login.membership) {
+    throw new OperationOutcomeError(unauthorized);
+  }
+  const membership = await systemRepo.readReference<ProjectMembership>(login.membership).catch(() => undefined);
+  if (!membership || membership.active === false) {
+    throw new OperationOutcomeError(unauthorized);
+  }
+  const project = await systemRepo.readReference<Project>(membership.project);
+  return {
+    project,
+    membership,
+    login,
+    profile: membership.profile,
+    accessPolicy: await buildAccessPolicy(systemRepo, project as WithId<Project>, membership),
+  };
+}

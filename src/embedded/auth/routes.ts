@@ -1,0 +1,416 @@
+import { createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
+import type { WithId } from '@medplum/core';
+import {
+  badRequest,
+  createReference,
+  getReferenceString,
+  normalizeOperationOutcome,
+  OperationOutcomeError,
+  unauthorized,
+} from '@medplum/core';
+import type {
+  ClientApplication,
+  Login,
+  Patient,
+  Project,
+  ProjectMembership,
+  Reference,
+  User,
+} from '@medplum/fhirtypes';
+import type { Context } from 'hono';
+import { Hono } from 'hono';
+import { outcomeResponse } from '../fhir-http';
+import type { SqliteRepository } from '../store/repo';
+import { authenticate, contextForLogin } from './authenticate';
+import type { SigningKey } from './keys';
+import { jwks } from './keys';
+import { ACCESS_TOKEN_SECONDS, issueAccessToken, issueRefreshToken, verifyToken } from './tokens';
+
+export interface AuthDeps {
+  systemRepo: SqliteRepository;
+  key: SigningKey;
+  issuer: string;
+  now: () => Date;
+}
+
+const CODE_TTL_MS = 5 * 60 * 1000;
+
+/** Medplum's auth surface: JWKS, /oauth2/token, registration, password login, /auth/me, logout. */
+export function createAuthRoutes(deps: AuthDeps): Hono {
+  const app = new Hono();
+  app.get('/.well-known/jwks.json', (c) => c.json(jwks(deps.key)));
+  app.post('/oauth2/token', (c) => respond(c, () => token(c, deps)));
+  app.post('/auth/newuser', (c) => respond(c, async () => newUser(await jsonBody(c), deps)));
+  app.post('/auth/newpatient', (c) => respond(c, async () => newPatient(await jsonBody(c), deps)));
+  app.post('/auth/login', (c) => respond(c, async () => passwordLogin(await jsonBody(c), deps)));
+  app.get('/auth/me', (c) => respond(c, () => me(c, deps)));
+  app.post('/auth/logout', (c) => respond(c, () => logout(c, deps)));
+  return app;
+}
+
+async function respond(c: Context, work: () => Promise<unknown>): Promise<Response> {
+  try {
+    return c.json(await work());
+  } catch (err) {
+    return outcomeResponse(err instanceof OperationOutcomeError ? err.outcome : normalizeOperationOutcome(err));
+  }
+}
+
+async function jsonBody(c: Context): Promise<Record<string, unknown>> {
+  try {
+    const body = (await c.req.json()) as unknown;
+    if (body && typeof body === 'object' && !Array.isArray(body)) {
+      return body as Record<string, unknown>;
+    }
+  } catch {
+    // fall through
+  }
+  throw new OperationOutcomeError(badRequest('Request body must be a JSON object'));
+}
+
+function requireString(body: Record<string, unknown>, name: string): string {
+  const value = body[name];
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new OperationOutcomeError(badRequest(`Missing ${name}`, name));
+  }
+  return value;
+}
+
+const optionalString = (body: Record<string, unknown>, name: string): string | undefined =>
+  typeof body[name] === 'string' ? (body[name] as string) : undefined;
+
+// ------------------------------------------------------------------ passwords and codes
+
+export function hashPassword(password: string): string {
+  const salt = randomBytes(16);
+  return `scrypt$${salt.toString('base64')}$${scryptSync(password, salt, 32).toString('base64')}`;
+}
+
+function verifyPassword(password: string, stored: string | undefined): boolean {
+  const [scheme, salt, hash] = (stored ?? '').split('$');
+  if (scheme !== 'scrypt' || !salt || !hash) {
+    return false;
+  }
+  const actual = scryptSync(password, Buffer.from(salt, 'base64'), 32);
+  return timingSafeEqual(actual, Buffer.from(hash, 'base64'));
+}
+
+const randomSecret = (): string => randomBytes(32).toString('hex');
+
+function pkceMatches(login: Login, verifier: string | undefined): boolean {
+  if (!login.codeChallenge) {
+    return true;
+  }
+  if (!verifier) {
+    return false;
+  }
+  const computed =
+    login.codeChallengeMethod === 'S256' ? createHash('sha256').update(verifier).digest('base64url') : verifier;
+  return computed === login.codeChallenge;
+}
+
+// ------------------------------------------------------------------ logins and tokens
+
+async function createLogin(
+  deps: AuthDeps,
+  fields: Omit<Login, 'resourceType' | 'authTime'> & { authMethod: Login['authMethod'] },
+): Promise<WithId<Login>> {
+  return deps.systemRepo.createResource<Login>({
+    resourceType: 'Login',
+    authTime: deps.now().toISOString(),
+    scope: 'openid',
+    ...fields,
+  });
+}
+
+async function tokensForLogin(deps: AuthDeps, login: WithId<Login>): Promise<Record<string, unknown>> {
+  const caller = await contextForLogin(deps.systemRepo, login.id);
+  const refreshSecret = randomSecret();
+  await deps.systemRepo.updateResource<Login>({ ...login, refreshSecret, granted: true, code: undefined });
+  const now = deps.now();
+  const clientId = login.client ? login.client.reference?.split('/')[1] : undefined;
+  const accessToken = await issueAccessToken(
+    deps.key,
+    deps.issuer,
+    {
+      userId: login.user.reference?.split('/')[1] ?? '',
+      loginId: login.id,
+      profile: getReferenceString(caller.profile) ?? '',
+      scope: login.scope ?? 'openid',
+      clientId,
+    },
+    now,
+  );
+  return {
+    token_type: 'Bearer',
+    access_token: accessToken,
+    refresh_token: await issueRefreshToken(deps.key, deps.issuer, login.id, refreshSecret, now),
+    expires_in: ACCESS_TOKEN_SECONDS,
+    scope: login.scope ?? 'openid',
+    project: createReference(caller.project),
+    profile: caller.profile,
+  };
+}
+
+/**
+ * Signs a membership in without a password (demo patients, bots, tests): a Login with
+ * `authMethod: 'execute'`, then a normal access token for it. Never reachable over HTTP.
+ */
+export async function mintTokenForMembership(
+  deps: AuthDeps,
+  membership: WithId<ProjectMembership> | ProjectMembership,
+  clientId?: string,
+): Promise<string> {
+  const login = await createLogin(deps, {
+    user: membership.user as Reference<User>,
+    membership: createReference(membership as WithId<ProjectMembership>),
+    project: membership.project,
+    client: clientId ? { reference: `ClientApplication/${clientId}` } : undefined,
+    authMethod: 'execute',
+  });
+  const tokens = await tokensForLogin(deps, login);
+  return tokens.access_token as string;
+}
+
+async function token(c: Context, deps: AuthDeps): Promise<unknown> {
+  const form = Object.fromEntries(new URLSearchParams(await c.req.text()));
+  switch (form.grant_type) {
+    case 'client_credentials':
+      return clientCredentials(c, form, deps);
+    case 'authorization_code':
+      return authorizationCode(form, deps);
+    case 'refresh_token':
+      return refreshToken(form, deps);
+    default:
+      throw new OperationOutcomeError(badRequest('Unsupported grant_type'));
+  }
+}
+
+async function clientCredentials(c: Context, form: Record<string, string>, deps: AuthDeps): Promise<unknown> {
+  let clientId = form.client_id;
+  let clientSecret = form.client_secret;
+  const basic = /^Basic (.+)$/i.exec(c.req.header('authorization') ?? '')?.[1];
+  if (basic) {
+    [clientId, clientSecret] = Buffer.from(basic, 'base64').toString('utf8').split(':');
+  }
+  const client = clientId
+    ? await deps.systemRepo.readResource<ClientApplication>('ClientApplication', clientId).catch(() => undefined)
+    : undefined;
+  const expected = Buffer.from(client?.secret ?? '');
+  const given = Buffer.from(clientSecret ?? '');
+  if (!client || expected.length === 0 || expected.length !== given.length || !timingSafeEqual(expected, given)) {
+    throw new OperationOutcomeError(unauthorized);
+  }
+  const membership = await deps.systemRepo.searchOne<ProjectMembership>({
+    resourceType: 'ProjectMembership',
+    filters: [{ code: 'profile', operator: 'eq', value: `ClientApplication/${client.id}` }],
+  });
+  if (!membership) {
+    throw new OperationOutcomeError(unauthorized);
+  }
+  const login = await createLogin(deps, {
+    user: createReference(client),
+    client: createReference(client),
+    membership: createReference(membership),
+    project: membership.project,
+    authMethod: 'client',
+  });
+  return tokensForLogin(deps, login);
+}
+
+async function authorizationCode(form: Record<string, string>, deps: AuthDeps): Promise<unknown> {
+  if (!form.code) {
+    throw new OperationOutcomeError(badRequest('Missing code'));
+  }
+  const login = await deps.systemRepo.searchOne<Login>({
+    resourceType: 'Login',
+    filters: [{ code: 'code', operator: 'eq', value: form.code }],
+  });
+  const fresh = login && Date.parse(login.authTime) + CODE_TTL_MS > deps.now().getTime();
+  if (
+    !login ||
+    !fresh ||
+    login.granted ||
+    login.revoked ||
+    !login.membership ||
+    !pkceMatches(login, form.code_verifier)
+  ) {
+    throw new OperationOutcomeError(badRequest('Invalid code'));
+  }
+  return tokensForLogin(deps, login);
+}
+
+async function refreshToken(form: Record<string, string>, deps: AuthDeps): Promise<unknown> {
+  let claims: { login_id?: string; refresh_secret?: string };
+  try {
+    claims = await verifyToken(deps.key, deps.issuer, form.refresh_token ?? '', deps.now());
+  } catch {
+    throw new OperationOutcomeError(badRequest('Invalid refresh token'));
+  }
+  const login = claims.login_id
+    ? await deps.systemRepo.readResource<Login>('Login', claims.login_id).catch(() => undefined)
+    : undefined;
+  if (!login || login.revoked || !claims.refresh_secret || login.refreshSecret !== claims.refresh_secret) {
+    throw new OperationOutcomeError(badRequest('Invalid refresh token'));
+  }
+  return tokensForLogin(deps, login);
+}
+
+// ------------------------------------------------------------------ registration and login
+
+async function newUser(body: Record<string, unknown>, deps: AuthDeps): Promise<unknown> {
+  const email = requireString(body, 'email').toLowerCase();
+  const password = requireString(body, 'password');
+  if (password.length < 8) {
+    throw new OperationOutcomeError(badRequest('Password must be at least 8 characters', 'password'));
+  }
+  const project = await readProject(deps, optionalString(body, 'projectId'));
+  const existing = await deps.systemRepo.searchOne<User>({
+    resourceType: 'User',
+    filters: [{ code: 'email', operator: 'exact', value: email }],
+  });
+  if (existing) {
+    throw new OperationOutcomeError(badRequest('Email already registered', 'email'));
+  }
+  const client = await readClient(deps, optionalString(body, 'clientId'));
+  const user = await deps.systemRepo.createResource<User>({
+    resourceType: 'User',
+    firstName: requireString(body, 'firstName'),
+    lastName: requireString(body, 'lastName'),
+    email,
+    passwordHash: hashPassword(password),
+    project: project ? createReference(project) : undefined,
+    meta: project ? { project: project.id } : undefined,
+  });
+  const login = await createLogin(deps, {
+    user: createReference(user),
+    client: client ? createReference(client) : undefined,
+    authMethod: 'password',
+    codeChallenge: optionalString(body, 'codeChallenge'),
+    codeChallengeMethod: optionalString(body, 'codeChallengeMethod') as Login['codeChallengeMethod'],
+  });
+  return { login: login.id };
+}
+
+async function newPatient(body: Record<string, unknown>, deps: AuthDeps): Promise<unknown> {
+  const project = await readProject(deps, requireString(body, 'projectId'));
+  if (!project) {
+    throw new OperationOutcomeError(badRequest('Project not found', 'projectId'));
+  }
+  if (!project.defaultPatientAccessPolicy) {
+    throw new OperationOutcomeError(badRequest('Project does not allow open registration', 'projectId'));
+  }
+  const login = await deps.systemRepo.readResource<Login>('Login', requireString(body, 'login')).catch(() => undefined);
+  if (!login || login.membership || login.revoked || login.granted) {
+    throw new OperationOutcomeError(badRequest('Invalid login', 'login'));
+  }
+  const user = await deps.systemRepo.readReference<User>(login.user as Reference<User>);
+  const patient = await deps.systemRepo.createResource<Patient>({
+    resourceType: 'Patient',
+    meta: { project: project.id },
+    name: [{ given: [user.firstName], family: user.lastName }],
+    telecom: user.email ? [{ system: 'email', use: 'home', value: user.email }] : undefined,
+  });
+  const membership = await deps.systemRepo.createResource<ProjectMembership>({
+    resourceType: 'ProjectMembership',
+    meta: { project: project.id },
+    project: createReference(project),
+    user: createReference(user),
+    profile: createReference(patient),
+    accessPolicy: project.defaultPatientAccessPolicy,
+  });
+  const code = randomSecret();
+  await deps.systemRepo.updateResource<Login>({
+    ...login,
+    project: createReference(project),
+    membership: createReference(membership),
+    code,
+  });
+  return { login: login.id, code };
+}
+
+async function passwordLogin(body: Record<string, unknown>, deps: AuthDeps): Promise<unknown> {
+  const email = requireString(body, 'email').toLowerCase();
+  const password = requireString(body, 'password');
+  const project = await readProject(deps, requireString(body, 'projectId'));
+  const user = await deps.systemRepo.searchOne<User>({
+    resourceType: 'User',
+    filters: [{ code: 'email', operator: 'exact', value: email }],
+  });
+  if (!project || !user || !verifyPassword(password, user.passwordHash)) {
+    throw new OperationOutcomeError(badRequest('Email or password is invalid'));
+  }
+  const membership = await deps.systemRepo.searchOne<ProjectMembership>({
+    resourceType: 'ProjectMembership',
+    filters: [
+      { code: 'user', operator: 'eq', value: `User/${user.id}` },
+      { code: 'project', operator: 'eq', value: `Project/${project.id}` },
+    ],
+  });
+  if (!membership) {
+    throw new OperationOutcomeError(badRequest('User is not a member of this project'));
+  }
+  const client = await readClient(deps, optionalString(body, 'clientId'));
+  const code = randomSecret();
+  const login = await createLogin(deps, {
+    user: createReference(user),
+    client: client ? createReference(client) : undefined,
+    membership: createReference(membership),
+    project: createReference(project),
+    authMethod: 'password',
+    code,
+    codeChallenge: optionalString(body, 'codeChallenge'),
+    codeChallengeMethod: optionalString(body, 'codeChallengeMethod') as Login['codeChallengeMethod'],
+  });
+  return { login: login.id, code };
+}
+
+async function me(c: Context, deps: AuthDeps): Promise<unknown> {
+  const caller = await authenticate(deps.systemRepo, deps.key, deps.issuer, c.req.header('authorization'), deps.now());
+  const profile = await deps.systemRepo.readReference(caller.profile).catch(() => undefined);
+  const user = await deps.systemRepo.readReference(caller.membership.user as Reference<User>).catch(() => undefined);
+  const { passwordHash: _hidden, ...safeUser } = (user ?? {}) as User;
+  return {
+    project: caller.project,
+    membership: caller.membership,
+    profile,
+    user: user ? safeUser : undefined,
+    config: { resourceType: 'UserConfiguration' },
+    accessPolicy: caller.accessPolicy,
+  };
+}
+
+async function logout(c: Context, deps: AuthDeps): Promise<unknown> {
+  const caller = await authenticate(deps.systemRepo, deps.key, deps.issuer, c.req.header('authorization'), deps.now());
+  if (caller.login) {
+    await deps.systemRepo.updateResource<Login>({ ...caller.login, revoked: true });
+  }
+  return { ok: true };
+}
+
+async function readProject(deps: AuthDeps, projectId: string | undefined): Promise<WithId<Project> | undefined> {
+  if (!projectId) {
+    return undefined;
+  }
+  const project = await deps.systemRepo.readResource<Project>('Project', projectId).catch(() => undefined);
+  if (!project) {
+    throw new OperationOutcomeError(badRequest('Project not found', 'projectId'));
+  }
+  return project;
+}
+
+async function readClient(
+  deps: AuthDeps,
+  clientId: string | undefined,
+): Promise<WithId<ClientApplication> | undefined> {
+  if (!clientId) {
+    return undefined;
+  }
+  const client = await deps.systemRepo
+    .readResource<ClientApplication>('ClientApplication', clientId)
+    .catch(() => undefined);
+  if (!client) {
+    throw new OperationOutcomeError(badRequest('Client not found', 'clientId'));
+  }
+  return client;
+}
