@@ -1,5 +1,4 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import { getReferenceString } from '@medplum/core';
 import type {
   Bundle,
   ClientApplication,
@@ -95,7 +94,7 @@ function homeTransaction(
       resource,
       request: {
         method: 'PUT' as const,
-        url: getReferenceString(resource) as string,
+        url: `${resource.resourceType}/${resource.id}`,
         ifMatch: `W/"${resource.meta?.versionId}"`,
       },
     })),

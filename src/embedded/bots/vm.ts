@@ -28,24 +28,7 @@ const botRequire = createRequire(import.meta.url);
  */
 export async function runBotBundle(request: VmBotRequest): Promise<unknown> {
   const sandbox = {
-    console: request.console ?? silentConsole,
-    fetch: request.fetch,
-    require: botRequire,
-    ContentType,
-    Hl7Message,
-    MedplumClient,
-    TextDecoder,
-    TextEncoder,
-    TextDecoderStream,
-    TextEncoderStream,
-    ReadableStream,
-    WritableStream,
-    TransformStream,
-    URL,
-    URLSearchParams,
-    Headers,
-    Request,
-    Response,
+    ...vmcontextGlobals(request.fetch, request.console),
     event: { ...request.event, baseUrl: request.baseUrl, accessToken: request.accessToken },
   };
   const wrapped = `
@@ -72,6 +55,36 @@ ${request.code}
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Loads a bundle in a fresh vmcontext sandbox without calling it: what `typeof exports.handler` is. */
+export function loadBotBundle(code: string): string {
+  const wrapped = `const exports = {};\nconst module = { exports };\n${code}\n;typeof exports.handler;`;
+  return vm.runInNewContext(wrapped, vmcontextGlobals(fetch), { timeout: 1000 }) as string;
+}
+
+/** Exactly the globals of Medplum's vmcontext sandbox, nothing else (no process, Buffer or timers). */
+function vmcontextGlobals(fetchImpl: typeof fetch, botConsole?: VmBotRequest['console']) {
+  return {
+    console: botConsole ?? silentConsole,
+    fetch: fetchImpl,
+    require: botRequire,
+    ContentType,
+    Hl7Message,
+    MedplumClient,
+    TextDecoder,
+    TextEncoder,
+    TextDecoderStream,
+    TextEncoderStream,
+    ReadableStream,
+    WritableStream,
+    TransformStream,
+    URL,
+    URLSearchParams,
+    Headers,
+    Request,
+    Response,
+  };
 }
 
 const noop = (): void => undefined;

@@ -1,0 +1,40 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WithId } from '@medplum/core';
+import type { AccessPolicy, Bot } from '@medplum/fhirtypes';
+import { buildBot } from '../../scripts/bot-build';
+import { SYSTEMS } from '../../src/shared/systems';
+import type { TestBackend } from './backend';
+
+/** Builds a fixture bot exactly like production bots (same esbuild options). */
+export async function buildFixtureBot(name: string): Promise<string> {
+  const outfile = join(mkdtempSync(join(tmpdir(), 'pc-bot-')), `${name}.js`);
+  await buildBot(join('test/embedded/fixtures/bots', `${name}.ts`), outfile);
+  return readFileSync(outfile, 'utf8');
+}
+
+/** Creates, deploys and gives a membership (with its own policy) to a fixture bot, as an admin would. */
+export async function deployFixtureBot(
+  backend: TestBackend,
+  name: string,
+  policy: AccessPolicy['resource'] = [{ resourceType: 'Observation' }],
+): Promise<WithId<Bot>> {
+  const code = await buildFixtureBot(name);
+  const accessPolicy = await backend.admin.createResource<AccessPolicy>({ resourceType: 'AccessPolicy', name: `bot ${name}`, resource: policy });
+  const bot = await backend.admin.createResource<Bot>({
+    resourceType: 'Bot',
+    name,
+    // Under the platform's bot system, so the default patient policy lets patients $execute it.
+    identifier: [{ system: SYSTEMS.bots, value: `test-${name}` }],
+  });
+  await backend.admin.createResource({
+    resourceType: 'ProjectMembership',
+    project: { reference: `Project/${backend.project.id}` },
+    user: { reference: `Bot/${bot.id}` },
+    profile: { reference: `Bot/${bot.id}` },
+    accessPolicy: { reference: `AccessPolicy/${accessPolicy.id}` },
+  });
+  await backend.admin.post(backend.admin.fhirUrl('Bot', bot.id, '$deploy'), { code, filename: `${name}.js` });
+  return backend.admin.readResource('Bot', bot.id);
+}
