@@ -49,7 +49,10 @@ describe('$execute', () => {
   it('gives the bot the caller as requester and runs it as its own membership', async () => {
     const bot = await deployFixtureBot(backend, 'echo-requester');
     const { alice } = backend.patients;
-    const result = (await alice.medplum.executeBot(bot.id, { hello: 'world' }, 'application/json')) as Record<string, unknown>;
+    const result = (await alice.medplum.executeBot(bot.id, { hello: 'world' }, 'application/json')) as Record<
+      string,
+      unknown
+    >;
     expect(result).toEqual({ requester: `Patient/${alice.patient.id}`, input: { hello: 'world' }, bot: 'Bot' });
     const byIdentifier = (await backend.patients.carol.medplum.executeBot(
       { system: 'https://patient-care.example/bots', value: 'test-echo-requester' },
@@ -67,7 +70,9 @@ describe('$execute', () => {
 
   it('a bot that throws answers 400 with an OperationOutcome, and is audited as failed', async () => {
     const bot = await deployFixtureBot(backend, 'touches-process');
-    const error = await backend.patients.alice.medplum.executeBot(bot.id, {}, 'application/json').catch((e: unknown) => e);
+    const error = await backend.patients.alice.medplum
+      .executeBot(bot.id, {}, 'application/json')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OperationOutcomeError);
     expect((error as OperationOutcomeError).outcome.issue?.[0]?.details?.text).toMatch(/process is not defined/);
     const audits = await backend.systemRepo.searchResources<AuditEvent>({

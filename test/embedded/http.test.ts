@@ -1,5 +1,8 @@
+import { parseJWTPayload } from '@medplum/core';
 import type { OperationOutcome } from '@medplum/fhirtypes';
+import { generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueAccessToken } from '../../src/embedded/auth/tokens';
 import { startTestBackend, type TestBackend } from '../support/backend';
 
 let backend: TestBackend;
@@ -75,6 +78,33 @@ describe('bad input gets a clear 4xx OperationOutcome, never a 500', () => {
 });
 
 describe('tokens', () => {
+  const aliceClaims = () =>
+    parseJWTPayload(backend.patients.alice.token) as { sub: string; login_id: string; profile: string };
+
+  it('an expired token gets 401', async () => {
+    const claims = aliceClaims();
+    const expired = await issueAccessToken(
+      backend.key,
+      backend.baseUrl,
+      { userId: claims.sub, loginId: claims.login_id, profile: claims.profile, scope: 'openid' },
+      new Date(Date.now() - 2 * 3600 * 1000),
+    );
+    expectClientError(await call('fhir/R4/Patient', { token: expired }), 401);
+  });
+
+  it('a token signed by another key (same kid, same claims) gets 401', async () => {
+    const claims = aliceClaims();
+    const { privateKey } = await generateKeyPair('RS256');
+    const forged = await new SignJWT({ login_id: claims.login_id, profile: claims.profile, scope: 'openid' })
+      .setProtectedHeader({ alg: 'RS256', kid: backend.key.kid })
+      .setIssuer(backend.baseUrl)
+      .setSubject(claims.sub)
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(privateKey);
+    expectClientError(await call('fhir/R4/Patient', { token: forged }), 401);
+  });
+
   it('a revoked login gets 401 on its next call though its signature is valid', async () => {
     const { medplum, token } = await backend.login(backend.patients.bob.membership);
     expect((await call('fhir/R4/Patient', { token })).status).toBe(200);

@@ -56,7 +56,10 @@ describe('subscriptions wake bots after commit', () => {
       type: 'transaction',
       entry: [
         { request: { method: 'POST', url: 'Observation' }, resource: observation('rolled back') },
-        { request: { method: 'PUT', url: 'Observation/missing', ifMatch: 'W/"1"' }, resource: { ...observation(), id: 'missing' } },
+        {
+          request: { method: 'PUT', url: 'Observation/missing', ifMatch: 'W/"1"' },
+          resource: { ...observation(), id: 'missing' },
+        },
       ],
     };
     await expect(backend.admin.executeBatch(bundle)).rejects.toThrow();

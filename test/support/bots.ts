@@ -21,7 +21,11 @@ export async function deployFixtureBot(
   policy: AccessPolicy['resource'] = [{ resourceType: 'Observation' }],
 ): Promise<WithId<Bot>> {
   const code = await buildFixtureBot(name);
-  const accessPolicy = await backend.admin.createResource<AccessPolicy>({ resourceType: 'AccessPolicy', name: `bot ${name}`, resource: policy });
+  const accessPolicy = await backend.admin.createResource<AccessPolicy>({
+    resourceType: 'AccessPolicy',
+    name: `bot ${name}`,
+    resource: policy,
+  });
   const bot = await backend.admin.createResource<Bot>({
     resourceType: 'Bot',
     name,

@@ -1,0 +1,122 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { MedplumClient } from '@medplum/core';
+import type { Bundle, HealthcareService, Patient, ProjectMembership } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../src/shared/systems';
+import { startTestBackend, type TestBackend } from '../support/backend';
+
+let backend: TestBackend;
+beforeAll(async () => {
+  backend = await startTestBackend();
+});
+afterAll(() => backend?.close());
+
+async function post(
+  path: string,
+  body: unknown,
+  form = false,
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const response = await backend.fetch(new URL(path, backend.baseUrl), {
+    method: 'POST',
+    headers: { 'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json' },
+    body: form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body),
+  });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
+
+async function tenantApp(key: string): Promise<string> {
+  const app = await backend.admin.searchOne('ClientApplication', { _tag: `${SYSTEMS.provisioning}|app-${key}` });
+  return app?.id as string;
+}
+
+/** newuser -> newpatient -> code -> token (PKCE), as a patient app does it. */
+async function register(email: string, clientId: string): Promise<{ token: string; patientId: string }> {
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  const user = await post('auth/newuser', {
+    firstName: 'Rita',
+    lastName: 'Registrant',
+    email,
+    password: 'correct horse battery',
+    projectId: backend.project.id,
+    clientId,
+    codeChallenge: challenge,
+    codeChallengeMethod: 'S256',
+  });
+  expect(user.status).toBe(200);
+  const patient = await post('auth/newpatient', { login: user.json.login, projectId: backend.project.id });
+  expect(patient.status).toBe(200);
+  const wrong = await post(
+    'oauth2/token',
+    { grant_type: 'authorization_code', code: patient.json.code as string, code_verifier: 'wrong' },
+    true,
+  );
+  expect(wrong.status).toBe(400);
+  const tokens = await post(
+    'oauth2/token',
+    { grant_type: 'authorization_code', code: patient.json.code as string, code_verifier: verifier },
+    true,
+  );
+  expect(tokens.status).toBe(200);
+  const profile = (tokens.json.profile as { reference: string }).reference;
+  return { token: tokens.json.access_token as string, patientId: profile.split('/')[1] };
+}
+
+describe('patient self-registration and the patient-home bot', () => {
+  it('registers, gets a token with PKCE, and is placed in the tenant of the app it registered with', async () => {
+    const clientId = await tenantApp('southridge');
+    const { token, patientId } = await register('rita@example.test', clientId);
+    const medplum = new MedplumClient({ baseUrl: backend.baseUrl, fetch: backend.fetch, cacheTime: 0 });
+    medplum.setAccessToken(token);
+    expect((await medplum.readResource('Patient', patientId)).name?.[0]?.family).toBe('Registrant');
+
+    const bot = { system: SYSTEMS.bots, value: 'patient-home' };
+    const result = await medplum.executeBot(bot, { clientId }, 'application/json');
+    const org = `Organization/${(await backend.admin.searchOne('Organization', { identifier: `${SYSTEMS.tenant}|southridge` }))?.id}`;
+    expect(result).toEqual({ ok: true, organization: org, patient: `Patient/${patientId}` });
+
+    const patient = await backend.systemRepo.readResource<Patient>('Patient', patientId);
+    expect(patient.managingOrganization?.reference).toBe(org);
+    expect(patient.meta?.accounts).toEqual([{ reference: org }]);
+    const membership = await backend.systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [{ code: 'profile', operator: 'eq', value: `Patient/${patientId}` }],
+    });
+    expect(membership?.access?.[0]?.parameter).toEqual([{ name: 'organization', valueReference: { reference: org } }]);
+
+    // Idempotent: the same call again writes nothing new.
+    const versionBefore = patient.meta?.versionId;
+    expect(await medplum.executeBot(bot, { clientId }, 'application/json')).toEqual(result);
+    expect((await backend.systemRepo.readResource<Patient>('Patient', patientId)).meta?.versionId).toBe(versionBefore);
+
+    // Another tenant's app cannot move the patient.
+    const moved = await medplum.executeBot(bot, { clientId: await tenantApp('northwind') }, 'application/json');
+    expect(moved).toMatchObject({ ok: false, error: { status: 409, code: 'invalid_state' } });
+  });
+
+  it('refuses registration into a project without a default patient policy, and duplicate emails', async () => {
+    const clientId = await tenantApp('northwind');
+    await register('dup@example.test', clientId);
+    const again = await post('auth/newuser', {
+      firstName: 'A',
+      lastName: 'B',
+      email: 'dup@example.test',
+      password: 'another password',
+      projectId: backend.project.id,
+    });
+    expect(again.status).toBe(400);
+  });
+
+  it('a tenant catalog item is visible only to that tenant', async () => {
+    const northwind = await backend.admin.searchOne('Organization', { identifier: `${SYSTEMS.tenant}|northwind` });
+    const service = await backend.admin.createResource<HealthcareService>({
+      resourceType: 'HealthcareService',
+      name: 'Northwind weight clinic',
+      meta: { accounts: [{ reference: `Organization/${northwind?.id}` }] },
+    });
+    const alice = await backend.patients.alice.medplum.search('HealthcareService', { _id: service.id });
+    const carol = await backend.patients.carol.medplum.search('HealthcareService', { _id: service.id });
+    expect((alice as Bundle).entry?.length).toBe(1);
+    expect((carol as Bundle).entry ?? []).toEqual([]);
+  });
+});
