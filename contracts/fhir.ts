@@ -1,0 +1,264 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { FHIR_JSON, FhirResourceSchema, IdParam, ResourceTypeParam, secured } from './common';
+import { errorResponses, SECURED_STATUSES } from './errors';
+
+export const MAX_COUNT = 100;
+export const DEFAULT_COUNT = 20;
+
+const BundleSchema = z
+  .object({
+    resourceType: z.literal('Bundle'),
+    type: z.literal('searchset'),
+    total: z.number().int().optional(),
+    link: z.array(z.object({ relation: z.string(), url: z.string() })).optional(),
+    entry: z
+      .array(
+        z.object({ fullUrl: z.string().optional(), resource: FhirResourceSchema.optional() }).catchall(z.unknown()),
+      )
+      .optional(),
+  })
+  .catchall(z.unknown())
+  .openapi('SearchBundle', {
+    description: `A FHIR searchset Bundle. \`link\` and \`entry.fullUrl\` point at this API's own \`/v1/fhir\` URLs; follow \`link[relation=next]\` to page (\`_count\` default ${DEFAULT_COUNT}, max ${MAX_COUNT}).`,
+  });
+
+const SearchQuery = z
+  .object({
+    _count: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_COUNT)
+      .optional()
+      .openapi({ description: `Page size, default ${DEFAULT_COUNT}, max ${MAX_COUNT}.` }),
+    _offset: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(10_000)
+      .optional()
+      .openapi({ description: 'Paging offset; use the `next` link rather than building it.' }),
+  })
+  .catchall(z.union([z.string(), z.array(z.string())]))
+  .openapi({ description: 'Standard FHIR search parameters of the type, plus `status` and `_compartment`.' });
+
+const fhirContent = <T extends z.ZodType>(schema: T) => ({ [FHIR_JSON]: { schema } });
+
+const OPERATIONS_NOTE =
+  'FHIR operations (path segments beginning with `$`) are not available: they answer 404 `not_found` with `details.operation`.';
+
+export const searchRoute = createRoute({
+  method: 'get',
+  path: '/v1/fhir/{type}',
+  operationId: 'fhir.search',
+  tags: ['Record plane'],
+  summary: "Search the patient's record",
+  description: `Standard FHIR search over the signed-in patient's own record and their organization's catalog. Results of other patients never appear. ${OPERATIONS_NOTE}`,
+  security: secured,
+  request: { params: z.object({ type: ResourceTypeParam }), query: SearchQuery },
+  responses: {
+    200: { description: 'A searchset Bundle.', content: fhirContent(BundleSchema) },
+    ...errorResponses(400, 404, ...SECURED_STATUSES),
+  },
+});
+
+export const readRoute = createRoute({
+  method: 'get',
+  path: '/v1/fhir/{type}/{id}',
+  operationId: 'fhir.read',
+  tags: ['Record plane'],
+  summary: 'Read one resource',
+  description: `Reads one resource of the patient's record. Another patient's resource is 404, exactly like one that does not exist. ${OPERATIONS_NOTE}`,
+  security: secured,
+  request: { params: z.object({ type: ResourceTypeParam, id: IdParam }) },
+  responses: {
+    200: { description: 'The resource.', content: fhirContent(FhirResourceSchema) },
+    ...errorResponses(400, 404, ...SECURED_STATUSES),
+  },
+});
+
+const E164 = /^\+[1-9]\d{1,14}$/;
+
+const ContactPointSchema = z
+  .object({ system: z.string().optional(), value: z.string().optional(), use: z.string().optional() })
+  .catchall(z.unknown())
+  .superRefine((point, ctx) => {
+    if (point.system === 'phone' && (!point.value || !E164.test(point.value))) {
+      ctx.addIssue({ code: 'custom', path: ['value'], message: 'Phone numbers must be E.164, e.g. +14155550101' });
+    }
+  });
+
+const AddressSchema = z
+  .object({
+    line: z.array(z.string()).optional(),
+    city: z.string().optional(),
+    state: z.string().optional(),
+    postalCode: z.string().optional(),
+    country: z
+      .string()
+      .optional()
+      .openapi({ description: 'Required: ISO 3166-1 alpha-2 (e.g. `US`), else 422 `invalid_country`.' }),
+  })
+  .catchall(z.unknown());
+
+export const PatientWriteSchema = z
+  .object({
+    resourceType: z.literal('Patient'),
+    id: z.string(),
+    name: z
+      .array(z.object({ family: z.string().optional(), given: z.array(z.string()).optional() }).catchall(z.unknown()))
+      .optional(),
+    birthDate: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}$/)
+      .optional(),
+    gender: z.enum(['male', 'female', 'other', 'unknown']).optional(),
+    telecom: z.array(ContactPointSchema).optional(),
+    address: z.array(AddressSchema).optional(),
+  })
+  .catchall(z.unknown())
+  .openapi('PatientWrite', {
+    description:
+      "The patient's own demographics. `address[].country` is required (ISO 3166-1 alpha-2); phones are E.164. `managingOrganization` and `identifier` are kept as stored.",
+  });
+
+const IfMatchHeader = z.object({
+  'if-match': z
+    .string()
+    .optional()
+    .openapi({
+      description: 'Optional `W/"<versionId>"`: the write only happens if this is still the current version, else 412.',
+    }),
+});
+
+export const updatePatientRoute = createRoute({
+  method: 'put',
+  path: '/v1/fhir/Patient/{id}',
+  operationId: 'fhir.updatePatient',
+  tags: ['Record plane'],
+  summary: 'Update own demographics',
+  description: "Updates the signed-in patient's own Patient resource. Any other id is 404.",
+  security: secured,
+  request: {
+    params: z.object({ id: IdParam }),
+    headers: IfMatchHeader,
+    body: {
+      required: true,
+      content: { [FHIR_JSON]: { schema: PatientWriteSchema }, 'application/json': { schema: PatientWriteSchema } },
+    },
+  },
+  responses: {
+    200: { description: 'The updated Patient.', content: fhirContent(FhirResourceSchema) },
+    ...errorResponses(400, 404, 412, 413, 415, 422, ...SECURED_STATUSES),
+  },
+});
+
+export const QuestionnaireResponseWriteSchema = z
+  .object({
+    resourceType: z.literal('QuestionnaireResponse'),
+    id: z.string().optional(),
+    status: z.enum(['in-progress', 'completed', 'amended', 'entered-in-error', 'stopped']),
+    questionnaire: z.string().optional().openapi({ description: 'The answered Questionnaire, pinned: `url|version`.' }),
+    subject: z.object({ reference: z.string() }).catchall(z.unknown()).optional().openapi({
+      description: 'Must be the signed-in patient (`Patient/<id>`); set to them when omitted.',
+    }),
+    item: z.array(z.record(z.string(), z.unknown())).optional(),
+  })
+  .catchall(z.unknown())
+  .openapi('QuestionnaireResponseWrite', {
+    description: "The patient's own answers. Answers can use `valueAttachment`.",
+  });
+
+export const createQuestionnaireResponseRoute = createRoute({
+  method: 'post',
+  path: '/v1/fhir/QuestionnaireResponse',
+  operationId: 'fhir.createQuestionnaireResponse',
+  tags: ['Record plane'],
+  summary: 'Create own answers',
+  security: secured,
+  request: {
+    body: {
+      required: true,
+      content: {
+        [FHIR_JSON]: { schema: QuestionnaireResponseWriteSchema },
+        'application/json': { schema: QuestionnaireResponseWriteSchema },
+      },
+    },
+  },
+  responses: {
+    201: { description: 'The created QuestionnaireResponse.', content: fhirContent(FhirResourceSchema) },
+    ...errorResponses(400, 413, 415, ...SECURED_STATUSES),
+  },
+});
+
+export const updateQuestionnaireResponseRoute = createRoute({
+  method: 'put',
+  path: '/v1/fhir/QuestionnaireResponse/{id}',
+  operationId: 'fhir.updateQuestionnaireResponse',
+  tags: ['Record plane'],
+  summary: 'Update own answers',
+  security: secured,
+  request: {
+    params: z.object({ id: IdParam }),
+    headers: IfMatchHeader,
+    body: {
+      required: true,
+      content: {
+        [FHIR_JSON]: { schema: QuestionnaireResponseWriteSchema },
+        'application/json': { schema: QuestionnaireResponseWriteSchema },
+      },
+    },
+  },
+  responses: {
+    200: { description: 'The updated QuestionnaireResponse.', content: fhirContent(FhirResourceSchema) },
+    ...errorResponses(400, 404, 412, 413, 415, ...SECURED_STATUSES),
+  },
+});
+
+/**
+ * The one table of who owns writes of each resource type (spec rule 2). A record-plane write to
+ * anything here, or to any type not listed, is refused with 405 and `details.use`.
+ */
+export const WRITE_OWNERS: Record<string, string> = {
+  Observation: 'POST /v1/tasks/{id}/complete',
+  Task: 'POST /v1/tasks/{id}/complete',
+  Consent: 'POST /v1/agreements/acceptances (withdraw: POST /v1/agreements/withdrawals)',
+  CarePlan: 'POST /v1/enrollments',
+  EpisodeOfCare: 'POST /v1/assessments',
+  Appointment: 'POST /v1/appointments/{id}/reschedule (cancel: POST /v1/appointments/{id}/cancel)',
+  Encounter: 'POST /v1/appointments/{id}/encounter',
+  RequestGroup: 'POST /v1/orders/{id}/decisions',
+  MedicationRequest: 'POST /v1/orders/{id}/decisions',
+  ServiceRequest: 'POST /v1/orders/{id}/decisions',
+  DocumentReference: 'POST /v1/documents',
+  Binary: 'POST /v1/documents',
+  Media: 'POST /v1/documents',
+  Patient: 'PUT /v1/fhir/Patient/{id} (own demographics; registration: POST /v1/patient/home)',
+  QuestionnaireResponse: 'POST /v1/fhir/QuestionnaireResponse or PUT /v1/fhir/QuestionnaireResponse/{id}',
+};
+
+/** Types written only by clinicians or the platform: there is no patient endpoint at all. */
+export const NO_PATIENT_WRITE = 'none: written by clinicians or the platform only';
+
+const refusal = (method: 'post' | 'put' | 'patch' | 'delete', path: string, operationId: string, summary: string) =>
+  createRoute({
+    method,
+    path,
+    operationId,
+    tags: ['Record plane'],
+    summary,
+    description:
+      'Record-plane writes other than the ones listed are refused: 405 `method_not_allowed`, with `details.use` naming the endpoint that owns the change and an `Allow` header.',
+    security: secured,
+    request: {
+      params: path.includes('{id}')
+        ? z.object({ type: ResourceTypeParam, id: IdParam })
+        : z.object({ type: ResourceTypeParam }),
+    },
+    responses: errorResponses(404, 405, 401, 403, 500),
+  });
+
+export const refusedCreateRoute = refusal('post', '/v1/fhir/{type}', 'fhir.refuseCreate', 'Create (refused)');
+export const refusedUpdateRoute = refusal('put', '/v1/fhir/{type}/{id}', 'fhir.refuseUpdate', 'Update (refused)');
+export const refusedPatchRoute = refusal('patch', '/v1/fhir/{type}/{id}', 'fhir.refusePatch', 'Patch (refused)');
+export const refusedDeleteRoute = refusal('delete', '/v1/fhir/{type}/{id}', 'fhir.refuseDelete', 'Delete (refused)');

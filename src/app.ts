@@ -1,0 +1,168 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { MedplumClient } from '@medplum/core';
+import type { Context, MiddlewareHandler } from 'hono';
+import { BEARER } from '../contracts/common';
+import { createTokenVerifier, type SessionClaims, type TokenVerifier } from './auth/verify';
+import { ApiError } from './errors';
+import { type MedplumTarget, medplumForRequest } from './medplum/client';
+import { toApiError } from './medplum/upstream';
+import { registerConfigRoutes } from './routes/config';
+import { type AssetLoader, registerDocsRoutes } from './routes/docs';
+import { registerFhirRoutes } from './routes/fhir';
+import { registerPatientRoutes } from './routes/patient';
+
+export interface Limits {
+  /** Largest request body accepted, in bytes. */
+  bodyBytes: number;
+  /** Deadline for each call to Medplum. */
+  upstreamTimeoutMs: number;
+}
+
+export interface AccessLogEntry {
+  requestId: string;
+  method: string;
+  route: string;
+  status: number;
+  durationMs: number;
+}
+
+export interface AppDeps {
+  medplum: MedplumTarget;
+  /** The `iss` of Medplum's tokens (its base URL); its JWKS is `<issuer>.well-known/jwks.json`. */
+  issuer: string;
+  projectId: string;
+  limits: Limits;
+  clock?: () => Date;
+  /** Structured access log sink. Entries never contain bodies, query values, names or tokens. */
+  log?: (entry: AccessLogEntry) => void;
+  /** Serves the API reference page's static files (Node: from disk; Workers: the assets binding). */
+  assets?: AssetLoader;
+  /** Overrides token verification's key source (defaults to the issuer's JWKS through `medplum.fetch`). */
+  verifier?: TokenVerifier;
+}
+
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+    session: SessionClaims;
+    medplum: MedplumClient;
+  };
+}
+
+export type App = OpenAPIHono<AppEnv>;
+
+export const DEFAULT_LIMITS: Limits = { bodyBytes: 1024 * 1024, upstreamTimeoutMs: 10_000 };
+
+/** Routes that need no session. */
+const PUBLIC_PATHS = new Set(['/v1/config', '/v1/openapi.json', '/']);
+
+/** Builds the gateway. No I/O happens here: everything reaches the world through `deps`. */
+export function createApp(deps: AppDeps): App {
+  const verify =
+    deps.verifier ??
+    createTokenVerifier({
+      issuer: deps.issuer,
+      jwksUrl: new URL('.well-known/jwks.json', deps.issuer).href,
+      fetch: deps.medplum.fetch,
+      clock: deps.clock,
+    });
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+  app.use('*', requestContext(deps));
+  app.use('*', bodyLimit(deps.limits.bodyBytes));
+  app.use('/v1/*', authenticate(deps, verify));
+
+  registerConfigRoutes(app, deps);
+  registerPatientRoutes(app);
+  registerFhirRoutes(app);
+  app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'A patient access token issued by the platform (Medplum). Staff, bot and machine tokens are refused.',
+  });
+  registerDocsRoutes(app, deps.assets);
+
+  app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such route')));
+  app.onError((err, c) => errorResponse(c, err));
+  return app;
+}
+
+/** The one place an error becomes a response: the envelope, its status, never a stack or upstream text. */
+export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
+  const requestId = c.get('requestId');
+  const error = toApiError(err) ?? new ApiError('internal', 'Internal error', { requestId });
+  return c.json(error.toEnvelope(), error.status as 400, { ...error.headers, 'X-Request-Id': requestId });
+}
+
+function validationHook(
+  result: { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } },
+  c: Context<AppEnv>,
+): Response | undefined {
+  if (result.success) {
+    return undefined;
+  }
+  const issues = (result.error?.issues ?? []).map((issue) => ({
+    path: issue.path.map(String).join('.'),
+    message: issue.message,
+  }));
+  return errorResponse(c, new ApiError('invalid_request', 'The request is not valid', { issues }));
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{8,128}$/;
+
+function requestContext(deps: AppDeps): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const incoming = c.req.header('x-request-id');
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+    c.set('requestId', requestId);
+    const started = performance.now();
+    await next();
+    c.res.headers.set('X-Request-Id', requestId);
+    deps.log?.({
+      requestId,
+      method: c.req.method,
+      route: c.req.routePath,
+      status: c.res.status,
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
+    });
+  };
+}
+
+function bodyLimit(limit: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (c.req.method === 'GET' || c.req.method === 'HEAD') {
+      return next();
+    }
+    const declared = Number(c.req.header('content-length') ?? Number.NaN);
+    const tooLarge = () =>
+      errorResponse(c, new ApiError('payload_too_large', `The body is over ${limit} bytes`, { limit }));
+    if (declared > limit) {
+      return tooLarge();
+    }
+    // A chunked body declares nothing: read it once, bounded, and hand the bytes on.
+    const body = await c.req.raw.clone().arrayBuffer();
+    if (body.byteLength > limit) {
+      return tooLarge();
+    }
+    return next();
+  };
+}
+
+function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (PUBLIC_PATHS.has(c.req.path)) {
+      return next();
+    }
+    const header = c.req.header('authorization') ?? '';
+    const token = /^Bearer ([A-Za-z0-9\-_.]+)$/.exec(header)?.[1];
+    if (!token) {
+      throw new ApiError('unauthenticated', 'A bearer token is required', undefined, {
+        'WWW-Authenticate': 'Bearer error="invalid_token"',
+      });
+    }
+    c.set('session', await verify(token));
+    c.set('medplum', medplumForRequest(deps.medplum, token, deps.limits.upstreamTimeoutMs));
+    return next();
+  };
+}

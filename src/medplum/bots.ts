@@ -1,0 +1,46 @@
+import type { MedplumClient } from '@medplum/core';
+import { getStatus, OperationOutcomeError } from '@medplum/core';
+import type { Identifier } from '@medplum/fhirtypes';
+import { ERROR_STATUS, type ErrorCode } from '../../contracts/errors';
+import { ApiError } from '../errors';
+
+interface BotFailure {
+  ok: false;
+  error: { status: number; code: string; message: string; details?: Record<string, unknown> };
+}
+
+const isFailure = (value: unknown): value is BotFailure =>
+  typeof value === 'object' && value !== null && (value as { ok?: unknown }).ok === false;
+
+/**
+ * Runs a workflow bot as the patient (`Bot/$execute?identifier=`; Medplum sets `event.requester`).
+ * A bot's business failure comes back as data and becomes the error envelope here; a bot that threw
+ * is a 400 from Medplum, which is our bug, not the client's, so it is a 500.
+ */
+export async function callBot(
+  medplum: MedplumClient,
+  bot: Identifier,
+  input: unknown,
+): Promise<Record<string, unknown>> {
+  let result: unknown;
+  try {
+    result = await medplum.executeBot(bot, input, 'application/json', { maxRetries: 0 });
+  } catch (err) {
+    if (err instanceof OperationOutcomeError && getStatus(err.outcome) === 400) {
+      // The bot threw: never the caller's fault, and its text may hold internals.
+      throw new Error('workflow bot failed');
+    }
+    throw err;
+  }
+  if (isFailure(result)) {
+    const code = result.error.code as ErrorCode;
+    if (ERROR_STATUS[code] === undefined) {
+      throw new Error('bot answered an unknown error code');
+    }
+    throw new ApiError(code, result.error.message, result.error.details);
+  }
+  if (typeof result !== 'object' || result === null) {
+    throw new Error('bot answered no result');
+  }
+  return result as Record<string, unknown>;
+}

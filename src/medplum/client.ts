@@ -1,0 +1,26 @@
+import { MedplumClient } from '@medplum/core';
+import { upstreamFetch } from './upstream';
+
+export interface MedplumTarget {
+  /** Medplum's base URL, ending in `/`. */
+  baseUrl: string;
+  /** How to reach it: the network by default, or an in-process embedded server. */
+  fetch?: typeof fetch;
+}
+
+/**
+ * One MedplumClient per request, carrying the patient's own token, so that Medplum's access policy
+ * decides what the patient sees. No cache (cacheTime 0), no batching, and no automatic retries:
+ * a non-idempotent call (a bot's $execute) must never run twice because a reply was slow.
+ */
+export function medplumForRequest(target: MedplumTarget, accessToken: string, timeoutMs: number): MedplumClient {
+  const client = new MedplumClient({
+    baseUrl: target.baseUrl,
+    fetch: upstreamFetch(target.fetch ?? fetch, timeoutMs),
+    cacheTime: 0,
+    autoBatchTime: 0,
+    maxRetries: 0,
+  });
+  client.setAccessToken(accessToken);
+  return client;
+}

@@ -1,0 +1,94 @@
+import { getStatus, isOperationOutcome, OperationOutcomeError } from '@medplum/core';
+import type { OperationOutcome } from '@medplum/fhirtypes';
+import { ApiError } from '../errors';
+
+/** Thrown by the gateway's fetch when Medplum itself failed; never a client mistake. */
+export class UpstreamFailure extends Error {
+  constructor(readonly kind: 'error' | 'unavailable' | 'timeout') {
+    super(`upstream ${kind}`);
+  }
+}
+
+/**
+ * The fetch every per-request MedplumClient uses: a deadline for each call, and Medplum's own
+ * failures (5xx, unreachable, too slow) turned into UpstreamFailure before the client sees them,
+ * so that they map to 502/503/504 and are never mistaken for an answer.
+ */
+export function upstreamFetch(base: typeof fetch, timeoutMs: number): typeof fetch {
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const signal = AbortSignal.timeout(timeoutMs);
+    let response: Response;
+    try {
+      response = await base(input, { ...init, signal });
+    } catch (err) {
+      if (signal.aborted || (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))) {
+        throw new UpstreamFailure('timeout');
+      }
+      throw new UpstreamFailure('unavailable');
+    }
+    if (response.status >= 500) {
+      throw new UpstreamFailure(
+        response.status === 503 ? 'unavailable' : response.status === 504 ? 'timeout' : 'error',
+      );
+    }
+    const type = response.headers.get('content-type') ?? '';
+    if (!type.includes('json') && !type.startsWith('text/plain') && response.status !== 204 && !isBinary(input)) {
+      throw new UpstreamFailure('error');
+    }
+    return response;
+  }) as typeof fetch;
+}
+
+function isBinary(input: RequestInfo | URL): boolean {
+  const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+  return /\/Binary\//.test(url);
+}
+
+/** Maps what a MedplumClient call threw to the public error; undefined when it is not Medplum's (a bug). */
+export function toApiError(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) {
+    return err;
+  }
+  if (err instanceof UpstreamFailure) {
+    const code = { error: 'upstream_error', unavailable: 'upstream_unavailable', timeout: 'upstream_timeout' } as const;
+    const message = {
+      error: 'The record service failed',
+      unavailable: 'The record service is unreachable',
+      timeout: 'The record service did not answer in time',
+    } as const;
+    return new ApiError(code[err.kind], message[err.kind]);
+  }
+  const outcome: OperationOutcome | undefined =
+    err instanceof OperationOutcomeError ? err.outcome : isOperationOutcome(err) ? err : undefined;
+  if (!outcome) {
+    return undefined;
+  }
+  const text = outcome.issue?.[0]?.details?.text ?? outcome.issue?.[0]?.diagnostics;
+  switch (getStatus(outcome)) {
+    case 400:
+    case 422:
+      return new ApiError('invalid_request', text ?? 'The request is not valid', {
+        issues: (outcome.issue ?? []).map((i) => ({
+          path: i.expression?.[0] ?? '',
+          message: i.details?.text ?? i.code,
+        })),
+      });
+    case 401:
+      return new ApiError('unauthenticated', 'The session is no longer valid', undefined, {
+        'WWW-Authenticate': 'Bearer error="invalid_token"',
+      });
+    case 403:
+      return new ApiError('forbidden', 'Not allowed');
+    case 404:
+    case 410:
+      return new ApiError('not_found', 'Not found');
+    case 409:
+      return new ApiError('invalid_state', 'The resource changed state', { state: 'conflict' });
+    case 412:
+      return new ApiError('version_conflict', 'If-Match does not match the current version');
+    case 429:
+      return new ApiError('rate_limited', 'Too many requests', undefined, { 'Retry-After': '1' });
+    default:
+      return new ApiError('upstream_error', 'The record service failed');
+  }
+}

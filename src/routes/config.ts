@@ -1,0 +1,22 @@
+import { configRoute } from '../../contracts/patient';
+import type { App, AppDeps } from '../app';
+
+export function registerConfigRoutes(app: App, deps: AppDeps): void {
+  app.openapi(configRoute, (c) =>
+    c.json(
+      {
+        projectId: deps.projectId,
+        medplumBaseUrl: deps.issuer,
+        registration: {
+          steps: [
+            'POST {medplumBaseUrl}auth/newuser {firstName, lastName, email, password, projectId, clientId, codeChallenge, codeChallengeMethod: "S256"} -> {login}',
+            'POST {medplumBaseUrl}auth/newpatient {login, projectId} -> {code}',
+            'POST {medplumBaseUrl}oauth2/token grant_type=authorization_code&code&code_verifier -> {access_token}',
+            'POST /v1/patient/home (once)',
+          ],
+        },
+      },
+      200,
+    ),
+  );
+}

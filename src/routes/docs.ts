@@ -1,0 +1,87 @@
+import type { Context } from 'hono';
+import type { App, AppEnv } from '../app';
+import { ApiError } from '../errors';
+
+/** A static file of the reference page (swagger-ui-dist), served by the app itself: no CDN. */
+export interface Asset {
+  body: BodyInit;
+  contentType: string;
+}
+
+export type AssetLoader = (name: string) => Promise<Asset | undefined>;
+
+/** The only files the page needs (served under /docs/assets/). */
+export const DOCS_ASSETS: Record<string, string> = {
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'swagger-ui.css': 'text/css; charset=utf-8',
+};
+
+const OPENAPI_INFO = {
+  title: 'Patient Care API',
+  version: '1.0.0',
+  description:
+    "The patient-facing surface of the care platform: an action plane of named workflow endpoints and a record plane (`/v1/fhir`) of FHIR R4 reads over the signed-in patient's own chart. Every call acts as the signed-in patient; tenancy is decided by the server. Errors are always the envelope `{error: {code, message, details}}` with the status given for each code, plus `X-Request-Id` on every response.",
+};
+
+export function registerDocsRoutes(app: App, assets: AssetLoader | undefined): void {
+  app.get('/v1/openapi.json', (c) => c.json(openApiDocument(app, c)));
+
+  app.get('/docs/assets/:name', async (c) => {
+    const name = c.req.param('name');
+    const asset = DOCS_ASSETS[name] && assets ? await assets(name) : undefined;
+    if (!asset) {
+      throw new ApiError('not_found', 'No such asset');
+    }
+    return c.body(asset.body as ArrayBuffer, 200, {
+      'Content-Type': asset.contentType,
+      'Cache-Control': 'public, max-age=3600',
+    });
+  });
+
+  app.get('/', (c) => c.html(referencePage(new URL(c.req.url).host)));
+}
+
+/** The OpenAPI 3.1 document, generated from the contracts the routes validate with (never hand-written). */
+export function openApiDocument(app: App, c?: Context<AppEnv>) {
+  return app.getOpenAPI31Document({
+    openapi: '3.1.0',
+    info: OPENAPI_INFO,
+    servers: c
+      ? [{ url: new URL(c.req.url).origin, description: 'This environment' }]
+      : [{ url: 'https://api.example.test' }],
+    tags: [
+      { name: 'Session', description: 'Configuration, the signed-in patient and registration.' },
+      {
+        name: 'Record plane',
+        description: "FHIR R4 reads over the patient's record, and the few patient-authored writes.",
+      },
+    ],
+  });
+}
+
+const escapeHtml = (text: string): string =>
+  text.replace(
+    /[&<>"']/g,
+    (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch] as string,
+  );
+
+function referencePage(host: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Patient Care API reference</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+<style>body{margin:0;font-family:system-ui,sans-serif}header{padding:12px 20px;background:#0b3d5c;color:#fff}</style>
+</head>
+<body>
+<header>Patient Care API &middot; served from <strong id="served-from">${escapeHtml(host)}</strong></header>
+<div id="reference"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({ url: '/v1/openapi.json', dom_id: '#reference', deepLinking: true });
+</script>
+</body>
+</html>`;
+}

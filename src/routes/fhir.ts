@@ -1,0 +1,135 @@
+import type { Bundle, QuestionnaireResponse, Resource } from '@medplum/fhirtypes';
+import type { Context } from 'hono';
+import {
+  createQuestionnaireResponseRoute,
+  DEFAULT_COUNT,
+  NO_PATIENT_WRITE,
+  readRoute,
+  refusedCreateRoute,
+  refusedDeleteRoute,
+  refusedPatchRoute,
+  refusedUpdateRoute,
+  searchRoute,
+  updatePatientRoute,
+  updateQuestionnaireResponseRoute,
+  WRITE_OWNERS,
+} from '../../contracts/fhir';
+import { isCountryCode } from '../../contracts/iso3166';
+import type { App, AppEnv } from '../app';
+import { ApiError, notFound } from '../errors';
+import { fhirResponse } from './respond';
+
+/** Types with a patient write endpoint, and which methods that endpoint allows (for `Allow`). */
+const ALLOWED: Record<string, { collection: string[]; instance: string[] }> = {
+  Patient: { collection: ['GET'], instance: ['GET', 'PUT'] },
+  QuestionnaireResponse: { collection: ['GET', 'POST'], instance: ['GET', 'PUT'] },
+};
+
+export function registerFhirRoutes(app: App): void {
+  // `$` operations first: whatever the method, they do not exist here (spec rule 9).
+  app.use('/v1/fhir/*', async (c, next) => {
+    const operation = c.req.path.split('/').find((segment) => segment.startsWith('$'));
+    if (operation) {
+      throw new ApiError('not_found', 'FHIR operations are not available', { operation });
+    }
+    return next();
+  });
+
+  app.openapi(searchRoute, async (c) => {
+    const { type } = c.req.valid('param');
+    const query = new URLSearchParams(new URL(c.req.url).search);
+    if (!query.has('_count')) {
+      query.set('_count', String(DEFAULT_COUNT));
+    }
+    const bundle = await c.get('medplum').search(type as Resource['resourceType'], query);
+    return fhirResponse(c, rewriteBundle(bundle, c)) as never;
+  });
+
+  app.openapi(readRoute, async (c) => {
+    const { type, id } = c.req.valid('param');
+    const resource = await c.get('medplum').readResource(type as Resource['resourceType'], id);
+    return fhirResponse(c, resource) as never;
+  });
+
+  app.openapi(updatePatientRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const body = c.req.valid('json');
+    if (id !== c.get('session').patientId || body.id !== id) {
+      // Someone else's Patient, or a body for another id: indistinguishable from absent.
+      throw notFound();
+    }
+    const addresses = body.address ?? [];
+    const invalid = addresses.findIndex((a) => !isCountryCode(a.country));
+    if (addresses.length === 0 || invalid >= 0) {
+      throw new ApiError('invalid_country', 'address.country is required and must be an ISO 3166-1 alpha-2 code', {
+        path: addresses.length === 0 ? 'address' : `address.${invalid}.country`,
+      });
+    }
+    const updated = await c.get('medplum').updateResource(body as Resource, ifMatch(c));
+    return fhirResponse(c, updated) as never;
+  });
+
+  app.openapi(createQuestionnaireResponseRoute, async (c) => {
+    const answers = ownAnswers(c, c.req.valid('json') as QuestionnaireResponse);
+    const created = await c.get('medplum').createResource({ ...answers, id: undefined });
+    return fhirResponse(c, created, 201) as never;
+  });
+
+  app.openapi(updateQuestionnaireResponseRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const answers = ownAnswers(c, c.req.valid('json') as QuestionnaireResponse);
+    if (answers.id !== id) {
+      throw new ApiError('invalid_request', 'The body id must match the path', {
+        issues: [{ path: 'id', message: 'must equal the path id' }],
+      });
+    }
+    const updated = await c.get('medplum').updateResource(answers, ifMatch(c));
+    return fhirResponse(c, updated) as never;
+  });
+
+  for (const route of [refusedCreateRoute, refusedUpdateRoute, refusedPatchRoute, refusedDeleteRoute]) {
+    app.openapi(route, (c) => {
+      const { type } = c.req.valid('param') as { type: string; id?: string };
+      const allowed = ALLOWED[type] ?? { collection: ['GET'], instance: ['GET'] };
+      const allow = (route.path.endsWith('{id}') ? allowed.instance : allowed.collection).join(', ');
+      throw new ApiError(
+        'method_not_allowed',
+        `${c.req.method} is not allowed here; this change belongs to a workflow endpoint`,
+        { use: WRITE_OWNERS[type] ?? NO_PATIENT_WRITE },
+        { Allow: allow },
+      );
+    });
+  }
+}
+
+/** QuestionnaireResponses are the patient's own: the subject is them, set when omitted. */
+function ownAnswers(c: Context<AppEnv>, answers: QuestionnaireResponse): QuestionnaireResponse {
+  const patient = c.get('session').profile;
+  const subject = answers.subject?.reference;
+  if (subject !== undefined && subject !== patient) {
+    throw new ApiError('forbidden', "Answers can only be written for the signed-in patient's own record");
+  }
+  return { ...answers, subject: { reference: patient } };
+}
+
+function ifMatch(c: Context<AppEnv>): { headers: Record<string, string> } | undefined {
+  const value = c.req.header('if-match');
+  return value ? { headers: { 'If-Match': value } } : undefined;
+}
+
+/** Medplum's URLs in links and fullUrls become this API's own `/v1/fhir/...` URLs (never leak the backend). */
+function rewriteBundle(bundle: Bundle, c: Context<AppEnv>): Bundle {
+  const origin = new URL(c.req.url).origin;
+  const rewrite = (url: string | undefined): string | undefined => {
+    if (!url) {
+      return url;
+    }
+    const match = /\/fhir\/R4\/(.*)$/.exec(url);
+    return match ? `${origin}/v1/fhir/${match[1]}` : undefined;
+  };
+  return {
+    ...bundle,
+    link: bundle.link?.map((l) => ({ ...l, url: rewrite(l.url) ?? '' })).filter((l) => l.url),
+    entry: bundle.entry?.map((e) => ({ ...e, fullUrl: rewrite(e.fullUrl) })),
+  };
+}

@@ -1,0 +1,27 @@
+import { homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
+import type { App } from '../app';
+import { ApiError } from '../errors';
+import { callBot } from '../medplum/bots';
+import { SYSTEMS } from '../shared/systems';
+import { fhirResponse } from './respond';
+
+export function registerPatientRoutes(app: App): void {
+  app.openapi(profileRoute, async (c) => {
+    const { patientId } = c.get('session');
+    const patient = await c.get('medplum').readResource('Patient', patientId);
+    return fhirResponse(c, patient) as never;
+  });
+
+  app.openapi(homeRoute, async (c) => {
+    const session = c.get('session');
+    if (!session.clientId) {
+      throw new ApiError('forbidden', 'This session was not issued to a tenant app');
+    }
+    const result = await callBot(
+      c.get('medplum'),
+      { system: SYSTEMS.bots, value: 'patient-home' },
+      { clientId: session.clientId },
+    );
+    return c.json(PatientHomeSchema.parse(result), 200);
+  });
+}

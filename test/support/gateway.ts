@@ -1,0 +1,130 @@
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { type App, type AppDeps, createApp, DEFAULT_LIMITS } from '../../src/app';
+import { nodeAssetLoader } from '../../src/docs-assets-node';
+import { openApiDocument } from '../../src/routes/docs';
+import { startTestBackend, type TestBackend } from './backend';
+
+type OpenApiDoc = ReturnType<typeof openApiDocument>;
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: unknown;
+  text: string;
+}
+
+/**
+ * Validates a response against the OpenAPI document: the operation's declared statuses and, for
+ * JSON bodies, the declared schema. Unknown routes must answer the Error envelope. Every gateway
+ * test goes through `TestGateway.call`, so no response escapes this check.
+ */
+export function createResponseValidator(doc: OpenApiDoc) {
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+  addFormats(ajv);
+  ajv.addSchema(doc as object, 'openapi.json');
+  const templates = Object.keys(doc.paths ?? {}).map((template) => ({
+    template,
+    regex: new RegExp(`^${template.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\{[^}]+\\\}/g, '[^/]+')}$`),
+    params: (template.match(/\{/g) ?? []).length,
+  }));
+  const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+  return (method: string, path: string, response: ApiResponse): void => {
+    const candidates = templates.filter(
+      (t) => t.regex.test(path) && (doc.paths?.[t.template] as Record<string, unknown>)[method.toLowerCase()],
+    );
+    // The most concrete path wins over more templated ones, as OpenAPI says.
+    const match = [...candidates].sort((a, b) => a.params - b.params)[0];
+    const contentType = (response.headers.get('content-type') ?? '').split(';')[0];
+    let pointer: string;
+    if (!match) {
+      if (path === '/' || path.startsWith('/docs/assets/')) {
+        return;
+      }
+      pointer = 'openapi.json#/components/schemas/Error';
+    } else {
+      const operation = (
+        doc.paths?.[match.template] as Record<
+          string,
+          { responses: Record<string, { content?: Record<string, unknown> }> }
+        >
+      )[method.toLowerCase()];
+      const declared = operation.responses[String(response.status)];
+      if (!declared) {
+        throw new Error(
+          `${method} ${match.template} answered ${response.status}, which the OpenAPI document does not declare`,
+        );
+      }
+      if (!declared.content) {
+        return;
+      }
+      if (!declared.content[contentType]) {
+        throw new Error(`${method} ${match.template} ${response.status} answered ${contentType}, not declared`);
+      }
+      pointer = `openapi.json#/paths/${escape(match.template)}/${method.toLowerCase()}/responses/${response.status}/content/${escape(contentType)}/schema`;
+    }
+    const validate = ajv.getSchema(pointer) ?? ajv.compile({ $ref: pointer });
+    if (!validate(response.body)) {
+      throw new Error(
+        `${method} ${path} ${response.status} does not match the document: ${ajv.errorsText(validate.errors)}`,
+      );
+    }
+  };
+}
+
+export interface TestGateway {
+  backend: TestBackend;
+  app: App;
+  doc: OpenApiDoc;
+  /** Calls the gateway and validates the answer against the OpenAPI document. */
+  call(
+    method: string,
+    path: string,
+    options?: { token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<ApiResponse>;
+  close(): void;
+}
+
+export async function startTestGateway(overrides: Partial<AppDeps> = {}): Promise<TestGateway> {
+  const backend = await startTestBackend();
+  const app = createApp({
+    medplum: { baseUrl: backend.baseUrl, fetch: backend.fetch },
+    issuer: backend.baseUrl,
+    projectId: backend.project.id,
+    limits: DEFAULT_LIMITS,
+    assets: nodeAssetLoader(),
+    ...overrides,
+  });
+  const doc = openApiDocument(app);
+  const validate = createResponseValidator(doc);
+  const call: TestGateway['call'] = async (method, path, options = {}) => {
+    const headers = new Headers(options.headers);
+    const token = options.token === undefined ? backend.patients.alice.token : options.token;
+    if (token !== null) {
+      headers.set('authorization', `Bearer ${token}`);
+    }
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+    }
+    if (body !== undefined && !headers.has('content-type')) {
+      headers.set('content-type', 'application/fhir+json');
+    }
+    const response = await app.request(`http://gateway.test${path}`, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: kept as text
+    }
+    const result = { status: response.status, headers: response.headers, body: parsed, text };
+    validate(method, new URL(path, 'http://gateway.test').pathname, result);
+    if (!response.headers.get('x-request-id')) {
+      throw new Error(`${method} ${path} answered without X-Request-Id`);
+    }
+    return result;
+  };
+  return { backend, app, doc, call, close: () => backend.close() };
+}
