@@ -123,12 +123,9 @@ export const PatientWriteSchema = z
   });
 
 const IfMatchHeader = z.object({
-  'if-match': z
-    .string()
-    .optional()
-    .openapi({
-      description: 'Optional `W/"<versionId>"`: the write only happens if this is still the current version, else 412.',
-    }),
+  'if-match': z.string().optional().openapi({
+    description: 'Optional `W/"<versionId>"`: the write only happens if this is still the current version, else 412.',
+  }),
 });
 
 export const updatePatientRoute = createRoute({

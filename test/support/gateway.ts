@@ -23,17 +23,19 @@ export function createResponseValidator(doc: OpenApiDoc) {
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
   addFormats(ajv);
   ajv.addSchema(doc as object, 'openapi.json');
+  const paths = (doc.paths ?? {}) as Record<
+    string,
+    Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>
+  >;
   const templates = Object.keys(doc.paths ?? {}).map((template) => ({
     template,
     regex: new RegExp(`^${template.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\{[^}]+\\\}/g, '[^/]+')}$`),
     params: (template.match(/\{/g) ?? []).length,
   }));
-  const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+  const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
   return (method: string, path: string, response: ApiResponse): void => {
-    const candidates = templates.filter(
-      (t) => t.regex.test(path) && (doc.paths?.[t.template] as Record<string, unknown>)[method.toLowerCase()],
-    );
+    const candidates = templates.filter((t) => t.regex.test(path) && paths[t.template]?.[method.toLowerCase()]);
     // The most concrete path wins over more templated ones, as OpenAPI says.
     const match = [...candidates].sort((a, b) => a.params - b.params)[0];
     const contentType = (response.headers.get('content-type') ?? '').split(';')[0];
@@ -44,12 +46,7 @@ export function createResponseValidator(doc: OpenApiDoc) {
       }
       pointer = 'openapi.json#/components/schemas/Error';
     } else {
-      const operation = (
-        doc.paths?.[match.template] as Record<
-          string,
-          { responses: Record<string, { content?: Record<string, unknown> }> }
-        >
-      )[method.toLowerCase()];
+      const operation = paths[match.template][method.toLowerCase()];
       const declared = operation.responses[String(response.status)];
       if (!declared) {
         throw new Error(
@@ -62,7 +59,7 @@ export function createResponseValidator(doc: OpenApiDoc) {
       if (!declared.content[contentType]) {
         throw new Error(`${method} ${match.template} ${response.status} answered ${contentType}, not declared`);
       }
-      pointer = `openapi.json#/paths/${escape(match.template)}/${method.toLowerCase()}/responses/${response.status}/content/${escape(contentType)}/schema`;
+      pointer = `openapi.json#/paths/${escapePointer(match.template)}/${method.toLowerCase()}/responses/${response.status}/content/${escapePointer(contentType)}/schema`;
     }
     const validate = ajv.getSchema(pointer) ?? ajv.compile({ $ref: pointer });
     if (!validate(response.body)) {
