@@ -118,6 +118,14 @@ export const PatientWriteSchema = z
   })
   .catchall(z.unknown())
   .openapi('PatientWrite', {
+    example: {
+      resourceType: 'Patient',
+      id: '0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
+      name: [{ given: ['Alice'], family: 'Nguyen' }],
+      birthDate: '1984-03-02',
+      telecom: [{ system: 'phone', value: '+14155550101', use: 'mobile' }],
+      address: [{ line: ['1 Main St'], city: 'Oakland', state: 'CA', postalCode: '94607', country: 'US' }],
+    },
     description:
       "The patient's own demographics. `address[].country` is required (ISO 3166-1 alpha-2); phones are E.164. `managingOrganization` and `identifier` are kept as stored.",
   });
@@ -164,6 +172,12 @@ export const QuestionnaireResponseWriteSchema = z
   .catchall(z.unknown())
   .openapi('QuestionnaireResponseWrite', {
     description: "The patient's own answers. Answers can use `valueAttachment`.",
+    example: {
+      resourceType: 'QuestionnaireResponse',
+      status: 'completed',
+      questionnaire: 'https://patient-care.example/questionnaire/intake|1',
+      item: [{ linkId: 'goal', answer: [{ valueString: 'Lose weight' }] }],
+    },
   });
 
 export const createQuestionnaireResponseRoute = createRoute({

@@ -88,7 +88,9 @@ export function registerFhirRoutes(app: App): void {
   });
 
   for (const route of [refusedCreateRoute, refusedUpdateRoute, refusedPatchRoute, refusedDeleteRoute]) {
-    app.openapi(route, (c) => {
+    app.openapi(route, async (c) => {
+      // Nothing here reaches Medplum otherwise: ask it once, so a revoked session is 401 here too.
+      await c.get('medplum').readResource('Patient', c.get('session').patientId);
       const { type } = c.req.valid('param') as { type: string; id?: string };
       const allowed = ALLOWED[type] ?? { collection: ['GET'], instance: ['GET'] };
       const allow = (route.path.endsWith('{id}') ? allowed.instance : allowed.collection).join(', ');

@@ -1,6 +1,5 @@
 import { homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
 import type { App } from '../app';
-import { ApiError } from '../errors';
 import { callBot } from '../medplum/bots';
 import { SYSTEMS } from '../shared/systems';
 import { fhirResponse } from './respond';
@@ -13,10 +12,8 @@ export function registerPatientRoutes(app: App): void {
   });
 
   app.openapi(homeRoute, async (c) => {
+    // The bot decides, from the verified client id (absent: not a tenant app, 403).
     const session = c.get('session');
-    if (!session.clientId) {
-      throw new ApiError('forbidden', 'This session was not issued to a tenant app');
-    }
     const result = await callBot(
       c.get('medplum'),
       { system: SYSTEMS.bots, value: 'patient-home' },

@@ -1,0 +1,88 @@
+import type { Bundle, Observation, QuestionnaireResponse } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { bodyFor, operationsOf } from '../support/operations';
+
+let gw: TestGateway;
+/** Alice's own resources, by type: what the other patients try to reach. */
+let aliceResources: { type: string; id: string }[];
+
+beforeAll(async () => {
+  gw = await startTestGateway();
+  const alice = gw.backend.patients.alice;
+  const [observation] = await gw.backend.systemRepo.searchResources<Observation>({
+    resourceType: 'Observation',
+    filters: [{ code: 'subject', operator: 'eq', value: `Patient/${alice.patient.id}` }],
+  });
+  const answers = await alice.medplum.createResource<QuestionnaireResponse>({
+    resourceType: 'QuestionnaireResponse',
+    status: 'completed',
+    subject: { reference: `Patient/${alice.patient.id}` },
+  });
+  aliceResources = [
+    { type: 'Patient', id: alice.patient.id },
+    { type: 'Observation', id: observation.id as string },
+    { type: 'QuestionnaireResponse', id: answers.id as string },
+  ];
+});
+afterAll(() => gw?.close());
+
+const secretsOfAlice = () => [gw.backend.patients.alice.patient.id, 'Nguyen', ...aliceResources.map((r) => r.id)];
+
+describe('isolation matrix: another patient never gets a byte of alice', () => {
+  it('every operation that takes an id or reads patient data', async () => {
+    // Refusals (405) never read data; everything else is exercised with each of alice's resources.
+    // Operations that name a resource (an id) or search the record; the rest act on the caller only.
+    const operations = operationsOf(gw).filter(
+      (o) =>
+        o.secured &&
+        !o.operationId.startsWith('fhir.refuse') &&
+        (o.template.includes('{id}') || o.operationId === 'fhir.search'),
+    );
+    expect(operations.map((o) => o.operationId).sort()).toEqual(
+      ['fhir.read', 'fhir.search', 'fhir.updatePatient', 'fhir.updateQuestionnaireResponse'].sort(),
+    );
+    for (const intruder of ['bob', 'carol']) {
+      const { token, patient } = gw.backend.patients[intruder];
+      for (const op of operations) {
+        for (const target of aliceResources) {
+          if (
+            !op.template.includes('{type}') &&
+            op.template.includes('{id}') &&
+            !op.template.includes(`/${target.type}/`)
+          ) {
+            continue;
+          }
+          const path = op.template.includes('{id}')
+            ? op.template.replace('{type}', target.type).replace('{id}', target.id)
+            : op.template === '/v1/fhir/{type}'
+              ? `/v1/fhir/${target.type}?_id=${target.id}`
+              : op.template;
+          const body = bodyFor(op, target.id);
+          const res = await gw.call(op.method, path, { token, body });
+          const label = `${intruder}: ${op.operationId} ${path}`;
+          if (op.operationId === 'fhir.search') {
+            expect(res.status, label).toBe(200);
+            expect((res.body as Bundle).entry ?? [], label).toEqual([]);
+          } else {
+            expect(res.status, label).toBe(404);
+          }
+          // A search's links echo the intruder's own query; everything else must be free of alice.
+          const exposed =
+            op.operationId === 'fhir.search' ? JSON.stringify((res.body as Bundle).entry ?? []) : res.text;
+          for (const secret of secretsOfAlice()) {
+            expect(exposed, label).not.toContain(secret);
+          }
+          expect(patient.id).not.toBe(target.id);
+        }
+      }
+    }
+    // Nothing of alice's changed.
+    const answers = await gw.backend.systemRepo.readResource<QuestionnaireResponse>(
+      'QuestionnaireResponse',
+      aliceResources[2].id,
+    );
+    expect(answers.meta?.versionId).toBeDefined();
+    expect(answers.status).toBe('completed');
+  });
+});
