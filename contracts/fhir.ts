@@ -266,7 +266,7 @@ const refusal = (method: 'post' | 'put' | 'patch' | 'delete', path: string, oper
         ? z.object({ type: ResourceTypeParam, id: IdParam })
         : z.object({ type: ResourceTypeParam }),
     },
-    responses: errorResponses(404, 405, 401, 403, 500),
+    responses: errorResponses(400, 404, 405, 401, 403, 500, 502, 503, 504),
   });
 
 export const refusedCreateRoute = refusal('post', '/v1/fhir/{type}', 'fhir.refuseCreate', 'Create (refused)');

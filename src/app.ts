@@ -1,6 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MedplumClient } from '@medplum/core';
 import type { Context, MiddlewareHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import { BEARER } from '../contracts/common';
 import { createTokenVerifier, type SessionClaims, type TokenVerifier } from './auth/verify';
 import { ApiError } from './errors';
@@ -91,8 +92,25 @@ export function createApp(deps: AppDeps): App {
 /** The one place an error becomes a response: the envelope, its status, never a stack or upstream text. */
 export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
   const requestId = c.get('requestId');
-  const error = toApiError(err) ?? new ApiError('internal', 'Internal error', { requestId });
+  const error = toApiError(err) ?? frameworkError(err) ?? new ApiError('internal', 'Internal error', { requestId });
   return c.json(error.toEnvelope(), error.status as 400, { ...error.headers, 'X-Request-Id': requestId });
+}
+
+/** Hono's own client-error exceptions (e.g. a body that is not JSON) in our vocabulary. */
+function frameworkError(err: unknown): ApiError | undefined {
+  if (!(err instanceof HTTPException)) {
+    return undefined;
+  }
+  switch (err.status) {
+    case 400:
+      return new ApiError('invalid_request', 'The body is not valid JSON', { issues: [{ path: '', message: 'malformed JSON' }] });
+    case 413:
+      return new ApiError('payload_too_large', 'The body is too large');
+    case 415:
+      return new ApiError('unsupported_media_type', 'Send application/json or application/fhir+json');
+    default:
+      return undefined;
+  }
 }
 
 function validationHook(

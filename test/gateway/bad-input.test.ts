@@ -1,0 +1,129 @@
+import fc from 'fast-check';
+import { generateSync, type JsonSchema } from 'json-schema-faker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { bodyFor, type Operation, operationsOf } from '../support/operations';
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startTestGateway();
+});
+afterAll(() => gw?.close());
+
+/** What a rejected request must leave untouched: every version of every record (audit trail aside). */
+const fingerprint = () =>
+  (gw.backend.db.reader.prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')").get() as {
+    n: number;
+    s: number;
+  });
+
+/** The request body schema of an operation, with component references inlined. */
+function bodySchema(op: Operation): JsonSchema | undefined {
+  const item = (gw.doc.paths ?? {})[op.template] as Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>;
+  const schema = Object.values(item[op.method.toLowerCase()]?.requestBody?.content ?? {})[0]?.schema;
+  const inline = (value: unknown): unknown => {
+    if (Array.isArray(value)) {
+      return value.map(inline);
+    }
+    if (value && typeof value === 'object') {
+      const ref = (value as { $ref?: string }).$ref;
+      if (ref) {
+        return inline((gw.doc.components?.schemas ?? {})[ref.split('/').pop() as string]);
+      }
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inline(v)]));
+    }
+    return value;
+  };
+  return schema ? (inline(schema) as JsonSchema) : undefined;
+}
+
+type Mutation =
+  | { kind: 'schema-valid'; seed: number }
+  | { kind: 'drop-field'; field: number }
+  | { kind: 'replace-field'; field: number; value: unknown }
+  | { kind: 'replace-body'; value: unknown }
+  | { kind: 'malformed-json'; cut: number }
+  | { kind: 'wrong-content-type' }
+  | { kind: 'weird-id'; id: string }
+  | { kind: 'weird-query'; key: string; value: string };
+
+const mutation: fc.Arbitrary<Mutation> = fc.oneof(
+  fc.record({ kind: fc.constant('schema-valid' as const), seed: fc.integer({ min: 1, max: 1_000_000 }) }),
+  fc.record({ kind: fc.constant('drop-field' as const), field: fc.nat(10) }),
+  fc.record({ kind: fc.constant('replace-field' as const), field: fc.nat(10), value: fc.jsonValue() }),
+  fc.record({ kind: fc.constant('replace-body' as const), value: fc.jsonValue() }),
+  fc.record({ kind: fc.constant('malformed-json' as const), cut: fc.nat(200) }),
+  fc.record({ kind: fc.constant('wrong-content-type' as const) }),
+  fc.record({ kind: fc.constant('weird-id' as const), id: fc.string({ minLength: 1, maxLength: 80 }) }),
+  fc.record({ kind: fc.constant('weird-query' as const), key: fc.string({ minLength: 1, maxLength: 20 }), value: fc.string({ maxLength: 40 }) }),
+);
+
+async function send(op: Operation, m: Mutation) {
+  const ownId = gw.backend.patients.alice.patient.id;
+  const type = op.operationId.startsWith('fhir.refuse') ? 'Observation' : 'Patient';
+  let id = ownId;
+  let query = '';
+  let body: unknown = bodyFor(op, ownId);
+  let rawBody: string | undefined;
+  const headers: Record<string, string> = {};
+  const schema = bodySchema(op);
+  switch (m.kind) {
+    case 'schema-valid':
+      body = schema ? { ...(generateSync(schema, { seed: m.seed, maxDepth: 4 }) as object), ...(op.method === 'PUT' ? { id: ownId } : {}) } : body;
+      break;
+    case 'drop-field':
+    case 'replace-field': {
+      const record = { ...((body as Record<string, unknown>) ?? {}) };
+      const keys = Object.keys(record);
+      const key = keys[m.field % Math.max(keys.length, 1)] ?? 'x';
+      if (m.kind === 'drop-field') {
+        delete record[key];
+      } else {
+        record[key] = m.value;
+      }
+      body = record;
+      break;
+    }
+    case 'replace-body':
+      body = m.value;
+      break;
+    case 'malformed-json':
+      rawBody = JSON.stringify(body ?? { resourceType: 'Patient' }).slice(0, -1 - (m.cut % 5));
+      body = undefined;
+      break;
+    case 'wrong-content-type':
+      headers['content-type'] = 'text/plain';
+      break;
+    case 'weird-id':
+      id = encodeURIComponent(m.id);
+      break;
+    case 'weird-query':
+      query = `?${encodeURIComponent(m.key)}=${encodeURIComponent(m.value)}`;
+      break;
+  }
+  const path = op.template.replace('{type}', type).replace('{id}', id) + query;
+  const sendBody = op.method === 'GET' ? {} : rawBody !== undefined ? { rawBody } : body !== undefined ? { body } : {};
+  return gw.call(op.method, path, { ...sendBody, headers });
+}
+
+describe('bad input: seeded valid and mutated inputs for every operation', () => {
+  it('never a 5xx, always the envelope, and a rejected request changes nothing', async () => {
+    const operations = operationsOf(gw);
+    expect(operations.length).toBeGreaterThanOrEqual(10);
+    for (const op of operations) {
+      await fc.assert(
+        fc.asyncProperty(mutation, async (m) => {
+          const before = fingerprint();
+          const res = await send(op, m);
+          const label = `${op.operationId} ${JSON.stringify(m).slice(0, 120)} -> ${res.status} ${res.text.slice(0, 200)}`;
+          expect(res.status, label).toBeLessThan(500);
+          if (res.status >= 400) {
+            expect((res.body as { error?: { code?: unknown } }).error?.code, label).toEqual(expect.any(String));
+            expect(fingerprint(), label).toEqual(before);
+          }
+        }),
+        { numRuns: 60, seed: 20261122 },
+      );
+    }
+  });
+});
