@@ -63,6 +63,7 @@ export const configRoute = createRoute({
   tags: ['Session'],
   summary: 'Environment configuration (public)',
   description: 'No session needed. Read during registration.',
+  security: [],
   responses: {
     200: { description: 'The configuration.', content: { 'application/json': { schema: ConfigSchema } } },
     ...errorResponses(500),

@@ -19,6 +19,7 @@ export const DOCS_ASSETS: Record<string, string> = {
 const OPENAPI_INFO = {
   title: 'Patient Care API',
   version: '1.0.0',
+  license: { name: 'Proprietary', url: 'https://patient-care.example/terms' },
   description:
     "The patient-facing surface of the care platform: an action plane of named workflow endpoints and a record plane (`/v1/fhir`) of FHIR R4 reads over the signed-in patient's own chart. Every call acts as the signed-in patient; tenancy is decided by the server. Errors are always the envelope `{error: {code, message, details}}` with the status given for each code, plus `X-Request-Id` on every response.",
 };

@@ -1,0 +1,55 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compileErrors, validate } from '@readme/openapi-parser';
+import { describe, expect, it } from 'vitest';
+import { ERROR_STATUS } from '../../contracts/errors';
+import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { openApiDocument } from '../../src/routes/docs';
+
+/** The document exactly as GET /v1/openapi.json serves it (no backend needed to generate it). */
+function generatedDocument() {
+  const app = createApp({ medplum: { baseUrl: 'http://medplum.test/' }, issuer: 'http://medplum.test/', projectId: 'p', limits: DEFAULT_LIMITS });
+  return openApiDocument(app);
+}
+
+describe('the OpenAPI document', () => {
+  it('is OpenAPI 3.1 and valid under a 3.1 validator', async () => {
+    const doc = generatedDocument();
+    expect(doc.openapi).toBe('3.1.0');
+    const result = await validate(structuredClone(doc) as never);
+    expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
+  });
+
+  it('is clean under Redocly lint (recommended rules, redocly.yaml)', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'pc-openapi-')), 'openapi.json');
+    writeFileSync(file, JSON.stringify(generatedDocument()));
+    const run = spawnSync(join('node_modules', '.bin', 'redocly'), ['lint', file, '--format=stylish'], {
+      encoding: 'utf8',
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+    });
+    const output = `${run.stdout}${run.stderr}`;
+    expect(run.status, output).toBe(0);
+    expect(output).toContain('Your API description is valid');
+    expect(output).not.toMatch(/\b(warning|error)s?\b/);
+  });
+
+  it('every operation has an operationId, a summary and declares its error responses with the envelope', () => {
+    const doc = generatedDocument();
+    for (const [path, item] of Object.entries(doc.paths ?? {})) {
+      for (const [method, op] of Object.entries(item as Record<string, { operationId?: string; summary?: string; responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> }>)) {
+        expect(op.operationId, `${method} ${path}`).toMatch(/^[a-z]+\.[a-zA-Z]+$/);
+        expect(op.summary, `${method} ${path}`).toBeTruthy();
+        expect(Object.keys(op.responses), `${method} ${path}`).toContain('500');
+        for (const [status, response] of Object.entries(op.responses)) {
+          if (Number(status) >= 400) {
+            expect(response.content?.['application/json']?.schema.$ref, `${method} ${path} ${status}`).toBe('#/components/schemas/Error');
+          }
+        }
+      }
+    }
+    const codes = ((doc.components?.schemas?.Error as { properties: { error: { properties: { code: { enum: string[] } } } } }).properties.error.properties.code.enum);
+    expect(codes.sort()).toEqual(Object.keys(ERROR_STATUS).sort());
+  });
+});
