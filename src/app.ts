@@ -103,7 +103,9 @@ function frameworkError(err: unknown): ApiError | undefined {
   }
   switch (err.status) {
     case 400:
-      return new ApiError('invalid_request', 'The body is not valid JSON', { issues: [{ path: '', message: 'malformed JSON' }] });
+      return new ApiError('invalid_request', 'The body is not valid JSON', {
+        issues: [{ path: '', message: 'malformed JSON' }],
+      });
     case 413:
       return new ApiError('payload_too_large', 'The body is too large');
     case 415:

@@ -12,14 +12,19 @@ afterAll(() => gw?.close());
 
 /** What a rejected request must leave untouched: every version of every record (audit trail aside). */
 const fingerprint = () =>
-  (gw.backend.db.reader.prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')").get() as {
+  gw.backend.db.reader
+    .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
+    .get() as {
     n: number;
     s: number;
-  });
+  };
 
 /** The request body schema of an operation, with component references inlined. */
 function bodySchema(op: Operation): JsonSchema | undefined {
-  const item = (gw.doc.paths ?? {})[op.template] as Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>;
+  const item = (gw.doc.paths ?? {})[op.template] as Record<
+    string,
+    { requestBody?: { content: Record<string, { schema: unknown }> } }
+  >;
   const schema = Object.values(item[op.method.toLowerCase()]?.requestBody?.content ?? {})[0]?.schema;
   const inline = (value: unknown): unknown => {
     if (Array.isArray(value)) {
@@ -55,7 +60,11 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ kind: fc.constant('malformed-json' as const), cut: fc.nat(200) }),
   fc.record({ kind: fc.constant('wrong-content-type' as const) }),
   fc.record({ kind: fc.constant('weird-id' as const), id: fc.string({ minLength: 1, maxLength: 80 }) }),
-  fc.record({ kind: fc.constant('weird-query' as const), key: fc.string({ minLength: 1, maxLength: 20 }), value: fc.string({ maxLength: 40 }) }),
+  fc.record({
+    kind: fc.constant('weird-query' as const),
+    key: fc.string({ minLength: 1, maxLength: 20 }),
+    value: fc.string({ maxLength: 40 }),
+  }),
 );
 
 async function send(op: Operation, m: Mutation) {
@@ -69,7 +78,12 @@ async function send(op: Operation, m: Mutation) {
   const schema = bodySchema(op);
   switch (m.kind) {
     case 'schema-valid':
-      body = schema ? { ...(generateSync(schema, { seed: m.seed, maxDepth: 4 }) as object), ...(op.method === 'PUT' ? { id: ownId } : {}) } : body;
+      body = schema
+        ? {
+            ...(generateSync(schema, { seed: m.seed, maxDepth: 4 }) as object),
+            ...(op.method === 'PUT' ? { id: ownId } : {}),
+          }
+        : body;
       break;
     case 'drop-field':
     case 'replace-field': {

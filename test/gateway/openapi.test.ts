@@ -10,7 +10,12 @@ import { openApiDocument } from '../../src/routes/docs';
 
 /** The document exactly as GET /v1/openapi.json serves it (no backend needed to generate it). */
 function generatedDocument() {
-  const app = createApp({ medplum: { baseUrl: 'http://medplum.test/' }, issuer: 'http://medplum.test/', projectId: 'p', limits: DEFAULT_LIMITS });
+  const app = createApp({
+    medplum: { baseUrl: 'http://medplum.test/' },
+    issuer: 'http://medplum.test/',
+    projectId: 'p',
+    limits: DEFAULT_LIMITS,
+  });
   return openApiDocument(app);
 }
 
@@ -38,18 +43,31 @@ describe('the OpenAPI document', () => {
   it('every operation has an operationId, a summary and declares its error responses with the envelope', () => {
     const doc = generatedDocument();
     for (const [path, item] of Object.entries(doc.paths ?? {})) {
-      for (const [method, op] of Object.entries(item as Record<string, { operationId?: string; summary?: string; responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> }>)) {
+      for (const [method, op] of Object.entries(
+        item as Record<
+          string,
+          {
+            operationId?: string;
+            summary?: string;
+            responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }>;
+          }
+        >,
+      )) {
         expect(op.operationId, `${method} ${path}`).toMatch(/^[a-z]+\.[a-zA-Z]+$/);
         expect(op.summary, `${method} ${path}`).toBeTruthy();
         expect(Object.keys(op.responses), `${method} ${path}`).toContain('500');
         for (const [status, response] of Object.entries(op.responses)) {
           if (Number(status) >= 400) {
-            expect(response.content?.['application/json']?.schema.$ref, `${method} ${path} ${status}`).toBe('#/components/schemas/Error');
+            expect(response.content?.['application/json']?.schema.$ref, `${method} ${path} ${status}`).toBe(
+              '#/components/schemas/Error',
+            );
           }
         }
       }
     }
-    const codes = ((doc.components?.schemas?.Error as { properties: { error: { properties: { code: { enum: string[] } } } } }).properties.error.properties.code.enum);
+    const codes = (
+      doc.components?.schemas?.Error as { properties: { error: { properties: { code: { enum: string[] } } } } }
+    ).properties.error.properties.code.enum;
     expect(codes.sort()).toEqual(Object.keys(ERROR_STATUS).sort());
   });
 });

@@ -1,0 +1,126 @@
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { delay, HttpResponse, http } from 'msw';
+import { setupServer } from 'msw/node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { openApiDocument } from '../../src/routes/docs';
+import { createResponseValidator } from '../support/gateway';
+
+/** A REMOTE Medplum (msw intercepts the network): its faults must become 502/503/504, never a hang or a 500. */
+const REMOTE = 'https://medplum.remote.test/';
+const TIMEOUT_MS = 300;
+const PATIENT = 'Patient/remote-patient-1';
+
+const { privateKey, publicKey } = await generateKeyPair('RS256');
+const jwk = { ...(await exportJWK(publicKey)), kid: 'remote-key', alg: 'RS256', use: 'sig' };
+const token = await new SignJWT({ login_id: 'login-1', profile: PATIENT, scope: 'openid', client_id: 'app-1' })
+  .setProtectedHeader({ alg: 'RS256', kid: 'remote-key' })
+  .setIssuer(REMOTE)
+  .setSubject('user-1')
+  .setIssuedAt()
+  .setExpirationTime('1h')
+  .sign(privateKey);
+
+const calls: string[] = [];
+const server = setupServer(http.get(`${REMOTE}.well-known/jwks.json`, () => HttpResponse.json({ keys: [jwk] })));
+const app = createApp({
+  medplum: { baseUrl: REMOTE },
+  issuer: REMOTE,
+  projectId: 'p',
+  limits: { ...DEFAULT_LIMITS, upstreamTimeoutMs: TIMEOUT_MS },
+});
+const validate = createResponseValidator(openApiDocument(app));
+
+beforeAll(() => server.listen({ onUnhandledFrame: 'error' }));
+afterEach(() => {
+  server.resetHandlers();
+  calls.length = 0;
+});
+afterAll(() => server.close());
+
+async function call(method: string, path: string) {
+  const started = performance.now();
+  const response = await app.request(`http://gateway.test${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const body = (await response.json()) as { error: { code: string; message: string } };
+  validate(method, path, { status: response.status, headers: response.headers, body, text: JSON.stringify(body) });
+  return { status: response.status, body, ms: performance.now() - started };
+}
+
+const profile = `${REMOTE}fhir/R4/Patient/remote-patient-1`;
+const record = (request: Request) => calls.push(`${request.method} ${new URL(request.url).pathname}`);
+
+describe('faults of a remote Medplum', () => {
+  it('a 5xx answer is 502 upstream_error, without leaking its text, and is not retried', async () => {
+    server.use(
+      http.get(
+        profile,
+        ({ request }) => (record(request), new HttpResponse('<html>stack trace: secret</html>', { status: 500 })),
+      ),
+    );
+    const res = await call('GET', '/v1/patient/profile');
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe('upstream_error');
+    expect(JSON.stringify(res.body)).not.toContain('secret');
+    expect(calls).toHaveLength(1);
+  });
+
+  it('a slow answer is 504 upstream_timeout within the configured timeout', async () => {
+    server.use(
+      http.get(profile, async () => {
+        await delay(5_000);
+        return HttpResponse.json({ resourceType: 'Patient', id: 'remote-patient-1' });
+      }),
+    );
+    const res = await call('GET', '/v1/patient/profile');
+    expect(res.status).toBe(504);
+    expect(res.body.error.code).toBe('upstream_timeout');
+    expect(res.ms).toBeLessThan(TIMEOUT_MS + 1_000);
+  });
+
+  it('a refused connection is 503 upstream_unavailable', async () => {
+    server.use(http.get(profile, () => HttpResponse.error()));
+    const res = await call('GET', '/v1/patient/profile');
+    expect(res.status).toBe(503);
+    expect(res.body.error.code).toBe('upstream_unavailable');
+  });
+
+  it('a non-JSON success body is 502 upstream_error', async () => {
+    server.use(
+      http.get(
+        profile,
+        () => new HttpResponse('not json at all', { status: 200, headers: { 'content-type': 'text/html' } }),
+      ),
+    );
+    const res = await call('GET', '/v1/patient/profile');
+    expect(res.status).toBe(502);
+  });
+
+  it('a non-idempotent call ($execute of a workflow bot) is never retried', async () => {
+    server.use(
+      http.post(
+        `${REMOTE}fhir/R4/Bot/$execute`,
+        ({ request }) => (record(request), new HttpResponse(null, { status: 503 })),
+      ),
+    );
+    const res = await call('POST', '/v1/patient/home');
+    expect(res.status).toBe(503);
+    expect(calls).toEqual(['POST /fhir/R4/Bot/$execute']);
+  });
+
+  it('an unreachable key set is 503, not 401', async () => {
+    const other = createApp({
+      medplum: { baseUrl: 'https://down.remote.test/' },
+      issuer: 'https://down.remote.test/',
+      projectId: 'p',
+      limits: DEFAULT_LIMITS,
+    });
+    server.use(http.get('https://down.remote.test/.well-known/jwks.json', () => HttpResponse.error()));
+    const response = await other.request('http://gateway.test/v1/patient/profile', {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(response.status).toBe(503);
+  });
+});
