@@ -21,7 +21,7 @@ const fingerprint = () =>
 
 /** The request body schema of an operation, with component references inlined. */
 function bodySchema(op: Operation): JsonSchema | undefined {
-  const item = (gw.doc.paths ?? {})[op.template] as Record<
+  const item = gw.doc.paths?.[op.template] as Record<
     string,
     { requestBody?: { content: Record<string, { schema: unknown }> } }
   >;
@@ -33,7 +33,7 @@ function bodySchema(op: Operation): JsonSchema | undefined {
     if (value && typeof value === 'object') {
       const ref = (value as { $ref?: string }).$ref;
       if (ref) {
-        return inline((gw.doc.components?.schemas ?? {})[ref.split('/').pop() as string]);
+        return inline(gw.doc.components?.schemas?.[ref.split('/').pop() as string]);
       }
       return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inline(v)]));
     }

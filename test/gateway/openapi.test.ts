@@ -65,9 +65,10 @@ describe('the OpenAPI document', () => {
         }
       }
     }
-    const codes = (
-      doc.components?.schemas?.Error as { properties: { error: { properties: { code: { enum: string[] } } } } }
-    ).properties.error.properties.code.enum;
+    const errorSchema = (doc.components?.schemas ?? {}).Error as {
+      properties: { error: { properties: { code: { enum: string[] } } } };
+    };
+    const codes = errorSchema.properties.error.properties.code.enum;
     expect(codes.sort()).toEqual(Object.keys(ERROR_STATUS).sort());
   });
 });

@@ -50,14 +50,17 @@ async function call(method: string, path: string) {
 }
 
 const profile = `${REMOTE}fhir/R4/Patient/remote-patient-1`;
-const record = (request: Request) => calls.push(`${request.method} ${new URL(request.url).pathname}`);
+/** Notes the call, then answers with `response`. */
+const record = (request: Request, response: Response): Response => {
+  calls.push(`${request.method} ${new URL(request.url).pathname}`);
+  return response;
+};
 
 describe('faults of a remote Medplum', () => {
   it('a 5xx answer is 502 upstream_error, without leaking its text, and is not retried', async () => {
     server.use(
-      http.get(
-        profile,
-        ({ request }) => (record(request), new HttpResponse('<html>stack trace: secret</html>', { status: 500 })),
+      http.get(profile, ({ request }) =>
+        record(request, new HttpResponse('<html>stack trace: secret</html>', { status: 500 })),
       ),
     );
     const res = await call('GET', '/v1/patient/profile');
@@ -100,9 +103,8 @@ describe('faults of a remote Medplum', () => {
 
   it('a non-idempotent call ($execute of a workflow bot) is never retried', async () => {
     server.use(
-      http.post(
-        `${REMOTE}fhir/R4/Bot/$execute`,
-        ({ request }) => (record(request), new HttpResponse(null, { status: 503 })),
+      http.post(`${REMOTE}fhir/R4/Bot/$execute`, ({ request }) =>
+        record(request, new HttpResponse(null, { status: 503 })),
       ),
     );
     const res = await call('POST', '/v1/patient/home');
