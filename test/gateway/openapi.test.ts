@@ -65,7 +65,7 @@ describe('the OpenAPI document', () => {
         }
       }
     }
-    const errorSchema = (doc.components?.schemas ?? {}).Error as {
+    const errorSchema = doc.components?.schemas?.Error as {
       properties: { error: { properties: { code: { enum: string[] } } } };
     };
     const codes = errorSchema.properties.error.properties.code.enum;
