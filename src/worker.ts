@@ -1,0 +1,54 @@
+import { type App, createApp, DEFAULT_LIMITS } from './app';
+import type { AssetLoader } from './routes/docs';
+import { DOCS_ASSETS } from './routes/docs';
+
+/** Cloudflare Workers bindings (wrangler.toml `[vars]` and `[assets]`). */
+export interface WorkerEnv {
+  MEDPLUM_BASE_URL: string;
+  /** Token issuer; defaults to MEDPLUM_BASE_URL (Medplum issues tokens as its base URL). */
+  MEDPLUM_ISSUER?: string;
+  PROJECT_ID: string;
+  BODY_LIMIT_BYTES?: string;
+  UPSTREAM_TIMEOUT_MS?: string;
+  ASSETS?: { fetch(request: Request): Promise<Response> };
+}
+
+/** The same app as on Node; assets come from the Workers static-assets binding. */
+function assetsFrom(env: WorkerEnv): AssetLoader | undefined {
+  const binding = env.ASSETS;
+  if (!binding) {
+    return undefined;
+  }
+  return async (name) => {
+    const response = await binding.fetch(new Request(`https://assets.local/${name}`));
+    return response.ok ? { body: await response.arrayBuffer(), contentType: DOCS_ASSETS[name] } : undefined;
+  };
+}
+
+let cached: { env: WorkerEnv; app: App } | undefined;
+
+function appFor(env: WorkerEnv): App {
+  if (cached?.env !== env) {
+    cached = {
+      env,
+      app: createApp({
+        medplum: { baseUrl: env.MEDPLUM_BASE_URL },
+        issuer: env.MEDPLUM_ISSUER ?? env.MEDPLUM_BASE_URL,
+        projectId: env.PROJECT_ID,
+        limits: {
+          bodyBytes: Number(env.BODY_LIMIT_BYTES) || DEFAULT_LIMITS.bodyBytes,
+          upstreamTimeoutMs: Number(env.UPSTREAM_TIMEOUT_MS) || DEFAULT_LIMITS.upstreamTimeoutMs,
+        },
+        assets: assetsFrom(env),
+        log: (entry) => console.log(JSON.stringify(entry)),
+      }),
+    };
+  }
+  return cached.app;
+}
+
+export default {
+  fetch(request: Request, env: WorkerEnv): Response | Promise<Response> {
+    return appFor(env).fetch(request, env);
+  },
+};
