@@ -3,6 +3,7 @@ import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
 import { runEmbeddedStoreBench } from './embedded-store';
+import { runGatewayBench } from './gateway';
 
 /**
  * `npm run bench`: figures measured in ONE run on this machine; the targets are ratios within it.
@@ -11,6 +12,19 @@ import { runEmbeddedStoreBench } from './embedded-store';
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 async function main(): Promise<void> {
+  const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+  console.log('## Gateway vs direct (embedded Medplum over HTTP, concurrency 32, same run)');
+  for (const r of await runGatewayBench(seconds)) {
+    const line = (label: string, x: { requestsPerSecond: number; p50: number; p99: number; non2xx: number; errors: number }) =>
+      `  ${label.padEnd(8)} ${x.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${x.p50} ms  p99 ${x.p99} ms  (non-2xx ${x.non2xx}, errors ${x.errors})`;
+    console.log(r.name);
+    console.log(line('direct', r.direct));
+    console.log(line('gateway', r.gateway));
+    console.log(
+      `  ratios: throughput ${r.throughputRatio.toFixed(2)}x (target >= 0.8) ${r.throughputRatio >= 0.8 ? 'MET' : 'NOT MET'}; p99 ${r.p99Ratio.toFixed(2)}x (target <= 1.3) ${r.p99Ratio <= 1.3 ? 'MET' : 'NOT MET'}`,
+    );
+  }
+
   const schemaStart = performance.now();
   loadFhirSchema();
   const schemaMs = performance.now() - schemaStart;
@@ -21,6 +35,9 @@ async function main(): Promise<void> {
   console.log('## Embedded Medplum');
   console.log(`start-up with demo data (schema already loaded): ${fmt(startupMs)}; FHIR schema load: ${fmt(schemaMs)}`);
 
+  if (process.env.BENCH_SKIP_STORE) {
+    return;
+  }
   const largePatients = Number(process.env.BENCH_PATIENTS ?? 10_000);
   const store = await runEmbeddedStoreBench({ largePatients, iterations: 500 });
   console.log(`patient-scoped search (policy-restricted, _sort=-date, _count=20):`);

@@ -1,0 +1,13 @@
+import { serve } from '@hono/node-server';
+import { createApp, DEFAULT_LIMITS } from '../../src/app';
+
+/** Bench helper process: the gateway alone, talking to a Medplum over HTTP like production. */
+const medplumBaseUrl = process.env.MEDPLUM_BASE_URL as string;
+const app = createApp({
+  medplum: { baseUrl: medplumBaseUrl },
+  issuer: medplumBaseUrl,
+  projectId: process.env.PROJECT_ID as string,
+  limits: DEFAULT_LIMITS,
+});
+const server = serve({ fetch: app.fetch, port: Number(process.env.PORT), hostname: '127.0.0.1' });
+server.once('listening', () => process.stdout.write('ready\n'));
