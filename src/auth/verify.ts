@@ -32,7 +32,24 @@ export function createTokenVerifier(options: {
     cacheMaxAge: 10 * 60_000,
     ...(options.fetch ? { [customFetch]: options.fetch } : {}),
   });
+  const verified = new Map<string, { claims: SessionClaims; expiresAt: number }>();
+  const now = () => (options.clock?.() ?? new Date()).getTime();
   return async (token) => {
+    // A token verified once stays valid until it expires: skip the RSA check on repeat calls
+    // (revocation is Medplum's check on the forwarded call either way). Bounded, oldest out first.
+    const hit = verified.get(token);
+    if (hit && hit.expiresAt > now()) {
+      return hit.claims;
+    }
+    const claims = await verifyOnce(token);
+    if (verified.size >= 10_000) {
+      verified.delete(verified.keys().next().value as string);
+    }
+    verified.set(token, { claims: claims.session, expiresAt: claims.expiresAt });
+    return claims.session;
+  };
+
+  async function verifyOnce(token: string): Promise<{ session: SessionClaims; expiresAt: number }> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, jwks, {
@@ -58,6 +75,6 @@ export function createTokenVerifier(options: {
       throw new ApiError('forbidden', 'Only patient sessions may use this API');
     }
     const clientId = typeof payload.client_id === 'string' ? payload.client_id : undefined;
-    return { profile, patientId: patient[1], loginId, clientId };
-  };
+    return { session: { profile, patientId: patient[1], loginId, clientId }, expiresAt: (payload.exp ?? 0) * 1000 };
+  }
 }

@@ -11,7 +11,10 @@ export interface LoadResult {
 }
 
 function start(script: string, env: Record<string, string>): { child: ChildProcess; firstLine: Promise<string> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines = createInterface({ input: child.stdout as NonNullable<ChildProcess['stdout']> });
   const firstLine = new Promise<string>((resolve, reject) => {
     lines.once('line', resolve);
@@ -21,7 +24,12 @@ function start(script: string, env: Record<string, string>): { child: ChildProce
 }
 
 async function load(url: string, token: string, seconds: number): Promise<LoadResult> {
-  const result = await autocannon({ url, connections: 32, duration: seconds, headers: { authorization: `Bearer ${token}` } });
+  const result = await autocannon({
+    url,
+    connections: 32,
+    duration: seconds,
+    headers: { authorization: `Bearer ${token}` },
+  });
   return {
     requestsPerSecond: result.requests.average,
     p50: result.latency.p50,
@@ -37,13 +45,30 @@ async function load(url: string, token: string, seconds: number): Promise<LoadRe
  */
 export async function runGatewayBench(seconds: number) {
   const embedded = start('test/bench/serve-embedded.ts', { PORT: '18103' });
-  const info = JSON.parse(await embedded.firstLine) as { baseUrl: string; projectId: string; patientId: string; token: string };
-  const gateway = start('test/bench/serve-gateway.ts', { PORT: '18080', MEDPLUM_BASE_URL: info.baseUrl, PROJECT_ID: info.projectId });
+  const info = JSON.parse(await embedded.firstLine) as {
+    baseUrl: string;
+    projectId: string;
+    patientId: string;
+    token: string;
+  };
+  const gateway = start('test/bench/serve-gateway.ts', {
+    PORT: '18080',
+    MEDPLUM_BASE_URL: info.baseUrl,
+    PROJECT_ID: info.projectId,
+  });
   await gateway.firstLine;
   try {
     const pairs = [
-      { name: 'record-plane read', gateway: `http://127.0.0.1:18080/v1/fhir/Patient/${info.patientId}`, direct: `${info.baseUrl}fhir/R4/Patient/${info.patientId}` },
-      { name: 'GET /v1/patient/profile', gateway: 'http://127.0.0.1:18080/v1/patient/profile', direct: `${info.baseUrl}fhir/R4/Patient/${info.patientId}` },
+      {
+        name: 'record-plane read',
+        gateway: `http://127.0.0.1:18080/v1/fhir/Patient/${info.patientId}`,
+        direct: `${info.baseUrl}fhir/R4/Patient/${info.patientId}`,
+      },
+      {
+        name: 'GET /v1/patient/profile',
+        gateway: 'http://127.0.0.1:18080/v1/patient/profile',
+        direct: `${info.baseUrl}fhir/R4/Patient/${info.patientId}`,
+      },
     ];
     const results = [];
     for (const pair of pairs) {

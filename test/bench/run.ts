@@ -15,7 +15,10 @@ async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 10);
   console.log('## Gateway vs direct (embedded Medplum over HTTP, concurrency 32, same run)');
   for (const r of await runGatewayBench(seconds)) {
-    const line = (label: string, x: { requestsPerSecond: number; p50: number; p99: number; non2xx: number; errors: number }) =>
+    const line = (
+      label: string,
+      x: { requestsPerSecond: number; p50: number; p99: number; non2xx: number; errors: number },
+    ) =>
       `  ${label.padEnd(8)} ${x.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${x.p50} ms  p99 ${x.p99} ms  (non-2xx ${x.non2xx}, errors ${x.errors})`;
     console.log(r.name);
     console.log(line('direct', r.direct));

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
-import { demoDefinition, DEMO_PATIENTS } from '../../src/provision/demo';
+import { DEMO_PATIENTS, demoDefinition } from '../../src/provision/demo';
 import { SYSTEMS } from '../../src/shared/systems';
 
 /** Bench helper process: the embedded Medplum on its own port; prints where it is and a demo token. */
@@ -17,4 +17,6 @@ const demo = DEMO_PATIENTS[0];
 const patient = await medplum.admin.searchOne('Patient', { identifier: `${SYSTEMS.demoPatient}|${demo.key}` });
 const membership = await medplum.admin.searchOne('ProjectMembership', { profile: `Patient/${patient?.id}` });
 const client = await medplum.clientFor(membership as NonNullable<typeof membership>);
-process.stdout.write(`${JSON.stringify({ baseUrl, projectId: medplum.project.id, patientId: patient?.id, token: client.getAccessToken() })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ baseUrl, projectId: medplum.project.id, patientId: patient?.id, token: client.getAccessToken() })}\n`,
+);
