@@ -8,6 +8,8 @@ export interface NodeConfig {
   medplumBaseUrl: string;
   embeddedDb: string;
   limits: Limits;
+  /** Set when MEDPLUM_REMOTE_BASE_URL is: serve a real Medplum instead of the embedded one. */
+  remote?: { baseUrl: string; issuer: string; projectId: string };
 }
 
 const positive = (value: string | undefined): number | undefined => {
@@ -18,7 +20,14 @@ const positive = (value: string | undefined): number | undefined => {
 /** The README's configuration table, in code: every variable, its default. */
 export function loadConfig(env: Record<string, string | undefined>): NodeConfig {
   const port = positive(env.PORT) ?? 8080;
+  const remoteBaseUrl = env.MEDPLUM_REMOTE_BASE_URL;
+  if (remoteBaseUrl && !env.PROJECT_ID) {
+    throw new Error('PROJECT_ID is required with MEDPLUM_REMOTE_BASE_URL');
+  }
   return {
+    remote: remoteBaseUrl
+      ? { baseUrl: remoteBaseUrl, issuer: env.MEDPLUM_ISSUER ?? remoteBaseUrl, projectId: env.PROJECT_ID as string }
+      : undefined,
     port,
     publicUrl: env.PUBLIC_URL,
     medplumBaseUrl: env.MEDPLUM_BASE_URL ?? 'http://embedded.medplum.local/',

@@ -12,6 +12,20 @@ import { SYSTEMS } from './shared/systems';
  */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  if (config.remote) {
+    // A real Medplum: the gateway alone (provision it first with `npm run provision`).
+    const app = createApp({
+      medplum: { baseUrl: config.remote.baseUrl },
+      issuer: config.remote.issuer,
+      projectId: config.remote.projectId,
+      limits: config.limits,
+      assets: nodeAssetLoader(),
+      log: (entry) => process.stdout.write(`${JSON.stringify(entry)}\n`),
+    });
+    serve({ fetch: app.fetch, port: config.port });
+    console.log(`Patient Care API on ${config.remote.baseUrl}: http://localhost:${config.port}`);
+    return;
+  }
   const medplum = await launchEmbeddedMedplum({
     dbPath: config.embeddedDb,
     baseUrl: config.medplumBaseUrl,
