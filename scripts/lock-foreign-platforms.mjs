@@ -7,7 +7,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 
 const lock = JSON.parse(readFileSync('package-lock.json', 'utf8'));
 const platformOf = (name) => {
-  const os = /darwin/.test(name) ? 'darwin' : /win32|windows/.test(name) ? 'win32' : /android/.test(name) ? 'android' : 'linux';
+  const os = /darwin/.test(name)
+    ? 'darwin'
+    : /win32|windows/.test(name)
+      ? 'win32'
+      : /android/.test(name)
+        ? 'android'
+        : 'linux';
   const cpu = /arm64|aarch64/.test(name) ? 'arm64' : 'x64';
   const libc = /musl/.test(name) ? ['musl'] : undefined;
   return { os: [os], cpu: [cpu], ...(libc ? { libc } : {}) };
@@ -16,7 +22,11 @@ let added = 0;
 for (const [path, entry] of Object.entries(lock.packages)) {
   for (const [dep, version] of Object.entries(entry.optionalDependencies ?? {})) {
     const key = `node_modules/${dep}`;
-    if (!lock.packages[key] && !lock.packages[`${path}/${key}`] && /(darwin|win32|windows|android|musl|linux)/.test(dep)) {
+    if (
+      !lock.packages[key] &&
+      !lock.packages[`${path}/${key}`] &&
+      /(darwin|win32|windows|android|musl|linux)/.test(dep)
+    ) {
       lock.packages[key] = { version, optional: true, ...platformOf(dep) };
       added++;
     }

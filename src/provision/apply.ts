@@ -48,7 +48,7 @@ export async function applyDefinition(
     );
   }
 
-  const upsert = async <T extends Resource>(key: string, desired: T): Promise<WithId<T>> => {
+  const upsert = async <T extends Resource>(key: string, desired: T, writeOnce = false): Promise<WithId<T>> => {
     const resource = resolveKeys(tagged(key, desired), keys);
     const existing = await medplum.searchOne(
       resource.resourceType,
@@ -60,6 +60,9 @@ export async function applyDefinition(
       result = await medplum.createResource(resource);
       report.created.push(key);
     } else if (!containsAll(existing, resource)) {
+      if (writeOnce) {
+        throw new Error(`${key} is published and write-once: publish a new version under a new key instead`);
+      }
       result = (await medplum.updateResource({
         ...existing,
         ...resource,
@@ -78,8 +81,8 @@ export async function applyDefinition(
   for (const { key, policy } of definition.accessPolicies) {
     await upsert<AccessPolicy>(`policy-${key}`, { resourceType: 'AccessPolicy', ...policy });
   }
-  for (const { key, resource } of definition.resources) {
-    await upsert(key, resource);
+  for (const { key, resource, writeOnce } of definition.resources) {
+    await upsert(key, resource, writeOnce);
   }
 
   const defaultPolicy = keys.get(`policy-${definition.project.defaultPatientAccessPolicy}`);

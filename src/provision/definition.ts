@@ -39,6 +39,8 @@ export interface SubscriptionDefinition {
 export interface KeyedResource {
   key: string;
   resource: Resource;
+  /** Published once, never changed (agreement versions): a change must be a new key and version. */
+  writeOnce?: boolean;
 }
 
 /** A reference to the resource provisioned under `key`, resolved when it is applied. */
@@ -77,6 +79,8 @@ const TENANT_CATALOG_TYPES = [
   'PractitionerRole',
   'Schedule',
   'Slot',
+  // Agreement documents (write-once; see agreements.ts) sit beside the patient's own documents.
+  'DocumentReference',
 ] as const;
 
 const ownCompartment = (type: string): string => `${type}?_compartment=%patient`;
@@ -106,6 +110,57 @@ function patientPolicy(): AccessPolicyResource[] {
   ];
 }
 
+/**
+ * A Consent's proof and what it pins are immutable: an update may only change `status` (and only to
+ * `inactive`). Enforced as an AccessPolicy writeConstraint, so it holds for every bot client too.
+ */
+const CONSENT_ONLY_STATUS_CHANGES = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%after.status = 'inactive' and %after.extension = %before.extension and %after.policy = %before.policy and " +
+    '%after.patient = %before.patient and %after.dateTime = %before.dateTime and %after.identifier = %before.identifier and ' +
+    '%after.category = %before.category',
+};
+
+/** What the agreement bots read to resolve requirements. */
+function agreementReads(): AccessPolicyResource[] {
+  return [
+    { resourceType: 'Patient', interaction: ['read', 'search'] },
+    { resourceType: 'Consent', interaction: ['read', 'search'] },
+    ...['DocumentReference', 'PlanDefinition', 'HealthcareService', 'CarePlan', 'Task'].map((resourceType) => ({
+      resourceType,
+      interaction: ['read' as const, 'search' as const],
+    })),
+  ];
+}
+
+/** Clinicians (Medplum's app): clinical work, but agreements are write-once and acceptances read-only. */
+function clinicianPolicy(): AccessPolicyResource[] {
+  const clinical = [
+    'Patient',
+    'Observation',
+    'Condition',
+    'CarePlan',
+    'Task',
+    'Appointment',
+    'Encounter',
+    'EpisodeOfCare',
+    'RequestGroup',
+    'MedicationRequest',
+    'ServiceRequest',
+    'Communication',
+    'QuestionnaireResponse',
+    'PlanDefinition',
+    'HealthcareService',
+    'Questionnaire',
+  ];
+  return [
+    ...clinical.map((resourceType) => ({ resourceType })),
+    { resourceType: 'DocumentReference', interaction: ['create', 'read', 'search', 'vread', 'history'] },
+    { resourceType: 'Consent', readonly: true },
+  ];
+}
+
 /** The platform's project: access policies, bots, tenants and their apps. Demo data lives in demo.ts. */
 export const platformDefinition: ProvisionDefinition = {
   project: {
@@ -114,6 +169,30 @@ export const platformDefinition: ProvisionDefinition = {
   },
   accessPolicies: [
     { key: 'patient', policy: { name: 'Patient (default)', resource: patientPolicy() } },
+    { key: 'clinician', policy: { name: 'Clinician', resource: clinicianPolicy() } },
+    { key: 'bot-agreements-read', policy: { name: 'Bot: agreement requirements', resource: agreementReads() } },
+    {
+      key: 'bot-accept-agreements',
+      policy: {
+        name: 'Bot: accept agreements',
+        // Create only: an acceptance, once written, is never changed by this bot.
+        resource: [...agreementReads(), { resourceType: 'Consent', interaction: ['create', 'read', 'search'] }],
+      },
+    },
+    {
+      key: 'bot-withdraw-agreement',
+      policy: {
+        name: 'Bot: withdraw agreement',
+        resource: [
+          ...agreementReads(),
+          {
+            resourceType: 'Consent',
+            interaction: ['read', 'search', 'update'],
+            writeConstraint: [CONSENT_ONLY_STATUS_CHANGES],
+          },
+        ],
+      },
+    },
     {
       key: 'bot-patient-home',
       policy: {
@@ -127,6 +206,21 @@ export const platformDefinition: ProvisionDefinition = {
     },
   ],
   bots: [
+    {
+      key: 'agreement-requirements',
+      description: 'GET /v1/agreements/requirements: resolves what the patient must still accept.',
+      accessPolicy: 'bot-agreements-read',
+    },
+    {
+      key: 'accept-agreements',
+      description: 'POST /v1/agreements/acceptances: one Consent per agreement with clickwrap proof.',
+      accessPolicy: 'bot-accept-agreements',
+    },
+    {
+      key: 'withdraw-agreement',
+      description: 'POST /v1/agreements/withdrawals: the Consent becomes inactive.',
+      accessPolicy: 'bot-withdraw-agreement',
+    },
     {
       key: 'patient-home',
       description: 'Assigns a self-registered patient to the tenant of the app they registered with.',

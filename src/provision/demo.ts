@@ -1,5 +1,6 @@
 import type { Observation, Organization, Patient, ProjectMembership, User } from '@medplum/fhirtypes';
 import { SYSTEMS, TENANT_PARAMETER } from '../shared/systems';
+import { agreementDocument, DEMO_AGREEMENTS, demoAssessment } from './agreements';
 import type { KeyedResource, ProvisionDefinition } from './definition';
 import { keyRef, platformDefinition, tenantResources } from './definition';
 
@@ -120,6 +121,8 @@ export function demoDefinition(): ProvisionDefinition {
       ...platformDefinition.resources,
       ...DEMO_TENANTS.flatMap((t) => tenantResources(t.key, t.name)),
       ...DEMO_PATIENTS.flatMap(demoPatientResources),
+      ...DEMO_AGREEMENTS.map(agreementDocument),
+      ...demoAssessment(),
     ],
   };
 }

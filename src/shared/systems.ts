@@ -17,6 +17,8 @@ export const SYSTEMS = {
   agreementVersion: `${BASE}/agreement-version`,
   /** Agreement category codes: terms, privacy, sms, voice, state-specific, program. */
   agreementCategory: `${BASE}/agreement-category`,
+  /** One acceptance: `Patient/<id>|<url>|<version>` (Consent.identifier), the idempotency key. */
+  agreementAcceptance: `${BASE}/agreement-acceptance`,
   /** Subdivision codes such as US-CA (ISO 3166-2). */
   jurisdiction: 'urn:iso:std:iso:3166:-2',
 } as const;
@@ -32,6 +34,10 @@ export const EXTENSIONS = {
   agreementRequired: `${BASE}/fhir/StructureDefinition/agreement-required`,
   /** On an agreement DocumentReference: what stops working if it is withdrawn (valueString). */
   agreementWithdrawalConsequence: `${BASE}/fhir/StructureDefinition/agreement-withdrawal-consequence`,
+  /** On a HealthcareService: the PlanDefinition it fronts (valueCanonical `url|version`). */
+  frontsPlan: `${BASE}/fhir/StructureDefinition/fronts-plan`,
+  /** On an SMS/voice Consent: the channel it covers (valueContactPoint, E.164). */
+  consentChannel: `${BASE}/fhir/StructureDefinition/consent-channel`,
   /** On a Consent: the server-stamped clickwrap proof (complex extension). */
   clickwrapProof: `${BASE}/fhir/StructureDefinition/clickwrap-proof`,
 } as const;

@@ -18,7 +18,12 @@ describe('provisioning', () => {
     const project = await backend.systemRepo.readResource<Project>('Project', backend.project.id);
     expect(project.features).toEqual(expect.arrayContaining(['bots', 'transaction-bundles']));
     expect(project.defaultPatientAccessPolicy?.reference).toMatch(/^AccessPolicy\//);
-    expect(backend.provisioning.deployed).toEqual(['patient-home']);
+    expect(backend.provisioning.deployed.sort()).toEqual([
+      'accept-agreements',
+      'agreement-requirements',
+      'patient-home',
+      'withdraw-agreement',
+    ]);
     const bot = await backend.admin.searchOne('Bot', { name: 'patient-home' });
     expect(bot?.executableCode?.url).toMatch(/^Binary\//);
     const membership = await backend.admin.searchOne('ProjectMembership', { profile: `Bot/${bot?.id}` });

@@ -1,10 +1,11 @@
-import type { Filter, SearchRequest, WithId } from '@medplum/core';
+import type { Filter, SearchRequest, TypedValue, WithId } from '@medplum/core';
 import {
   AccessPolicyInteraction,
   accessPolicySupportsInteraction,
   applyPatch,
   badRequest,
   deepClone,
+  evalFhirPathTyped,
   forbidden,
   generateId,
   gone,
@@ -14,6 +15,7 @@ import {
   Operator,
   preconditionFailed,
   protectedResourceTypes,
+  toTypedValue,
   validateResourceType,
 } from '@medplum/core';
 import type {
@@ -292,7 +294,7 @@ export class SqliteRepository extends FhirRepository {
       const incoming = deepClone(resource);
       restoreFields(incoming, existing, protectedFieldsOf(existingPolicy));
       const stored = this.stamp({ ...incoming, id }, existing);
-      this.assertWritable(stored, AccessPolicyInteraction.UPDATE);
+      this.assertWritable(stored, AccessPolicyInteraction.UPDATE, existing);
       if (sameContent(stored, existing)) {
         // Medplum does not create a new version for a no-op update.
         return this.present(deepClone(existing), existingPolicy);
@@ -606,11 +608,34 @@ export class SqliteRepository extends FhirRepository {
     return match ?? policy.resource?.find((entry) => entry.resourceType === resource.resourceType);
   }
 
-  /** The stored result of a write must itself satisfy the policy (criteria such as patient=%patient). */
-  private assertWritable(resource: Resource, interaction: AccessPolicyInteraction): void {
+  /**
+   * The stored result of a write must itself satisfy the policy (criteria such as patient=%patient),
+   * and every `writeConstraint` FHIRPath of the matching entry must hold, with `%before` (the current
+   * version; absent on create, where constraints that need it are skipped) and `%after` bound.
+   */
+  private assertWritable(resource: Resource, interaction: AccessPolicyInteraction, before?: Resource): void {
     const policy = this.policy;
-    if (policy && !matchingPolicyEntry(resource, interaction, policy)) {
+    if (!policy) {
+      return;
+    }
+    const entry = matchingPolicyEntry(resource, interaction, policy);
+    if (!entry) {
       throw new OperationOutcomeError(forbidden);
+    }
+    for (const constraint of entry.writeConstraint ?? []) {
+      const expression = constraint.expression ?? '';
+      if (!before && expression.includes('%before')) {
+        continue;
+      }
+      const after = toTypedValue(resource);
+      const variables: Record<string, TypedValue> = { '%after': after };
+      if (before) {
+        variables['%before'] = toTypedValue(before);
+      }
+      const result = evalFhirPathTyped(expression, [after], variables);
+      if (result.length !== 1 || result[0].value !== true) {
+        throw new OperationOutcomeError(forbidden);
+      }
     }
   }
 

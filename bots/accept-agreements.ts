@@ -1,0 +1,127 @@
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type { Bundle, Consent, Extension } from '@medplum/fhirtypes';
+import { EXTENSIONS, SYSTEMS } from '../src/shared/systems';
+import { type AgreementVersion, coordinate } from './lib/agreement-rules';
+import { acceptanceKey, patientAgreements } from './lib/agreements';
+import { requestingPatientId } from './lib/requester';
+import { type BotResult, fail } from './lib/result';
+
+export interface AcceptInput {
+  /** Pinned `url|version` coordinates. */
+  agreements: string[];
+  /** From the verified session, stamped by the gateway, never from the request body. */
+  session: { loginId: string; ipAddress?: string; userAgent?: string };
+}
+
+export interface Acceptance {
+  agreementUrl: string;
+  agreementVersion: string;
+  consent: string;
+  acceptedAt: string;
+}
+
+export type AcceptResult = BotResult<{ acceptances: Acceptance[] }>;
+
+/**
+ * POST /v1/agreements/acceptances: one active Consent per agreement, with server-stamped clickwrap
+ * proof, all in ONE transaction. Idempotent: each Consent is a conditional create on its acceptance
+ * key, so a retry (or 20 at once) finds the existing acceptance instead of adding another.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent<AcceptInput>): Promise<AcceptResult> {
+  const patientId = requestingPatientId(event);
+  if (!patientId) {
+    return fail(403, 'forbidden', 'Only a patient can accept agreements');
+  }
+  const coordinates = [...new Set(event.input?.agreements ?? [])];
+  if (coordinates.length === 0) {
+    return fail(400, 'invalid_request', 'List at least one agreement to accept', {
+      issues: [{ path: 'agreements', message: 'empty' }],
+    });
+  }
+  const state = await patientAgreements(medplum, patientId);
+  // Only the current version of an agreement that applies to this patient can be accepted.
+  const current = new Map(latestByUrl(state.applicable).map((a) => [coordinate(a), a]));
+  const unknown = coordinates.filter((c) => !current.has(c));
+  if (unknown.length > 0) {
+    return fail(400, 'invalid_request', 'These agreements do not exist, are not current, or do not apply to you', {
+      issues: unknown.map((c) => ({ path: 'agreements', message: c })),
+    });
+  }
+  const now = new Date().toISOString();
+  const phone =
+    state.patient.telecom?.find((t) => t.system === 'phone' && t.use === 'mobile') ??
+    state.patient.telecom?.find((t) => t.system === 'phone');
+  const entries = coordinates.map((c) => {
+    const agreement = current.get(c) as AgreementVersion;
+    const key = acceptanceKey(patientId, agreement);
+    const consent: Consent = {
+      resourceType: 'Consent',
+      status: 'active',
+      scope: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/consentscope', code: 'patient-privacy' }] },
+      category: [{ coding: [{ system: SYSTEMS.agreementCategory, code: agreement.category }] }],
+      patient: { reference: `Patient/${patientId}` },
+      dateTime: now,
+      identifier: [{ system: SYSTEMS.agreementAcceptance, value: key }],
+      policy: [{ uri: c }],
+      extension: [
+        proof(patientId, now, event.input.session),
+        ...((agreement.category === 'sms' || agreement.category === 'voice') && phone?.value
+          ? [{ url: EXTENSIONS.consentChannel, valueContactPoint: { system: 'phone' as const, value: phone.value } }]
+          : []),
+      ],
+    };
+    return {
+      resource: consent,
+      request: {
+        method: 'POST' as const,
+        url: 'Consent',
+        ifNoneExist: `identifier=${encodeURIComponent(`${SYSTEMS.agreementAcceptance}|${key}`)}&status=active`,
+      },
+    };
+  });
+  const bundle: Bundle = { resourceType: 'Bundle', type: 'transaction', entry: entries };
+  const response = await medplum.executeBatch(bundle);
+  const acceptances = (response.entry ?? []).map((entry, i) => {
+    const consent = entry.resource as Consent;
+    const [url, version] = splitCoordinate(coordinates[i]);
+    return {
+      agreementUrl: url,
+      agreementVersion: version,
+      consent: `Consent/${consent.id}`,
+      acceptedAt: consent.dateTime as string,
+    };
+  });
+  return { ok: true, acceptances };
+}
+
+/** Who accepted (the patient), when (server time) and from what session (login, address, agent). */
+function proof(patientId: string, when: string, session: AcceptInput['session'] | undefined): Extension {
+  const parts: Extension[] = [
+    { url: 'who', valueReference: { reference: `Patient/${patientId}` } },
+    { url: 'when', valueDateTime: when },
+    { url: 'login', valueString: session?.loginId ?? 'unknown' },
+  ];
+  if (session?.ipAddress) {
+    parts.push({ url: 'ipAddress', valueString: session.ipAddress });
+  }
+  if (session?.userAgent) {
+    parts.push({ url: 'userAgent', valueString: session.userAgent });
+  }
+  return { url: EXTENSIONS.clickwrapProof, extension: parts };
+}
+
+function latestByUrl(agreements: AgreementVersion[]): AgreementVersion[] {
+  const latest = new Map<string, AgreementVersion>();
+  for (const a of agreements) {
+    const seen = latest.get(a.url);
+    if (!seen || a.published > seen.published || (a.published === seen.published && a.version > seen.version)) {
+      latest.set(a.url, a);
+    }
+  }
+  return [...latest.values()];
+}
+
+function splitCoordinate(value: string): [string, string] {
+  const at = value.lastIndexOf('|');
+  return [value.slice(0, at), value.slice(at + 1)];
+}

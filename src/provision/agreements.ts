@@ -1,0 +1,188 @@
+import type { DocumentReference, HealthcareService, Organization, PlanDefinition } from '@medplum/fhirtypes';
+import type { AgreementCategory } from '../../bots/lib/agreement-rules';
+import { EXTENSIONS, SYSTEMS } from '../shared/systems';
+import type { KeyedResource } from './definition';
+import { keyRef } from './definition';
+
+export interface AgreementSpec {
+  key: string;
+  url: string;
+  version: string;
+  category: AgreementCategory;
+  title: string;
+  /** ISO 3166-2, e.g. US-CA. */
+  jurisdiction?: string;
+  required: boolean;
+  /** Tenant key; absent for the platform baseline. */
+  tenant?: string;
+  published: string;
+  withdrawalConsequence?: string;
+}
+
+/** Marks catalog items every tenant's patients may read (the default patient policy grants this tag). */
+export const PLATFORM_CATALOG_TAG = { system: SYSTEMS.provisioning, code: 'platform-catalog' };
+
+/**
+ * One published agreement version as a write-once DocumentReference (how it is encoded is documented
+ * in the README): pinned `url|version` in masterIdentifier, the agreement url in identifier, the
+ * category, where it applies, whether it is required and what withdrawing it costs as data, and the
+ * text only linked through content.attachment.url.
+ */
+export function agreementDocument(spec: AgreementSpec): KeyedResource {
+  const extension: NonNullable<DocumentReference['extension']> = [
+    { url: EXTENSIONS.agreementRequired, valueBoolean: spec.required },
+  ];
+  if (spec.jurisdiction) {
+    extension.push({
+      url: EXTENSIONS.agreementJurisdiction,
+      valueCodeableConcept: { coding: [{ system: SYSTEMS.jurisdiction, code: spec.jurisdiction }] },
+    });
+  }
+  if (spec.withdrawalConsequence) {
+    extension.push({ url: EXTENSIONS.agreementWithdrawalConsequence, valueString: spec.withdrawalConsequence });
+  }
+  const resource: DocumentReference = {
+    resourceType: 'DocumentReference',
+    meta: spec.tenant ? { accounts: [keyRef<Organization>(`org-${spec.tenant}`)] } : { tag: [PLATFORM_CATALOG_TAG] },
+    masterIdentifier: { system: SYSTEMS.agreementVersion, value: `${spec.url}|${spec.version}` },
+    identifier: [{ system: SYSTEMS.agreement, value: spec.url }],
+    status: 'current',
+    docStatus: 'final',
+    type: { text: 'Agreement' },
+    category: [{ coding: [{ system: SYSTEMS.agreementCategory, code: spec.category }] }],
+    date: spec.published,
+    description: spec.title,
+    custodian: spec.tenant ? keyRef<Organization>(`org-${spec.tenant}`) : undefined,
+    extension,
+    content: [{ attachment: { contentType: 'text/html', url: `${spec.url}/${spec.version}.html`, title: spec.title } }],
+  };
+  return { key: spec.key, resource, writeOnce: true };
+}
+
+const BASE = 'https://patient-care.example/agreements';
+
+/** The demo catalog of issue 4: baseline, a tenant's own set, regional and optional agreements. */
+export const DEMO_AGREEMENTS: AgreementSpec[] = [
+  {
+    key: 'agreement-terms-v1',
+    url: `${BASE}/terms`,
+    version: '2026-01',
+    category: 'terms',
+    title: 'Terms of use',
+    required: true,
+    published: '2026-01-01',
+    withdrawalConsequence:
+      'Without the terms of use the platform cannot provide any service: assessments, visits and treatment stop.',
+  },
+  {
+    key: 'agreement-privacy-v1',
+    url: `${BASE}/privacy`,
+    version: '2026-01',
+    category: 'privacy',
+    title: 'Privacy notice',
+    required: true,
+    published: '2026-01-01',
+    withdrawalConsequence: 'Without the privacy notice no health data can be processed: all services stop.',
+  },
+  {
+    key: 'agreement-privacy-ca-v1',
+    url: `${BASE}/privacy-california`,
+    version: '2026-02',
+    category: 'privacy',
+    title: 'California privacy notice (CCPA/CMIA)',
+    jurisdiction: 'US-CA',
+    required: true,
+    published: '2026-02-01',
+    withdrawalConsequence: 'Without the California privacy notice no health data can be processed: all services stop.',
+  },
+  {
+    key: 'agreement-telehealth-tx-v1',
+    url: `${BASE}/telehealth-texas`,
+    version: '2026-01',
+    category: 'state-specific',
+    title: 'Texas telehealth consent',
+    jurisdiction: 'US-TX',
+    required: true,
+    published: '2026-01-15',
+    withdrawalConsequence: 'Texas law requires this consent for telehealth: visits stop.',
+  },
+  {
+    key: 'agreement-sms-v1',
+    url: `${BASE}/sms`,
+    version: '2026-01',
+    category: 'sms',
+    title: 'Text message reminders',
+    required: false,
+    published: '2026-01-01',
+  },
+  {
+    key: 'agreement-voice-v1',
+    url: `${BASE}/voice`,
+    version: '2026-01',
+    category: 'voice',
+    title: 'Voice calls',
+    required: false,
+    published: '2026-01-01',
+  },
+  {
+    key: 'agreement-northwind-terms-v1',
+    url: `${BASE}/northwind/terms`,
+    version: '3',
+    category: 'terms',
+    title: 'Northwind Health terms',
+    tenant: 'northwind',
+    required: true,
+    published: '2026-01-10',
+    withdrawalConsequence: 'Northwind Health cannot provide care without its terms.',
+  },
+  {
+    key: 'agreement-northwind-privacy-v1',
+    url: `${BASE}/northwind/privacy`,
+    version: '3',
+    category: 'privacy',
+    title: 'Northwind Health privacy notice',
+    tenant: 'northwind',
+    required: true,
+    published: '2026-01-10',
+    withdrawalConsequence: 'Northwind Health cannot process health data without its privacy notice.',
+  },
+  {
+    key: 'agreement-weight-program-v1',
+    url: `${BASE}/weight-program`,
+    version: '1',
+    category: 'program',
+    title: 'Weight-management assessment consent',
+    required: false,
+    published: '2026-01-20',
+    withdrawalConsequence: 'The weight-management assessment cannot continue.',
+  },
+];
+
+/** An assessment (PlanDefinition, type assessment) with an attached agreement, fronted by a public HealthcareService. */
+export function demoAssessment(): KeyedResource[] {
+  const plan: PlanDefinition = {
+    resourceType: 'PlanDefinition',
+    meta: { tag: [PLATFORM_CATALOG_TAG] },
+    url: 'https://patient-care.example/assessments/weight-intake',
+    version: '1',
+    name: 'WeightIntake',
+    title: 'Weight-management intake',
+    status: 'active',
+    type: { coding: [{ system: 'https://patient-care.example/plan-type', code: 'assessment' }] },
+    // FHIR-natural attachment of an agreement: the plan depends on it (canonical of the agreement url).
+    relatedArtifact: [{ type: 'depends-on', label: 'agreement', resource: `${BASE}/weight-program` }],
+  };
+  const service: HealthcareService = {
+    resourceType: 'HealthcareService',
+    meta: { tag: [PLATFORM_CATALOG_TAG] },
+    name: 'Weight-management assessment',
+    active: true,
+    extension: [
+      { url: EXTENSIONS.frontsPlan, valueCanonical: 'https://patient-care.example/assessments/weight-intake|1' },
+    ],
+  };
+  return [
+    { key: 'assessment-weight-intake', resource: plan },
+    { key: 'service-weight-intake', resource: service },
+  ];
+}
