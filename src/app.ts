@@ -7,6 +7,7 @@ import { createTokenVerifier, type SessionClaims, type TokenVerifier } from './a
 import { ApiError } from './errors';
 import { type MedplumTarget, medplumForRequest } from './medplum/client';
 import { toApiError } from './medplum/upstream';
+import { registerAgreementRoutes } from './routes/agreements';
 import { registerConfigRoutes } from './routes/config';
 import { type AssetLoader, registerDocsRoutes } from './routes/docs';
 import { registerFhirRoutes } from './routes/fhir';
@@ -75,6 +76,7 @@ export function createApp(deps: AppDeps): App {
 
   registerConfigRoutes(app, deps);
   registerPatientRoutes(app);
+  registerAgreementRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
     type: 'http',

@@ -105,7 +105,10 @@ function narrowFromFilter(resourceType: string, filter: Filter): Candidates | un
   }
   const param = getSearchParameter(resourceType, filter.code);
   if (filter.code === 'identifier' && param?.type === 'token') {
-    return values.every((v) => v && !v.startsWith('|')) ? { table: 'identifier', values } : undefined;
+    // `system|` (any value of a system) and `|value` (no system) are not exact keys: no narrowing.
+    return values.every((v) => v && !v.startsWith('|') && !v.endsWith('|'))
+      ? { table: 'identifier', values }
+      : undefined;
   }
   if (param?.type === 'reference') {
     const targets = values.map((v) =>

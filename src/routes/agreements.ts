@@ -1,0 +1,47 @@
+import type { Context } from 'hono';
+import {
+  AcceptancesSchema,
+  acceptancesRoute,
+  RequirementsSchema,
+  requirementsRoute,
+  WithdrawnSchema,
+  withdrawalsRoute,
+} from '../../contracts/agreements';
+import type { App, AppEnv } from '../app';
+import { callBot } from '../medplum/bots';
+import { SYSTEMS } from '../shared/systems';
+
+const bot = (value: string) => ({ system: SYSTEMS.bots, value });
+
+export function registerAgreementRoutes(app: App): void {
+  app.openapi(requirementsRoute, async (c) => {
+    const context = c.req.valid('query');
+    const result = await callBot(c.get('medplum'), bot('agreement-requirements'), { context });
+    return c.json(RequirementsSchema.parse(result), 200);
+  });
+
+  app.openapi(acceptancesRoute, async (c) => {
+    const { agreements } = c.req.valid('json');
+    const coordinates = agreements.map((a) => (typeof a === 'string' ? a : `${a.agreementUrl}|${a.agreementVersion}`));
+    const result = await callBot(c.get('medplum'), bot('accept-agreements'), {
+      agreements: coordinates,
+      session: sessionProof(c),
+    });
+    return c.json(AcceptancesSchema.parse(result), 200);
+  });
+
+  app.openapi(withdrawalsRoute, async (c) => {
+    const result = await callBot(c.get('medplum'), bot('withdraw-agreement'), c.req.valid('json'));
+    return c.json(WithdrawnSchema.parse(result), 200);
+  });
+}
+
+/** Clickwrap proof of the session, from the verified token and the connection, never the body. */
+function sessionProof(c: Context<AppEnv>): { loginId: string; ipAddress?: string; userAgent?: string } {
+  const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim() || c.req.header('cf-connecting-ip');
+  return {
+    loginId: c.get('session').loginId,
+    ipAddress: forwarded || undefined,
+    userAgent: c.req.header('user-agent')?.slice(0, 512),
+  };
+}
