@@ -1,0 +1,99 @@
+import type { CarePlan } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../src/shared/systems';
+import { deployFixtureBot } from '../support/bots';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+
+let gw: TestGateway;
+const reads = [
+  'Patient',
+  'Consent',
+  'DocumentReference',
+  'PlanDefinition',
+  'HealthcareService',
+  'CarePlan',
+  'Task',
+].map((resourceType) => ({
+  resourceType,
+  interaction: ['read' as const, 'search' as const],
+}));
+
+beforeAll(async () => {
+  gw = await startTestGateway();
+  await deployFixtureBot(gw.backend, 'gated-workflow', [
+    ...reads,
+    { resourceType: 'EpisodeOfCare', interaction: ['create', 'read'] },
+  ]);
+});
+afterAll(() => gw?.close());
+
+/** Every version of every record except the audit trail: "byte-for-byte unchanged" means this is equal. */
+const store = () => ({
+  counts: gw.backend.db.reader
+    .prepare("SELECT type, count(*) AS n FROM resource WHERE type NOT IN ('AuditEvent', 'Login') GROUP BY type")
+    .all(),
+  versions: gw.backend.db.reader
+    .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
+    .get(),
+});
+
+describe('the consent_required gate, called through the bot library', () => {
+  it('assessment start and visit start answer 409 with exactly the unmet entries, and change nothing; after acceptance they proceed', async () => {
+    const patient = gw.backend.patients.carol;
+    const service = await gw.backend.admin.searchOne('HealthcareService', {
+      _tag: `${SYSTEMS.provisioning}|service-weight-intake`,
+    });
+    const carePlan = await gw.backend.admin.createResource<CarePlan>({
+      resourceType: 'CarePlan',
+      status: 'active',
+      intent: 'plan',
+      subject: { reference: `Patient/${patient.patient.id}` },
+      instantiatesCanonical: ['https://patient-care.example/assessments/weight-intake|1'],
+    });
+    const contexts: { name: string; context: Record<string, string> }[] = [
+      { name: 'assessment start', context: { healthcareService: `HealthcareService/${service?.id}` } },
+      { name: 'visit start', context: { carePlan: `CarePlan/${carePlan.id}` } },
+    ];
+    const gate = { system: SYSTEMS.bots, value: 'test-gated-workflow' };
+    for (const { name, context } of contexts) {
+      const query = new URLSearchParams(context).toString();
+      const requirements = (await gw.call('GET', `/v1/agreements/requirements?${query}`, { token: patient.token }))
+        .body as { unmet: unknown[] };
+      expect(requirements.unmet.length, name).toBe(3);
+      const before = store();
+      const refused = await patient.medplum.executeBot(gate, { context }, 'application/json');
+      expect(refused, name).toEqual({
+        ok: false,
+        error: {
+          status: 409,
+          code: 'consent_required',
+          message: expect.any(String),
+          details: { agreements: requirements.unmet },
+        },
+      });
+      expect(store(), name).toEqual(before);
+    }
+    const accepted = await gw.call('POST', '/v1/agreements/acceptances', {
+      token: patient.token,
+      body: {
+        agreements: (
+          (
+            await gw.call('GET', `/v1/agreements/requirements?healthcareService=HealthcareService/${service?.id}`, {
+              token: patient.token,
+            })
+          ).body as { unmet: { url: string; version: string }[] }
+        ).unmet.map((u) => `${u.url}|${u.version}`),
+      },
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(accepted.status).toBe(200);
+    for (const { name, context } of contexts) {
+      const result = (await patient.medplum.executeBot(gate, { context }, 'application/json')) as {
+        ok: boolean;
+        episode?: string;
+      };
+      expect(result.ok, name).toBe(true);
+      expect(result.episode, name).toMatch(/^EpisodeOfCare\//);
+    }
+  });
+});
