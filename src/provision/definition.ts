@@ -180,6 +180,20 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
+      key: 'bot-sms-opt-out',
+      policy: {
+        name: 'Bot: SMS opt-out',
+        resource: [
+          { resourceType: 'Communication', interaction: ['read', 'search'] },
+          {
+            resourceType: 'Consent',
+            interaction: ['read', 'search', 'update'],
+            writeConstraint: [CONSENT_ONLY_STATUS_CHANGES],
+          },
+        ],
+      },
+    },
+    {
       key: 'bot-withdraw-agreement',
       policy: {
         name: 'Bot: withdraw agreement',
@@ -222,13 +236,26 @@ export const platformDefinition: ProvisionDefinition = {
       accessPolicy: 'bot-withdraw-agreement',
     },
     {
+      key: 'sms-opt-out',
+      description: 'Inbound SMS STOP: the matching SMS Consent becomes inactive.',
+      accessPolicy: 'bot-sms-opt-out',
+    },
+    {
       key: 'patient-home',
       description: 'Assigns a self-registered patient to the tenant of the app they registered with.',
       accessPolicy: 'bot-patient-home',
       admin: true,
     },
   ],
-  subscriptions: [],
+  subscriptions: [
+    {
+      key: 'inbound-sms',
+      bot: 'sms-opt-out',
+      criteria: `Communication?category=${SYSTEMS.communicationCategory}|inbound-sms`,
+      interaction: 'create',
+      reason: 'SMS opt-out (STOP replies)',
+    },
+  ],
   resources: [],
 };
 

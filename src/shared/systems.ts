@@ -19,6 +19,10 @@ export const SYSTEMS = {
   agreementCategory: `${BASE}/agreement-category`,
   /** One acceptance: `Patient/<id>|<url>|<version>` (Consent.identifier), the idempotency key. */
   agreementAcceptance: `${BASE}/agreement-acceptance`,
+  /** Communication categories of the platform, e.g. `inbound-sms`. */
+  communicationCategory: `${BASE}/communication-category`,
+  /** Phone numbers as logical references (Communication.sender.identifier), E.164. */
+  phone: 'urn:ietf:rfc:3966',
   /** Subdivision codes such as US-CA (ISO 3166-2). */
   jurisdiction: 'urn:iso:std:iso:3166:-2',
 } as const;

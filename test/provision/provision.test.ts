@@ -2,6 +2,7 @@ import type { Project } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyDefinition } from '../../src/provision/apply';
 import { readBotBundles } from '../../src/provision/bundles';
+import { platformDefinition } from '../../src/provision/definition';
 import { demoDefinition } from '../../src/provision/demo';
 import { startTestBackend, type TestBackend } from '../support/backend';
 
@@ -18,12 +19,7 @@ describe('provisioning', () => {
     const project = await backend.systemRepo.readResource<Project>('Project', backend.project.id);
     expect(project.features).toEqual(expect.arrayContaining(['bots', 'transaction-bundles']));
     expect(project.defaultPatientAccessPolicy?.reference).toMatch(/^AccessPolicy\//);
-    expect(backend.provisioning.deployed.sort()).toEqual([
-      'accept-agreements',
-      'agreement-requirements',
-      'patient-home',
-      'withdraw-agreement',
-    ]);
+    expect(backend.provisioning.deployed.sort()).toEqual(platformDefinition.bots.map((b) => b.key).sort());
     const bot = await backend.admin.searchOne('Bot', { name: 'patient-home' });
     expect(bot?.executableCode?.url).toMatch(/^Binary\//);
     const membership = await backend.admin.searchOne('ProjectMembership', { profile: `Bot/${bot?.id}` });

@@ -1,0 +1,72 @@
+import type { Communication, Consent } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isOptOut } from '../../bots/sms-opt-out';
+import { SYSTEMS } from '../../src/shared/systems';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+
+let gw: TestGateway;
+const A = 'https://patient-care.example/agreements';
+
+beforeAll(async () => {
+  gw = await startTestGateway();
+  for (const [key, agreements] of [
+    ['alice', [`${A}/sms|2026-01`, `${A}/voice|2026-01`]],
+    ['bob', [`${A}/sms|2026-01`]],
+  ] as const) {
+    const res = await gw.call('POST', '/v1/agreements/acceptances', {
+      token: gw.backend.patients[key].token,
+      body: { agreements },
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(200);
+  }
+});
+afterAll(() => gw?.close());
+
+/** What the platform's SMS integration writes for each inbound message. */
+const inbound = (from: string, text: string): Communication => ({
+  resourceType: 'Communication',
+  status: 'completed',
+  category: [{ coding: [{ system: SYSTEMS.communicationCategory, code: 'inbound-sms' }] }],
+  medium: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ParticipationMode', code: 'SMSWRIT' }] }],
+  sender: { identifier: { system: SYSTEMS.phone, value: from } },
+  payload: [{ contentString: text }],
+});
+
+const statuses = async (key: string) => {
+  const consents = await gw.backend.systemRepo.searchResources<Consent>({
+    resourceType: 'Consent',
+    filters: [{ code: 'patient', operator: 'eq', value: `Patient/${gw.backend.patients[key].patient.id}` }],
+  });
+  return Object.fromEntries(consents.map((c) => [c.policy?.[0]?.uri?.split('/').pop(), c.status]));
+};
+
+describe('SMS opt-out', () => {
+  it('recognises the standard keywords only', () => {
+    for (const text of ['STOP', ' stop ', 'Unsubscribe', 'QUIT', 'opt out', 'Cancel', 'END', 'REVOKE', 'STOPALL']) {
+      expect(isOptOut(text), text).toBe(true);
+    }
+    for (const text of ['stop please', 'Hello', 'STOPP', '', 'yes']) {
+      expect(isOptOut(text), text).toBe(false);
+    }
+  });
+
+  it('a reply other than STOP changes nothing', async () => {
+    await gw.backend.admin.createResource(
+      inbound(gw.backend.patients.bob.patient.telecom?.[0]?.value as string, 'Thanks, see you Tuesday'),
+    );
+    await gw.backend.subscriptions.idle();
+    expect(await statuses('bob')).toEqual({ 'sms|2026-01': 'active' });
+  });
+
+  it("STOP from a patient's number flips only that patient's SMS Consent", async () => {
+    const alicePhone = gw.backend.patients.alice.patient.telecom?.[0]?.value as string;
+    await gw.backend.admin.createResource(inbound(alicePhone, ' Stop '));
+    await gw.backend.subscriptions.idle();
+    expect(await statuses('alice')).toEqual({ 'sms|2026-01': 'inactive', 'voice|2026-01': 'active' });
+    expect(await statuses('bob')).toEqual({ 'sms|2026-01': 'active' });
+    // The withdrawn acceptance stays on the record, readable on the record plane.
+    const res = await gw.call('GET', '/v1/fhir/Consent?status=inactive', { token: gw.backend.patients.alice.token });
+    expect((res.body as { entry?: unknown[] }).entry).toHaveLength(1);
+  });
+});
