@@ -1,7 +1,7 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Bundle, Consent, Extension } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../src/shared/systems';
-import { type AgreementVersion, coordinate } from './lib/agreement-rules';
+import { type AgreementVersion, coordinate, latestVersions } from './lib/agreement-rules';
 import { acceptanceKey, patientAgreements } from './lib/agreements';
 import { requestingPatientId } from './lib/requester';
 import { type BotResult, fail } from './lib/result';
@@ -40,7 +40,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent<AcceptInpu
   }
   const state = await patientAgreements(medplum, patientId);
   // Only the current version of an agreement that applies to this patient can be accepted.
-  const current = new Map(latestByUrl(state.applicable).map((a) => [coordinate(a), a]));
+  const current = new Map(latestVersions(state.applicable).map((a) => [coordinate(a), a]));
   const unknown = coordinates.filter((c) => !current.has(c));
   if (unknown.length > 0) {
     return fail(400, 'invalid_request', 'These agreements do not exist, are not current, or do not apply to you', {
@@ -108,17 +108,6 @@ function proof(patientId: string, when: string, session: AcceptInput['session'] 
     parts.push({ url: 'userAgent', valueString: session.userAgent });
   }
   return { url: EXTENSIONS.clickwrapProof, extension: parts };
-}
-
-function latestByUrl(agreements: AgreementVersion[]): AgreementVersion[] {
-  const latest = new Map<string, AgreementVersion>();
-  for (const a of agreements) {
-    const seen = latest.get(a.url);
-    if (!seen || a.published > seen.published || (a.published === seen.published && a.version > seen.version)) {
-      latest.set(a.url, a);
-    }
-  }
-  return [...latest.values()];
 }
 
 function splitCoordinate(value: string): [string, string] {

@@ -119,7 +119,8 @@ export function resolveRequirements(input: RequirementInput): {
   return { required, unmet };
 }
 
-function latestVersions(agreements: AgreementVersion[]): AgreementVersion[] {
+/** The latest published version of each agreement url. */
+export function latestVersions(agreements: AgreementVersion[]): AgreementVersion[] {
   const latest = new Map<string, AgreementVersion>();
   for (const agreement of agreements) {
     const current = latest.get(agreement.url);

@@ -112,3 +112,24 @@ describe('tokens', () => {
     expectClientError(await call('fhir/R4/Patient', { token }), 401);
   });
 });
+
+describe('Binary', () => {
+  it('stores raw bytes and reads them back as bytes, or as a FHIR Binary', async () => {
+    const bytes = new Uint8Array([0, 1, 2, 250, 251, 255]);
+    const created = await backend.fetch(new URL('fhir/R4/Binary', backend.baseUrl), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${backend.admin.getAccessToken()}`, 'content-type': 'application/octet-stream' },
+      body: bytes,
+    });
+    expect(created.status).toBe(201);
+    const { id, contentType } = (await created.json()) as { id: string; contentType: string };
+    expect(contentType).toBe('application/octet-stream');
+    const raw = await backend.fetch(new URL(`fhir/R4/Binary/${id}`, backend.baseUrl), {
+      headers: { authorization: `Bearer ${backend.admin.getAccessToken()}` },
+    });
+    expect(raw.headers.get('content-type')).toBe('application/octet-stream');
+    expect(new Uint8Array(await raw.arrayBuffer())).toEqual(bytes);
+    const asFhir = await backend.admin.readResource('Binary', id);
+    expect(Buffer.from(asFhir.data as string, 'base64')).toEqual(Buffer.from(bytes));
+  });
+});
