@@ -118,7 +118,10 @@ describe('Binary', () => {
     const bytes = new Uint8Array([0, 1, 2, 250, 251, 255]);
     const created = await backend.fetch(new URL('fhir/R4/Binary', backend.baseUrl), {
       method: 'POST',
-      headers: { authorization: `Bearer ${backend.admin.getAccessToken()}`, 'content-type': 'application/octet-stream' },
+      headers: {
+        authorization: `Bearer ${backend.admin.getAccessToken()}`,
+        'content-type': 'application/octet-stream',
+      },
       body: bytes,
     });
     expect(created.status).toBe(201);
