@@ -1,6 +1,7 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Bundle, Communication, Consent } from '@medplum/fhirtypes';
+import type { Communication, Consent } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../src/shared/systems';
+import { inactivateConsents } from './lib/agreements';
 
 /** The standard opt-out keywords (CTIA): the whole message, any case, surrounding spaces ignored. */
 const OPT_OUT_KEYWORDS = new Set([
@@ -42,14 +43,6 @@ export async function handler(medplum: MedplumClient, event: BotEvent<Communicat
   if (matching.length === 0) {
     return { ok: true, changed: 0 };
   }
-  const bundle: Bundle = {
-    resourceType: 'Bundle',
-    type: 'transaction',
-    entry: matching.map((consent) => ({
-      resource: { ...consent, status: 'inactive' } as Consent,
-      request: { method: 'PUT' as const, url: `Consent/${consent.id}`, ifMatch: `W/"${consent.meta?.versionId}"` },
-    })),
-  };
-  await medplum.executeBatch(bundle);
+  await inactivateConsents(medplum, matching);
   return { ok: true, changed: matching.length };
 }

@@ -1,6 +1,5 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Bundle, Consent } from '@medplum/fhirtypes';
-import { patientAgreements, publishedAgreements } from './lib/agreements';
+import { inactivateConsents, patientAgreements, publishedAgreements } from './lib/agreements';
 import { requestingPatientId } from './lib/requester';
 import { type BotResult, fail } from './lib/result';
 
@@ -49,15 +48,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent<WithdrawIn
       },
     );
   }
-  const bundle: Bundle = {
-    resourceType: 'Bundle',
-    type: 'transaction',
-    entry: matching.map((consent) => ({
-      resource: { ...consent, status: 'inactive' } as Consent,
-      request: { method: 'PUT' as const, url: `Consent/${consent.id}`, ifMatch: `W/"${consent.meta?.versionId}"` },
-    })),
-  };
-  await medplum.executeBatch(bundle);
+  await inactivateConsents(medplum, matching);
   return {
     ok: true,
     withdrawn: matching.map((c) => {

@@ -180,6 +180,14 @@ export const QuestionnaireResponseWriteSchema = z
     },
   });
 
+const questionnaireResponseBody = {
+  required: true,
+  content: {
+    [FHIR_JSON]: { schema: QuestionnaireResponseWriteSchema },
+    'application/json': { schema: QuestionnaireResponseWriteSchema },
+  },
+} as const;
+
 export const createQuestionnaireResponseRoute = createRoute({
   method: 'post',
   path: '/v1/fhir/QuestionnaireResponse',
@@ -188,13 +196,7 @@ export const createQuestionnaireResponseRoute = createRoute({
   summary: 'Create own answers',
   security: secured,
   request: {
-    body: {
-      required: true,
-      content: {
-        [FHIR_JSON]: { schema: QuestionnaireResponseWriteSchema },
-        'application/json': { schema: QuestionnaireResponseWriteSchema },
-      },
-    },
+    body: questionnaireResponseBody,
   },
   responses: {
     201: { description: 'The created QuestionnaireResponse.', content: fhirContent(FhirResourceSchema) },
@@ -212,13 +214,7 @@ export const updateQuestionnaireResponseRoute = createRoute({
   request: {
     params: z.object({ id: IdParam }),
     headers: IfMatchHeader,
-    body: {
-      required: true,
-      content: {
-        [FHIR_JSON]: { schema: QuestionnaireResponseWriteSchema },
-        'application/json': { schema: QuestionnaireResponseWriteSchema },
-      },
-    },
+    body: questionnaireResponseBody,
   },
   responses: {
     200: { description: 'The updated QuestionnaireResponse.', content: fhirContent(FhirResourceSchema) },

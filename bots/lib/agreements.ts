@@ -1,5 +1,6 @@
 import type { MedplumClient } from '@medplum/core';
 import type {
+  Bundle,
   CarePlan,
   Consent,
   DocumentReference,
@@ -148,3 +149,19 @@ async function readOrUndefined<T>(medplum: MedplumClient, reference: string): Pr
 /** The idempotency key of one acceptance (Consent.identifier): no `|` or `,`, which FHIR search splits on. */
 export const acceptanceKey = (patientId: string, a: { url: string; version: string }): string =>
   `Patient/${patientId};${a.url};${a.version}`;
+
+/**
+ * Withdrawal and opt-out: the acceptances become `inactive` (kept, proof untouched) in ONE
+ * transaction, each guarded by If-Match so a concurrent change is never overwritten.
+ */
+export async function inactivateConsents(medplum: MedplumClient, consents: Consent[]): Promise<void> {
+  const bundle: Bundle = {
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: consents.map((consent) => ({
+      resource: { ...consent, status: 'inactive' } as Consent,
+      request: { method: 'PUT' as const, url: `Consent/${consent.id}`, ifMatch: `W/"${consent.meta?.versionId}"` },
+    })),
+  };
+  await medplum.executeBatch(bundle);
+}
