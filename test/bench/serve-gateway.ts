@@ -1,10 +1,11 @@
 import { serve } from '@hono/node-server';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { keepAliveFetch } from '../../src/medplum/node-fetch';
 
 /** Bench helper process: the gateway alone, talking to a Medplum over HTTP like production. */
 const medplumBaseUrl = process.env.MEDPLUM_BASE_URL as string;
 const app = createApp({
-  medplum: { baseUrl: medplumBaseUrl },
+  medplum: { baseUrl: medplumBaseUrl, fetch: keepAliveFetch() },
   issuer: medplumBaseUrl,
   projectId: process.env.PROJECT_ID as string,
   limits: DEFAULT_LIMITS,
