@@ -1,5 +1,5 @@
 import type { WithId } from '@medplum/core';
-import { badRequest, MedplumClient, normalizeOperationOutcome, OperationOutcomeError } from '@medplum/core';
+import { badRequest, MedplumClient, normalizeOperationOutcome, notFound, OperationOutcomeError } from '@medplum/core';
 import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
@@ -116,7 +116,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     return handleFhirRequest(c, router, repo, maxBodyBytes);
   });
   app.get('/healthcheck', (c) => c.json({ ok: true }));
-  app.notFound(() => outcomeResponse(badRequest('Not found'), 404));
+  app.notFound(() => outcomeResponse(notFound));
   app.onError((err) => {
     const outcome = err instanceof OperationOutcomeError ? err.outcome : normalizeOperationOutcome(err);
     return outcomeResponse(outcome);

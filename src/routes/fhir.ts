@@ -42,13 +42,13 @@ export function registerFhirRoutes(app: App): void {
       query.set('_count', String(DEFAULT_COUNT));
     }
     const bundle = await c.get('medplum').search(type as Resource['resourceType'], query);
-    return fhirResponse(c, rewriteBundle(bundle, c)) as never;
+    return fhirResponse(c, rewriteBundle(bundle, c));
   });
 
   app.openapi(readRoute, async (c) => {
     const { type, id } = c.req.valid('param');
     const resource = await c.get('medplum').readResource(type as Resource['resourceType'], id);
-    return fhirResponse(c, resource) as never;
+    return fhirResponse(c, resource);
   });
 
   app.openapi(updatePatientRoute, async (c) => {
@@ -66,13 +66,13 @@ export function registerFhirRoutes(app: App): void {
       });
     }
     const updated = await c.get('medplum').updateResource(body as Resource, ifMatch(c));
-    return fhirResponse(c, updated) as never;
+    return fhirResponse(c, updated);
   });
 
   app.openapi(createQuestionnaireResponseRoute, async (c) => {
     const answers = ownAnswers(c, c.req.valid('json') as QuestionnaireResponse);
     const created = await c.get('medplum').createResource({ ...answers, id: undefined });
-    return fhirResponse(c, created, 201) as never;
+    return fhirResponse(c, created, 201);
   });
 
   app.openapi(updateQuestionnaireResponseRoute, async (c) => {
@@ -84,7 +84,7 @@ export function registerFhirRoutes(app: App): void {
       });
     }
     const updated = await c.get('medplum').updateResource(answers, ifMatch(c));
-    return fhirResponse(c, updated) as never;
+    return fhirResponse(c, updated);
   });
 
   for (const route of [refusedCreateRoute, refusedUpdateRoute, refusedPatchRoute, refusedDeleteRoute]) {

@@ -8,7 +8,7 @@ export function registerPatientRoutes(app: App): void {
   app.openapi(profileRoute, async (c) => {
     const { patientId } = c.get('session');
     const patient = await c.get('medplum').readResource('Patient', patientId);
-    return fhirResponse(c, patient) as never;
+    return fhirResponse(c, patient);
   });
 
   app.openapi(homeRoute, async (c) => {

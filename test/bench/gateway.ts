@@ -10,6 +10,13 @@ export interface LoadResult {
   non2xx: number;
 }
 
+const ROUNDS = 3;
+
+/** The round with the median throughput (its latencies come with it). */
+function median(rounds: LoadResult[]): LoadResult {
+  return [...rounds].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(rounds.length / 2)];
+}
+
 function start(script: string, env: Record<string, string>): { child: ChildProcess; firstLine: Promise<string> } {
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     env: { ...process.env, ...env },
@@ -41,7 +48,7 @@ async function load(url: string, token: string, seconds: number): Promise<LoadRe
 
 /**
  * The gateway against the same call made straight to the embedded Medplum over HTTP, in one run,
- * at concurrency 32: each in its own process, load from this one.
+ * at concurrency 32: each in its own process, load from this one; `seconds` per round, 3 rounds each.
  */
 export async function runGatewayBench(seconds: number) {
   const embedded = start('test/bench/serve-embedded.ts', { PORT: '18103' });
@@ -75,8 +82,16 @@ export async function runGatewayBench(seconds: number) {
       // Warm both paths (JIT, key sets) before measuring.
       await load(pair.direct, info.token, 1);
       await load(pair.gateway, info.token, 1);
-      const direct = await load(pair.direct, info.token, seconds);
-      const viaGateway = await load(pair.gateway, info.token, seconds);
+      // Alternate short rounds and keep the median of each side, so that drift on a shared machine
+      // (other processes, thermal) falls on both sides alike.
+      const directRounds: LoadResult[] = [];
+      const gatewayRounds: LoadResult[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        directRounds.push(await load(pair.direct, info.token, seconds));
+        gatewayRounds.push(await load(pair.gateway, info.token, seconds));
+      }
+      const direct = median(directRounds);
+      const viaGateway = median(gatewayRounds);
       results.push({
         name: pair.name,
         direct,

@@ -12,7 +12,7 @@ import { runGatewayBench } from './gateway';
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 async function main(): Promise<void> {
-  const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   console.log('## Gateway vs direct (embedded Medplum over HTTP, concurrency 32, same run)');
   for (const r of await runGatewayBench(seconds)) {
     const line = (

@@ -3,6 +3,7 @@ import { delay, HttpResponse, http } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { keepAliveFetch } from '../../src/medplum/node-fetch';
 import { openApiDocument } from '../../src/routes/docs';
 import { createResponseValidator } from '../support/gateway';
 
@@ -23,12 +24,14 @@ const token = await new SignJWT({ login_id: 'login-1', profile: PATIENT, scope: 
 
 const calls: string[] = [];
 const server = setupServer(http.get(`${REMOTE}.well-known/jwks.json`, () => HttpResponse.json({ keys: [jwk] })));
-const app = createApp({
-  medplum: { baseUrl: REMOTE },
-  issuer: REMOTE,
-  projectId: 'p',
-  limits: { ...DEFAULT_LIMITS, upstreamTimeoutMs: TIMEOUT_MS },
-});
+const appWith = (fetchImpl?: typeof fetch) =>
+  createApp({
+    medplum: { baseUrl: REMOTE, fetch: fetchImpl },
+    issuer: REMOTE,
+    projectId: 'p',
+    limits: { ...DEFAULT_LIMITS, upstreamTimeoutMs: TIMEOUT_MS },
+  });
+let app = appWith();
 const validate = createResponseValidator(openApiDocument(app));
 
 beforeAll(() => server.listen({ onUnhandledFrame: 'error' }));
@@ -56,7 +59,16 @@ const record = (request: Request, response: Response): Response => {
   return response;
 };
 
-describe('faults of a remote Medplum', () => {
+// Both ways the gateway reaches a remote Medplum: the platform fetch (Workers, default) and the
+// keep-alive node:http fetch of the Node entry.
+describe.each([
+  ['platform fetch', undefined],
+  ['keep-alive node:http fetch', keepAliveFetch()],
+])('faults of a remote Medplum (%s)', (_name, fetchImpl) => {
+  beforeAll(() => {
+    app = appWith(fetchImpl);
+  });
+
   it('a 5xx answer is 502 upstream_error, without leaking its text, and is not retried', async () => {
     server.use(
       http.get(profile, ({ request }) =>
