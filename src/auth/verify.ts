@@ -26,9 +26,11 @@ export function createTokenVerifier(options: {
   jwksUrl: string;
   fetch?: typeof fetch;
   clock?: () => Date;
+  /** Least time between two fetches of the key set (default 30 s). */
+  jwksCooldownMs?: number;
 }): TokenVerifier {
   const jwks = createRemoteJWKSet(new URL(options.jwksUrl), {
-    cooldownDuration: 30_000,
+    cooldownDuration: options.jwksCooldownMs ?? 30_000,
     cacheMaxAge: 10 * 60_000,
     ...(options.fetch ? { [customFetch]: options.fetch } : {}),
   });
