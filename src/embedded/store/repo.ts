@@ -1,4 +1,4 @@
-import type { Filter, SearchRequest, TypedValue, WithId } from '@medplum/core';
+import type { Filter, Operation, SearchRequest, TypedValue, WithId } from '@medplum/core';
 import {
   AccessPolicyInteraction,
   accessPolicySupportsInteraction,
@@ -59,14 +59,6 @@ export interface RepositoryEnvironment {
   onCommit?: (changes: ResourceChange[]) => void;
   clock?: () => Date;
 }
-
-type JsonPatch = Parameters_Patch;
-type Parameters_Patch = Parameters_PatchOperation[];
-type Parameters_PatchOperation = {
-  op: 'add' | 'remove' | 'replace' | 'copy' | 'move' | 'test';
-  path: string;
-  value?: unknown;
-};
 
 interface TransactionState {
   changes: ResourceChange[];
@@ -229,21 +221,19 @@ export class SqliteRepository extends FhirRepository {
     if (!this.tx) {
       return this.withTransaction((repo) => repo.createResource(resource, options));
     }
-    {
-      const id = resource.id && (options?.assignedId || this.caller.system) ? resource.id : generateId();
-      if (this.loadCurrent(resource.resourceType, id)) {
-        throw new OperationOutcomeError(badRequest('Assigned ID is already in use'));
-      }
-      const incoming = deepClone(resource);
-      const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
-      removeFields(incoming, protectedFieldsOf(policy));
-      this.bindToProject(incoming);
-      const stored = this.stamp({ ...incoming, id }, undefined);
-      this.assertWritable(stored, AccessPolicyInteraction.CREATE);
-      this.persist(stored, undefined);
-      this.recordChange({ interaction: 'create', resource: stored });
-      return this.present(deepClone(stored), policy);
+    const id = resource.id && (options?.assignedId || this.caller.system) ? resource.id : generateId();
+    if (this.loadCurrent(resource.resourceType, id)) {
+      throw new OperationOutcomeError(badRequest('Assigned ID is already in use'));
     }
+    const incoming = deepClone(resource);
+    const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
+    removeFields(incoming, protectedFieldsOf(policy));
+    this.bindToProject(incoming);
+    const stored = this.stamp({ ...incoming, id }, undefined);
+    this.assertWritable(stored, AccessPolicyInteraction.CREATE);
+    this.persist(stored, undefined);
+    this.recordChange({ interaction: 'create', resource: stored });
+    return this.present(deepClone(stored), policy);
   }
 
   /** Memberships and project users can only ever belong to the caller's own project. */
@@ -266,49 +256,47 @@ export class SqliteRepository extends FhirRepository {
     if (!this.tx) {
       return this.withTransaction((repo) => repo.updateResource(resource, options));
     }
-    {
-      const existing = this.loadCurrent<T>(resource.resourceType, id);
-      if (!existing) {
-        if (this.isDeleted(resource.resourceType, id)) {
-          throw new OperationOutcomeError(gone);
-        }
-        if (options?.ifMatch !== undefined) {
-          throw new OperationOutcomeError(notFound);
-        }
-        // Update-as-create with a client-chosen id, as FHIR allows and Medplum permits.
-        const incoming = deepClone(resource);
-        const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
-        removeFields(incoming, protectedFieldsOf(policy));
-        const stored = this.stamp({ ...incoming, id }, undefined);
-        this.assertWritable(stored, AccessPolicyInteraction.CREATE);
-        this.persist(stored, undefined);
-        this.recordChange({ interaction: 'create', resource: stored });
-        return this.present(deepClone(stored), policy);
+    const existing = this.loadCurrent<T>(resource.resourceType, id);
+    if (!existing) {
+      if (this.isDeleted(resource.resourceType, id)) {
+        throw new OperationOutcomeError(gone);
       }
-      // Invisible to this caller: same answer as for a resource that does not exist.
-      this.matchPolicy(existing, AccessPolicyInteraction.READ);
-      const existingPolicy = this.writePolicy(existing, AccessPolicyInteraction.UPDATE);
-      if (options?.ifMatch !== undefined && options.ifMatch !== existing.meta?.versionId) {
-        throw new OperationOutcomeError(preconditionFailed);
+      if (options?.ifMatch !== undefined) {
+        throw new OperationOutcomeError(notFound);
       }
+      // Update-as-create with a client-chosen id, as FHIR allows and Medplum permits.
       const incoming = deepClone(resource);
-      restoreFields(incoming, existing, protectedFieldsOf(existingPolicy));
-      const stored = this.stamp({ ...incoming, id }, existing);
-      this.assertWritable(stored, AccessPolicyInteraction.UPDATE, existing);
-      if (sameContent(stored, existing)) {
-        // Medplum does not create a new version for a no-op update.
-        return this.present(deepClone(existing), existingPolicy);
-      }
-      this.persist(stored, existing);
-      this.recordChange({ interaction: 'update', resource: stored, previous: existing });
-      return this.present(deepClone(stored), existingPolicy);
+      const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
+      removeFields(incoming, protectedFieldsOf(policy));
+      const stored = this.stamp({ ...incoming, id }, undefined);
+      this.assertWritable(stored, AccessPolicyInteraction.CREATE);
+      this.persist(stored, undefined);
+      this.recordChange({ interaction: 'create', resource: stored });
+      return this.present(deepClone(stored), policy);
     }
+    // Invisible to this caller: same answer as for a resource that does not exist.
+    this.matchPolicy(existing, AccessPolicyInteraction.READ);
+    const existingPolicy = this.writePolicy(existing, AccessPolicyInteraction.UPDATE);
+    if (options?.ifMatch !== undefined && options.ifMatch !== existing.meta?.versionId) {
+      throw new OperationOutcomeError(preconditionFailed);
+    }
+    const incoming = deepClone(resource);
+    restoreFields(incoming, existing, protectedFieldsOf(existingPolicy));
+    const stored = this.stamp({ ...incoming, id }, existing);
+    this.assertWritable(stored, AccessPolicyInteraction.UPDATE, existing);
+    if (sameContent(stored, existing)) {
+      // Medplum does not create a new version for a no-op update.
+      return this.present(deepClone(existing), existingPolicy);
+    }
+    this.persist(stored, existing);
+    this.recordChange({ interaction: 'update', resource: stored, previous: existing });
+    return this.present(deepClone(stored), existingPolicy);
   }
 
   async patchResource<T extends Resource>(
     resourceType: T['resourceType'],
     id: string,
-    patch: JsonPatch | Parameters,
+    patch: Operation[] | Parameters,
     options?: UpdateResourceOptions,
   ): Promise<WithId<T>> {
     if (!Array.isArray(patch)) {
@@ -317,14 +305,12 @@ export class SqliteRepository extends FhirRepository {
     if (!this.tx) {
       return this.withTransaction((repo) => repo.patchResource(resourceType, id, patch, options));
     }
-    {
-      const resource = await this.readResource<T>(resourceType, id);
-      const errors = applyPatch(resource, patch as never).filter(Boolean);
-      if (errors.length > 0) {
-        throw new OperationOutcomeError(badRequest(errors.map((e) => (e as Error).message).join('\n')));
-      }
-      return this.updateResource(resource, options);
+    const resource = await this.readResource<T>(resourceType, id);
+    const errors = applyPatch(resource, patch).filter(Boolean);
+    if (errors.length > 0) {
+      throw new OperationOutcomeError(badRequest(errors.map((e) => (e as Error).message).join('\n')));
     }
+    return this.updateResource(resource, options);
   }
 
   async deleteResource(resourceType: string, id: string, options?: DeleteResourceOptions): Promise<void> {
@@ -333,25 +319,23 @@ export class SqliteRepository extends FhirRepository {
     if (!this.tx) {
       return this.withTransaction((repo) => repo.deleteResource(resourceType, id, options));
     }
-    {
-      const existing = this.loadCurrent(resourceType, id);
-      if (!existing) {
-        throw new OperationOutcomeError(this.isDeleted(resourceType, id) ? gone : notFound);
-      }
-      this.matchPolicy(existing, AccessPolicyInteraction.READ);
-      this.writePolicy(existing, AccessPolicyInteraction.DELETE);
-      if (options?.ifMatch !== undefined && options.ifMatch !== existing.meta?.versionId) {
-        throw new OperationOutcomeError(preconditionFailed);
-      }
-      const db = this.env.db.writer;
-      const now = this.now();
-      db.prepare('DELETE FROM resource WHERE type = ? AND id = ?').run(resourceType, id);
-      this.unindex(resourceType, id);
-      db.prepare(
-        'INSERT INTO history (type, id, version_id, last_updated, deleted, content) VALUES (?, ?, ?, ?, 1, NULL)',
-      ).run(resourceType, id, generateId(), now);
-      this.recordChange({ interaction: 'delete', resource: existing, previous: existing });
+    const existing = this.loadCurrent(resourceType, id);
+    if (!existing) {
+      throw new OperationOutcomeError(this.isDeleted(resourceType, id) ? gone : notFound);
     }
+    this.matchPolicy(existing, AccessPolicyInteraction.READ);
+    this.writePolicy(existing, AccessPolicyInteraction.DELETE);
+    if (options?.ifMatch !== undefined && options.ifMatch !== existing.meta?.versionId) {
+      throw new OperationOutcomeError(preconditionFailed);
+    }
+    const db = this.env.db.writer;
+    const now = this.now();
+    db.prepare('DELETE FROM resource WHERE type = ? AND id = ?').run(resourceType, id);
+    this.unindex(resourceType, id);
+    db.prepare(
+      'INSERT INTO history (type, id, version_id, last_updated, deleted, content) VALUES (?, ?, ?, ?, 1, NULL)',
+    ).run(resourceType, id, generateId(), now);
+    this.recordChange({ interaction: 'delete', resource: existing, previous: existing });
   }
 
   /**
