@@ -14,22 +14,24 @@ describe('npm run provision against a Medplum over HTTP', () => {
         server.once('exit', (code) => reject(new Error(`embedded exited ${code}`)));
       });
       const info = JSON.parse(line) as { baseUrl: string; adminClientId: string; adminClientSecret: string };
-      const run = spawnSync(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          'src/provision/cli.ts',
-          '--base-url',
-          info.baseUrl,
-          '--client-id',
-          info.adminClientId,
-          '--client-secret',
-          info.adminClientSecret,
-          '--demo',
-        ],
-        { encoding: 'utf8', timeout: 60_000 },
-      );
+      const provision = (secret: string, ...extra: string[]) =>
+        spawnSync(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            'src/provision/cli.ts',
+            '--base-url',
+            info.baseUrl,
+            '--client-id',
+            info.adminClientId,
+            '--client-secret',
+            secret,
+            ...extra,
+          ],
+          { encoding: 'utf8', timeout: 60_000 },
+        );
+      const run = provision(info.adminClientSecret, '--demo');
       expect(run.status, run.stderr).toBe(0);
       const report = JSON.parse(run.stdout.trim().split('\n').pop() as string) as {
         created: number;
@@ -39,21 +41,7 @@ describe('npm run provision against a Medplum over HTTP', () => {
       };
       expect(report).toMatchObject({ created: 0, updated: 0, deployed: [] });
       expect(report.unchanged).toBeGreaterThan(20);
-      const wrong = spawnSync(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          'src/provision/cli.ts',
-          '--base-url',
-          info.baseUrl,
-          '--client-id',
-          info.adminClientId,
-          '--client-secret',
-          'wrong',
-        ],
-        { encoding: 'utf8', timeout: 60_000 },
-      );
+      const wrong = provision('wrong');
       expect(wrong.status).toBe(1);
     } finally {
       server.kill();
