@@ -1,0 +1,136 @@
+import type { z } from '@hono/zod-openapi';
+import type { Bundle, Patient, QuestionnaireResponse, Resource } from '@medplum/fhirtypes';
+import {
+  type AcceptanceRequestSchema,
+  AcceptancesSchema,
+  acceptancesRoute,
+  RequirementsSchema,
+  requirementsRoute,
+  type WithdrawalRequestSchema,
+  WithdrawnSchema,
+  withdrawalsRoute,
+} from '../../contracts/agreements';
+import { ErrorEnvelopeSchema } from '../../contracts/errors';
+import {
+  createQuestionnaireResponseRoute,
+  readRoute,
+  searchRoute,
+  updatePatientRoute,
+  updateQuestionnaireResponseRoute,
+} from '../../contracts/fhir';
+import { ConfigSchema, configRoute, homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
+
+/** A failure answered by the API: the error envelope, with its HTTP status. */
+export class PatientCareApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'PatientCareApiError';
+  }
+}
+
+export interface ClientOptions {
+  /** The environment's host, e.g. https://api.example.com */
+  baseUrl: string;
+  /** The patient's access token (not needed for `config.get`). */
+  accessToken?: string;
+  fetch?: typeof fetch;
+}
+
+interface Route {
+  method: string;
+  path: string;
+}
+
+type Query = Record<string, string | number | undefined>;
+
+/**
+ * The typed client of the Patient Care API. Its tree mirrors the paths (spec rule 6) and each method
+ * is named by its route's operationId, built from the same contracts as the server: `patient.profile()`
+ * is `GET /v1/patient/profile`. Responses are checked against the contract schemas.
+ */
+export function createPatientCareClient(options: ClientOptions) {
+  const fetchImpl = options.fetch ?? fetch;
+  const base = options.baseUrl.replace(/\/$/, '');
+
+  async function call(
+    route: Route,
+    input: { params?: Record<string, string>; query?: Query; body?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(input.params?.[name] ?? ''));
+    const search = new URLSearchParams();
+    for (const [key, value] of Object.entries(input.query ?? {})) {
+      if (value !== undefined) {
+        search.set(key, String(value));
+      }
+    }
+    const headers: Record<string, string> = { accept: 'application/json, application/fhir+json', ...input.headers };
+    if (options.accessToken) {
+      headers.authorization = `Bearer ${options.accessToken}`;
+    }
+    if (input.body !== undefined) {
+      headers['content-type'] = 'application/json';
+    }
+    const response = await fetchImpl(`${base}${path}${search.size ? `?${search}` : ''}`, {
+      method: route.method.toUpperCase(),
+      headers,
+      body: input.body === undefined ? undefined : JSON.stringify(input.body),
+    });
+    const body = (await response.json()) as unknown;
+    if (!response.ok) {
+      const envelope = ErrorEnvelopeSchema.safeParse(body);
+      if (envelope.success) {
+        const { code, message, details } = envelope.data.error;
+        throw new PatientCareApiError(response.status, code, message, details);
+      }
+      throw new PatientCareApiError(response.status, 'internal', 'Unexpected error response');
+    }
+    return body;
+  }
+
+  const ifMatch = (versionId?: string) => (versionId ? { 'if-match': `W/"${versionId}"` } : undefined);
+
+  return {
+    config: {
+      get: async () => ConfigSchema.parse(await call(configRoute)),
+    },
+    patient: {
+      profile: async () => (await call(profileRoute)) as Patient,
+      home: async () => PatientHomeSchema.parse(await call(homeRoute)),
+    },
+    agreements: {
+      requirements: async (context: z.input<typeof requirementsRoute.request.query> = {}) =>
+        RequirementsSchema.parse(await call(requirementsRoute, { query: context })),
+      accept: async (agreements: z.input<typeof AcceptanceRequestSchema>['agreements']) =>
+        AcceptancesSchema.parse(await call(acceptancesRoute, { body: { agreements } })),
+      withdraw: async (request: z.input<typeof WithdrawalRequestSchema>) =>
+        WithdrawnSchema.parse(await call(withdrawalsRoute, { body: request })),
+    },
+    fhir: {
+      search: async <T extends Resource = Resource>(type: T['resourceType'], query: Query = {}) =>
+        (await call(searchRoute, { params: { type }, query })) as Bundle<T>,
+      read: async <T extends Resource = Resource>(type: T['resourceType'], id: string) =>
+        (await call(readRoute, { params: { type, id } })) as T,
+      updatePatient: async (patient: Patient & { id: string }) =>
+        (await call(updatePatientRoute, {
+          params: { id: patient.id },
+          body: patient,
+          headers: ifMatch(patient.meta?.versionId),
+        })) as Patient,
+      createQuestionnaireResponse: async (answers: QuestionnaireResponse) =>
+        (await call(createQuestionnaireResponseRoute, { body: answers })) as QuestionnaireResponse,
+      updateQuestionnaireResponse: async (answers: QuestionnaireResponse & { id: string }) =>
+        (await call(updateQuestionnaireResponseRoute, {
+          params: { id: answers.id },
+          body: answers,
+          headers: ifMatch(answers.meta?.versionId),
+        })) as QuestionnaireResponse,
+    },
+  };
+}
+
+export type PatientCareClient = ReturnType<typeof createPatientCareClient>;
