@@ -17,6 +17,7 @@ import {
 import { isCountryCode } from '../../contracts/iso3166';
 import type { App, AppEnv } from '../app';
 import { ApiError, notFound } from '../errors';
+import { readThrough } from '../medplum/passthrough';
 import { fhirResponse } from './respond';
 
 /** Types with a patient write endpoint, and which methods that endpoint allows (for `Allow`). */
@@ -47,8 +48,7 @@ export function registerFhirRoutes(app: App): void {
 
   app.openapi(readRoute, async (c) => {
     const { type, id } = c.req.valid('param');
-    const resource = await c.get('medplum').readResource(type as Resource['resourceType'], id);
-    return fhirResponse(c, resource);
+    return readThrough(c.get('medplum'), type, id) as never;
   });
 
   app.openapi(updatePatientRoute, async (c) => {

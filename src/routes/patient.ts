@@ -1,14 +1,13 @@
 import { homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
 import type { App } from '../app';
 import { callBot } from '../medplum/bots';
+import { readThrough } from '../medplum/passthrough';
 import { SYSTEMS } from '../shared/systems';
-import { fhirResponse } from './respond';
 
 export function registerPatientRoutes(app: App): void {
   app.openapi(profileRoute, async (c) => {
     const { patientId } = c.get('session');
-    const patient = await c.get('medplum').readResource('Patient', patientId);
-    return fhirResponse(c, patient);
+    return readThrough(c.get('medplum'), 'Patient', patientId) as never;
   });
 
   app.openapi(homeRoute, async (c) => {
