@@ -94,7 +94,21 @@ export function createApp(deps: AppDeps): App {
 /** The one place an error becomes a response: the envelope, its status, never a stack or upstream text. */
 export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
   const requestId = c.get('requestId');
-  const error = toApiError(err) ?? frameworkError(err) ?? new ApiError('internal', 'Internal error', { requestId });
+  const known = toApiError(err) ?? frameworkError(err);
+  if (!known) {
+    // A bug: record where it happened for operators, but not its message, which may hold patient data.
+    const frames =
+      err instanceof Error
+        ? (err.stack ?? '')
+            .split('\n')
+            .slice(1, 6)
+            .map((l) => l.trim())
+        : [];
+    console.error(
+      JSON.stringify({ level: 'error', requestId, error: err instanceof Error ? err.name : typeof err, frames }),
+    );
+  }
+  const error = known ?? new ApiError('internal', 'Internal error', { requestId });
   return c.json(error.toEnvelope(), error.status as 400, { ...error.headers, 'X-Request-Id': requestId });
 }
 
