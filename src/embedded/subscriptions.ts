@@ -70,12 +70,23 @@ export class SubscriptionQueue {
     return this.pending.length === 0 && this.inFlight === 0 && this.scheduled === 0;
   }
 
-  private async match(changes: ResourceChange[]): Promise<void> {
-    const subscriptions = await this.options.systemRepo.searchResources<Subscription>({
+  /** Active subscriptions, read once and again only after a Subscription itself was written. */
+  private active: Promise<Subscription[]> | undefined;
+
+  private activeSubscriptions(): Promise<Subscription[]> {
+    this.active ??= this.options.systemRepo.searchResources<Subscription>({
       resourceType: 'Subscription',
       filters: [{ code: 'status', operator: 'eq', value: 'active' }],
       count: 1000,
     });
+    return this.active;
+  }
+
+  private async match(changes: ResourceChange[]): Promise<void> {
+    if (changes.some((c) => c.resource.resourceType === 'Subscription')) {
+      this.active = undefined;
+    }
+    const subscriptions = await this.activeSubscriptions();
     for (const change of changes) {
       for (const subscription of subscriptions) {
         const botId = /^Bot\/([^/]+)$/.exec(subscription.channel?.endpoint ?? '')?.[1];

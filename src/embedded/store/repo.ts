@@ -439,7 +439,8 @@ export class SqliteRepository extends FhirRepository {
       : caller.project.id;
     const author: Reference =
       caller.system && incomingMeta.author ? incomingMeta.author : (caller.profile as Reference);
-    const accounts = this.accountsFor(resource, existing);
+    const patients = getPatientCompartments(resource);
+    const accounts = this.accountsFor(resource, existing, patients);
     const meta: Meta = {
       ...incomingMeta,
       versionId: generateId(),
@@ -463,7 +464,7 @@ export class SqliteRepository extends FhirRepository {
         compartments.add(account.reference);
       }
     }
-    for (const patient of getPatientCompartments(stamped)) {
+    for (const patient of patients) {
       compartments.add(patient);
     }
     stamped.meta = { ...meta, compartment: [...compartments].map((reference) => ({ reference })) };
@@ -475,7 +476,7 @@ export class SqliteRepository extends FhirRepository {
    * The policy's top-level compartment is always stamped, and a resource in a patient's
    * compartment inherits that patient's accounts (how tenancy follows the patient in Medplum).
    */
-  private accountsFor(resource: Resource, existing: Resource | undefined): Reference[] {
+  private accountsFor(resource: Resource, existing: Resource | undefined, patients: string[]): Reference[] {
     const accounts = new Map<string, Reference>();
     const add = (ref: Reference | undefined): void => {
       if (ref?.reference) {
@@ -490,7 +491,7 @@ export class SqliteRepository extends FhirRepository {
     }
     add(this.caller.accessPolicy?.compartment);
     if (resource.resourceType !== 'Patient') {
-      for (const patientRef of getPatientCompartments(resource)) {
+      for (const patientRef of patients) {
         const [, patientId] = patientRef.split('/');
         const patient = this.loadCurrent('Patient', patientId);
         for (const account of patient?.meta?.accounts ?? []) {
