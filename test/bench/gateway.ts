@@ -20,7 +20,7 @@ function median(rounds: LoadResult[]): LoadResult {
 function start(script: string, env: Record<string, string>): { child: ChildProcess; firstLine: Promise<string> } {
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
   const lines = createInterface({ input: child.stdout as NonNullable<ChildProcess['stdout']> });
   const firstLine = new Promise<string>((resolve, reject) => {
@@ -28,6 +28,16 @@ function start(script: string, env: Record<string, string>): { child: ChildProce
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
   });
   return { child, firstLine };
+}
+
+/** CPU time (user + system, µs) a helper process has used so far, asked over IPC. */
+function cpuOf(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    child.once('message', (usage) =>
+      resolve((usage as { user: number; system: number }).user + (usage as { system: number }).system),
+    );
+    child.send('cpu');
+  });
 }
 
 async function load(url: string, token: string, seconds: number): Promise<LoadResult> {
@@ -86,9 +96,18 @@ export async function runGatewayBench(seconds: number) {
       // (other processes, thermal) falls on both sides alike.
       const directRounds: LoadResult[] = [];
       const gatewayRounds: LoadResult[] = [];
+      let gatewayCpu = 0;
+      let backendCpuViaGateway = 0;
+      let gatewayRequests = 0;
       for (let round = 0; round < ROUNDS; round++) {
         directRounds.push(await load(pair.direct, info.token, seconds));
-        gatewayRounds.push(await load(pair.gateway, info.token, seconds));
+        const [g0, b0] = await Promise.all([cpuOf(gateway.child), cpuOf(embedded.child)]);
+        const result = await load(pair.gateway, info.token, seconds);
+        const [g1, b1] = await Promise.all([cpuOf(gateway.child), cpuOf(embedded.child)]);
+        gatewayRounds.push(result);
+        gatewayCpu += g1 - g0;
+        backendCpuViaGateway += b1 - b0;
+        gatewayRequests += result.requestsPerSecond * seconds;
       }
       const direct = median(directRounds);
       const viaGateway = median(gatewayRounds);
@@ -97,6 +116,8 @@ export async function runGatewayBench(seconds: number) {
         direct,
         gateway: viaGateway,
         throughputRatio: viaGateway.requestsPerSecond / direct.requestsPerSecond,
+        /** CPU per request, µs: what each process spends, independent of how the cores are shared. */
+        cpuPerRequest: { gateway: gatewayCpu / gatewayRequests, backend: backendCpuViaGateway / gatewayRequests },
         p99Ratio: viaGateway.p99 / direct.p99,
       });
     }

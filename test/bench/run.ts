@@ -24,6 +24,9 @@ async function main(): Promise<void> {
     console.log(line('direct', r.direct));
     console.log(line('gateway', r.gateway));
     console.log(
+      `  CPU per request: gateway ${r.cpuPerRequest.gateway.toFixed(0)} µs, backend ${r.cpuPerRequest.backend.toFixed(0)} µs`,
+    );
+    console.log(
       `  ratios: throughput ${r.throughputRatio.toFixed(2)}x (target >= 0.8) ${r.throughputRatio >= 0.8 ? 'MET' : 'NOT MET'}; p99 ${r.p99Ratio.toFixed(2)}x (target <= 1.3) ${r.p99Ratio <= 1.3 ? 'MET' : 'NOT MET'}`,
     );
   }
