@@ -18,7 +18,7 @@ import { isCountryCode } from '../../contracts/iso3166';
 import type { App, AppEnv } from '../app';
 import { ApiError, notFound } from '../errors';
 import { readThrough } from '../medplum/passthrough';
-import { fhirResponse } from './respond';
+import { fhirResponse, routeResponse } from './respond';
 
 /** Types with a patient write endpoint, and which methods that endpoint allows (for `Allow`). */
 const ALLOWED: Record<string, { collection: string[]; instance: string[] }> = {
@@ -48,7 +48,7 @@ export function registerFhirRoutes(app: App): void {
 
   app.openapi(readRoute, async (c) => {
     const { type, id } = c.req.valid('param');
-    return readThrough(c.get('medplum'), type, id) as never;
+    return routeResponse(await readThrough(c.get('medplum'), type, id));
   });
 
   app.openapi(updatePatientRoute, async (c) => {

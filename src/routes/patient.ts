@@ -3,11 +3,12 @@ import type { App } from '../app';
 import { callBot } from '../medplum/bots';
 import { readThrough } from '../medplum/passthrough';
 import { SYSTEMS } from '../shared/systems';
+import { routeResponse } from './respond';
 
 export function registerPatientRoutes(app: App): void {
   app.openapi(profileRoute, async (c) => {
     const { patientId } = c.get('session');
-    return readThrough(c.get('medplum'), 'Patient', patientId) as never;
+    return routeResponse(await readThrough(c.get('medplum'), 'Patient', patientId));
   });
 
   app.openapi(homeRoute, async (c) => {

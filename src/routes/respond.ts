@@ -7,5 +7,10 @@ import { FHIR_JSON } from '../../contracts/common';
  * in one place; the response-validating test client checks these bodies against the document.
  */
 export function fhirResponse(c: Context, body: unknown, status: 200 | 201 = 200): never {
-  return c.body(JSON.stringify(body), status, { 'Content-Type': FHIR_JSON }) as never;
+  return routeResponse(c.body(JSON.stringify(body), status, { 'Content-Type': FHIR_JSON }));
+}
+
+/** A ready Response (e.g. Medplum's bytes passed through) as a route's typed return; see above. */
+export function routeResponse(response: Response): never {
+  return response as never;
 }
