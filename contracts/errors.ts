@@ -64,14 +64,38 @@ const DESCRIPTIONS: Record<number, string> = {
 
 export type DocumentedStatus = keyof typeof DESCRIPTIONS & number;
 
+const requestIdHeader = {
+  'X-Request-Id': {
+    description: 'The request id (yours if you sent a valid one), also in logs.',
+    schema: { type: 'string' as const },
+  },
+};
+
+/** Headers that come with particular statuses (DESIGN section 4). */
+const HEADERS: Partial<Record<number, Record<string, { description: string; schema: { type: 'string' } }>>> = {
+  401: { 'WWW-Authenticate': { description: 'Bearer error="invalid_token"', schema: { type: 'string' } } },
+  405: { Allow: { description: 'The methods this path does allow.', schema: { type: 'string' } } },
+};
+
 /** Documented error responses for a route: spread into `createRoute({ responses })`. */
 export function errorResponses<S extends DocumentedStatus>(...statuses: S[]) {
   return Object.fromEntries(
     statuses.map((status) => [
       status,
-      { description: DESCRIPTIONS[status], content: { 'application/json': { schema: ErrorEnvelopeSchema } } },
+      {
+        description: DESCRIPTIONS[status],
+        headers: { ...requestIdHeader, ...HEADERS[status] },
+        content: { 'application/json': { schema: ErrorEnvelopeSchema } },
+      },
     ]),
-  ) as Record<S, { description: string; content: { 'application/json': { schema: typeof ErrorEnvelopeSchema } } }>;
+  ) as unknown as Record<
+    S,
+    {
+      description: string;
+      headers: Record<string, { description: string; schema: { type: 'string' } }>;
+      content: { 'application/json': { schema: typeof ErrorEnvelopeSchema } };
+    }
+  >;
 }
 
 /** What every route can answer whatever it does: the frame's own failures. */
