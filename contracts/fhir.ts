@@ -244,6 +244,12 @@ export const WRITE_OWNERS: Record<string, string> = {
   QuestionnaireResponse: 'POST /v1/fhir/QuestionnaireResponse or PUT /v1/fhir/QuestionnaireResponse/{id}',
 };
 
+/** The record-plane methods a patient has per type (the `Allow` header of a refused write). */
+export const PATIENT_METHODS: Record<string, { collection: string[]; instance: string[] }> = {
+  Patient: { collection: ['GET'], instance: ['GET', 'PUT'] },
+  QuestionnaireResponse: { collection: ['GET', 'POST'], instance: ['GET', 'PUT'] },
+};
+
 /** Types written only by clinicians or the platform: there is no patient endpoint at all. */
 export const NO_PATIENT_WRITE = 'none: written by clinicians or the platform only';
 

@@ -1,10 +1,10 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { swaggerUiDir } from '../src/docs-assets-node';
 import { DOCS_ASSETS } from '../src/routes/docs';
 
 /** Copies the reference page's files where wrangler.toml's `[assets]` expects them (Workers only). */
-const source = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+const source = swaggerUiDir();
 const target = join('dist', 'docs-assets');
 mkdirSync(target, { recursive: true });
 for (const name of Object.keys(DOCS_ASSETS)) {

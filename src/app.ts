@@ -1,6 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MedplumClient } from '@medplum/core';
 import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit as honoBodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { BEARER } from '../contracts/common';
 import { createTokenVerifier, type SessionClaims, type TokenVerifier } from './auth/verify';
@@ -71,7 +72,7 @@ export function createApp(deps: AppDeps): App {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
   app.use('*', requestContext(deps));
-  app.use('*', bodyLimit(deps.limits.bodyBytes));
+  app.use('*', limitBody(deps.limits.bodyBytes));
   app.use('/v1/*', authenticate(deps, verify));
 
   registerConfigRoutes(app, deps);
@@ -165,24 +166,19 @@ function requestContext(deps: AppDeps): MiddlewareHandler<AppEnv> {
   };
 }
 
-function bodyLimit(limit: number): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    if (c.req.method === 'GET' || c.req.method === 'HEAD') {
-      return next();
-    }
-    const declared = Number(c.req.header('content-length') ?? Number.NaN);
-    const tooLarge = () =>
-      errorResponse(c, new ApiError('payload_too_large', `The body is over ${limit} bytes`, { limit }));
-    if (declared > limit) {
-      return tooLarge();
-    }
-    // A chunked body declares nothing: read it once, bounded, and hand the bytes on.
-    const body = await c.req.raw.clone().arrayBuffer();
-    if (body.byteLength > limit) {
-      return tooLarge();
-    }
-    return next();
-  };
+/**
+ * Hono's body limit: checks Content-Length up front and counts a chunked body as it streams, so a
+ * body is read once (by the route), never buffered twice.
+ */
+function limitBody(limit: number): MiddlewareHandler<AppEnv> {
+  return honoBodyLimit({
+    maxSize: limit,
+    onError: (c) =>
+      errorResponse(
+        c as Context<AppEnv>,
+        new ApiError('payload_too_large', `The body is over ${limit} bytes`, { limit }),
+      ),
+  });
 }
 
 function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<AppEnv> {

@@ -20,7 +20,3 @@ export function fail(
 ): { ok: false; error: BotError } {
   return { ok: false, error: { status, code, message, details } };
 }
-
-export function isBotFailure(value: unknown): value is { ok: false; error: BotError } {
-  return typeof value === 'object' && value !== null && (value as { ok?: unknown }).ok === false;
-}

@@ -4,6 +4,7 @@ import {
   createQuestionnaireResponseRoute,
   DEFAULT_COUNT,
   NO_PATIENT_WRITE,
+  PATIENT_METHODS,
   readRoute,
   refusedCreateRoute,
   refusedDeleteRoute,
@@ -19,12 +20,6 @@ import type { App, AppEnv } from '../app';
 import { ApiError, notFound } from '../errors';
 import { readThrough } from '../medplum/passthrough';
 import { fhirResponse, routeResponse } from './respond';
-
-/** Types with a patient write endpoint, and which methods that endpoint allows (for `Allow`). */
-const ALLOWED: Record<string, { collection: string[]; instance: string[] }> = {
-  Patient: { collection: ['GET'], instance: ['GET', 'PUT'] },
-  QuestionnaireResponse: { collection: ['GET', 'POST'], instance: ['GET', 'PUT'] },
-};
 
 export function registerFhirRoutes(app: App): void {
   // `$` operations first: whatever the method, they do not exist here (spec rule 9).
@@ -92,7 +87,7 @@ export function registerFhirRoutes(app: App): void {
       // Nothing here reaches Medplum otherwise: ask it once, so a revoked session is 401 here too.
       await c.get('medplum').readResource('Patient', c.get('session').patientId);
       const { type } = c.req.valid('param') as { type: string; id?: string };
-      const allowed = ALLOWED[type] ?? { collection: ['GET'], instance: ['GET'] };
+      const allowed = PATIENT_METHODS[type] ?? { collection: ['GET'], instance: ['GET'] };
       const allow = (route.path.endsWith('{id}') ? allowed.instance : allowed.collection).join(', ');
       throw new ApiError(
         'method_not_allowed',

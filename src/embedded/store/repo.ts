@@ -179,11 +179,6 @@ export class SqliteRepository extends FhirRepository {
         baseUrl: this.env.baseUrl,
       }),
     );
-    for (const entry of bundle.entry ?? []) {
-      if (entry.resource) {
-        entry.resource = this.present(entry.resource, this.matchPolicy(entry.resource, AccessPolicyInteraction.SEARCH));
-      }
-    }
     if ((searchRequest.include || searchRequest.revInclude) && bundle.entry?.length) {
       const entries = bundle.entry as BundleEntry[];
       await getExtraEntries(

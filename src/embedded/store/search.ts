@@ -15,6 +15,7 @@ import {
   splitSearchOnComma,
 } from '@medplum/core';
 import type { AccessPolicy, AccessPolicyResource, Bundle, BundleLink, Resource } from '@medplum/fhirtypes';
+import { removeFields } from './fields';
 import { matchingPolicyEntry } from './policy-match';
 
 const MAX_COUNT = 1000;
@@ -54,11 +55,13 @@ export function runSearch<T extends Resource>(
   const matched: WithId<T>[] = [];
   for (const content of loadCandidates(db, resourceType, scope.project, candidates)) {
     const resource = JSON.parse(content) as WithId<T>;
-    if (policy && !matchingPolicyEntry(resource, AccessPolicyInteraction.SEARCH, policy)) {
+    const entry = policy && matchingPolicyEntry(resource, AccessPolicyInteraction.SEARCH, policy);
+    if (policy && !entry) {
       continue;
     }
     if (matchesSearchRequest(resource, { resourceType, filters })) {
-      matched.push(resource);
+      // Hidden fields go here, where the matching entry is known, not by matching again later.
+      matched.push(removeFields(resource, entry ? entry.hiddenFields : undefined));
     }
   }
   sortResources(matched, searchRequest);
