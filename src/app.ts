@@ -171,7 +171,7 @@ function requestContext(deps: AppDeps): MiddlewareHandler<AppEnv> {
  * body is read once (by the route), never buffered twice.
  */
 function limitBody(limit: number): MiddlewareHandler<AppEnv> {
-  return honoBodyLimit({
+  const limited = honoBodyLimit({
     maxSize: limit,
     onError: (c) =>
       errorResponse(
@@ -179,6 +179,9 @@ function limitBody(limit: number): MiddlewareHandler<AppEnv> {
         new ApiError('payload_too_large', `The body is over ${limit} bytes`, { limit }),
       ),
   });
+  // No route reads the body of a GET or HEAD, so there is nothing to limit there; and asking the
+  // request for its body stream would cost every read a full Request object on Node.
+  return (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limited(c, next));
 }
 
 function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<AppEnv> {

@@ -3,7 +3,7 @@ import { createApp } from './app';
 import { loadConfig } from './config';
 import { nodeAssetLoader } from './docs-assets-node';
 import { launchEmbeddedMedplum } from './embedded/launch';
-import { keepAliveFetch } from './medplum/node-fetch';
+import { pooledFetch } from './medplum/node-fetch';
 import { DEMO_PATIENTS, demoDefinition } from './provision/demo';
 import { SYSTEMS } from './shared/systems';
 
@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   if (config.remote) {
     // A real Medplum: the gateway alone (provision it first with `npm run provision`).
     const app = createApp({
-      medplum: { baseUrl: config.remote.baseUrl, fetch: keepAliveFetch() },
+      medplum: { baseUrl: config.remote.baseUrl, fetch: pooledFetch() },
       issuer: config.remote.issuer,
       projectId: config.remote.projectId,
       limits: config.limits,

@@ -14,7 +14,7 @@ export interface MedplumTarget {
  * a non-idempotent call (a bot's $execute) must never run twice because a reply was slow.
  */
 export function medplumForRequest(target: MedplumTarget, accessToken: string, timeoutMs: number): MedplumClient {
-  const client = new MedplumClient({
+  const client = new ServerMedplumClient({
     baseUrl: target.baseUrl,
     fetch: upstreamFetch(target.fetch ?? fetch, timeoutMs),
     cacheTime: 0,
@@ -24,3 +24,12 @@ export function medplumForRequest(target: MedplumTarget, accessToken: string, ti
   client.setAccessToken(accessToken);
   return client;
 }
+
+/**
+ * MedplumClient without its browser-tab sync. Its constructor calls `window.addEventListener`,
+ * which on Node and Workers throws a ReferenceError that it then swallows: an Error with a stack
+ * trace on every request, about a tenth of the gateway's own work per call (`npm run bench`).
+ * The method is private to Medplum; if a release renames it, this override is simply unused.
+ */
+class ServerMedplumClient extends MedplumClient {}
+Object.defineProperty(ServerMedplumClient.prototype, 'setupStorageListener', { value: () => undefined });

@@ -1,58 +1,56 @@
-import http from 'node:http';
-import https from 'node:https';
+import { Agent, type Dispatcher } from 'undici';
+import { withBufferedBody } from './buffered-body';
 
 /**
- * Node only: a small `fetch` over node:http with keep-alive agents, for the gateway's calls to
- * Medplum. The WHATWG fetch of Node (undici) costs several times more CPU per call, and on the
- * gateway's hot path (one Medplum call per request) that cost is most of the gateway's own work.
- * Covers what MedplumClient uses: method, headers, string/bytes body, AbortSignal; buffered body.
+ * Node only: the gateway's `fetch` to Medplum on undici's keep-alive connection pool (its
+ * `request()` API, not its WHATWG fetch). The gateway makes one Medplum call per request, and on
+ * this path the client's CPU per call is what the gateway adds: measured against the embedded
+ * Medplum, about 80 µs per call here against about 175 µs for `node:http` with a keep-alive agent
+ * and for Node's own fetch. Covers what MedplumClient and jose use: method, headers, a string or
+ * bytes body, AbortSignal; the answer's body is read whole. Redirects are not followed (Medplum's
+ * API answers where it is asked).
  */
-export function keepAliveFetch(maxSockets = 64): typeof fetch {
-  const agents = {
-    'http:': new http.Agent({ keepAlive: true, maxSockets }),
-    'https:': new https.Agent({ keepAlive: true, maxSockets }),
-  };
-  return ((input: RequestInfo | URL, init: RequestInit = {}) =>
-    new Promise<Response>((resolve, reject) => {
-      const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
-      const transport = url.protocol === 'https:' ? https : http;
-      const headers: Record<string, string> = {};
-      new Headers(init.headers).forEach((value, key) => {
-        headers[key] = value;
-      });
-      const body = init.body as string | Uint8Array | undefined | null;
-      if (body !== undefined && body !== null) {
-        headers['content-length'] = String(Buffer.byteLength(body));
+export function pooledFetch(connectionsPerOrigin = 64): typeof fetch {
+  const agent = new Agent({ connections: connectionsPerOrigin });
+  return (async (input: RequestInfo | URL, init: RequestInit = {}) => {
+    const request = input instanceof Request ? input : undefined;
+    const url = new URL(request ? request.url : input.toString());
+    const body = init.body ?? (request?.body ? new Uint8Array(await request.arrayBuffer()) : undefined);
+    const answer = await agent.request({
+      origin: url.origin,
+      path: url.pathname + url.search,
+      method: (init.method ?? request?.method ?? 'GET') as Dispatcher.HttpMethod,
+      headers: plainHeaders(init.headers ?? request?.headers),
+      body: body as string | Uint8Array | null | undefined,
+      signal: init.signal ?? request?.signal,
+    });
+    const status = answer.statusCode;
+    let payload: Uint8Array<ArrayBuffer> | null = null;
+    if (status === 204 || status === 304) {
+      await answer.body.dump();
+    } else {
+      payload = new Uint8Array(await answer.body.arrayBuffer());
+    }
+    // A plain record: a Headers object is built only if someone reads the headers.
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value !== undefined) {
+        headers[name] = Array.isArray(value) ? value.join(', ') : value;
       }
-      const request = transport.request(
-        url,
-        {
-          method: init.method ?? 'GET',
-          headers,
-          agent: agents[url.protocol as 'http:' | 'https:'],
-          signal: init.signal ?? undefined,
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('error', reject);
-          response.on('end', () => {
-            const responseHeaders = new Headers();
-            for (const [key, value] of Object.entries(response.headers)) {
-              if (value !== undefined) {
-                responseHeaders.set(key, Array.isArray(value) ? value.join(', ') : value);
-              }
-            }
-            const status = response.statusCode ?? 502;
-            const payload = status === 204 || status === 304 ? null : Buffer.concat(chunks);
-            resolve(new Response(payload, { status, headers: responseHeaders }));
-          });
-        },
-      );
-      request.on('error', reject);
-      if (body !== undefined && body !== null) {
-        request.write(body);
-      }
-      request.end();
-    })) as typeof fetch;
+    }
+    const response = new Response(payload, { status, headers });
+    return payload ? withBufferedBody(response, payload) : response;
+  }) as typeof fetch;
+}
+
+/** MedplumClient sends a plain record; anything else goes through Headers (names lower-cased). */
+function plainHeaders(init: HeadersInit | undefined): Record<string, string> {
+  if (init && !(init instanceof Headers) && !Array.isArray(init)) {
+    return { ...(init as Record<string, string>) };
+  }
+  const headers: Record<string, string> = {};
+  new Headers(init).forEach((value, name) => {
+    headers[name] = value;
+  });
+  return headers;
 }

@@ -1,6 +1,7 @@
 import type { MedplumClient } from '@medplum/core';
 import { isOperationOutcome, OperationOutcomeError } from '@medplum/core';
 import { FHIR_JSON } from '../../contracts/common';
+import { bodyBytes } from './buffered-body';
 import { UpstreamFailure } from './upstream';
 
 /**
@@ -14,5 +15,6 @@ export async function readThrough(medplum: MedplumClient, type: string, id: stri
     const outcome = (await response.json().catch(() => undefined)) as unknown;
     throw isOperationOutcome(outcome) ? new OperationOutcomeError(outcome) : new UpstreamFailure('error');
   }
-  return new Response(response.body, { status: 200, headers: { 'Content-Type': FHIR_JSON } });
+  // Whole bytes, not a stream: the server then writes headers and body in one go.
+  return new Response(await bodyBytes(response), { status: 200, headers: { 'Content-Type': FHIR_JSON } });
 }

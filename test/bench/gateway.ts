@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { cpus } from 'node:os';
 import autocannon from 'autocannon';
 
 export interface LoadResult {
@@ -10,71 +10,138 @@ export interface LoadResult {
   non2xx: number;
 }
 
-const ROUNDS = 3;
+/** CPU time per request, µs, of each process taking part (user + system). */
+export interface CpuPerRequest {
+  gateway: number;
+  backend: number;
+  loadGenerator: number;
+}
+
+export interface PairResult {
+  name: string;
+  direct: LoadResult;
+  gateway: LoadResult;
+  /** Median over rounds of gateway/direct, each round paired with the direct round just before it. */
+  throughputRatio: number;
+  p99Ratio: number;
+  cpuPerRequest: CpuPerRequest;
+}
+
+export interface LayoutResult {
+  layout: Layout;
+  pairs: PairResult[];
+}
+
+/**
+ * Where the processes run. `pinned`: Medplum alone on CPU 1; the gateway and the load generator
+ * share CPU 0, so the gateway never takes CPU from Medplum (in production they run on different
+ * hosts) and competes with the load generator instead. `shared`: every process on every CPU.
+ */
+export type Layout = 'pinned' | 'shared';
+
+const ROUNDS = 5;
+const CONNECTIONS = 32;
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /** The round with the median throughput (its latencies come with it). */
-function median(rounds: LoadResult[]): LoadResult {
+function medianRound(rounds: LoadResult[]): LoadResult {
   return [...rounds].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(rounds.length / 2)];
 }
 
-function start(script: string, env: Record<string, string>): { child: ChildProcess; firstLine: Promise<string> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+/** Whether this machine can pin processes to CPUs (Linux `taskset`, two CPUs or more). */
+export function canPin(): boolean {
+  if (cpus().length < 2) {
+    return false;
+  }
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Pins every thread of this process to `list` (a taskset CPU list such as `0` or `0-1`). */
+function pinSelf(list: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', list, String(process.pid)], { stdio: 'ignore' });
+}
+
+interface Helper<T> {
+  child: ChildProcess;
+  ready: Promise<T>;
+}
+
+/** A helper process; it reports readiness (and what it knows) as its first IPC message. */
+function start<T>(script: string, env: Record<string, string>, cpuList?: string): Helper<T> {
+  const node = [process.execPath, '--import', 'tsx', script];
+  const [command, ...args] = cpuList ? ['taskset', '-c', cpuList, ...node] : node;
+  const child = spawn(command, args, {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
-  const lines = createInterface({ input: child.stdout as NonNullable<ChildProcess['stdout']> });
-  const firstLine = new Promise<string>((resolve, reject) => {
-    lines.once('line', resolve);
+  const ready = new Promise<T>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as T));
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
   });
-  return { child, firstLine };
+  return { child, ready };
 }
 
 /** CPU time (user + system, µs) a helper process has used so far, asked over IPC. */
 function cpuOf(child: ChildProcess): Promise<number> {
   return new Promise((resolve) => {
-    child.once('message', (usage) =>
-      resolve((usage as { user: number; system: number }).user + (usage as { system: number }).system),
-    );
+    child.once('message', (usage) => {
+      const { user, system } = usage as { user: number; system: number };
+      resolve(user + system);
+    });
     child.send('cpu');
   });
 }
 
-async function load(url: string, token: string, seconds: number): Promise<LoadResult> {
+async function load(url: string, token: string, seconds: number): Promise<{ result: LoadResult; requests: number }> {
   const result = await autocannon({
     url,
-    connections: 32,
+    connections: CONNECTIONS,
     duration: seconds,
     headers: { authorization: `Bearer ${token}` },
   });
   return {
-    requestsPerSecond: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors,
-    non2xx: result.non2xx,
+    result: {
+      requestsPerSecond: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      errors: result.errors,
+      non2xx: result.non2xx,
+    },
+    requests: result.requests.total,
   };
+}
+
+interface EmbeddedInfo {
+  baseUrl: string;
+  projectId: string;
+  patientId: string;
+  token: string;
 }
 
 /**
  * The gateway against the same call made straight to the embedded Medplum over HTTP, in one run,
- * at concurrency 32: each in its own process, load from this one; `seconds` per round, 3 rounds each.
+ * at concurrency 32: each server in its own process (the gateway reaches Medplum over HTTP, as in
+ * production), load from this one. Rounds alternate direct/gateway so that drift on a shared machine
+ * falls on both; each ratio is taken within a pair of neighbouring rounds, then the median.
  */
-export async function runGatewayBench(seconds: number) {
-  const embedded = start('test/bench/serve-embedded.ts', { PORT: '18103' });
-  const info = JSON.parse(await embedded.firstLine) as {
-    baseUrl: string;
-    projectId: string;
-    patientId: string;
-    token: string;
-  };
-  const gateway = start('test/bench/serve-gateway.ts', {
-    PORT: '18080',
-    MEDPLUM_BASE_URL: info.baseUrl,
-    PROJECT_ID: info.projectId,
-  });
-  await gateway.firstLine;
+export async function runGatewayBench(seconds: number, layout: Layout): Promise<LayoutResult> {
+  const pinned = layout === 'pinned';
+  if (pinned) {
+    pinSelf('0');
+  }
+  const embedded = start<EmbeddedInfo>('test/bench/serve-embedded.ts', { PORT: '18103' }, pinned ? '1' : undefined);
+  const gateway = start<string>('test/bench/serve-gateway.ts', {}, pinned ? '0' : undefined);
   try {
+    const info = await embedded.ready;
+    await gateway.ready;
+    gateway.child.send({ medplumBaseUrl: info.baseUrl, projectId: info.projectId, port: 18080 });
+    await new Promise((resolve) => gateway.child.once('message', resolve));
     const pairs = [
       {
         name: 'record-plane read',
@@ -87,43 +154,53 @@ export async function runGatewayBench(seconds: number) {
         direct: `${info.baseUrl}fhir/R4/Patient/${info.patientId}`,
       },
     ];
-    const results = [];
+    const results: PairResult[] = [];
     for (const pair of pairs) {
-      // Warm both paths (JIT, key sets) before measuring.
-      await load(pair.direct, info.token, 1);
-      await load(pair.gateway, info.token, 1);
-      // Alternate short rounds and keep the median of each side, so that drift on a shared machine
-      // (other processes, thermal) falls on both sides alike.
+      // Warm both paths (JIT tiers, key sets, pools) before measuring.
+      await load(pair.direct, info.token, 2);
+      await load(pair.gateway, info.token, 2);
       const directRounds: LoadResult[] = [];
       const gatewayRounds: LoadResult[] = [];
-      let gatewayCpu = 0;
-      let backendCpuViaGateway = 0;
-      let gatewayRequests = 0;
+      const throughputRatios: number[] = [];
+      const p99Ratios: number[] = [];
+      const cpu = { gateway: 0, backend: 0, loadGenerator: 0 };
+      let requests = 0;
       for (let round = 0; round < ROUNDS; round++) {
-        directRounds.push(await load(pair.direct, info.token, seconds));
+        const direct = await load(pair.direct, info.token, seconds);
         const [g0, b0] = await Promise.all([cpuOf(gateway.child), cpuOf(embedded.child)]);
-        const result = await load(pair.gateway, info.token, seconds);
+        const l0 = process.cpuUsage();
+        const viaGateway = await load(pair.gateway, info.token, seconds);
+        const l1 = process.cpuUsage(l0);
         const [g1, b1] = await Promise.all([cpuOf(gateway.child), cpuOf(embedded.child)]);
-        gatewayRounds.push(result);
-        gatewayCpu += g1 - g0;
-        backendCpuViaGateway += b1 - b0;
-        gatewayRequests += result.requestsPerSecond * seconds;
+        directRounds.push(direct.result);
+        gatewayRounds.push(viaGateway.result);
+        throughputRatios.push(viaGateway.result.requestsPerSecond / direct.result.requestsPerSecond);
+        p99Ratios.push(viaGateway.result.p99 / direct.result.p99);
+        cpu.gateway += g1 - g0;
+        cpu.backend += b1 - b0;
+        cpu.loadGenerator += l1.user + l1.system;
+        requests += viaGateway.requests;
       }
-      const direct = median(directRounds);
-      const viaGateway = median(gatewayRounds);
       results.push({
         name: pair.name,
-        direct,
-        gateway: viaGateway,
-        throughputRatio: viaGateway.requestsPerSecond / direct.requestsPerSecond,
-        /** CPU per request, µs: what each process spends, independent of how the cores are shared. */
-        cpuPerRequest: { gateway: gatewayCpu / gatewayRequests, backend: backendCpuViaGateway / gatewayRequests },
-        p99Ratio: viaGateway.p99 / direct.p99,
+        direct: medianRound(directRounds),
+        gateway: medianRound(gatewayRounds),
+        throughputRatio: median(throughputRatios),
+        p99Ratio: median(p99Ratios),
+        cpuPerRequest: {
+          gateway: cpu.gateway / requests,
+          backend: cpu.backend / requests,
+          loadGenerator: cpu.loadGenerator / requests,
+        },
       });
     }
-    return results;
+    return { layout, pairs: results };
   } finally {
     gateway.child.kill();
     embedded.child.kill();
+    if (pinned) {
+      // Every CPU again (availableParallelism() would now say 1: it follows this process's affinity).
+      pinSelf(`0-${cpus().length - 1}`);
+    }
   }
 }

@@ -3,7 +3,7 @@ import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
 import { runEmbeddedStoreBench } from './embedded-store';
-import { runGatewayBench } from './gateway';
+import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway';
 
 /**
  * `npm run bench`: figures measured in ONE run on this machine; the targets are ratios within it.
@@ -12,23 +12,34 @@ import { runGatewayBench } from './gateway';
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 async function main(): Promise<void> {
-  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
-  console.log('## Gateway vs direct (embedded Medplum over HTTP, concurrency 32, same run)');
-  for (const r of await runGatewayBench(seconds)) {
-    const line = (
-      label: string,
-      x: { requestsPerSecond: number; p50: number; p99: number; non2xx: number; errors: number },
-    ) =>
-      `  ${label.padEnd(8)} ${x.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${x.p50} ms  p99 ${x.p99} ms  (non-2xx ${x.non2xx}, errors ${x.errors})`;
-    console.log(r.name);
-    console.log(line('direct', r.direct));
-    console.log(line('gateway', r.gateway));
+  const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+  const layouts: Layout[] = process.env.BENCH_LAYOUTS
+    ? (process.env.BENCH_LAYOUTS.split(',') as Layout[])
+    : canPin()
+      ? ['pinned', 'shared']
+      : ['shared'];
+  for (const layout of layouts) {
+    const { pairs } = await runGatewayBench(seconds, layout);
     console.log(
-      `  CPU per request: gateway ${r.cpuPerRequest.gateway.toFixed(0)} µs, backend ${r.cpuPerRequest.backend.toFixed(0)} µs`,
+      layout === 'pinned'
+        ? '## Gateway vs direct, pinned: Medplum alone on CPU 1, gateway + load generator on CPU 0 (the target)'
+        : `## Gateway vs direct, shared: every process on every CPU${layouts.length > 1 ? ' (for reference)' : ' (taskset unavailable: the target)'}`,
     );
-    console.log(
-      `  ratios: throughput ${r.throughputRatio.toFixed(2)}x (target >= 0.8) ${r.throughputRatio >= 0.8 ? 'MET' : 'NOT MET'}; p99 ${r.p99Ratio.toFixed(2)}x (target <= 1.3) ${r.p99Ratio <= 1.3 ? 'MET' : 'NOT MET'}`,
-    );
+    console.log(`   embedded Medplum over HTTP, concurrency 32, ${seconds} s rounds alternating, same run`);
+    for (const r of pairs) {
+      const line = (label: string, x: LoadResult) =>
+        `  ${label.padEnd(8)} ${x.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${x.p50} ms  p99 ${x.p99} ms  (non-2xx ${x.non2xx}, errors ${x.errors})`;
+      console.log(r.name);
+      console.log(line('direct', r.direct));
+      console.log(line('gateway', r.gateway));
+      const cpu = r.cpuPerRequest;
+      console.log(
+        `  CPU per request via the gateway: gateway ${cpu.gateway.toFixed(0)} µs, backend ${cpu.backend.toFixed(0)} µs, load generator ${cpu.loadGenerator.toFixed(0)} µs`,
+      );
+      console.log(
+        `  ratios (median of paired rounds): throughput ${r.throughputRatio.toFixed(2)}x (target >= 0.8) ${r.throughputRatio >= 0.8 ? 'MET' : 'NOT MET'}; p99 ${r.p99Ratio.toFixed(2)}x (target <= 1.3) ${r.p99Ratio <= 1.3 ? 'MET' : 'NOT MET'}`,
+      );
+    }
   }
 
   const schemaStart = performance.now();

@@ -1,18 +1,32 @@
 import { serve } from '@hono/node-server';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
-import { keepAliveFetch } from '../../src/medplum/node-fetch';
+import { pooledFetch } from '../../src/medplum/node-fetch';
 
-/** Bench helper process: the gateway alone, talking to a Medplum over HTTP like production. */
-const medplumBaseUrl = process.env.MEDPLUM_BASE_URL as string;
-const app = createApp({
-  medplum: { baseUrl: medplumBaseUrl, fetch: keepAliveFetch() },
-  issuer: medplumBaseUrl,
-  projectId: process.env.PROJECT_ID as string,
-  limits: DEFAULT_LIMITS,
+/**
+ * Bench helper process: the gateway alone, set up as the Node entry sets it up for a remote Medplum
+ * (pooled fetch, JSON access log on stdout), told over IPC where Medplum is.
+ */
+interface Target {
+  medplumBaseUrl: string;
+  projectId: string;
+  port: number;
+}
+
+process.once('message', (message) => {
+  const target = message as Target;
+  const app = createApp({
+    medplum: { baseUrl: target.medplumBaseUrl, fetch: pooledFetch() },
+    issuer: target.medplumBaseUrl,
+    projectId: target.projectId,
+    limits: DEFAULT_LIMITS,
+    log: (entry) => process.stdout.write(`${JSON.stringify(entry)}\n`),
+  });
+  const server = serve({ fetch: app.fetch, port: target.port, hostname: '127.0.0.1' });
+  server.once('listening', () => {
+    // From now on the bench asks for this process's CPU time over IPC.
+    process.on('message', () => process.send?.(process.cpuUsage()));
+    process.send?.('listening');
+  });
 });
-const server = serve({ fetch: app.fetch, port: Number(process.env.PORT), hostname: '127.0.0.1' });
-server.once('listening', () => process.stdout.write('ready\n'));
 process.on('SIGINT', () => process.exit(0));
-
-// The bench asks for this process's CPU time over IPC.
-process.on('message', () => process.send?.(process.cpuUsage()));
+process.send?.('ready');

@@ -1,9 +1,11 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { delay, HttpResponse, http } from 'msw';
+import { delay, getResponse, HttpResponse, http, RequestHandler } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
-import { keepAliveFetch } from '../../src/medplum/node-fetch';
+import { pooledFetch } from '../../src/medplum/node-fetch';
 import { openApiDocument } from '../../src/routes/docs';
 import { createResponseValidator } from '../support/gateway';
 
@@ -14,24 +16,50 @@ const PATIENT = 'Patient/remote-patient-1';
 
 const { privateKey, publicKey } = await generateKeyPair('RS256');
 const jwk = { ...(await exportJWK(publicKey)), kid: 'remote-key', alg: 'RS256', use: 'sig' };
-const token = await new SignJWT({ login_id: 'login-1', profile: PATIENT, scope: 'openid', client_id: 'app-1' })
-  .setProtectedHeader({ alg: 'RS256', kid: 'remote-key' })
-  .setIssuer(REMOTE)
-  .setSubject('user-1')
-  .setIssuedAt()
-  .setExpirationTime('1h')
-  .sign(privateKey);
+const tokenFrom = (issuer: string) =>
+  new SignJWT({ login_id: 'login-1', profile: PATIENT, scope: 'openid', client_id: 'app-1' })
+    .setProtectedHeader({ alg: 'RS256', kid: 'remote-key' })
+    .setIssuer(issuer)
+    .setSubject('user-1')
+    .setIssuedAt()
+    .setExpirationTime('1h')
+    .sign(privateKey);
 
 const calls: string[] = [];
 const server = setupServer(http.get(`${REMOTE}.well-known/jwks.json`, () => HttpResponse.json({ keys: [jwk] })));
-const appWith = (fetchImpl?: typeof fetch) =>
+
+/**
+ * undici's pool (the Node entry's fetch) opens its own sockets, which msw does not intercept. So
+ * that path reaches the same msw handlers over a real socket: a local server answers each request
+ * with what the handlers say for the REMOTE address; a network error drops the connection.
+ */
+const bridge = createServer((incoming: IncomingMessage, outgoing: ServerResponse) => {
+  const request = new Request(new URL(incoming.url ?? '/', REMOTE), {
+    method: incoming.method,
+    headers: incoming.headers as Record<string, string>,
+  });
+  const handlers = server.listHandlers().filter((h): h is RequestHandler => h instanceof RequestHandler);
+  void getResponse(handlers, request).then(async (response) => {
+    if (!response || response.type === 'error') {
+      outgoing.socket?.destroy();
+      return;
+    }
+    const body = Buffer.from(await response.arrayBuffer());
+    outgoing.writeHead(response.status, Object.fromEntries(response.headers)).end(body);
+  });
+});
+await new Promise<void>((resolve) => bridge.listen(0, '127.0.0.1', resolve));
+const BRIDGE = `http://127.0.0.1:${(bridge.address() as AddressInfo).port}/`;
+
+const appFor = (baseUrl: string, fetchImpl?: typeof fetch) =>
   createApp({
-    medplum: { baseUrl: REMOTE, fetch: fetchImpl },
-    issuer: REMOTE,
+    medplum: { baseUrl, fetch: fetchImpl },
+    issuer: baseUrl,
     projectId: 'p',
     limits: { ...DEFAULT_LIMITS, upstreamTimeoutMs: TIMEOUT_MS },
   });
-let app = appWith();
+let app = appFor(REMOTE);
+let token = await tokenFrom(REMOTE);
 const validate = createResponseValidator(openApiDocument(app));
 
 beforeAll(() => server.listen({ onUnhandledFrame: 'error' }));
@@ -39,7 +67,11 @@ afterEach(() => {
   server.resetHandlers();
   calls.length = 0;
 });
-afterAll(() => server.close());
+afterAll(() => {
+  server.close();
+  bridge.closeAllConnections();
+  bridge.close();
+});
 
 async function call(method: string, path: string) {
   const started = performance.now();
@@ -60,13 +92,14 @@ const record = (request: Request, response: Response): Response => {
 };
 
 // Both ways the gateway reaches a remote Medplum: the platform fetch (Workers, default) and the
-// keep-alive node:http fetch of the Node entry.
+// pooled undici fetch of the Node entry.
 describe.each([
-  ['platform fetch', undefined],
-  ['keep-alive node:http fetch', keepAliveFetch()],
-])('faults of a remote Medplum (%s)', (_name, fetchImpl) => {
-  beforeAll(() => {
-    app = appWith(fetchImpl);
+  ['platform fetch', REMOTE, undefined],
+  ['pooled undici fetch, over a socket', BRIDGE, pooledFetch()],
+])('faults of a remote Medplum (%s)', (_name, baseUrl, fetchImpl) => {
+  beforeAll(async () => {
+    app = appFor(baseUrl, fetchImpl);
+    token = await tokenFrom(baseUrl);
   });
 
   it('a 5xx answer is 502 upstream_error, without leaking its text, and is not retried', async () => {
@@ -123,18 +156,18 @@ describe.each([
     expect(res.status).toBe(503);
     expect(calls).toEqual(['POST /fhir/R4/Bot/$execute']);
   });
+});
 
-  it('an unreachable key set is 503, not 401', async () => {
-    const other = createApp({
-      medplum: { baseUrl: 'https://down.remote.test/' },
-      issuer: 'https://down.remote.test/',
-      projectId: 'p',
-      limits: DEFAULT_LIMITS,
-    });
-    server.use(http.get('https://down.remote.test/.well-known/jwks.json', () => HttpResponse.error()));
-    const response = await other.request('http://gateway.test/v1/patient/profile', {
-      headers: { authorization: `Bearer ${token}` },
-    });
-    expect(response.status).toBe(503);
+it('an unreachable key set is 503, not 401', async () => {
+  const other = createApp({
+    medplum: { baseUrl: 'https://down.remote.test/' },
+    issuer: 'https://down.remote.test/',
+    projectId: 'p',
+    limits: DEFAULT_LIMITS,
   });
+  server.use(http.get('https://down.remote.test/.well-known/jwks.json', () => HttpResponse.error()));
+  const response = await other.request('http://gateway.test/v1/patient/profile', {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  expect(response.status).toBe(503);
 });

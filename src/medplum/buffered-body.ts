@@ -1,0 +1,17 @@
+/**
+ * Bodies a fetch already holds whole, keyed by the Response that carries them. A Response hands
+ * out its bytes only through a stream or a promise, and on Node both first build the platform's
+ * full Response object (a tenth of the gateway's own work on a pass-through read, `npm run bench`).
+ * The pooled fetch has the bytes in hand; a read passed through hands them on unchanged.
+ */
+const buffered = new WeakMap<Response, Uint8Array<ArrayBuffer>>();
+
+export function withBufferedBody(response: Response, bytes: Uint8Array<ArrayBuffer>): Response {
+  buffered.set(response, bytes);
+  return response;
+}
+
+/** The whole body: the bytes the fetch kept, or read from the Response itself. */
+export async function bodyBytes(response: Response): Promise<Uint8Array<ArrayBuffer>> {
+  return buffered.get(response) ?? new Uint8Array(await response.arrayBuffer());
+}

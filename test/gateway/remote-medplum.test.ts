@@ -1,0 +1,133 @@
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import type { Patient, QuestionnaireResponse } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { pooledFetch } from '../../src/medplum/node-fetch';
+import { openApiDocument } from '../../src/routes/docs';
+import { startTestBackend, type TestBackend } from '../support/backend';
+import { createResponseValidator } from '../support/gateway';
+
+/**
+ * The Node entry's way to a remote Medplum, end to end: the embedded Medplum served over HTTP on a
+ * port, the gateway reaching it with the pooled undici fetch (reads, writes with bodies and
+ * If-Match, a bot's $execute), every answer checked against the OpenAPI document.
+ */
+let backend: TestBackend;
+let server: ReturnType<typeof serve>;
+let call: (
+  method: string,
+  path: string,
+  options?: { token?: string; body?: unknown; headers?: Record<string, string> },
+) => Promise<{ status: number; headers: Headers; body: unknown; text: string }>;
+
+beforeAll(async () => {
+  // The port is known only once listening, and the backend needs its base URL: bind the handler late.
+  let handler: (request: Request) => Response | Promise<Response> = () => new Response(null, { status: 503 });
+  server = serve({ fetch: (request) => handler(request), port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  backend = await startTestBackend({ baseUrl });
+  handler = (request) => backend.app.fetch(request);
+  const app = createApp({
+    medplum: { baseUrl, fetch: pooledFetch() },
+    issuer: baseUrl,
+    projectId: backend.project.id,
+    limits: DEFAULT_LIMITS,
+  });
+  const validate = createResponseValidator(openApiDocument(app));
+  call = async (method, path, options = {}) => {
+    const headers = new Headers(options.headers);
+    headers.set('authorization', `Bearer ${options.token ?? backend.patients.alice.token}`);
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    if (body !== undefined && !headers.has('content-type')) {
+      headers.set('content-type', 'application/fhir+json');
+    }
+    const response = await app.request(`http://gateway.test${path}`, { method, headers, body });
+    const text = await response.text();
+    const result = {
+      status: response.status,
+      headers: response.headers,
+      body: text ? JSON.parse(text) : undefined,
+      text,
+    };
+    validate(method, path.split('?')[0], result);
+    return result;
+  };
+});
+
+afterAll(() => {
+  server.close();
+  backend.close();
+});
+
+describe('the gateway on a Medplum over HTTP (pooled undici fetch)', () => {
+  it('reads the patient profile as Medplum stored it', async () => {
+    const alice = backend.patients.alice.patient;
+    const res = await call('GET', '/v1/patient/profile');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('application/fhir+json');
+    const stored = await backend.systemRepo.readResource<Patient>('Patient', alice.id);
+    expect(res.body).toMatchObject({
+      resourceType: 'Patient',
+      id: alice.id,
+      meta: { versionId: stored.meta?.versionId },
+    });
+  });
+
+  it("searches the patient's own record and never another patient's", async () => {
+    const res = await call('GET', '/v1/fhir/Patient');
+    expect(res.status).toBe(200);
+    const ids = (res.body as { entry?: { resource: { id: string } }[] }).entry?.map((e) => e.resource.id);
+    expect(ids).toEqual([backend.patients.alice.patient.id]);
+    const other = await call('GET', `/v1/fhir/Patient/${backend.patients.bob.patient.id}`);
+    expect(other.status).toBe(404);
+  });
+
+  it('sends bodies and If-Match: an update lands once, a stale version is 412', async () => {
+    const current = (await call('GET', '/v1/patient/profile')).body as Patient;
+    const changed = { ...current, telecom: [{ system: 'phone', value: '+14155550123' }] };
+    const version = current.meta?.versionId as string;
+    const updated = await call('PUT', `/v1/fhir/Patient/${current.id}`, {
+      body: changed,
+      headers: { 'if-match': `W/"${version}"` },
+    });
+    expect(updated.status).toBe(200);
+    const stored = await backend.systemRepo.readResource<Patient>('Patient', current.id as string);
+    expect(stored.telecom?.[0]?.value).toBe('+14155550123');
+    const stale = await call('PUT', `/v1/fhir/Patient/${current.id}`, {
+      body: changed,
+      headers: { 'if-match': `W/"${version}"` },
+    });
+    expect(stale.status).toBe(412);
+  });
+
+  it('creates a QuestionnaireResponse (201) owned by the patient', async () => {
+    const alice = backend.patients.alice.patient;
+    const body: QuestionnaireResponse = {
+      resourceType: 'QuestionnaireResponse',
+      status: 'in-progress',
+      subject: { reference: `Patient/${alice.id}` },
+    };
+    const res = await call('POST', '/v1/fhir/QuestionnaireResponse', { body });
+    expect(res.status).toBe(201);
+    const id = (res.body as QuestionnaireResponse).id as string;
+    const stored = await backend.systemRepo.readResource<QuestionnaireResponse>('QuestionnaireResponse', id);
+    expect(stored.subject?.reference).toBe(`Patient/${alice.id}`);
+  });
+
+  it('runs workflow bots through $execute (POST with a body): accepting what is unmet satisfies the requirements', async () => {
+    const before = (await call('GET', '/v1/agreements/requirements')).body as {
+      satisfied: boolean;
+      unmet: { url: string; version: string }[];
+    };
+    expect(before.satisfied).toBe(false);
+    const accepted = await call('POST', '/v1/agreements/acceptances', {
+      body: { agreements: before.unmet.map((u) => `${u.url}|${u.version}`) },
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(accepted.status, accepted.text).toBe(200);
+    const after = (await call('GET', '/v1/agreements/requirements')).body as { satisfied: boolean };
+    expect(after.satisfied).toBe(true);
+  });
+});
