@@ -10,10 +10,14 @@ export interface LoadResult {
   non2xx: number;
 }
 
-/** CPU time per request, µs, of each process taking part (user + system). */
+/**
+ * CPU time per request, µs (user + system), of each process, over the gateway rounds; the backend
+ * also over the direct rounds. In-process, the backend's figure includes the gateway's work.
+ */
 export interface CpuPerRequest {
-  gateway: number;
+  gateway?: number;
   backend: number;
+  backendDirect: number;
   loadGenerator: number;
 }
 
@@ -33,11 +37,13 @@ export interface LayoutResult {
 }
 
 /**
- * Where the processes run. `pinned`: Medplum alone on CPU 1; the gateway and the load generator
- * share CPU 0, so the gateway never takes CPU from Medplum (in production they run on different
- * hosts) and competes with the load generator instead. `shared`: every process on every CPU.
+ * Where the gateway and Medplum run. `pinned`: two processes, the gateway reaching Medplum over
+ * HTTP; Medplum alone on CPU 1, the gateway and the load generator share CPU 0, so the gateway never
+ * takes CPU from Medplum (in production they run on different hosts) and competes with the load
+ * generator instead. `shared`: the same two processes on every CPU. `in-process`: one process, the
+ * gateway calling the embedded Medplum in memory, as `npm start` runs it.
  */
-export type Layout = 'pinned' | 'shared';
+export type Layout = 'pinned' | 'shared' | 'in-process';
 
 const ROUNDS = 5;
 const CONNECTIONS = 32;
@@ -126,22 +132,29 @@ interface EmbeddedInfo {
 
 /**
  * The gateway against the same call made straight to the embedded Medplum over HTTP, in one run,
- * at concurrency 32: each server in its own process (the gateway reaches Medplum over HTTP, as in
- * production), load from this one. Rounds alternate direct/gateway so that drift on a shared machine
+ * at concurrency 32, load from this process; see `Layout` for where the servers run. Rounds alternate direct/gateway so that drift on a shared machine
  * falls on both; each ratio is taken within a pair of neighbouring rounds, then the median.
  */
 export async function runGatewayBench(seconds: number, layout: Layout): Promise<LayoutResult> {
   const pinned = layout === 'pinned';
+  const inProcess = layout === 'in-process';
   if (pinned) {
     pinSelf('0');
   }
-  const embedded = start<EmbeddedInfo>('test/bench/serve-embedded.ts', { PORT: '18103' }, pinned ? '1' : undefined);
-  const gateway = start<string>('test/bench/serve-gateway.ts', {}, pinned ? '0' : undefined);
+  const embedded = start<EmbeddedInfo>(
+    'test/bench/serve-embedded.ts',
+    inProcess ? { PORT: '18103', GATEWAY_PORT: '18080' } : { PORT: '18103' },
+    pinned ? '1' : undefined,
+  );
+  const gateway = inProcess ? undefined : start<string>('test/bench/serve-gateway.ts', {}, pinned ? '0' : undefined);
   try {
     const info = await embedded.ready;
-    await gateway.ready;
-    gateway.child.send({ medplumBaseUrl: info.baseUrl, projectId: info.projectId, port: 18080 });
-    await new Promise((resolve) => gateway.child.once('message', resolve));
+    if (gateway) {
+      await gateway.ready;
+      gateway.child.send({ medplumBaseUrl: info.baseUrl, projectId: info.projectId, port: 18080 });
+      await new Promise((resolve) => gateway.child.once('message', resolve));
+    }
+    const gatewayCpu = async () => (gateway ? cpuOf(gateway.child) : 0);
     const pairs = [
       {
         name: 'record-plane read',
@@ -163,21 +176,25 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
       const gatewayRounds: LoadResult[] = [];
       const throughputRatios: number[] = [];
       const p99Ratios: number[] = [];
-      const cpu = { gateway: 0, backend: 0, loadGenerator: 0 };
+      const cpu = { gateway: 0, backend: 0, backendDirect: 0, loadGenerator: 0 };
       let requests = 0;
+      let directRequests = 0;
       for (let round = 0; round < ROUNDS; round++) {
+        const d0 = await cpuOf(embedded.child);
         const direct = await load(pair.direct, info.token, seconds);
-        const [g0, b0] = await Promise.all([cpuOf(gateway.child), cpuOf(embedded.child)]);
+        const [g0, b0] = await Promise.all([gatewayCpu(), cpuOf(embedded.child)]);
         const l0 = process.cpuUsage();
         const viaGateway = await load(pair.gateway, info.token, seconds);
         const l1 = process.cpuUsage(l0);
-        const [g1, b1] = await Promise.all([cpuOf(gateway.child), cpuOf(embedded.child)]);
+        const [g1, b1] = await Promise.all([gatewayCpu(), cpuOf(embedded.child)]);
         directRounds.push(direct.result);
         gatewayRounds.push(viaGateway.result);
         throughputRatios.push(viaGateway.result.requestsPerSecond / direct.result.requestsPerSecond);
         p99Ratios.push(viaGateway.result.p99 / direct.result.p99);
         cpu.gateway += g1 - g0;
         cpu.backend += b1 - b0;
+        cpu.backendDirect += b0 - d0;
+        directRequests += direct.requests;
         cpu.loadGenerator += l1.user + l1.system;
         requests += viaGateway.requests;
       }
@@ -188,15 +205,16 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
         throughputRatio: median(throughputRatios),
         p99Ratio: median(p99Ratios),
         cpuPerRequest: {
-          gateway: cpu.gateway / requests,
+          gateway: gateway ? cpu.gateway / requests : undefined,
           backend: cpu.backend / requests,
+          backendDirect: cpu.backendDirect / directRequests,
           loadGenerator: cpu.loadGenerator / requests,
         },
       });
     }
     return { layout, pairs: results };
   } finally {
-    gateway.child.kill();
+    gateway?.child.kill();
     embedded.child.kill();
     if (pinned) {
       // Every CPU again (availableParallelism() would now say 1: it follows this process's affinity).

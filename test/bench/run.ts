@@ -11,21 +11,25 @@ import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway
  */
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
+const LAYOUT_TITLES: Record<Layout, string> = {
+  pinned: 'two processes, Medplum alone on CPU 1, gateway + load generator on CPU 0 (production-like)',
+  shared: 'two processes, every process on every CPU',
+  'in-process': 'one process, the gateway on the in-process embedded Medplum (as `npm start`)',
+};
+
 async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
   const layouts: Layout[] = process.env.BENCH_LAYOUTS
     ? (process.env.BENCH_LAYOUTS.split(',') as Layout[])
     : canPin()
-      ? ['pinned', 'shared']
-      : ['shared'];
+      ? ['pinned', 'shared', 'in-process']
+      : ['shared', 'in-process'];
   for (const layout of layouts) {
     const { pairs } = await runGatewayBench(seconds, layout);
+    console.log(`## Gateway vs direct: ${LAYOUT_TITLES[layout]}`);
     console.log(
-      layout === 'pinned'
-        ? '## Gateway vs direct, pinned: Medplum alone on CPU 1, gateway + load generator on CPU 0 (the target)'
-        : `## Gateway vs direct, shared: every process on every CPU${layouts.length > 1 ? ' (for reference)' : ' (taskset unavailable: the target)'}`,
+      `   direct = the embedded Medplum over HTTP; concurrency 32; ${seconds} s rounds alternating; same run`,
     );
-    console.log(`   embedded Medplum over HTTP, concurrency 32, ${seconds} s rounds alternating, same run`);
     for (const r of pairs) {
       const line = (label: string, x: LoadResult) =>
         `  ${label.padEnd(8)} ${x.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${x.p50} ms  p99 ${x.p99} ms  (non-2xx ${x.non2xx}, errors ${x.errors})`;
@@ -33,8 +37,11 @@ async function main(): Promise<void> {
       console.log(line('direct', r.direct));
       console.log(line('gateway', r.gateway));
       const cpu = r.cpuPerRequest;
+      const us = (n: number) => `${n.toFixed(0)} µs`;
       console.log(
-        `  CPU per request via the gateway: gateway ${cpu.gateway.toFixed(0)} µs, backend ${cpu.backend.toFixed(0)} µs, load generator ${cpu.loadGenerator.toFixed(0)} µs`,
+        cpu.gateway === undefined
+          ? `  CPU per request: gateway + Medplum process ${us(cpu.backend)} (Medplum alone, direct: ${us(cpu.backendDirect)}), load generator ${us(cpu.loadGenerator)}`
+          : `  CPU per request: gateway ${us(cpu.gateway)}, Medplum ${us(cpu.backend)} (direct: ${us(cpu.backendDirect)}), load generator ${us(cpu.loadGenerator)}`,
       );
       console.log(
         `  ratios (median of paired rounds): throughput ${r.throughputRatio.toFixed(2)}x (target >= 0.8) ${r.throughputRatio >= 0.8 ? 'MET' : 'NOT MET'}; p99 ${r.p99Ratio.toFixed(2)}x (target <= 1.3) ${r.p99Ratio <= 1.3 ? 'MET' : 'NOT MET'}`,

@@ -1,10 +1,15 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import { createApp, DEFAULT_LIMITS } from '../../src/app';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { DEMO_PATIENTS, demoDefinition } from '../../src/provision/demo';
 import { SYSTEMS } from '../../src/shared/systems';
 
-/** Bench helper process: the embedded Medplum on its own port; reports where it is and a demo token over IPC. */
+/**
+ * Bench helper process: the embedded Medplum on its own port; reports where it is and a demo token
+ * over IPC. With GATEWAY_PORT it also serves the gateway in this same process on the in-process
+ * Medplum, as `npm start` runs it.
+ */
 const port = Number(process.env.PORT ?? 0);
 const probe = serve({ fetch: () => new Response(), port, hostname: '127.0.0.1' });
 await new Promise((resolve) => probe.once('listening', resolve));
@@ -13,11 +18,22 @@ probe.close();
 const baseUrl = `http://127.0.0.1:${actualPort}/`;
 const medplum = await launchEmbeddedMedplum({ dbPath: ':memory:', baseUrl, definition: demoDefinition() });
 serve({ fetch: medplum.app.fetch, port: actualPort, hostname: '127.0.0.1' });
+if (process.env.GATEWAY_PORT) {
+  const gateway = createApp({
+    medplum: { baseUrl, fetch: medplum.fetch },
+    issuer: baseUrl,
+    projectId: medplum.project.id,
+    limits: DEFAULT_LIMITS,
+    log: (entry) => process.stdout.write(`${JSON.stringify(entry)}\n`),
+  });
+  serve({ fetch: gateway.fetch, port: Number(process.env.GATEWAY_PORT), hostname: '127.0.0.1' });
+}
 const demo = DEMO_PATIENTS[0];
 const patient = await medplum.admin.searchOne('Patient', { identifier: `${SYSTEMS.demoPatient}|${demo.key}` });
 const membership = await medplum.admin.searchOne('ProjectMembership', { profile: `Patient/${patient?.id}` });
 const client = await medplum.clientFor(membership as NonNullable<typeof membership>);
 
+process.on('SIGINT', () => process.exit(0));
 // The bench asks for this process's CPU time over IPC.
 process.on('message', () => process.send?.(process.cpuUsage()));
 process.send?.({ baseUrl, projectId: medplum.project.id, patientId: patient?.id, token: client.getAccessToken() });
