@@ -37,13 +37,23 @@ export interface LayoutResult {
 }
 
 /**
- * Where the gateway and Medplum run. `pinned`: two processes, the gateway reaching Medplum over
- * HTTP; Medplum alone on CPU 1, the gateway and the load generator share CPU 0, so the gateway never
- * takes CPU from Medplum (in production they run on different hosts) and competes with the load
- * generator instead. `shared`: the same two processes on every CPU. `in-process`: one process, the
- * gateway calling the embedded Medplum in memory, as `npm start` runs it.
+ * Where the load generator (this process), the gateway and Medplum run. In production the gateway and
+ * Medplum run on different hosts and the clients elsewhere; two CPUs cannot give each its own, so the
+ * bench shows the layouts around that:
+ * - `gateway-own-cpu`: the gateway alone on CPU 0; Medplum and the load generator share CPU 1, in
+ *   the direct rounds too;
+ * - `medplum-own-cpu`: Medplum alone on CPU 1; the gateway shares CPU 0 with the load generator;
+ * - `shared`: the same processes on every CPU, so the gateway takes CPU from Medplum;
+ * - `in-process`: one process, the gateway calling the embedded Medplum in memory, as `npm start`.
+ * Each server process is single-threaded, so in the direct rounds Medplum has one CPU at most.
  */
-export type Layout = 'pinned' | 'shared' | 'in-process';
+export type Layout = 'gateway-own-cpu' | 'medplum-own-cpu' | 'shared' | 'in-process';
+
+/** CPUs (taskset lists) of the load generator, Medplum and the gateway, per pinned layout. */
+const PINNING: Partial<Record<Layout, { load: string; medplum: string; gateway: string }>> = {
+  'gateway-own-cpu': { load: '1', medplum: '1', gateway: '0' },
+  'medplum-own-cpu': { load: '0', medplum: '1', gateway: '0' },
+};
 
 const ROUNDS = 5;
 const CONNECTIONS = 32;
@@ -136,17 +146,17 @@ interface EmbeddedInfo {
  * falls on both; each ratio is taken within a pair of neighbouring rounds, then the median.
  */
 export async function runGatewayBench(seconds: number, layout: Layout): Promise<LayoutResult> {
-  const pinned = layout === 'pinned';
+  const pinning = PINNING[layout];
   const inProcess = layout === 'in-process';
-  if (pinned) {
-    pinSelf('0');
+  if (pinning) {
+    pinSelf(pinning.load);
   }
   const embedded = start<EmbeddedInfo>(
     'test/bench/serve-embedded.ts',
     inProcess ? { PORT: '18103', GATEWAY_PORT: '18080' } : { PORT: '18103' },
-    pinned ? '1' : undefined,
+    pinning?.medplum,
   );
-  const gateway = inProcess ? undefined : start<string>('test/bench/serve-gateway.ts', {}, pinned ? '0' : undefined);
+  const gateway = inProcess ? undefined : start<string>('test/bench/serve-gateway.ts', {}, pinning?.gateway);
   try {
     const info = await embedded.ready;
     if (gateway) {
@@ -216,7 +226,7 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
   } finally {
     gateway?.child.kill();
     embedded.child.kill();
-    if (pinned) {
+    if (pinning) {
       // Every CPU again (availableParallelism() would now say 1: it follows this process's affinity).
       pinSelf(`0-${cpus().length - 1}`);
     }

@@ -12,9 +12,10 @@ import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 const LAYOUT_TITLES: Record<Layout, string> = {
-  pinned: 'two processes, Medplum alone on CPU 1, gateway + load generator on CPU 0 (production-like)',
-  shared: 'two processes, every process on every CPU',
-  'in-process': 'one process, the gateway on the in-process embedded Medplum (as `npm start`)',
+  'gateway-own-cpu': 'gateway alone on CPU 0; Medplum + load generator on CPU 1 (both rounds)',
+  'medplum-own-cpu': 'Medplum alone on CPU 1; gateway + load generator on CPU 0',
+  shared: 'gateway, Medplum and load generator on every CPU (the gateway takes CPU from Medplum)',
+  'in-process': 'one process: the gateway on the in-process embedded Medplum, as `npm start`',
 };
 
 async function main(): Promise<void> {
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
   const layouts: Layout[] = process.env.BENCH_LAYOUTS
     ? (process.env.BENCH_LAYOUTS.split(',') as Layout[])
     : canPin()
-      ? ['pinned', 'shared', 'in-process']
+      ? ['medplum-own-cpu', 'shared', 'in-process']
       : ['shared', 'in-process'];
   for (const layout of layouts) {
     const { pairs } = await runGatewayBench(seconds, layout);
