@@ -1,7 +1,8 @@
 /**
  * Bodies a fetch already holds whole, keyed by the Response that carries them. A Response hands
  * out its bytes only through a stream or a promise, and on Node both first build the platform's
- * full Response object (a tenth of the gateway's own work on a pass-through read, `npm run bench`).
+ * full Response object (about a tenth of the gateway's own work on a pass-through read, profiled
+ * under `npm run bench` load).
  * The pooled fetch has the bytes in hand; a read passed through hands them on unchanged.
  */
 const buffered = new WeakMap<Response, Uint8Array<ArrayBuffer>>();

@@ -28,7 +28,8 @@ export function medplumForRequest(target: MedplumTarget, accessToken: string, ti
 /**
  * MedplumClient without its browser-tab sync. Its constructor calls `window.addEventListener`,
  * which on Node and Workers throws a ReferenceError that it then swallows: an Error with a stack
- * trace on every request, about a tenth of the gateway's own work per call (`npm run bench`).
+ * trace on every request, close to a tenth of the gateway's own work per call (profiled under
+ * `npm run bench` load).
  * The method is private to Medplum; if a release renames it, this override is simply unused.
  */
 class ServerMedplumClient extends MedplumClient {}
