@@ -6,7 +6,7 @@ import { createApp, DEFAULT_LIMITS } from '../../src/app';
 import { pooledFetch } from '../../src/medplum/node-fetch';
 import { openApiDocument } from '../../src/routes/docs';
 import { startTestBackend, type TestBackend } from '../support/backend';
-import { createResponseValidator } from '../support/gateway';
+import { createCaller, type TestGateway } from '../support/gateway';
 
 /**
  * The Node entry's way to a remote Medplum, end to end: the embedded Medplum served over HTTP on a
@@ -15,11 +15,7 @@ import { createResponseValidator } from '../support/gateway';
  */
 let backend: TestBackend;
 let server: ReturnType<typeof serve>;
-let call: (
-  method: string,
-  path: string,
-  options?: { token?: string; body?: unknown; headers?: Record<string, string> },
-) => Promise<{ status: number; headers: Headers; body: unknown; text: string }>;
+let call: TestGateway['call'];
 
 beforeAll(async () => {
   // The port is known only once listening, and the backend needs its base URL: bind the handler late.
@@ -35,25 +31,7 @@ beforeAll(async () => {
     projectId: backend.project.id,
     limits: DEFAULT_LIMITS,
   });
-  const validate = createResponseValidator(openApiDocument(app));
-  call = async (method, path, options = {}) => {
-    const headers = new Headers(options.headers);
-    headers.set('authorization', `Bearer ${options.token ?? backend.patients.alice.token}`);
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-    if (body !== undefined && !headers.has('content-type')) {
-      headers.set('content-type', 'application/fhir+json');
-    }
-    const response = await app.request(`http://gateway.test${path}`, { method, headers, body });
-    const text = await response.text();
-    const result = {
-      status: response.status,
-      headers: response.headers,
-      body: text ? JSON.parse(text) : undefined,
-      text,
-    };
-    validate(method, path.split('?')[0], result);
-    return result;
-  };
+  call = createCaller(app, openApiDocument(app), () => backend.patients.alice.token);
 });
 
 afterAll(() => {

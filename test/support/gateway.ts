@@ -83,21 +83,15 @@ export interface TestGateway {
   close(): void;
 }
 
-export async function startTestGateway(overrides: Partial<AppDeps> = {}): Promise<TestGateway> {
-  const backend = await startTestBackend();
-  const app = createApp({
-    medplum: { baseUrl: backend.baseUrl, fetch: backend.fetch },
-    issuer: backend.baseUrl,
-    projectId: backend.project.id,
-    limits: DEFAULT_LIMITS,
-    assets: nodeAssetLoader(),
-    ...overrides,
-  });
-  const doc = openApiDocument(app);
+/**
+ * Calls a gateway app in process and validates each answer against its OpenAPI document (and that it
+ * carries X-Request-Id). The token defaults to `defaultToken()`; `null` sends none.
+ */
+export function createCaller(app: App, doc: OpenApiDoc, defaultToken: () => string): TestGateway['call'] {
   const validate = createResponseValidator(doc);
-  const call: TestGateway['call'] = async (method, path, options = {}) => {
+  return async (method, path, options = {}) => {
     const headers = new Headers(options.headers);
-    const token = options.token === undefined ? backend.patients.alice.token : options.token;
+    const token = options.token === undefined ? defaultToken() : options.token;
     if (token !== null) {
       headers.set('authorization', `Bearer ${token}`);
     }
@@ -123,5 +117,19 @@ export async function startTestGateway(overrides: Partial<AppDeps> = {}): Promis
     }
     return result;
   };
+}
+
+export async function startTestGateway(overrides: Partial<AppDeps> = {}): Promise<TestGateway> {
+  const backend = await startTestBackend();
+  const app = createApp({
+    medplum: { baseUrl: backend.baseUrl, fetch: backend.fetch },
+    issuer: backend.baseUrl,
+    projectId: backend.project.id,
+    limits: DEFAULT_LIMITS,
+    assets: nodeAssetLoader(),
+    ...overrides,
+  });
+  const doc = openApiDocument(app);
+  const call = createCaller(app, doc, () => backend.patients.alice.token);
   return { backend, app, doc, call, close: () => backend.close() };
 }
