@@ -1,31 +1,47 @@
 import { badRequest, ContentType, getStatus, isOk, normalizeOperationOutcome } from '@medplum/core';
 import type { FhirRequest, FhirRouter, HttpMethod } from '@medplum/fhir-router';
 import type { Binary, OperationOutcome, Resource } from '@medplum/fhirtypes';
-import type { Context } from 'hono';
+import { withBufferedBody } from '../shared/buffered-body';
 import type { SqliteRepository } from './store/repo';
 
 const FHIR_JSON = 'application/fhir+json; charset=utf-8';
 
+/** One call to the FHIR endpoint, whether it came over HTTP or from a client in this process. */
+export interface FhirCall {
+  method: string;
+  url: URL;
+  /** Header names in lower case. */
+  headers: Record<string, string>;
+  /** The body, read when the method carries one. */
+  body(): Promise<Uint8Array>;
+}
+
 export function outcomeResponse(outcome: OperationOutcome, status = getStatus(outcome)): Response {
-  return new Response(JSON.stringify(outcome), { status, headers: { 'content-type': FHIR_JSON } });
+  return jsonResponse(outcome, status, { 'content-type': FHIR_JSON });
+}
+
+/** JSON as bytes the Response also keeps at hand, so an in-process caller reads them without a stream. */
+function jsonResponse(body: unknown, status: number, headers: Record<string, string>): Response {
+  const bytes = new TextEncoder().encode(JSON.stringify(body));
+  return withBufferedBody(new Response(bytes, { status, headers }), bytes);
 }
 
 /**
  * Reads the request body the way Medplum's server does: FHIR/JSON bodies parsed (malformed JSON is a
  * 400 OperationOutcome), and a raw upload to `Binary` wrapped into a Binary resource.
  */
-async function readBody(c: Context, resourcePath: string, maxBytes: number): Promise<unknown> {
-  const method = c.req.method;
+async function readBody(call: FhirCall, resourcePath: string, maxBytes: number): Promise<unknown> {
+  const method = call.method;
   if (method === 'GET' || method === 'DELETE' || method === 'HEAD') {
     return undefined;
   }
-  const contentType = (c.req.header('content-type') ?? '').split(';')[0].trim().toLowerCase();
+  const contentType = (call.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
   const isJson =
     contentType === '' ||
     contentType === ContentType.JSON ||
     contentType === ContentType.FHIR_JSON ||
     contentType === 'application/json-patch+json';
-  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  const bytes = await call.body();
   if (bytes.byteLength > maxBytes) {
     throw new BodyError(badRequest(`Request body exceeds ${maxBytes} bytes`), 413);
   }
@@ -62,16 +78,16 @@ export class BodyError extends Error {
 
 /** Handles one `/fhir/R4/...` request through Medplum's FhirRouter with the caller's repository. */
 export async function handleFhirRequest(
-  c: Context,
+  call: FhirCall,
   router: FhirRouter,
   repo: SqliteRepository,
   maxBodyBytes: number,
 ): Promise<Response> {
-  const url = new URL(c.req.url);
+  const url = call.url;
   const path = url.pathname.replace(/^\/fhir\/R4\/?/, '');
   let body: unknown;
   try {
-    body = await readBody(c, path, maxBodyBytes);
+    body = await readBody(call, path, maxBodyBytes);
   } catch (err) {
     return err instanceof BodyError
       ? outcomeResponse(err.outcome, err.status)
@@ -82,18 +98,14 @@ export async function handleFhirRequest(
     const existing = query[key];
     query[key] = existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
   }
-  const headers: Record<string, string> = {};
-  c.req.raw.headers.forEach((value, key) => {
-    headers[key] = value;
-  });
   const request: FhirRequest = {
-    method: c.req.method as HttpMethod,
+    method: call.method as HttpMethod,
     url: path + url.search,
     pathname: '',
     body,
     params: {},
     query,
-    headers,
+    headers: call.headers,
     config: { transactions: true },
   };
   const [outcome, resource, options] = await router.handleRequest(request, repo);
@@ -104,14 +116,14 @@ export async function handleFhirRequest(
   if (!resource) {
     return outcomeResponse(outcome, status);
   }
-  return resourceResponse(c, resource, status, options?.contentType);
+  return resourceResponse(call, resource, status, options?.contentType);
 }
 
-function resourceResponse(c: Context, resource: Resource, status: number, contentType?: string): Response {
-  const accept = c.req.header('accept') ?? '';
+function resourceResponse(call: FhirCall, resource: Resource, status: number, contentType?: string): Response {
+  const accept = call.headers.accept ?? '';
   if (
     resource.resourceType === 'Binary' &&
-    c.req.method === 'GET' &&
+    call.method === 'GET' &&
     !accept.includes('fhir+json') &&
     !accept.includes('application/json')
   ) {
@@ -127,7 +139,7 @@ function resourceResponse(c: Context, resource: Resource, status: number, conten
     headers.etag = `W/"${versionId}"`;
   }
   if (status === 201 && resource.id) {
-    headers.location = `${new URL(c.req.url).origin}/fhir/R4/${resource.resourceType}/${resource.id}/_history/${versionId}`;
+    headers.location = `${call.url.origin}/fhir/R4/${resource.resourceType}/${resource.id}/_history/${versionId}`;
   }
-  return new Response(JSON.stringify(resource), { status, headers });
+  return jsonResponse(resource, status, headers);
 }

@@ -3,13 +3,14 @@ import { badRequest, MedplumClient, normalizeOperationOutcome, notFound, Operati
 import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
+import { headerRecord, requestBytes } from '../shared/fetch-parts';
 import { authenticate, systemContext } from './auth/authenticate';
 import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
 import { createAuthRoutes, mintTokenForMembership } from './auth/routes';
 import { BotRunner, registerBotOperations } from './bots/operations';
 import type { CallerContext } from './context';
-import { handleFhirRequest, outcomeResponse } from './fhir-http';
+import { type FhirCall, handleFhirRequest, outcomeResponse } from './fhir-http';
 import { loadFhirSchema } from './schema';
 import { Database } from './store/database';
 import { SqliteRepository } from './store/repo';
@@ -43,6 +44,8 @@ export interface EmbeddedMedplum {
   close(): void;
 }
 
+const FHIR_PATH = '/fhir/R4/';
+
 const SYSTEM_PROJECT: Project = { resourceType: 'Project', id: 'system', name: 'system' };
 
 /**
@@ -69,8 +72,27 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   const authDeps = { systemRepo, key, issuer, now };
 
   const app = new Hono();
-  const fetchImpl = ((input: RequestInfo | URL, init?: RequestInit) =>
-    app.fetch(input instanceof Request ? input : new Request(input, init))) as typeof fetch;
+  // Filled in once the router exists; the in-process fetch below needs it and the bots need the fetch.
+  let serveFhir: (call: FhirCall) => Promise<Response> = async () => outcomeResponse(notFound);
+  /**
+   * In-process fetch. FHIR calls (all but the auth endpoints) go straight to the FHIR handler as plain
+   * values: building a WHATWG Request and passing the app's Response through a stream cost a client in
+   * this process more than Medplum's own work on a short read.
+   */
+  const fetchImpl = ((input: RequestInfo | URL, init?: RequestInit) => {
+    if (typeof input === 'string' || input instanceof URL) {
+      const url = new URL(input);
+      if (url.pathname.startsWith(FHIR_PATH)) {
+        return serveFhir({
+          method: (init?.method ?? 'GET').toUpperCase(),
+          url,
+          headers: headerRecord(init?.headers, true),
+          body: async () => (await requestBytes(init?.body)) ?? new Uint8Array(),
+        });
+      }
+    }
+    return app.fetch(input instanceof Request ? input : new Request(input, init));
+  }) as typeof fetch;
 
   const clientFor = async (membership: ProjectMembership, clientId?: string): Promise<MedplumClient> => {
     const token = await mintTokenForMembership(authDeps, membership, clientId);
@@ -97,6 +119,20 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   const router = new FhirRouter();
   registerBotOperations(router, bots);
 
+  serveFhir = async (call) => {
+    let caller: CallerContext;
+    try {
+      caller = await authenticate(systemRepo, key, issuer, call.headers.authorization, now());
+    } catch (err) {
+      return outcomeResponse(normalizeOperationOutcome(err));
+    }
+    try {
+      return await handleFhirRequest(call, router, systemRepo.withCaller(caller), maxBodyBytes);
+    } catch (err) {
+      return outcomeResponse(err instanceof OperationOutcomeError ? err.outcome : normalizeOperationOutcome(err));
+    }
+  };
+
   app.use('*', async (c, next) => {
     const length = Number(c.req.header('content-length') ?? '0');
     if (length > maxBodyBytes) {
@@ -105,15 +141,17 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     await next();
   });
   app.route('/', createAuthRoutes(authDeps));
-  app.all('/fhir/R4/*', async (c) => {
-    let caller: CallerContext;
-    try {
-      caller = await authenticate(systemRepo, key, issuer, c.req.header('authorization'), now());
-    } catch (err) {
-      return outcomeResponse(normalizeOperationOutcome(err));
-    }
-    const repo = systemRepo.withCaller(caller);
-    return handleFhirRequest(c, router, repo, maxBodyBytes);
+  app.all(`${FHIR_PATH}*`, (c) => {
+    const headers: Record<string, string> = {};
+    c.req.raw.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
+    return serveFhir({
+      method: c.req.method,
+      url: new URL(c.req.url),
+      headers,
+      body: async () => new Uint8Array(await c.req.arrayBuffer()),
+    });
   });
   app.get('/healthcheck', (c) => c.json({ ok: true }));
   app.notFound(() => outcomeResponse(notFound));

@@ -20,8 +20,8 @@ export function medplumForRequest(target: MedplumTarget, accessToken: string, ti
     cacheTime: 0,
     autoBatchTime: 0,
     maxRetries: 0,
+    accessToken,
   });
-  client.setAccessToken(accessToken);
   return client;
 }
 

@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher } from 'undici';
-import { withBufferedBody } from './buffered-body';
+import { withBufferedBody } from '../shared/buffered-body';
+import { headerRecord, requestBytes } from '../shared/fetch-parts';
 
 /**
  * Node only: the gateway's `fetch` to Medplum on undici's keep-alive connection pool (its
@@ -15,12 +16,12 @@ export function pooledFetch(connectionsPerOrigin = 64): typeof fetch {
   return (async (input: RequestInfo | URL, init: RequestInit = {}) => {
     const request = input instanceof Request ? input : undefined;
     const url = new URL(request ? request.url : input.toString());
-    const body = await requestBody(init.body ?? (request?.body ? await request.arrayBuffer() : undefined));
+    const body = await requestBytes(init.body ?? (request?.body ? await request.arrayBuffer() : undefined));
     const answer = await agent.request({
       origin: url.origin,
       path: url.pathname + url.search,
       method: (init.method ?? request?.method ?? 'GET') as Dispatcher.HttpMethod,
-      headers: plainHeaders(init.headers ?? request?.headers),
+      headers: headerRecord(init.headers ?? request?.headers),
       body,
       signal: init.signal ?? request?.signal,
     });
@@ -41,27 +42,4 @@ export function pooledFetch(connectionsPerOrigin = 64): typeof fetch {
     const response = new Response(payload, { status, headers });
     return payload ? withBufferedBody(response, payload) : response;
   }) as typeof fetch;
-}
-
-/** MedplumClient sends a plain record; anything else goes through Headers (names lower-cased). */
-function plainHeaders(init: HeadersInit | undefined): Record<string, string> {
-  if (init && !(init instanceof Headers) && !Array.isArray(init)) {
-    return { ...(init as Record<string, string>) };
-  }
-  const headers: Record<string, string> = {};
-  new Headers(init).forEach((value, name) => {
-    headers[name] = value;
-  });
-  return headers;
-}
-
-/** Strings and bytes go as they are; any other body (Blob, form, stream) is read into bytes first. */
-async function requestBody(body: BodyInit | null | undefined): Promise<string | Uint8Array | undefined> {
-  if (body === null || body === undefined || typeof body === 'string' || body instanceof Uint8Array) {
-    return body ?? undefined;
-  }
-  if (body instanceof ArrayBuffer) {
-    return new Uint8Array(body);
-  }
-  return new Uint8Array(await new Response(body).arrayBuffer());
 }

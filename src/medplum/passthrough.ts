@@ -1,7 +1,7 @@
 import type { MedplumClient } from '@medplum/core';
 import { isOperationOutcome, OperationOutcomeError } from '@medplum/core';
 import { FHIR_JSON } from '../../contracts/common';
-import { bodyBytes } from './buffered-body';
+import { bodyBytes } from '../shared/buffered-body';
 import { UpstreamFailure } from './upstream';
 
 /**
