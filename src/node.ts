@@ -1,4 +1,5 @@
 import { serve } from '@hono/node-server';
+import { stdoutAccessLog } from './access-log-node';
 import { createApp } from './app';
 import { loadConfig } from './config';
 import { nodeAssetLoader } from './docs-assets-node';
@@ -21,7 +22,7 @@ async function main(): Promise<void> {
       projectId: config.remote.projectId,
       limits: config.limits,
       assets: nodeAssetLoader(),
-      log: (entry) => process.stdout.write(`${JSON.stringify(entry)}\n`),
+      log: stdoutAccessLog(),
     });
     serve({ fetch: app.fetch, port: config.port });
     console.log(`Patient Care API on ${config.remote.baseUrl}: http://localhost:${config.port}`);
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
     projectId: medplum.project.id,
     limits: config.limits,
     assets: nodeAssetLoader(),
-    log: (entry) => process.stdout.write(`${JSON.stringify(entry)}\n`),
+    log: stdoutAccessLog(),
   });
   serve({ fetch: app.fetch, port: config.port });
   const baseUrl = config.publicUrl ?? `http://localhost:${config.port}`;

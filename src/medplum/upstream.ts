@@ -16,15 +16,31 @@ export class UpstreamFailure extends Error {
  */
 export function upstreamFetch(base: typeof fetch, timeoutMs: number): typeof fetch {
   return (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const signal = AbortSignal.timeout(timeoutMs);
+    // A timer cleared when the call ends, not AbortSignal.timeout: that one keeps every signal, and
+    // whatever listens to it, alive for the whole timeout after the call is long done.
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(new UpstreamFailure('timeout'));
+      }, timeoutMs);
+    });
     let response: Response;
     try {
-      response = await base(input, { ...init, signal });
+      // The signal cancels a network call; the race holds the deadline for a fetch that cannot be
+      // cancelled (the in-process embedded Medplum).
+      response = await Promise.race([base(input, { ...init, signal: controller.signal }), deadline]);
     } catch (err) {
-      if (signal.aborted || (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))) {
+      if (
+        controller.signal.aborted ||
+        (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))
+      ) {
         throw new UpstreamFailure('timeout');
       }
       throw new UpstreamFailure('unavailable');
+    } finally {
+      clearTimeout(timer);
     }
     if (response.status >= 500) {
       throw new UpstreamFailure(

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import { stdoutAccessLog } from '../../src/access-log-node';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { DEMO_PATIENTS, demoDefinition } from '../../src/provision/demo';
@@ -24,7 +25,7 @@ if (process.env.GATEWAY_PORT) {
     issuer: baseUrl,
     projectId: medplum.project.id,
     limits: DEFAULT_LIMITS,
-    log: (entry) => process.stdout.write(`${JSON.stringify(entry)}\n`),
+    log: stdoutAccessLog(),
   });
   serve({ fetch: gateway.fetch, port: Number(process.env.GATEWAY_PORT), hostname: '127.0.0.1' });
 }

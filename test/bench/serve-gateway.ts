@@ -1,4 +1,5 @@
 import { serve } from '@hono/node-server';
+import { stdoutAccessLog } from '../../src/access-log-node';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
 import { pooledFetch } from '../../src/medplum/node-fetch';
 
@@ -19,7 +20,7 @@ process.once('message', (message) => {
     issuer: target.medplumBaseUrl,
     projectId: target.projectId,
     limits: DEFAULT_LIMITS,
-    log: (entry) => process.stdout.write(`${JSON.stringify(entry)}\n`),
+    log: stdoutAccessLog(),
   });
   const server = serve({ fetch: app.fetch, port: target.port, hostname: '127.0.0.1' });
   server.once('listening', () => {

@@ -91,11 +91,16 @@ const record = (request: Request, response: Response): Response => {
   return response;
 };
 
+/** A fetch that cannot be cancelled, like the in-process embedded Medplum: the deadline must still hold. */
+const uncancellable = ((input: RequestInfo | URL, init?: RequestInit) =>
+  fetch(input, { ...init, signal: undefined })) as typeof fetch;
+
 // Both ways the gateway reaches a remote Medplum: the platform fetch (Workers, default) and the
-// pooled undici fetch of the Node entry.
+// pooled undici fetch of the Node entry; and one that ignores cancellation.
 describe.each([
   ['platform fetch', REMOTE, undefined],
   ['pooled undici fetch, over a socket', BRIDGE, pooledFetch()],
+  ['a fetch that ignores cancellation', REMOTE, uncancellable],
 ])('faults of a remote Medplum (%s)', (_name, baseUrl, fetchImpl) => {
   beforeAll(async () => {
     app = appFor(baseUrl, fetchImpl);
