@@ -15,8 +15,14 @@ export function headerRecord(init: HeadersInit | undefined, lowerCase = false): 
     });
     return headers;
   }
-  for (const [name, value] of Array.isArray(init) ? init : Object.entries(init)) {
-    headers[lowerCase ? name.toLowerCase() : name] = value;
+  if (Array.isArray(init)) {
+    for (const [name, value] of init) {
+      headers[lowerCase ? name.toLowerCase() : name] = value;
+    }
+    return headers;
+  }
+  for (const name in init) {
+    headers[lowerCase ? name.toLowerCase() : name] = init[name];
   }
   return headers;
 }
