@@ -55,7 +55,7 @@ const PINNING: Partial<Record<Layout, { load: string; medplum: string; gateway: 
   'medplum-own-cpu': { load: '0', medplum: '1', gateway: '0' },
 };
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const CONNECTIONS = 32;
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
