@@ -95,11 +95,12 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   const fetchImpl = ((input: RequestInfo | URL, init?: RequestInit) => {
     if (typeof input === 'string' || input instanceof URL) {
       const url = new URL(input);
-      if (url.pathname.startsWith(FHIR_PATH)) {
+      const headers = url.pathname.startsWith(FHIR_PATH) ? headerRecord(init?.headers, true) : undefined;
+      if (headers && bodyGoesAsItIs(init?.body, headers)) {
         return serveFhir({
           method: (init?.method ?? 'GET').toUpperCase(),
           url,
-          headers: headerRecord(init?.headers, true),
+          headers,
           body: async () => (await requestBytes(init?.body)) ?? new Uint8Array(),
         });
       }
@@ -172,4 +173,17 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
       db.close();
     },
   };
+}
+
+/**
+ * No body, or text or bytes with their type stated: what the in-process fetch hands over as it is.
+ * Any other body (a form, a Blob, a stream, or one without a type) takes the standard path, where
+ * fetch's own rules decide its bytes and its Content-Type.
+ */
+function bodyGoesAsItIs(body: BodyInit | null | undefined, headers: Record<string, string>): boolean {
+  if (body === undefined || body === null) {
+    return true;
+  }
+  const typed = headers['content-type'] !== undefined;
+  return typed && (typeof body === 'string' || body instanceof Uint8Array || body instanceof ArrayBuffer);
 }

@@ -135,4 +135,18 @@ describe('Binary', () => {
     const asFhir = await backend.admin.readResource('Binary', id);
     expect(Buffer.from(asFhir.data as string, 'base64')).toEqual(Buffer.from(bytes));
   });
+
+  it('a body sent without a type is typed the way fetch types it, in process as over HTTP', async () => {
+    const upload = async (body: BodyInit) => {
+      const created = await backend.fetch(new URL('fhir/R4/Binary', backend.baseUrl), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${backend.admin.getAccessToken()}` },
+        body,
+      });
+      expect(created.status).toBe(201);
+      return ((await created.json()) as { contentType: string }).contentType;
+    };
+    expect(await upload('plain words')).toBe('text/plain');
+    expect(await upload(new Blob([new Uint8Array([137, 80, 78, 71])], { type: 'image/png' }))).toBe('image/png');
+  });
 });
