@@ -1,3 +1,4 @@
+import { constants } from 'node:os';
 import { serve } from '@hono/node-server';
 import { stdoutAccessLog } from './access-log-node';
 import { createApp } from './app';
@@ -13,6 +14,10 @@ import { SYSTEMS } from './shared/systems';
  * infrastructure. Prints the base URL and a ready token for a demo patient.
  */
 async function main(): Promise<void> {
+  // Stop through 'exit', so that pending access-log lines are written.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => process.exit(128 + constants.signals[signal]));
+  }
   const config = loadConfig(process.env);
   if (config.remote) {
     // A real Medplum: the gateway alone (provision it first with `npm run provision`).

@@ -3,7 +3,7 @@ import { badRequest, MedplumClient, normalizeOperationOutcome, notFound, Operati
 import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
-import { headerRecord, requestBytes } from '../shared/fetch-parts';
+import { headerRecord, requestBytes } from '../shared/fetch-init';
 import { authenticate, systemContext } from './auth/authenticate';
 import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
@@ -45,6 +45,8 @@ export interface EmbeddedMedplum {
 }
 
 const FHIR_PATH = '/fhir/R4/';
+/** Methods the in-process fetch hands over itself; HEAD (no body in the answer) and the rest go through Hono. */
+const PLAIN_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
 const SYSTEM_PROJECT: Project = { resourceType: 'Project', id: 'system', name: 'system' };
 
@@ -95,10 +97,12 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   const fetchImpl = ((input: RequestInfo | URL, init?: RequestInit) => {
     if (typeof input === 'string' || input instanceof URL) {
       const url = new URL(input);
-      const headers = url.pathname.startsWith(FHIR_PATH) ? headerRecord(init?.headers, true) : undefined;
-      if (headers && bodyGoesAsItIs(init?.body, headers)) {
+      const method = (init?.method ?? 'GET').toUpperCase();
+      const headers =
+        url.pathname.startsWith(FHIR_PATH) && PLAIN_METHODS.has(method) ? headerRecord(init?.headers, true) : undefined;
+      if (headers && passesUnchanged(method, init?.body, headers)) {
         return serveFhir({
-          method: (init?.method ?? 'GET').toUpperCase(),
+          method,
           url,
           headers,
           body: async () => (await requestBytes(init?.body)) ?? new Uint8Array(),
@@ -176,14 +180,16 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
 }
 
 /**
- * No body, or text or bytes with their type stated: what the in-process fetch hands over as it is.
- * Any other body (a form, a Blob, a stream, or one without a type) takes the standard path, where
- * fetch's own rules decide its bytes and its Content-Type.
+ * The in-process fetch hands a call over as it is when it has no body, or text or bytes with their
+ * type stated (on a method that may carry one). Anything else (a form, a Blob, a stream, a body with
+ * no type, a body on GET) takes the standard path, where fetch's own rules decide its bytes, its
+ * Content-Type, or that it is refused.
  */
-function bodyGoesAsItIs(body: BodyInit | null | undefined, headers: Record<string, string>): boolean {
+function passesUnchanged(method: string, body: BodyInit | null | undefined, headers: Record<string, string>): boolean {
   if (body === undefined || body === null) {
     return true;
   }
   const typed = headers['content-type'] !== undefined;
-  return typed && (typeof body === 'string' || body instanceof Uint8Array || body instanceof ArrayBuffer);
+  const bytesOrText = typeof body === 'string' || body instanceof Uint8Array || body instanceof ArrayBuffer;
+  return method !== 'GET' && typed && bytesOrText;
 }

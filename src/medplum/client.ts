@@ -36,11 +36,11 @@ class ServerMedplumClient extends MedplumClient {}
 Object.defineProperty(ServerMedplumClient.prototype, 'setupStorageListener', { value: () => undefined });
 
 /**
- * The token as it is. MedplumClient decodes the JWT twice when given one (for its expiry, to refresh
- * early, and for a login claim, to resume a browser session): work the gateway has already done on
- * the verified token, and nothing a per-request client uses, since it neither refreshes nor keeps a
- * session. Medplum's own field is set; were it renamed, every call would go out without a token and
- * fail as 401, which the tests would show at once.
+ * The token as it is. MedplumClient decodes the JWT twice when given one: for its expiry, to refresh
+ * early, and for a login claim, which only its profile refresh (`auth/me`) reads. A per-request
+ * client does neither, and the gateway has already verified and decoded the token. Medplum's own
+ * field is set; were it renamed, every call would go out without a token and fail as 401, which the
+ * tests would show at once.
  */
 Object.defineProperty(ServerMedplumClient.prototype, 'setAccessToken', {
   value(this: { accessToken?: string }, token: string) {

@@ -1,6 +1,6 @@
 import { Agent, type Dispatcher } from 'undici';
 import { withBufferedBody } from '../shared/buffered-body';
-import { headerRecord, requestBytes } from '../shared/fetch-parts';
+import { headerRecord, requestBytes } from '../shared/fetch-init';
 
 /**
  * Node only: the gateway's `fetch` to Medplum on undici's keep-alive connection pool (its

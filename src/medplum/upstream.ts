@@ -1,6 +1,7 @@
 import { getStatus, isOperationOutcome, OperationOutcomeError } from '@medplum/core';
 import type { OperationOutcome } from '@medplum/fhirtypes';
 import { ApiError } from '../errors';
+import { hasBufferedBody, withBufferedBody } from '../shared/buffered-body';
 
 /** Thrown by the gateway's fetch when Medplum itself failed; never a client mistake. */
 export class UpstreamFailure extends Error {
@@ -16,8 +17,8 @@ export class UpstreamFailure extends Error {
  */
 export function upstreamFetch(base: typeof fetch, timeoutMs: number): typeof fetch {
   return (async (input: RequestInfo | URL, init?: RequestInit) => {
-    // A timer cleared when the call ends, not AbortSignal.timeout: that one keeps every signal, and
-    // whatever listens to it, alive for the whole timeout after the call is long done.
+    // A timer cleared when the call ends, not AbortSignal.timeout: that one stays armed for the
+    // whole timeout, keeping the signal and the fetch's listeners on it alive long after the call.
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -29,8 +30,8 @@ export function upstreamFetch(base: typeof fetch, timeoutMs: number): typeof fet
     let response: Response;
     try {
       // The signal cancels a network call; the race holds the deadline for a fetch that cannot be
-      // cancelled (the in-process embedded Medplum).
-      response = await Promise.race([base(input, { ...init, signal: controller.signal }), deadline]);
+      // cancelled (the in-process embedded Medplum, whose work may still complete after it).
+      response = await Promise.race([whole(base(input, { ...init, signal: controller.signal })), deadline]);
     } catch (err) {
       if (
         controller.signal.aborted ||
@@ -53,6 +54,29 @@ export function upstreamFetch(base: typeof fetch, timeoutMs: number): typeof fet
     }
     return response;
   }) as typeof fetch;
+}
+
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+/**
+ * The answer with its body read whole, inside the deadline: a fetch that hands over the headers
+ * first (the platform's) would otherwise leave a body that stalls after them without a deadline.
+ */
+async function whole(answer: Promise<Response>): Promise<Response> {
+  const response = await answer;
+  if (hasBufferedBody(response)) {
+    return response;
+  }
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  if (NULL_BODY_STATUSES.has(response.status)) {
+    return new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers });
+  }
+  const copy = new Response(bytes, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  return withBufferedBody(copy, bytes);
 }
 
 function isBinary(input: RequestInfo | URL): boolean {

@@ -133,6 +133,27 @@ describe.each([
     expect(res.ms).toBeLessThan(TIMEOUT_MS + 1_000);
   });
 
+  it('a body that stalls after its headers is 504 upstream_timeout within the configured timeout', async () => {
+    server.use(
+      http.get(
+        profile,
+        () =>
+          new HttpResponse(
+            new ReadableStream({
+              start(controller) {
+                controller.enqueue(new TextEncoder().encode('{"resourceType":"Pat'));
+              },
+            }),
+            { status: 200, headers: { 'content-type': 'application/fhir+json' } },
+          ),
+      ),
+    );
+    const res = await call('GET', '/v1/patient/profile');
+    expect(res.status).toBe(504);
+    expect(res.body.error.code).toBe('upstream_timeout');
+    expect(res.ms).toBeLessThan(TIMEOUT_MS + 1_000);
+  });
+
   it('a refused connection is 503 upstream_unavailable', async () => {
     server.use(http.get(profile, () => HttpResponse.error()));
     const res = await call('GET', '/v1/patient/profile');

@@ -3,28 +3,33 @@
  * no WHATWG Request is built, which on Node costs more than the rest of a short call.
  */
 
-/** Header names and values as a record; names lower-cased when asked (HTTP names are case-blind). */
+/**
+ * Header names and values as a record. A plain record (what MedplumClient and jose send) is read
+ * directly: values trimmed as Headers trims them, names lower-cased when asked, a name given twice
+ * joined as Headers joins it. Anything else (Headers, pairs, a Map) goes through Headers itself.
+ */
 export function headerRecord(init: HeadersInit | undefined, lowerCase = false): Record<string, string> {
   const headers: Record<string, string> = {};
   if (!init) {
     return headers;
   }
-  if (init instanceof Headers) {
-    init.forEach((value, name) => {
+  if (Array.isArray(init) || !isPlainRecord(init)) {
+    new Headers(init).forEach((value, name) => {
       headers[name] = value;
     });
     return headers;
   }
-  if (Array.isArray(init)) {
-    for (const [name, value] of init) {
-      headers[lowerCase ? name.toLowerCase() : name] = value;
-    }
-    return headers;
-  }
   for (const name in init) {
-    headers[lowerCase ? name.toLowerCase() : name] = init[name];
+    const key = lowerCase ? name.toLowerCase() : name;
+    const value = String(init[name]).trim();
+    headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
   }
   return headers;
+}
+
+function isPlainRecord(init: HeadersInit): init is Record<string, string> {
+  const prototype = Object.getPrototypeOf(init);
+  return prototype === Object.prototype || prototype === null;
 }
 
 /** A request body as bytes: strings encoded, bytes as they are, anything else (Blob, form, stream) read. */
