@@ -85,6 +85,7 @@ async function call(method: string, path: string) {
 }
 
 const profile = `${REMOTE}fhir/R4/Patient/remote-patient-1`;
+const STALLED_BODY = JSON.stringify({ resourceType: 'Patient', id: 'remote-patient-1' });
 /** Notes the call, then answers with `response`. */
 const record = (request: Request, response: Response): Response => {
   calls.push(`${request.method} ${new URL(request.url).pathname}`);
@@ -141,10 +142,14 @@ describe.each([
           new HttpResponse(
             new ReadableStream({
               start(controller) {
-                controller.enqueue(new TextEncoder().encode('{"resourceType":"Pat'));
+                controller.enqueue(new TextEncoder().encode(STALLED_BODY.slice(0, 20)));
               },
             }),
-            { status: 200, headers: { 'content-type': 'application/fhir+json' } },
+            // A stated length: the rest is due, and never comes.
+            {
+              status: 200,
+              headers: { 'content-type': 'application/fhir+json', 'content-length': String(STALLED_BODY.length) },
+            },
           ),
       ),
     );
