@@ -1,4 +1,4 @@
-import { badRequest, ContentType, getStatus, isOk, normalizeOperationOutcome } from '@medplum/core';
+import { badRequest, ContentType, getStatus, isOk, isOperationOutcome, OperationOutcomeError } from '@medplum/core';
 import type { FhirRequest, FhirRouter, HttpMethod } from '@medplum/fhir-router';
 import type { Binary, OperationOutcome, Resource } from '@medplum/fhirtypes';
 import { withBufferedBody } from '../shared/buffered-body';
@@ -18,6 +18,23 @@ export interface FhirCall {
 
 export function outcomeResponse(outcome: OperationOutcome, status = getStatus(outcome)): Response {
   return jsonResponse(outcome, status, { 'content-type': FHIR_JSON });
+}
+
+/** What a failure inside this server says: nothing of its own message, which may hold patient data. */
+const INTERNAL_ERROR: OperationOutcome = {
+  resourceType: 'OperationOutcome',
+  issue: [{ severity: 'error', code: 'exception', details: { text: 'Internal server error' } }],
+};
+
+/**
+ * A thrown error as an answer: an OperationOutcome (a refusal, or the caller's mistake) as it is;
+ * anything else is this server failing, a 500 without the error's text, as on Medplum's server.
+ */
+export function thrownResponse(err: unknown): Response {
+  if (err instanceof OperationOutcomeError) {
+    return outcomeResponse(err.outcome);
+  }
+  return isOperationOutcome(err) ? outcomeResponse(err) : outcomeResponse(INTERNAL_ERROR, 500);
 }
 
 /** JSON as bytes the Response also keeps at hand, so an in-process caller reads them without a stream. */
@@ -89,9 +106,7 @@ export async function handleFhirRequest(
   try {
     body = await readBody(call, path, maxBodyBytes);
   } catch (err) {
-    return err instanceof BodyError
-      ? outcomeResponse(err.outcome, err.status)
-      : outcomeResponse(normalizeOperationOutcome(err));
+    return err instanceof BodyError ? outcomeResponse(err.outcome, err.status) : thrownResponse(err);
   }
   const query: Record<string, string | string[]> = {};
   for (const [key, value] of url.searchParams) {

@@ -1,5 +1,5 @@
 import type { WithId } from '@medplum/core';
-import { badRequest, MedplumClient, normalizeOperationOutcome, notFound, OperationOutcomeError } from '@medplum/core';
+import { badRequest, MedplumClient, notFound } from '@medplum/core';
 import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
@@ -9,8 +9,7 @@ import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
 import { createAuthRoutes, mintTokenForMembership } from './auth/routes';
 import { BotRunner, registerBotOperations } from './bots/operations';
-import type { CallerContext } from './context';
-import { type FhirCall, handleFhirRequest, outcomeResponse } from './fhir-http';
+import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
 import { loadFhirSchema } from './schema';
 import { Database } from './store/database';
 import { SqliteRepository } from './store/repo';
@@ -77,16 +76,11 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   // The bots' operations are registered on it below: the bots need the in-process fetch, which needs it.
   const router = new FhirRouter();
   const serveFhir = async (call: FhirCall): Promise<Response> => {
-    let caller: CallerContext;
     try {
-      caller = await authenticate(systemRepo, key, issuer, call.headers.authorization, now());
-    } catch (err) {
-      return outcomeResponse(normalizeOperationOutcome(err));
-    }
-    try {
+      const caller = await authenticate(systemRepo, key, issuer, call.headers.authorization, now());
       return await handleFhirRequest(call, router, systemRepo.withCaller(caller), maxBodyBytes);
     } catch (err) {
-      return outcomeResponse(err instanceof OperationOutcomeError ? err.outcome : normalizeOperationOutcome(err));
+      return thrownResponse(err);
     }
   };
   /**
@@ -158,10 +152,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   });
   app.get('/healthcheck', (c) => c.json({ ok: true }));
   app.notFound(() => outcomeResponse(notFound));
-  app.onError((err) => {
-    const outcome = err instanceof OperationOutcomeError ? err.outcome : normalizeOperationOutcome(err);
-    return outcomeResponse(outcome);
-  });
+  app.onError(thrownResponse);
 
   return {
     fetch: fetchImpl,

@@ -1,5 +1,5 @@
 import type { WithId } from '@medplum/core';
-import { OperationOutcomeError, unauthorized } from '@medplum/core';
+import { isGone, isNotFound, OperationOutcomeError, unauthorized } from '@medplum/core';
 import type { Login, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { buildAccessPolicy } from '../access/policy';
 import type { CallerContext } from '../context';
@@ -50,11 +50,11 @@ export async function authenticate(
 }
 
 export async function contextForLogin(systemRepo: SqliteRepository, loginId: string): Promise<CallerContext> {
-  const login = await systemRepo.readResource<Login>('Login', loginId).catch(() => undefined);
+  const login = await systemRepo.readResource<Login>('Login', loginId).catch(missingAsUndefined);
   if (!login || login.revoked || !login.membership) {
     throw new OperationOutcomeError(unauthorized);
   }
-  const membership = await systemRepo.readReference<ProjectMembership>(login.membership).catch(() => undefined);
+  const membership = await systemRepo.readReference<ProjectMembership>(login.membership).catch(missingAsUndefined);
   if (!membership || membership.active === false) {
     throw new OperationOutcomeError(unauthorized);
   }
@@ -66,4 +66,12 @@ export async function contextForLogin(systemRepo: SqliteRepository, loginId: str
     profile: membership.profile,
     accessPolicy: await buildAccessPolicy(systemRepo, project as WithId<Project>, membership),
   };
+}
+
+/** A login or membership that is not there is a 401; the store failing is not the caller's doing. */
+function missingAsUndefined(err: unknown): undefined {
+  if (err instanceof OperationOutcomeError && (isNotFound(err.outcome) || isGone(err.outcome))) {
+    return undefined;
+  }
+  throw err;
 }

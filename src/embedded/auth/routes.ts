@@ -1,13 +1,6 @@
 import { createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
 import type { WithId } from '@medplum/core';
-import {
-  badRequest,
-  createReference,
-  getReferenceString,
-  normalizeOperationOutcome,
-  OperationOutcomeError,
-  unauthorized,
-} from '@medplum/core';
+import { badRequest, createReference, getReferenceString, OperationOutcomeError, unauthorized } from '@medplum/core';
 import type {
   ClientApplication,
   Login,
@@ -19,7 +12,7 @@ import type {
 } from '@medplum/fhirtypes';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
-import { outcomeResponse } from '../fhir-http';
+import { thrownResponse } from '../fhir-http';
 import type { SqliteRepository } from '../store/repo';
 import { authenticate, contextForLogin } from './authenticate';
 import type { SigningKey } from './keys';
@@ -52,7 +45,7 @@ async function respond(c: Context, work: () => Promise<unknown>): Promise<Respon
   try {
     return c.json(await work());
   } catch (err) {
-    return outcomeResponse(err instanceof OperationOutcomeError ? err.outcome : normalizeOperationOutcome(err));
+    return thrownResponse(err);
   }
 }
 
