@@ -138,18 +138,14 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     await next();
   });
   app.route('/', createAuthRoutes(authDeps));
-  app.all(`${FHIR_PATH}*`, (c) => {
-    const headers: Record<string, string> = {};
-    c.req.raw.headers.forEach((value, name) => {
-      headers[name] = value;
-    });
-    return serveFhir({
+  app.all(`${FHIR_PATH}*`, (c) =>
+    serveFhir({
       method: c.req.method,
       url: new URL(c.req.url),
-      headers,
+      headers: headerRecord(c.req.raw.headers),
       body: async () => new Uint8Array(await c.req.arrayBuffer()),
-    });
-  });
+    }),
+  );
   app.get('/healthcheck', (c) => c.json({ ok: true }));
   app.notFound(() => outcomeResponse(notFound));
   app.onError(thrownResponse);

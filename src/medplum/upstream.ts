@@ -32,11 +32,9 @@ export function upstreamFetch(base: typeof fetch, timeoutMs: number): typeof fet
       // The signal cancels a network call; the race holds the deadline for a fetch that cannot be
       // cancelled (the in-process embedded Medplum, whose work may still complete after it).
       response = await Promise.race([whole(base(input, { ...init, signal: controller.signal })), deadline]);
-    } catch (err) {
-      if (
-        controller.signal.aborted ||
-        (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))
-      ) {
+    } catch {
+      // Only the deadline aborts the call, so an aborted signal is the one sign of a timeout.
+      if (controller.signal.aborted) {
         throw new UpstreamFailure('timeout');
       }
       throw new UpstreamFailure('unavailable');
@@ -56,21 +54,16 @@ export function upstreamFetch(base: typeof fetch, timeoutMs: number): typeof fet
   }) as typeof fetch;
 }
 
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
-
 /**
  * The answer with its body read whole, inside the deadline: a fetch that hands over the headers
  * first (the platform's) would otherwise leave a body that stalls after them without a deadline.
  */
 async function whole(answer: Promise<Response>): Promise<Response> {
   const response = await answer;
-  if (hasBufferedBody(response)) {
+  if (hasBufferedBody(response) || response.body === null) {
     return response;
   }
   const bytes = new Uint8Array(await response.arrayBuffer());
-  if (NULL_BODY_STATUSES.has(response.status)) {
-    return new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers });
-  }
   const copy = new Response(bytes, {
     status: response.status,
     statusText: response.statusText,

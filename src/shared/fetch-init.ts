@@ -14,7 +14,7 @@ export function headerRecord(init: HeadersInit | undefined, lowerCase = false): 
     return headers;
   }
   if (Array.isArray(init) || !isPlainRecord(init)) {
-    new Headers(init).forEach((value, name) => {
+    (init instanceof Headers ? init : new Headers(init)).forEach((value, name) => {
       headers[name] = value;
     });
     return headers;
