@@ -4,14 +4,13 @@ import { stdoutAccessLog } from './access-log-node';
 import { createApp } from './app';
 import { loadConfig } from './config';
 import { nodeAssetLoader } from './docs-assets-node';
-import { launchEmbeddedMedplum } from './embedded/launch';
+import { startMedplumThread } from './embedded/thread';
 import { pooledFetch } from './medplum/node-fetch';
-import { DEMO_PATIENTS, demoDefinition } from './provision/demo';
-import { SYSTEMS } from './shared/systems';
+import { DEMO_PATIENTS } from './provision/demo';
 
 /**
- * `npm start`: the gateway on the embedded Medplum with the demo tenants, one process, no
- * infrastructure. Prints the base URL and a ready token for a demo patient.
+ * `npm start`: the gateway on the embedded Medplum with the demo tenants, one process (Medplum on a
+ * thread of its own), no infrastructure. Prints the base URL and a ready token for a demo patient.
  */
 async function main(): Promise<void> {
   // Stop through 'exit', so that pending access-log lines are written.
@@ -33,29 +32,23 @@ async function main(): Promise<void> {
     console.log(`Patient Care API on ${config.remote.baseUrl}: http://localhost:${config.port}`);
     return;
   }
-  const medplum = await launchEmbeddedMedplum({
-    dbPath: config.embeddedDb,
-    baseUrl: config.medplumBaseUrl,
-    definition: demoDefinition(),
+  const medplum = await startMedplumThread({ dbPath: config.embeddedDb, baseUrl: config.medplumBaseUrl });
+  medplum.stopped.then((err) => {
+    // Without its Medplum the gateway can answer nothing but 503s: stop, and say why.
+    console.error(`The embedded Medplum stopped${err ? `: ${err.message}` : ''}`);
+    process.exit(1);
   });
   const app = createApp({
     medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
     issuer: medplum.baseUrl,
-    projectId: medplum.project.id,
+    projectId: medplum.projectId,
     limits: config.limits,
     assets: nodeAssetLoader(),
     log: stdoutAccessLog(),
   });
   serve({ fetch: app.fetch, port: config.port });
   const baseUrl = config.publicUrl ?? `http://localhost:${config.port}`;
-  const tokens: Record<string, string> = {};
-  for (const demo of DEMO_PATIENTS) {
-    const patient = await medplum.admin.searchOne('Patient', { identifier: `${SYSTEMS.demoPatient}|${demo.key}` });
-    const membership = await medplum.admin.searchOne('ProjectMembership', { profile: `Patient/${patient?.id}` });
-    if (membership) {
-      tokens[demo.key] = (await medplum.clientFor(membership)).getAccessToken() as string;
-    }
-  }
+  const tokens = medplum.demoTokens;
   const [first] = DEMO_PATIENTS;
   console.log(`
 Patient Care API on the embedded Medplum (demo data: ${DEMO_PATIENTS.map((p) => `${p.key}@${p.tenant}`).join(', ')})

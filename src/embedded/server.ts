@@ -3,7 +3,7 @@ import { badRequest, MedplumClient, notFound } from '@medplum/core';
 import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
-import { headerRecord, requestBytes } from '../shared/fetch-init';
+import { headerRecord, passesAsIs, requestBytes } from '../shared/fetch-init';
 import { authenticate, systemContext } from './auth/authenticate';
 import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
@@ -94,7 +94,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
       const method = (init?.method ?? 'GET').toUpperCase();
       const headers =
         url.pathname.startsWith(FHIR_PATH) && PLAIN_METHODS.has(method) ? headerRecord(init?.headers, true) : undefined;
-      if (headers && passesUnchanged(method, init?.body, headers)) {
+      if (headers && passesAsIs(method, init?.body, headers)) {
         return serveFhir({
           method,
           url,
@@ -164,19 +164,4 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
       db.close();
     },
   };
-}
-
-/**
- * The in-process fetch hands a call over as it is when it has no body, or text or bytes with their
- * type stated (on a method that may carry one). Anything else (a form, a Blob, a stream, a body with
- * no type, a body on GET) takes the standard path, where fetch's own rules decide its bytes, its
- * Content-Type, or that it is refused.
- */
-function passesUnchanged(method: string, body: BodyInit | null | undefined, headers: Record<string, string>): boolean {
-  if (body === undefined || body === null) {
-    return true;
-  }
-  const typed = headers['content-type'] !== undefined;
-  const bytesOrText = typeof body === 'string' || body instanceof Uint8Array || body instanceof ArrayBuffer;
-  return method !== 'GET' && typed && bytesOrText;
 }

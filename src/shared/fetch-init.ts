@@ -33,7 +33,7 @@ function isPlainRecord(init: HeadersInit): init is Record<string, string> {
 }
 
 /** A request body as bytes: strings encoded, bytes as they are, anything else (Blob, form, stream) read. */
-export async function requestBytes(body: BodyInit | null | undefined): Promise<Uint8Array | undefined> {
+export async function requestBytes(body: BodyInit | null | undefined): Promise<Uint8Array<ArrayBuffer> | undefined> {
   if (body === null || body === undefined) {
     return undefined;
   }
@@ -41,10 +41,30 @@ export async function requestBytes(body: BodyInit | null | undefined): Promise<U
     return new TextEncoder().encode(body);
   }
   if (body instanceof Uint8Array) {
-    return body;
+    // A view on shared memory is copied: the bytes sent must not change under the receiver.
+    return body.buffer instanceof ArrayBuffer ? (body as Uint8Array<ArrayBuffer>) : new Uint8Array(body);
   }
   if (body instanceof ArrayBuffer) {
     return new Uint8Array(body);
   }
   return new Uint8Array(await new Response(body).arrayBuffer());
+}
+
+/**
+ * Whether a transport of our own may take a call as it is: no body, or text or bytes with their type
+ * stated, on a method that may carry one. Anything else (a form, a Blob, a stream, a body with no
+ * type, a body on GET) takes the standard path, where fetch's own rules decide its bytes, its
+ * Content-Type, or that it is refused. `headers` as from `headerRecord(..., true)`.
+ */
+export function passesAsIs(
+  method: string,
+  body: BodyInit | null | undefined,
+  headers: Record<string, string>,
+): boolean {
+  if (body === undefined || body === null) {
+    return true;
+  }
+  const typed = headers['content-type'] !== undefined;
+  const bytesOrText = typeof body === 'string' || body instanceof Uint8Array || body instanceof ArrayBuffer;
+  return method !== 'GET' && typed && bytesOrText;
 }

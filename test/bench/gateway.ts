@@ -11,8 +11,8 @@ export interface LoadResult {
 }
 
 /**
- * CPU time per request, µs (user + system), of each process, over the gateway rounds; the backend
- * also over the direct rounds. In-process, the backend's figure includes the gateway's work.
+ * CPU time per request, µs (user + system), over the gateway rounds; Medplum's also over the direct
+ * rounds. In `same-thread`, Medplum's figure includes the gateway's work.
  */
 export interface CpuPerRequest {
   gateway?: number;
@@ -44,10 +44,12 @@ export interface LayoutResult {
  *   the direct rounds too;
  * - `medplum-own-cpu`: Medplum alone on CPU 1; the gateway shares CPU 0 with the load generator;
  * - `shared`: the same processes on every CPU, so the gateway takes CPU from Medplum;
- * - `in-process`: one process, the gateway calling the embedded Medplum in memory, as `npm start`.
- * Each server process is single-threaded, so in the direct rounds Medplum has one CPU at most.
+ * - `npm-start`: one process as `npm start` runs it: the gateway on the main thread, Medplum on a
+ *   thread of its own (which also serves the direct rounds' HTTP);
+ * - `same-thread`: one process, the gateway and Medplum on one thread (how the tests run them).
+ * Medplum is single-threaded, so in the direct rounds it has one CPU at most.
  */
-export type Layout = 'gateway-own-cpu' | 'medplum-own-cpu' | 'shared' | 'in-process';
+export type Layout = 'gateway-own-cpu' | 'medplum-own-cpu' | 'shared' | 'npm-start' | 'same-thread';
 
 /** CPUs (taskset lists) of the load generator, Medplum and the gateway, per pinned layout. */
 const PINNING: Partial<Record<Layout, { load: string; medplum: string; gateway: string }>> = {
@@ -103,16 +105,30 @@ function start<T>(script: string, env: Record<string, string>, cpuList?: string)
   return { child, ready };
 }
 
-/** CPU time (user + system, µs) a helper process has used so far, asked over IPC. */
-function cpuOf(child: ChildProcess): Promise<number> {
+/** CPU time (user + system, µs) used so far by the gateway and by Medplum in a helper, asked over IPC. */
+interface CpuSoFar {
+  gateway: number;
+  medplum: number;
+}
+
+function cpuOf(child: ChildProcess | undefined): Promise<CpuSoFar> {
+  if (!child) {
+    return Promise.resolve({ gateway: 0, medplum: 0 });
+  }
   return new Promise((resolve) => {
     child.once('message', (usage) => {
-      const { user, system } = usage as { user: number; system: number };
-      resolve(user + system);
+      const { gateway = 0, medplum = 0 } = usage as Partial<CpuSoFar>;
+      resolve({ gateway, medplum });
     });
     child.send('cpu');
   });
 }
+
+/** The helper processes of each layout that has one beyond serve-embedded's plain Medplum. */
+const HELPERS: Partial<Record<Layout, { script: string; env: Record<string, string> }>> = {
+  'npm-start': { script: 'test/bench/serve-npm-start.ts', env: { PORT: '18103', GATEWAY_PORT: '18080' } },
+  'same-thread': { script: 'test/bench/serve-embedded.ts', env: { PORT: '18103', GATEWAY_PORT: '18080' } },
+};
 
 async function load(url: string, token: string, seconds: number): Promise<{ result: LoadResult; requests: number }> {
   const result = await autocannon({
@@ -147,16 +163,14 @@ interface EmbeddedInfo {
  */
 export async function runGatewayBench(seconds: number, layout: Layout): Promise<LayoutResult> {
   const pinning = PINNING[layout];
-  const inProcess = layout === 'in-process';
+  const oneProcess = HELPERS[layout];
   if (pinning) {
     pinSelf(pinning.load);
   }
-  const embedded = start<EmbeddedInfo>(
-    'test/bench/serve-embedded.ts',
-    inProcess ? { PORT: '18103', GATEWAY_PORT: '18080' } : { PORT: '18103' },
-    pinning?.medplum,
-  );
-  const gateway = inProcess ? undefined : start<string>('test/bench/serve-gateway.ts', {}, pinning?.gateway);
+  const embedded = oneProcess
+    ? start<EmbeddedInfo>(oneProcess.script, oneProcess.env)
+    : start<EmbeddedInfo>('test/bench/serve-embedded.ts', { PORT: '18103' }, pinning?.medplum);
+  const gateway = oneProcess ? undefined : start<string>('test/bench/serve-gateway.ts', {}, pinning?.gateway);
   try {
     const info = await embedded.ready;
     if (gateway) {
@@ -164,7 +178,11 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
       gateway.child.send({ medplumBaseUrl: info.baseUrl, projectId: info.projectId, port: 18080 });
       await new Promise((resolve) => gateway.child.once('message', resolve));
     }
-    const gatewayCpu = async () => (gateway ? cpuOf(gateway.child) : 0);
+    // Both servers' CPU so far: the gateway's and Medplum's, wherever each runs.
+    const cpuNow = async (): Promise<CpuSoFar> => {
+      const [a, b] = await Promise.all([cpuOf(gateway?.child), cpuOf(embedded.child)]);
+      return { gateway: a.gateway + b.gateway, medplum: a.medplum + b.medplum };
+    };
     const pairs = [
       {
         name: 'record-plane read',
@@ -190,20 +208,20 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
       let requests = 0;
       let directRequests = 0;
       for (let round = 0; round < ROUNDS; round++) {
-        const d0 = await cpuOf(embedded.child);
+        const d0 = await cpuNow();
         const direct = await load(pair.direct, info.token, seconds);
-        const [g0, b0] = await Promise.all([gatewayCpu(), cpuOf(embedded.child)]);
+        const c0 = await cpuNow();
         const l0 = process.cpuUsage();
         const viaGateway = await load(pair.gateway, info.token, seconds);
         const l1 = process.cpuUsage(l0);
-        const [g1, b1] = await Promise.all([gatewayCpu(), cpuOf(embedded.child)]);
+        const c1 = await cpuNow();
         directRounds.push(direct.result);
         gatewayRounds.push(viaGateway.result);
         throughputRatios.push(viaGateway.result.requestsPerSecond / direct.result.requestsPerSecond);
         p99Ratios.push(viaGateway.result.p99 / direct.result.p99);
-        cpu.gateway += g1 - g0;
-        cpu.backend += b1 - b0;
-        cpu.backendDirect += b0 - d0;
+        cpu.gateway += c1.gateway - c0.gateway;
+        cpu.backend += c1.medplum - c0.medplum;
+        cpu.backendDirect += c0.medplum - d0.medplum;
         directRequests += direct.requests;
         cpu.loadGenerator += l1.user + l1.system;
         requests += viaGateway.requests;
@@ -215,7 +233,7 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
         throughputRatio: median(throughputRatios),
         p99Ratio: median(p99Ratios),
         cpuPerRequest: {
-          gateway: gateway ? cpu.gateway / requests : undefined,
+          gateway: layout === 'same-thread' ? undefined : cpu.gateway / requests,
           backend: cpu.backend / requests,
           backendDirect: cpu.backendDirect / directRequests,
           loadGenerator: cpu.loadGenerator / requests,

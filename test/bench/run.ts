@@ -15,7 +15,8 @@ const LAYOUT_TITLES: Record<Layout, string> = {
   'gateway-own-cpu': 'gateway alone on CPU 0; Medplum + load generator on CPU 1 (both rounds)',
   'medplum-own-cpu': 'Medplum alone on CPU 1; gateway + load generator on CPU 0',
   shared: 'gateway, Medplum and load generator on every CPU (the gateway takes CPU from Medplum)',
-  'in-process': 'one process: the gateway on the in-process embedded Medplum, as `npm start`',
+  'npm-start': 'one process, as `npm start`: the gateway on the main thread, Medplum on a thread of its own',
+  'same-thread': 'one process, one thread: the gateway calling the embedded Medplum in memory (as the tests do)',
 };
 
 async function main(): Promise<void> {
@@ -23,8 +24,8 @@ async function main(): Promise<void> {
   const layouts: Layout[] = process.env.BENCH_LAYOUTS
     ? (process.env.BENCH_LAYOUTS.split(',') as Layout[])
     : canPin()
-      ? ['medplum-own-cpu', 'shared', 'in-process']
-      : ['shared', 'in-process'];
+      ? ['medplum-own-cpu', 'shared', 'npm-start']
+      : ['shared', 'npm-start'];
   for (const layout of layouts) {
     const { pairs } = await runGatewayBench(seconds, layout);
     console.log(`## Gateway vs direct: ${LAYOUT_TITLES[layout]}`);

@@ -8,8 +8,8 @@ import { SYSTEMS } from '../../src/shared/systems';
 
 /**
  * Bench helper process: the embedded Medplum on its own port; reports where it is and a demo token
- * over IPC. With GATEWAY_PORT it also serves the gateway in this same process on the in-process
- * Medplum, as `npm start` runs it.
+ * over IPC. With GATEWAY_PORT it also serves the gateway on this same thread, calling Medplum in
+ * memory (the `same-thread` layout; `npm start` gives Medplum a thread of its own).
  */
 const port = Number(process.env.PORT ?? 0);
 const probe = serve({ fetch: () => new Response(), port, hostname: '127.0.0.1' });
@@ -36,5 +36,8 @@ const client = await medplum.clientFor(membership as NonNullable<typeof membersh
 
 process.on('SIGINT', () => process.exit(0));
 // The bench asks for this process's CPU time over IPC.
-process.on('message', () => process.send?.(process.cpuUsage()));
+process.on('message', () => {
+  const usage = process.cpuUsage();
+  process.send?.({ medplum: usage.user + usage.system });
+});
 process.send?.({ baseUrl, projectId: medplum.project.id, patientId: patient?.id, token: client.getAccessToken() });

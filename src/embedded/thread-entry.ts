@@ -1,0 +1,78 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { serve } from '@hono/node-server';
+import { DEMO_PATIENTS, demoDefinition } from '../provision/demo';
+import { bodyBytes } from '../shared/buffered-body';
+import { SYSTEMS } from '../shared/systems';
+import { type LaunchedMedplum, launchEmbeddedMedplum } from './launch';
+import type { MedplumThreadOptions, ThreadReply, ThreadRequest } from './thread';
+
+/** The embedded Medplum's thread (see `thread.ts`): starts it with the demo data, then answers calls. */
+async function main(): Promise<void> {
+  const port = parentPort;
+  if (!port) {
+    throw new Error('thread-entry runs as a worker thread (startMedplumThread)');
+  }
+  const options = workerData as MedplumThreadOptions;
+  const medplum = await launchEmbeddedMedplum({
+    dbPath: options.dbPath,
+    baseUrl: options.baseUrl,
+    definition: demoDefinition(),
+  });
+  if (options.httpPort !== undefined) {
+    const server = serve({ fetch: medplum.app.fetch, port: options.httpPort, hostname: '127.0.0.1' });
+    await new Promise((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  }
+  const reply = (message: ThreadReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
+
+  port.on('message', (request: ThreadRequest) => {
+    if (request.kind === 'cpu') {
+      const usage = process.threadCpuUsage();
+      reply({ kind: 'cpu', id: request.id, micros: usage.user + usage.system });
+      return;
+    }
+    answer(medplum, request).then(
+      ([message, transfer]) => reply(message, transfer),
+      () => reply({ kind: 'failed', id: request.id }),
+    );
+  });
+  reply({ kind: 'ready', projectId: medplum.project.id, demoTokens: await demoTokens(medplum) });
+}
+
+async function answer(
+  medplum: LaunchedMedplum,
+  request: Extract<ThreadRequest, { kind: 'fetch' }>,
+): Promise<[ThreadReply, ArrayBuffer[]]> {
+  const response = await medplum.fetch(request.url, {
+    method: request.method,
+    headers: request.headers,
+    body: request.body,
+  });
+  const body = await bodyBytes(response);
+  const headers: [string, string][] = [];
+  response.headers.forEach((value, name) => {
+    headers.push([name, value]);
+  });
+  // Hand the bytes over rather than copy them, unless they are a view on a larger buffer.
+  const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
+  return [
+    { kind: 'response', id: request.id, status: response.status, statusText: response.statusText, headers, body },
+    whole ? [body.buffer] : [],
+  ];
+}
+
+async function demoTokens(medplum: LaunchedMedplum): Promise<Record<string, string>> {
+  const tokens: Record<string, string> = {};
+  for (const demo of DEMO_PATIENTS) {
+    const patient = await medplum.admin.searchOne('Patient', { identifier: `${SYSTEMS.demoPatient}|${demo.key}` });
+    const membership = await medplum.admin.searchOne('ProjectMembership', { profile: `Patient/${patient?.id}` });
+    if (membership) {
+      tokens[demo.key] = (await medplum.clientFor(membership)).getAccessToken() as string;
+    }
+  }
+  return tokens;
+}
+
+main().catch((err: unknown) => {
+  // The starting thread sees this as the thread's error; the message only (no stack in the output).
+  throw new Error(err instanceof Error ? err.message : String(err));
+});

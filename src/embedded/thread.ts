@@ -1,0 +1,209 @@
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { withBufferedBody } from '../shared/buffered-body';
+import { headerRecord, passesAsIs, requestBytes } from '../shared/fetch-init';
+
+/**
+ * `npm start`'s embedded Medplum on a thread of its own, provisioned with the demo tenants.
+ *
+ * Medplum's work per call (auth, access policy, SQLite, JSON) is most of a call's cost, and on one
+ * thread the gateway's work queued behind it. On its own thread Medplum takes a CPU as a real
+ * Medplum has its own hosts; the gateway reaches it with a fetch that passes each call as a message
+ * (plain values and bytes, no HTTP), and Medplum's memory stays out of the gateway's reach.
+ */
+export interface MedplumThreadOptions {
+  /** SQLite file, or ':memory:'. */
+  dbPath: string;
+  /** Medplum's base URL and issuer, ending in `/`. */
+  baseUrl: string;
+  /** Also serve Medplum's HTTP API on this port (127.0.0.1), as a real Medplum does. */
+  httpPort?: number;
+}
+
+export interface MedplumThread {
+  baseUrl: string;
+  projectId: string;
+  /** A token for each demo patient, by key (`alice`, ...). */
+  demoTokens: Record<string, string>;
+  /** Reaches Medplum on its thread: give it to the gateway (`medplum.fetch`). */
+  fetch: typeof fetch;
+  /** CPU time (µs, user + system) that Medplum's thread has used. */
+  cpuUsage(): Promise<number>;
+  /** Settles when the thread has stopped: with the error that stopped it, or undefined after `close()`. */
+  stopped: Promise<Error | undefined>;
+  close(): Promise<void>;
+}
+
+/** Gateway -> Medplum thread. */
+export type ThreadRequest =
+  | {
+      kind: 'fetch';
+      id: number;
+      method: string;
+      url: string;
+      headers: Record<string, string>;
+      body?: Uint8Array<ArrayBuffer>;
+    }
+  | { kind: 'cpu'; id: number };
+
+/** Medplum thread -> gateway. */
+export type ThreadReply =
+  | { kind: 'ready'; projectId: string; demoTokens: Record<string, string> }
+  | {
+      kind: 'response';
+      id: number;
+      status: number;
+      statusText: string;
+      headers: [string, string][];
+      body: Uint8Array<ArrayBuffer>;
+    }
+  | { kind: 'failed'; id: number }
+  | { kind: 'cpu'; id: number; micros: number };
+
+interface Pending {
+  resolve(reply: ThreadReply): void;
+  reject(err: Error): void;
+}
+
+/** Statuses whose Response must have no body. */
+const NULL_BODY = new Set([101, 204, 205, 304]);
+
+export async function startMedplumThread(options: MedplumThreadOptions): Promise<MedplumThread> {
+  // The entry is TypeScript run through tsx, as the rest of `npm start`; set here rather than inherited,
+  // so that the thread starts the same under `tsx`, `node --import tsx` and the test runner, from any
+  // working directory.
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  const worker = new Worker(new URL('./thread-entry.ts', import.meta.url), {
+    workerData: options,
+    execArgv: ['--import', tsx],
+  });
+  const pending = new Map<number, Pending>();
+  let nextId = 0;
+  let stoppedWith: Error | undefined;
+  let running = true;
+  let closing = false;
+
+  const stopped = new Promise<Error | undefined>((resolve) => {
+    worker.once('error', (err) => {
+      stoppedWith = err;
+    });
+    worker.once('exit', (code) => {
+      running = false;
+      if (!closing && code !== 0) {
+        stoppedWith ??= new Error(`the embedded Medplum thread exited with code ${code}`);
+      }
+      for (const call of pending.values()) {
+        call.reject(new TypeError('fetch failed: the embedded Medplum has stopped'));
+      }
+      pending.clear();
+      resolve(stoppedWith);
+    });
+  });
+
+  const ready = new Promise<Extract<ThreadReply, { kind: 'ready' }>>((resolve, reject) => {
+    worker.on('message', (reply: ThreadReply) => {
+      if (reply.kind === 'ready') {
+        resolve(reply);
+        return;
+      }
+      const call = pending.get(reply.id);
+      pending.delete(reply.id);
+      call?.resolve(reply);
+    });
+    stopped.then((err) => reject(err ?? new Error('the embedded Medplum thread stopped while starting')));
+  });
+
+  const send = (request: Omit<ThreadRequest, 'id'>, transfer: ArrayBuffer[], signal?: AbortSignal | null) =>
+    new Promise<ThreadReply>((resolve, reject) => {
+      if (!running) {
+        reject(new TypeError('fetch failed: the embedded Medplum has stopped'));
+        return;
+      }
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const id = nextId++;
+      const onAbort = () => {
+        // Medplum may still finish the call; its reply is then dropped.
+        pending.delete(id);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const settle =
+        <T>(done: (value: T) => void) =>
+        (value: T) => {
+          signal?.removeEventListener('abort', onAbort);
+          done(value);
+        };
+      pending.set(id, { resolve: settle(resolve), reject: settle(reject) });
+      worker.postMessage({ ...request, id } as ThreadRequest, transfer);
+    });
+
+  const threadFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const { call, transfer } = await describe(input, init);
+    const reply = await send(call, transfer, init?.signal ?? (input instanceof Request ? input.signal : undefined));
+    if (reply.kind !== 'response') {
+      throw new TypeError('fetch failed: the embedded Medplum could not answer');
+    }
+    const response = new Response(NULL_BODY.has(reply.status) ? null : reply.body, {
+      status: reply.status,
+      statusText: reply.statusText,
+      headers: reply.headers,
+    });
+    return withBufferedBody(response, reply.body);
+  }) as typeof fetch;
+
+  const started = await ready;
+  return {
+    baseUrl: options.baseUrl,
+    projectId: started.projectId,
+    demoTokens: started.demoTokens,
+    fetch: threadFetch,
+    async cpuUsage() {
+      const reply = await send({ kind: 'cpu' }, []);
+      return reply.kind === 'cpu' ? reply.micros : Number.NaN;
+    },
+    stopped,
+    async close() {
+      closing = true;
+      await worker.terminate();
+    },
+  };
+}
+
+/**
+ * A fetch call as a message: as it is when `passesAsIs`, otherwise through Request, so that fetch's
+ * own rules decide its bytes and its Content-Type. Only bytes made here are transferred: a caller's
+ * buffer stays the caller's.
+ */
+async function describe(
+  input: RequestInfo | URL,
+  init: RequestInit | undefined,
+): Promise<{ call: Omit<Extract<ThreadRequest, { kind: 'fetch' }>, 'id'>; transfer: ArrayBuffer[] }> {
+  const body = init?.body;
+  if (typeof input === 'string' || input instanceof URL) {
+    const method = (init?.method ?? 'GET').toUpperCase();
+    const headers = headerRecord(init?.headers, true);
+    if (passesAsIs(method, body, headers)) {
+      const bytes = await requestBytes(body);
+      return {
+        call: { kind: 'fetch', method, url: String(input), headers, body: bytes },
+        transfer: typeof body === 'string' && bytes ? [bytes.buffer] : [],
+      };
+    }
+  }
+  const request = new Request(input, init);
+  const bytes = request.body ? new Uint8Array(await request.arrayBuffer()) : undefined;
+  return {
+    call: {
+      kind: 'fetch',
+      method: request.method,
+      url: request.url,
+      headers: headerRecord(request.headers),
+      body: bytes,
+    },
+    transfer: bytes ? [bytes.buffer] : [],
+  };
+}

@@ -1,0 +1,32 @@
+import { serve } from '@hono/node-server';
+import { stdoutAccessLog } from '../../src/access-log-node';
+import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { startMedplumThread } from '../../src/embedded/thread';
+import { DEMO_PATIENTS } from '../../src/provision/demo';
+
+/**
+ * Bench helper process, set up as `npm start` sets itself up: the gateway on this thread, the
+ * embedded Medplum on a thread of its own, which here also serves its HTTP API for the direct rounds.
+ */
+const medplumPort = Number(process.env.PORT);
+const baseUrl = `http://127.0.0.1:${medplumPort}/`;
+const medplum = await startMedplumThread({ dbPath: ':memory:', baseUrl, httpPort: medplumPort });
+const gateway = createApp({
+  medplum: { baseUrl, fetch: medplum.fetch },
+  issuer: baseUrl,
+  projectId: medplum.projectId,
+  limits: DEFAULT_LIMITS,
+  log: stdoutAccessLog(),
+});
+const server = serve({ fetch: gateway.fetch, port: Number(process.env.GATEWAY_PORT), hostname: '127.0.0.1' });
+await new Promise((resolve) => server.once('listening', resolve));
+const token = medplum.demoTokens[DEMO_PATIENTS[0].key];
+const patientId = (JSON.parse(atob(token.split('.')[1])) as { profile: string }).profile.split('/')[1];
+
+process.on('SIGINT', () => process.exit(0));
+// The bench asks for each thread's CPU time over IPC.
+process.on('message', async () => {
+  const own = process.threadCpuUsage();
+  process.send?.({ gateway: own.user + own.system, medplum: await medplum.cpuUsage() });
+});
+process.send?.({ baseUrl, projectId: medplum.projectId, patientId, token });
