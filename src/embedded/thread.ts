@@ -138,7 +138,12 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
           done(value);
         };
       pending.set(id, { resolve: settle(resolve), reject: settle(reject) });
-      worker.postMessage({ ...request, id } as ThreadRequest, transfer);
+      try {
+        worker.postMessage({ ...request, id } as ThreadRequest, transfer);
+      } catch (err) {
+        pending.delete(id);
+        settle(reject)(err as Error);
+      }
     });
 
   const threadFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
