@@ -4,7 +4,7 @@ export interface NodeConfig {
   port: number;
   /** Where clients reach the gateway (printed, and used for links); defaults to localhost. */
   publicUrl?: string;
-  /** The embedded Medplum's issuer/base URL (it runs in-process). */
+  /** The embedded Medplum's issuer/base URL (it runs on a thread of this process). */
   medplumBaseUrl: string;
   embeddedDb: string;
   limits: Limits;

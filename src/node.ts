@@ -33,11 +33,6 @@ async function main(): Promise<void> {
     return;
   }
   const medplum = await startMedplumThread({ dbPath: config.embeddedDb, baseUrl: config.medplumBaseUrl });
-  medplum.stopped.then((err) => {
-    // Without its Medplum the gateway can answer nothing but 503s: stop, and say why.
-    console.error(`The embedded Medplum stopped${err ? `: ${err.message}` : ''}`);
-    process.exit(1);
-  });
   const app = createApp({
     medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
     issuer: medplum.baseUrl,
@@ -46,7 +41,15 @@ async function main(): Promise<void> {
     assets: nodeAssetLoader(),
     log: stdoutAccessLog(),
   });
-  serve({ fetch: app.fetch, port: config.port });
+  const server = serve({ fetch: app.fetch, port: config.port });
+  medplum.stopped.then(() => {
+    // Without its Medplum the gateway can answer nothing but 503s. Calls in flight get theirs, then
+    // the process stops. The line says no more: a crash's own text may hold patient data.
+    console.error('The embedded Medplum thread stopped; stopping the gateway.');
+    process.exitCode = 1;
+    server.close();
+    setTimeout(() => process.exit(1), 1_000).unref();
+  });
   const baseUrl = config.publicUrl ?? `http://localhost:${config.port}`;
   const tokens = medplum.demoTokens;
   const [first] = DEMO_PATIENTS;

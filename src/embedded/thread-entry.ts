@@ -30,10 +30,9 @@ async function main(): Promise<void> {
       reply({ kind: 'cpu', id: request.id, micros: usage.user + usage.system });
       return;
     }
-    answer(medplum, request).then(
-      ([message, transfer]) => reply(message, transfer),
-      () => reply({ kind: 'failed', id: request.id }),
-    );
+    answer(medplum, request)
+      .then(([message, transfer]) => reply(message, transfer))
+      .catch(() => reply({ kind: 'failed', id: request.id }));
   });
   reply({ kind: 'ready', projectId: medplum.project.id, demoTokens: await demoTokens(medplum) });
 }
@@ -47,16 +46,18 @@ async function answer(
     headers: request.headers,
     body: request.body,
   });
-  const body = await bodyBytes(response);
+  const bytes = await bodyBytes(response);
   const headers: [string, string][] = [];
   response.headers.forEach((value, name) => {
     headers.push([name, value]);
   });
-  // Hand the bytes over rather than copy them, unless they are a view on a larger buffer.
-  const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
+  // Handed over, not copied. A view on a larger buffer is cut out first: posted as it is, its whole
+  // backing buffer would be copied across.
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+  const body = whole ? bytes : bytes.slice();
   return [
     { kind: 'response', id: request.id, status: response.status, statusText: response.statusText, headers, body },
-    whole ? [body.buffer] : [],
+    [body.buffer],
   ];
 }
 
@@ -73,6 +74,10 @@ async function demoTokens(medplum: LaunchedMedplum): Promise<Record<string, stri
 }
 
 main().catch((err: unknown) => {
-  // The starting thread sees this as the thread's error; the message only (no stack in the output).
-  throw new Error(err instanceof Error ? err.message : String(err));
+  // Start-up only (no patient's call has run yet): the reason, without a stack, then stop.
+  parentPort?.postMessage({
+    kind: 'startFailed',
+    message: err instanceof Error ? err.message : String(err),
+  } satisfies ThreadReply);
+  process.exit(1);
 });

@@ -10,7 +10,8 @@ import { headerRecord, passesAsIs, requestBytes } from '../shared/fetch-init';
  * Medplum's work per call (auth, access policy, SQLite, JSON) is most of a call's cost, and on one
  * thread the gateway's work queued behind it. On its own thread Medplum takes a CPU as a real
  * Medplum has its own hosts; the gateway reaches it with a fetch that passes each call as a message
- * (plain values and bytes, no HTTP), and Medplum's memory stays out of the gateway's reach.
+ * (plain values and bytes, no HTTP). The thread has its own V8 heap, but it shares the process and
+ * its files: this is not a security boundary, Medplum's access policies are.
  */
 export interface MedplumThreadOptions {
   /** SQLite file, or ':memory:'. */
@@ -30,7 +31,7 @@ export interface MedplumThread {
   fetch: typeof fetch;
   /** CPU time (µs, user + system) that Medplum's thread has used. */
   cpuUsage(): Promise<number>;
-  /** Settles when the thread has stopped: with the error that stopped it, or undefined after `close()`. */
+  /** Settles when the thread has stopped: with the error that stopped it, or undefined (`close()`, exit 0). */
   stopped: Promise<Error | undefined>;
   close(): Promise<void>;
 }
@@ -50,6 +51,7 @@ export type ThreadRequest =
 /** Medplum thread -> gateway. */
 export type ThreadReply =
   | { kind: 'ready'; projectId: string; demoTokens: Record<string, string> }
+  | { kind: 'startFailed'; message: string }
   | {
       kind: 'response';
       id: number;
@@ -66,17 +68,21 @@ interface Pending {
   reject(err: Error): void;
 }
 
-/** Statuses whose Response must have no body. */
-const NULL_BODY = new Set([101, 204, 205, 304]);
+/** Statuses whose Response must have no body (101 never comes back from a fetch). */
+const NULL_BODY = new Set([204, 205, 304]);
+
+/** How fetch fails when the other side is not there: TypeError, which callers read as "unreachable". */
+const unreachable = (why: string, cause?: unknown) => new TypeError(`fetch failed: ${why}`, { cause });
 
 export async function startMedplumThread(options: MedplumThreadOptions): Promise<MedplumThread> {
-  // The entry is TypeScript run through tsx, as the rest of `npm start`; set here rather than inherited,
-  // so that the thread starts the same under `tsx`, `node --import tsx` and the test runner, from any
-  // working directory.
+  // The entry is TypeScript run through tsx, as the rest of `npm start`. Under tsx the thread inherits
+  // the process's options (Node's default, which keeps --inspect, --cpu-prof...); elsewhere (the test
+  // runner) it is given tsx alone, found from here, so that any working directory will do.
+  const underTsx = process.execArgv.some((arg) => arg.includes('tsx'));
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   const worker = new Worker(new URL('./thread-entry.ts', import.meta.url), {
     workerData: options,
-    execArgv: ['--import', tsx],
+    ...(underTsx ? {} : { execArgv: ['--import', tsx] }),
   });
   const pending = new Map<number, Pending>();
   let nextId = 0;
@@ -94,7 +100,7 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
         stoppedWith ??= new Error(`the embedded Medplum thread exited with code ${code}`);
       }
       for (const call of pending.values()) {
-        call.reject(new TypeError('fetch failed: the embedded Medplum has stopped'));
+        call.reject(unreachable('the embedded Medplum has stopped'));
       }
       pending.clear();
       resolve(stoppedWith);
@@ -107,6 +113,10 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
         resolve(reply);
         return;
       }
+      if (reply.kind === 'startFailed') {
+        reject(new Error(reply.message));
+        return;
+      }
       const call = pending.get(reply.id);
       pending.delete(reply.id);
       call?.resolve(reply);
@@ -117,7 +127,7 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
   const send = (request: Omit<ThreadRequest, 'id'>, transfer: ArrayBuffer[], signal?: AbortSignal | null) =>
     new Promise<ThreadReply>((resolve, reject) => {
       if (!running) {
-        reject(new TypeError('fetch failed: the embedded Medplum has stopped'));
+        reject(unreachable('the embedded Medplum has stopped'));
         return;
       }
       if (signal?.aborted) {
@@ -142,17 +152,20 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
         worker.postMessage({ ...request, id } as ThreadRequest, transfer);
       } catch (err) {
         pending.delete(id);
-        settle(reject)(err as Error);
+        settle(reject)(unreachable('the call could not be passed to the embedded Medplum', err));
       }
     });
 
   const threadFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const { call, transfer } = await describe(input, init);
-    const reply = await send(call, transfer, init?.signal ?? (input instanceof Request ? input.signal : undefined));
+    // As fetch: the init's signal (null: none) over the Request's own.
+    const signal = init && 'signal' in init ? init.signal : input instanceof Request ? input.signal : undefined;
+    const reply = await send(call, transfer, signal);
     if (reply.kind !== 'response') {
-      throw new TypeError('fetch failed: the embedded Medplum could not answer');
+      throw unreachable('the embedded Medplum could not answer');
     }
-    const response = new Response(NULL_BODY.has(reply.status) ? null : reply.body, {
+    const noBody = NULL_BODY.has(reply.status) || call.method === 'HEAD';
+    const response = new Response(noBody ? null : reply.body, {
       status: reply.status,
       statusText: reply.statusText,
       headers: reply.headers,
@@ -180,8 +193,9 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
 
 /**
  * A fetch call as a message: as it is when `passesAsIs`, otherwise through Request, so that fetch's
- * own rules decide its bytes and its Content-Type. Only bytes made here are transferred: a caller's
- * buffer stays the caller's.
+ * own rules decide its bytes and its Content-Type. The bytes sent are always our own, handed over:
+ * a caller's buffer stays the caller's, and a view is not posted as is (that would copy its whole
+ * backing buffer, such as a Buffer pool slab holding other requests' bytes, to the other thread).
  */
 async function describe(
   input: RequestInfo | URL,
@@ -193,9 +207,10 @@ async function describe(
     const headers = headerRecord(init?.headers, true);
     if (passesAsIs(method, body, headers)) {
       const bytes = await requestBytes(body);
+      const own = typeof body === 'string' ? bytes : bytes?.slice();
       return {
-        call: { kind: 'fetch', method, url: String(input), headers, body: bytes },
-        transfer: typeof body === 'string' && bytes ? [bytes.buffer] : [],
+        call: { kind: 'fetch', method, url: String(input), headers, body: own },
+        transfer: own ? [own.buffer] : [],
       };
     }
   }

@@ -53,7 +53,7 @@ export async function requestBytes(body: BodyInit | null | undefined): Promise<U
 /**
  * Whether a transport of our own may take a call as it is: no body, or text or bytes with their type
  * stated, on a method that may carry one. Anything else (a form, a Blob, a stream, a body with no
- * type, a body on GET) takes the standard path, where fetch's own rules decide its bytes, its
+ * type, a body on GET or HEAD) takes the standard path, where fetch's own rules decide its bytes, its
  * Content-Type, or that it is refused. `headers` as from `headerRecord(..., true)`.
  */
 export function passesAsIs(
@@ -66,5 +66,5 @@ export function passesAsIs(
   }
   const typed = headers['content-type'] !== undefined;
   const bytesOrText = typeof body === 'string' || body instanceof Uint8Array || body instanceof ArrayBuffer;
-  return method !== 'GET' && typed && bytesOrText;
+  return method !== 'GET' && method !== 'HEAD' && typed && bytesOrText;
 }

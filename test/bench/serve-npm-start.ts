@@ -21,7 +21,8 @@ const gateway = createApp({
 const server = serve({ fetch: gateway.fetch, port: Number(process.env.GATEWAY_PORT), hostname: '127.0.0.1' });
 await new Promise((resolve) => server.once('listening', resolve));
 const token = medplum.demoTokens[DEMO_PATIENTS[0].key];
-const patientId = (JSON.parse(atob(token.split('.')[1])) as { profile: string }).profile.split('/')[1];
+const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as { profile: string };
+const patientId = claims.profile.split('/')[1];
 
 process.on('SIGINT', () => process.exit(0));
 // The bench asks for each thread's CPU time over IPC.

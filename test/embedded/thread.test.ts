@@ -84,6 +84,9 @@ describe("the thread's fetch", () => {
     expect(asBytes.status).toBe(201);
     const asBlob = await post(new Blob([body], { type: 'application/fhir+json' }));
     expect(asBlob.status).toBe(201);
+    // The Blob's own type decides how Medplum reads it: as a form, this is no resource.
+    const asForm = await post(new Blob([body], { type: 'application/x-www-form-urlencoded' }));
+    expect(asForm.status).toBe(400);
   });
 
   it('leaves a caller its own bytes', async () => {
@@ -93,15 +96,25 @@ describe("the thread's fetch", () => {
     expect(new TextDecoder().decode(body)).toBe(text);
   });
 
-  it('gives up a call whose signal aborts', async () => {
-    const controller = new AbortController();
-    controller.abort(new Error('stop'));
-    await expect(
-      medplum.fetch(new URL('fhir/R4/Patient', BASE_URL), {
+  it('gives up a call whose signal aborts, before or after it is sent, and goes on answering', async () => {
+    const read = (path: string, signal?: AbortSignal) =>
+      medplum.fetch(new URL(`fhir/R4/${path}`, BASE_URL), {
         headers: { authorization: `Bearer ${medplum.demoTokens.alice}` },
-        signal: controller.signal,
-      }),
-    ).rejects.toThrow('stop');
+        signal,
+      });
+    const before = new AbortController();
+    before.abort(new Error('stopped before'));
+    await expect(read('Observation', before.signal)).rejects.toThrow('stopped before');
+
+    const after = new AbortController();
+    const late = read('Observation', after.signal);
+    setImmediate(() => after.abort(new Error('stopped after')));
+    await expect(late).rejects.toThrow('stopped after');
+    // The aborted call's reply, when it comes, is dropped; the next call gets its own.
+    const own = profileOf(medplum.demoTokens.alice);
+    const next = await read(own);
+    expect(next.status).toBe(200);
+    expect(((await next.json()) as Patient).id).toBe(own.split('/')[1]);
   });
 });
 
@@ -112,20 +125,37 @@ describe('when the thread is gone', () => {
     );
   });
 
-  it('the gateway answers 503 upstream_unavailable, and the stop is reported as a clean one', async () => {
+  it('calls in flight and after fail as unreachable: the gateway answers 503, with or without its key set', async () => {
     const second = await startMedplumThread({ dbPath: ':memory:', baseUrl: BASE_URL });
-    const app = createApp({
-      medplum: { baseUrl: second.baseUrl, fetch: second.fetch },
-      issuer: second.baseUrl,
-      projectId: second.projectId,
-      limits: DEFAULT_LIMITS,
-    });
-    const secondCall = createCaller(app, openApiDocument(app), () => second.demoTokens.alice);
-    expect((await secondCall('GET', '/v1/patient/profile')).status).toBe(200);
-    await second.close();
-    expect(await second.stopped).toBeUndefined();
-    const res = await secondCall('GET', '/v1/patient/profile');
-    expect(res.status).toBe(503);
-    expect((res.body as { error: { code: string } }).error.code).toBe('upstream_unavailable');
+    const gatewayOn = (thread: MedplumThread) => {
+      const app = createApp({
+        medplum: { baseUrl: thread.baseUrl, fetch: thread.fetch },
+        issuer: thread.baseUrl,
+        projectId: thread.projectId,
+        limits: DEFAULT_LIMITS,
+      });
+      return createCaller(app, openApiDocument(app), () => thread.demoTokens.alice);
+    };
+    try {
+      const warm = gatewayOn(second);
+      expect((await warm('GET', '/v1/patient/profile')).status).toBe(200);
+
+      const inFlight = second.fetch(new URL('fhir/R4/Observation', BASE_URL), {
+        headers: { authorization: `Bearer ${second.demoTokens.alice}` },
+      });
+      const closing = second.close();
+      await expect(inFlight).rejects.toThrow(TypeError);
+      await closing;
+      expect(await second.stopped).toBeUndefined();
+
+      // A gateway that already holds Medplum's key set, and one that must fetch it first.
+      for (const call of [warm, gatewayOn(second)]) {
+        const res = await call('GET', '/v1/patient/profile');
+        expect(res.status).toBe(503);
+        expect((res.body as { error: { code: string } }).error.code).toBe('upstream_unavailable');
+      }
+    } finally {
+      await second.close();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readFile, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -31,15 +32,24 @@ async function eventually(check: () => Promise<void> | void, ms = 5_000): Promis
 }
 
 let child: ChildProcess | undefined;
-afterAll(() => child?.kill('SIGKILL'));
+let cwd: string | undefined;
+afterAll(async () => {
+  child?.kill('SIGKILL');
+  // It holds live demo tokens.
+  if (cwd) {
+    await rm(cwd, { recursive: true, force: true });
+  }
+});
 
 describe('npm start (src/node.ts)', () => {
-  it('prints a token that reads the demo patient through the gateway, and stops on SIGTERM', async () => {
+  it('prints a token that reads the demo patient through the gateway, and stops on SIGTERM', {
+    timeout: 90_000,
+  }, async () => {
     const port = await freePort();
     // Its own working directory (it writes .data/demo-tokens.json there), with the built bot bundles.
-    const cwd = await mkdtemp(join(tmpdir(), 'patient-care-start-'));
+    cwd = await mkdtemp(join(tmpdir(), 'patient-care-start-'));
     await symlink(resolve('dist'), join(cwd, 'dist'));
-    const tsx = pathToFileURL(resolve('node_modules/tsx/dist/loader.mjs')).href;
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
     child = spawn(process.execPath, ['--import', tsx, resolve('src/node.ts')], {
       cwd,
       env: { ...process.env, PORT: String(port), EMBEDDED_MEDPLUM_DB: ':memory:' },
@@ -83,7 +93,7 @@ describe('npm start (src/node.ts)', () => {
       expect(logLines.join('\n')).not.toContain(token);
     });
     await eventually(async () => {
-      const file = await readFile(join(cwd, '.data', 'demo-tokens.json'), 'utf8');
+      const file = await readFile(join(cwd as string, '.data', 'demo-tokens.json'), 'utf8');
       expect(Object.keys(JSON.parse(file)).sort()).toEqual(['alice', 'bob', 'carol', 'dave']);
     });
 
