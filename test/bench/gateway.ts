@@ -17,6 +17,8 @@ export interface LoadResult {
 export interface CpuPerRequest {
   gateway?: number;
   backend: number;
+  /** `npm-start`: the whole process (both threads plus V8's and libuv's helper threads). */
+  process?: number;
   backendDirect: number;
   loadGenerator: number;
 }
@@ -109,16 +111,18 @@ function start<T>(script: string, env: Record<string, string>, cpuList?: string)
 interface CpuSoFar {
   gateway: number;
   medplum: number;
+  /** The whole process, where the helper runs both (npm-start). */
+  all: number;
 }
 
 function cpuOf(child: ChildProcess | undefined): Promise<CpuSoFar> {
   if (!child) {
-    return Promise.resolve({ gateway: 0, medplum: 0 });
+    return Promise.resolve({ gateway: 0, medplum: 0, all: 0 });
   }
   return new Promise((resolve) => {
     child.once('message', (usage) => {
-      const { gateway = 0, medplum = 0 } = usage as Partial<CpuSoFar>;
-      resolve({ gateway, medplum });
+      const { gateway = 0, medplum = 0, all = 0 } = usage as Partial<CpuSoFar>;
+      resolve({ gateway, medplum, all });
     });
     child.send('cpu');
   });
@@ -181,7 +185,7 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
     // Both servers' CPU so far: the gateway's and Medplum's, wherever each runs.
     const cpuNow = async (): Promise<CpuSoFar> => {
       const [a, b] = await Promise.all([cpuOf(gateway?.child), cpuOf(embedded.child)]);
-      return { gateway: a.gateway + b.gateway, medplum: a.medplum + b.medplum };
+      return { gateway: a.gateway + b.gateway, medplum: a.medplum + b.medplum, all: a.all + b.all };
     };
     const pairs = [
       {
@@ -204,7 +208,7 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
       const gatewayRounds: LoadResult[] = [];
       const throughputRatios: number[] = [];
       const p99Ratios: number[] = [];
-      const cpu = { gateway: 0, backend: 0, backendDirect: 0, loadGenerator: 0 };
+      const cpu = { gateway: 0, backend: 0, process: 0, backendDirect: 0, loadGenerator: 0 };
       let requests = 0;
       let directRequests = 0;
       for (let round = 0; round < ROUNDS; round++) {
@@ -221,6 +225,7 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
         p99Ratios.push(viaGateway.result.p99 / direct.result.p99);
         cpu.gateway += c1.gateway - c0.gateway;
         cpu.backend += c1.medplum - c0.medplum;
+        cpu.process += c1.all - c0.all;
         cpu.backendDirect += c0.medplum - d0.medplum;
         directRequests += direct.requests;
         cpu.loadGenerator += l1.user + l1.system;
@@ -235,6 +240,7 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
         cpuPerRequest: {
           gateway: layout === 'same-thread' ? undefined : cpu.gateway / requests,
           backend: cpu.backend / requests,
+          process: layout === 'npm-start' ? cpu.process / requests : undefined,
           backendDirect: cpu.backendDirect / directRequests,
           loadGenerator: cpu.loadGenerator / requests,
         },

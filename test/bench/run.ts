@@ -43,7 +43,9 @@ async function main(): Promise<void> {
       console.log(
         cpu.gateway === undefined
           ? `  CPU per request: gateway + Medplum process ${us(cpu.backend)} (Medplum alone, direct: ${us(cpu.backendDirect)}), load generator ${us(cpu.loadGenerator)}`
-          : `  CPU per request: gateway ${us(cpu.gateway)}, Medplum ${us(cpu.backend)} (direct: ${us(cpu.backendDirect)}), load generator ${us(cpu.loadGenerator)}`,
+          : cpu.process === undefined
+            ? `  CPU per request: gateway ${us(cpu.gateway)}, Medplum ${us(cpu.backend)} (direct: ${us(cpu.backendDirect)}), load generator ${us(cpu.loadGenerator)}`
+            : `  CPU per request: gateway thread ${us(cpu.gateway)}, Medplum thread ${us(cpu.backend)} (direct: ${us(cpu.backendDirect)}), whole process ${us(cpu.process)}, load generator ${us(cpu.loadGenerator)}`,
       );
       console.log(
         `  ratios (median of paired rounds): throughput ${r.throughputRatio.toFixed(2)}x (target >= 0.8) ${r.throughputRatio >= 0.8 ? 'MET' : 'NOT MET'}; p99 ${r.p99Ratio.toFixed(2)}x (target <= 1.3) ${r.p99Ratio <= 1.3 ? 'MET' : 'NOT MET'}`,
