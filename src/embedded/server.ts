@@ -3,7 +3,7 @@ import { badRequest, MedplumClient, notFound } from '@medplum/core';
 import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
-import { headerRecord, passesAsIs, requestBytes } from '../shared/fetch-init';
+import { headerRecord, plainCall, requestBytes } from '../shared/fetch-init';
 import { authenticate, systemContext } from './auth/authenticate';
 import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
@@ -89,19 +89,14 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
    * stream cost an in-process client some 30-40 µs per call (measured on a patient read).
    */
   const fetchImpl = ((input: RequestInfo | URL, init?: RequestInit) => {
-    if (typeof input === 'string' || input instanceof URL) {
-      const url = new URL(input);
-      const method = (init?.method ?? 'GET').toUpperCase();
-      const headers =
-        url.pathname.startsWith(FHIR_PATH) && PLAIN_METHODS.has(method) ? headerRecord(init?.headers, true) : undefined;
-      if (headers && passesAsIs(method, init?.body, headers)) {
-        return serveFhir({
-          method,
-          url,
-          headers,
-          body: async () => (await requestBytes(init?.body)) ?? new Uint8Array(),
-        });
-      }
+    const call = plainCall(input, init);
+    if (call?.url.pathname.startsWith(FHIR_PATH) && PLAIN_METHODS.has(call.method)) {
+      return serveFhir({
+        method: call.method,
+        url: call.url,
+        headers: call.headers,
+        body: async () => (await requestBytes(call.body)) ?? new Uint8Array(),
+      });
     }
     return app.fetch(input instanceof Request ? input : new Request(input, init));
   }) as typeof fetch;

@@ -1,8 +1,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { serve } from '@hono/node-server';
-import { DEMO_PATIENTS, demoDefinition } from '../provision/demo';
+import { demoDefinition } from '../provision/demo';
 import { bodyBytes } from '../shared/buffered-body';
-import { SYSTEMS } from '../shared/systems';
+import { demoPatientTokens } from './demo-tokens';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from './launch';
 import type { MedplumThreadOptions, ThreadReply, ThreadRequest } from './thread';
 
@@ -34,7 +34,7 @@ async function main(): Promise<void> {
       .then(([message, transfer]) => reply(message, transfer))
       .catch(() => reply({ kind: 'failed', id: request.id }));
   });
-  reply({ kind: 'ready', projectId: medplum.project.id, demoTokens: await demoTokens(medplum) });
+  reply({ kind: 'ready', projectId: medplum.project.id, demoTokens: await demoPatientTokens(medplum) });
 }
 
 async function answer(
@@ -59,18 +59,6 @@ async function answer(
     { kind: 'response', id: request.id, status: response.status, statusText: response.statusText, headers, body },
     [body.buffer],
   ];
-}
-
-async function demoTokens(medplum: LaunchedMedplum): Promise<Record<string, string>> {
-  const tokens: Record<string, string> = {};
-  for (const demo of DEMO_PATIENTS) {
-    const patient = await medplum.admin.searchOne('Patient', { identifier: `${SYSTEMS.demoPatient}|${demo.key}` });
-    const membership = await medplum.admin.searchOne('ProjectMembership', { profile: `Patient/${patient?.id}` });
-    if (membership) {
-      tokens[demo.key] = (await medplum.clientFor(membership)).getAccessToken() as string;
-    }
-  }
-  return tokens;
 }
 
 main().catch((err: unknown) => {

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { withBufferedBody } from '../shared/buffered-body';
-import { headerRecord, passesAsIs, requestBytes } from '../shared/fetch-init';
+import { headerRecord, plainCall, requestBytes } from '../shared/fetch-init';
 
 /**
  * `npm start`'s embedded Medplum on a thread of its own, provisioned with the demo tenants.
@@ -192,7 +192,7 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
 }
 
 /**
- * A fetch call as a message: as it is when `passesAsIs`, otherwise through Request, so that fetch's
+ * A fetch call as a message: as it is when it is a `plainCall`, otherwise through Request, so that fetch's
  * own rules decide its bytes and its Content-Type. The bytes sent are always our own, handed over:
  * a caller's buffer stays the caller's, and a view is not posted as is (that would copy its whole
  * backing buffer, such as a Buffer pool slab holding other requests' bytes, to the other thread).
@@ -201,18 +201,14 @@ async function describe(
   input: RequestInfo | URL,
   init: RequestInit | undefined,
 ): Promise<{ call: Omit<Extract<ThreadRequest, { kind: 'fetch' }>, 'id'>; transfer: ArrayBuffer[] }> {
-  const body = init?.body;
-  if (typeof input === 'string' || input instanceof URL) {
-    const method = (init?.method ?? 'GET').toUpperCase();
-    const headers = headerRecord(init?.headers, true);
-    if (passesAsIs(method, body, headers)) {
-      const bytes = await requestBytes(body);
-      const own = typeof body === 'string' ? bytes : bytes?.slice();
-      return {
-        call: { kind: 'fetch', method, url: String(input), headers, body: own },
-        transfer: own ? [own.buffer] : [],
-      };
-    }
+  const plain = plainCall(input, init);
+  if (plain) {
+    const bytes = await requestBytes(plain.body);
+    const own = typeof plain.body === 'string' ? bytes : bytes?.slice();
+    return {
+      call: { kind: 'fetch', method: plain.method, url: plain.url.href, headers: plain.headers, body: own },
+      transfer: own ? [own.buffer] : [],
+    };
   }
   const request = new Request(input, init);
   const bytes = request.body ? new Uint8Array(await request.arrayBuffer()) : undefined;

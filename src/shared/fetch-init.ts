@@ -50,17 +50,32 @@ export async function requestBytes(body: BodyInit | null | undefined): Promise<U
   return new Uint8Array(await new Response(body).arrayBuffer());
 }
 
+/** A fetch call as plain values, for a transport of our own. Header names in lower case. */
+export interface PlainCall {
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  body: BodyInit | null | undefined;
+}
+
 /**
- * Whether a transport of our own may take a call as it is: no body, or text or bytes with their type
- * stated, on a method that may carry one. Anything else (a form, a Blob, a stream, a body with no
- * type, a body on GET or HEAD) takes the standard path, where fetch's own rules decide its bytes, its
- * Content-Type, or that it is refused. `headers` as from `headerRecord(..., true)`.
+ * The call as plain values when a transport of our own may take it as it is: a URL (not a Request),
+ * and no body, or text or bytes with their type stated, on a method that may carry one. Otherwise
+ * undefined: the call takes the standard path (a form, a Blob, a stream, a body with no type, a body
+ * on GET or HEAD), where fetch's own rules decide its bytes, its Content-Type, or that it is refused.
  */
-export function passesAsIs(
-  method: string,
-  body: BodyInit | null | undefined,
-  headers: Record<string, string>,
-): boolean {
+export function plainCall(input: RequestInfo | URL, init: RequestInit | undefined): PlainCall | undefined {
+  if (typeof input !== 'string' && !(input instanceof URL)) {
+    return undefined;
+  }
+  const method = (init?.method ?? 'GET').toUpperCase();
+  const headers = headerRecord(init?.headers, true);
+  return passesAsIs(method, init?.body, headers)
+    ? { method, url: new URL(input), headers, body: init?.body }
+    : undefined;
+}
+
+function passesAsIs(method: string, body: BodyInit | null | undefined, headers: Record<string, string>): boolean {
   if (body === undefined || body === null) {
     return true;
   }

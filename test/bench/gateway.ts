@@ -153,12 +153,16 @@ async function load(url: string, token: string, seconds: number): Promise<{ resu
   };
 }
 
+/** What a helper reports when ready: where Medplum is, and a demo patient's token. */
 interface EmbeddedInfo {
   baseUrl: string;
   projectId: string;
-  patientId: string;
   token: string;
 }
+
+/** The id of the token's patient (its `profile` claim, `Patient/<id>`). */
+const patientIdOf = (token: string) =>
+  (JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as { profile: string }).profile.split('/')[1];
 
 /**
  * The gateway against the same call made straight to the embedded Medplum over HTTP, in one run,
@@ -177,6 +181,7 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
   const gateway = oneProcess ? undefined : start<string>('test/bench/serve-gateway.ts', {}, pinning?.gateway);
   try {
     const info = await embedded.ready;
+    const patientId = patientIdOf(info.token);
     if (gateway) {
       await gateway.ready;
       gateway.child.send({ medplumBaseUrl: info.baseUrl, projectId: info.projectId, port: 18080 });
@@ -190,13 +195,13 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
     const pairs = [
       {
         name: 'record-plane read',
-        gateway: `http://127.0.0.1:18080/v1/fhir/Patient/${info.patientId}`,
-        direct: `${info.baseUrl}fhir/R4/Patient/${info.patientId}`,
+        gateway: `http://127.0.0.1:18080/v1/fhir/Patient/${patientId}`,
+        direct: `${info.baseUrl}fhir/R4/Patient/${patientId}`,
       },
       {
         name: 'GET /v1/patient/profile',
         gateway: 'http://127.0.0.1:18080/v1/patient/profile',
-        direct: `${info.baseUrl}fhir/R4/Patient/${info.patientId}`,
+        direct: `${info.baseUrl}fhir/R4/Patient/${patientId}`,
       },
     ];
     const results: PairResult[] = [];

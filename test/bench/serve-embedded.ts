@@ -2,9 +2,9 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { stdoutAccessLog } from '../../src/access-log-node';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { demoPatientTokens } from '../../src/embedded/demo-tokens';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { DEMO_PATIENTS, demoDefinition } from '../../src/provision/demo';
-import { SYSTEMS } from '../../src/shared/systems';
 
 /**
  * Bench helper process: the embedded Medplum on its own port; reports where it is and a demo token
@@ -29,10 +29,7 @@ if (process.env.GATEWAY_PORT) {
   });
   serve({ fetch: gateway.fetch, port: Number(process.env.GATEWAY_PORT), hostname: '127.0.0.1' });
 }
-const demo = DEMO_PATIENTS[0];
-const patient = await medplum.admin.searchOne('Patient', { identifier: `${SYSTEMS.demoPatient}|${demo.key}` });
-const membership = await medplum.admin.searchOne('ProjectMembership', { profile: `Patient/${patient?.id}` });
-const client = await medplum.clientFor(membership as NonNullable<typeof membership>);
+const token = (await demoPatientTokens(medplum))[DEMO_PATIENTS[0].key];
 
 process.on('SIGINT', () => process.exit(0));
 // The bench asks for this process's CPU time over IPC.
@@ -40,4 +37,4 @@ process.on('message', () => {
   const usage = process.cpuUsage();
   process.send?.({ medplum: usage.user + usage.system });
 });
-process.send?.({ baseUrl, projectId: medplum.project.id, patientId: patient?.id, token: client.getAccessToken() });
+process.send?.({ baseUrl, projectId: medplum.project.id, token });
