@@ -1,6 +1,6 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Bundle, Consent, Extension } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS } from '../src/shared/systems';
+import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { type AgreementVersion, coordinate, latestVersions } from './lib/agreement-rules';
 import { acceptanceKey, patientAgreements } from './lib/agreements';
 import { requestingPatientId } from './lib/requester';

@@ -7,7 +7,7 @@ import type {
   ProjectMembership,
   Reference,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, TENANT_PARAMETER } from '../src/shared/systems';
+import { EXTENSIONS, TENANT_PARAMETER } from '../contracts/systems';
 import { requestingPatientId } from './lib/requester';
 import { type BotResult, fail } from './lib/result';
 

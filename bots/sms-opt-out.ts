@@ -1,6 +1,6 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Communication, Consent } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS } from '../src/shared/systems';
+import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { inactivateConsents } from './lib/agreements';
 
 /** The standard opt-out keywords (CTIA): the whole message, any case, surrounding spaces ignored. */

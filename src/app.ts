@@ -1,60 +1,21 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { MedplumClient } from '@medplum/core';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit as honoBodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { BEARER } from '../contracts/common';
-import { createTokenVerifier, type SessionClaims, type TokenVerifier } from './auth/verify';
+import type { AccessLogEntry, App, AppDeps, AppEnv, Limits } from './app-env';
+import { createTokenVerifier, type TokenVerifier } from './auth/verify';
 import { ApiError } from './errors';
-import { type MedplumTarget, medplumForRequest } from './medplum/client';
+import { medplumForRequest } from './medplum/client';
 import { toApiError } from './medplum/upstream';
 import { registerAgreementRoutes } from './routes/agreements';
 import { registerConfigRoutes } from './routes/config';
-import { type AssetLoader, registerDocsRoutes } from './routes/docs';
+import { registerDocsRoutes } from './routes/docs';
 import { registerFhirRoutes } from './routes/fhir';
 import { registerPatientRoutes } from './routes/patient';
 
-export interface Limits {
-  /** Largest request body accepted, in bytes. */
-  bodyBytes: number;
-  /** Deadline for each call to Medplum. */
-  upstreamTimeoutMs: number;
-}
-
-export interface AccessLogEntry {
-  requestId: string;
-  method: string;
-  route: string;
-  status: number;
-  durationMs: number;
-}
-
-export interface AppDeps {
-  medplum: MedplumTarget;
-  /** The `iss` of Medplum's tokens (its base URL); its JWKS is `<issuer>.well-known/jwks.json`. */
-  issuer: string;
-  projectId: string;
-  limits: Limits;
-  clock?: () => Date;
-  /** Structured access log sink. Entries never contain bodies, query values, names or tokens. */
-  log?: (entry: AccessLogEntry) => void;
-  /** Serves the API reference page's static files (Node: from disk; Workers: the assets binding). */
-  assets?: AssetLoader;
-  /** Overrides token verification's key source (defaults to the issuer's JWKS through `medplum.fetch`). */
-  verifier?: TokenVerifier;
-}
-
-export interface AppEnv {
-  Variables: {
-    requestId: string;
-    session: SessionClaims;
-    medplum: MedplumClient;
-  };
-}
-
-export type App = OpenAPIHono<AppEnv>;
-
-export const DEFAULT_LIMITS: Limits = { bodyBytes: 1024 * 1024, upstreamTimeoutMs: 10_000 };
+export { DEFAULT_LIMITS } from './app-env';
+export type { AccessLogEntry, App, AppDeps, AppEnv, Limits };
 
 /** Routes that need no session. */
 const PUBLIC_PATHS = new Set(['/v1/config', '/v1/openapi.json', '/']);

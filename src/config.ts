@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS, type Limits } from './app';
+import { DEFAULT_LIMITS, type Limits } from './app-env';
 
 export interface NodeConfig {
   port: number;

@@ -1,5 +1,5 @@
 import type { DocumentReference } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS } from '../../src/shared/systems';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 
 export const AGREEMENT_CATEGORIES = ['terms', 'privacy', 'sms', 'voice', 'state-specific', 'program'] as const;
 export type AgreementCategory = (typeof AGREEMENT_CATEGORIES)[number];

@@ -9,7 +9,7 @@ import type {
   PlanDefinition,
   Task,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS } from '../../src/shared/systems';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import {
   type AgreementRequirement,
   type AgreementVersion,

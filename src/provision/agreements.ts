@@ -1,6 +1,6 @@
 import type { DocumentReference, HealthcareService, Organization, PlanDefinition } from '@medplum/fhirtypes';
 import type { AgreementCategory } from '../../bots/lib/agreement-rules';
-import { EXTENSIONS, SYSTEMS } from '../shared/systems';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { KeyedResource } from './definition';
 import { keyRef } from './definition';
 

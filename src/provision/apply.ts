@@ -10,7 +10,7 @@ import type {
   Resource,
   Subscription,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS } from '../shared/systems';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { ProvisionDefinition } from './definition';
 
 export interface ProvisionReport {

@@ -1,5 +1,5 @@
 import type { AccessPolicy, AccessPolicyResource, Project, Reference, Resource } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS, TENANT_PARAMETER } from '../shared/systems';
+import { EXTENSIONS, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 
 /**
  * A declarative description of everything a Medplum project needs for this platform. Applied

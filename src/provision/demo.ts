@@ -1,5 +1,5 @@
 import type { Observation, Organization, Patient, ProjectMembership, User } from '@medplum/fhirtypes';
-import { SYSTEMS, TENANT_PARAMETER } from '../shared/systems';
+import { SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 import { agreementDocument, DEMO_AGREEMENTS, demoAssessment } from './agreements';
 import type { KeyedResource, ProvisionDefinition } from './definition';
 import { keyRef, platformDefinition, tenantResources } from './definition';

@@ -1,5 +1,5 @@
 import { configRoute } from '../../contracts/patient';
-import type { App, AppDeps } from '../app';
+import type { App, AppDeps } from '../app-env';
 
 export function registerConfigRoutes(app: App, deps: AppDeps): void {
   app.openapi(configRoute, (c) =>

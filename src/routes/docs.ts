@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { App, AppEnv } from '../app';
+import type { App, AppEnv } from '../app-env';
 import { ApiError } from '../errors';
 
 /** A static file of the reference page (swagger-ui-dist), served by the app itself: no CDN. */

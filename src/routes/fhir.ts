@@ -16,7 +16,7 @@ import {
   WRITE_OWNERS,
 } from '../../contracts/fhir';
 import { isCountryCode } from '../../contracts/iso3166';
-import type { App, AppEnv } from '../app';
+import type { App, AppEnv } from '../app-env';
 import { ApiError, notFound } from '../errors';
 import { readThrough } from '../medplum/passthrough';
 import { fhirResponse, routeResponse } from './respond';

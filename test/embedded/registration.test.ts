@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { MedplumClient } from '@medplum/core';
 import type { Bundle, HealthcareService, Patient, ProjectMembership } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../src/shared/systems';
+import { SYSTEMS } from '../../contracts/systems';
 import { startTestBackend, type TestBackend } from '../support/backend';
 
 let backend: TestBackend;

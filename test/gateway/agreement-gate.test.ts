@@ -1,6 +1,6 @@
 import type { CarePlan } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../src/shared/systems';
+import { SYSTEMS } from '../../contracts/systems';
 import { deployFixtureBot } from '../support/bots';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 

@@ -1,7 +1,7 @@
 import type { Communication, Consent } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isOptOut } from '../../bots/sms-opt-out';
-import { SYSTEMS } from '../../src/shared/systems';
+import { SYSTEMS } from '../../contracts/systems';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 let gw: TestGateway;

@@ -3,7 +3,7 @@ import type { Patient, ProjectMembership } from '@medplum/fhirtypes';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from '../../src/embedded/launch';
 import type { EmbeddedMedplumOptions } from '../../src/embedded/server';
 import { DEMO_PATIENTS, demoDefinition } from '../../src/provision/demo';
-import { SYSTEMS } from '../../src/shared/systems';
+import { SYSTEMS } from '../../contracts/systems';
 
 export interface DemoActor {
   key: string;

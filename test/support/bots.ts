@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { WithId } from '@medplum/core';
 import type { AccessPolicy, Bot } from '@medplum/fhirtypes';
 import { buildBot } from '../../scripts/bot-build';
-import { SYSTEMS } from '../../src/shared/systems';
+import { SYSTEMS } from '../../contracts/systems';
 import type { TestBackend } from './backend';
 
 /** Builds a fixture bot exactly like production bots (same esbuild options). */

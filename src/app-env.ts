@@ -1,0 +1,51 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { MedplumClient } from '@medplum/core';
+import type { SessionClaims, TokenVerifier } from './auth/verify';
+import type { MedplumTarget } from './medplum/client';
+import type { AssetLoader } from './routes/docs';
+
+/**
+ * The gateway's types: what `createApp` needs and what every route sees. Route modules take them
+ * from here, never from app.ts (which imports the routes).
+ */
+export interface Limits {
+  /** Largest request body accepted, in bytes. */
+  bodyBytes: number;
+  /** Deadline for each call to Medplum. */
+  upstreamTimeoutMs: number;
+}
+
+export interface AccessLogEntry {
+  requestId: string;
+  method: string;
+  route: string;
+  status: number;
+  durationMs: number;
+}
+
+export interface AppDeps {
+  medplum: MedplumTarget;
+  /** The `iss` of Medplum's tokens (its base URL); its JWKS is `<issuer>.well-known/jwks.json`. */
+  issuer: string;
+  projectId: string;
+  limits: Limits;
+  clock?: () => Date;
+  /** Structured access log sink. Entries never contain bodies, query values, names or tokens. */
+  log?: (entry: AccessLogEntry) => void;
+  /** Serves the API reference page's static files (Node: from disk; Workers: the assets binding). */
+  assets?: AssetLoader;
+  /** Overrides token verification's key source (defaults to the issuer's JWKS through `medplum.fetch`). */
+  verifier?: TokenVerifier;
+}
+
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+    session: SessionClaims;
+    medplum: MedplumClient;
+  };
+}
+
+export type App = OpenAPIHono<AppEnv>;
+
+export const DEFAULT_LIMITS: Limits = { bodyBytes: 1024 * 1024, upstreamTimeoutMs: 10_000 };
