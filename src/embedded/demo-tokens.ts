@@ -1,5 +1,5 @@
-import { DEMO_PATIENTS } from '../provision/demo';
 import { SYSTEMS } from '../../contracts/systems';
+import { DEMO_PATIENTS } from '../provision/demo';
 import type { LaunchedMedplum } from './launch';
 
 /** A freshly minted token for each demo patient, by key (`alice`, ...): what `npm start` prints. */

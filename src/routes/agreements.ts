@@ -7,9 +7,9 @@ import {
   WithdrawnSchema,
   withdrawalsRoute,
 } from '../../contracts/agreements';
+import { SYSTEMS } from '../../contracts/systems';
 import type { App, AppEnv } from '../app-env';
 import { callBot } from '../medplum/bots';
-import { SYSTEMS } from '../../contracts/systems';
 
 const bot = (value: string) => ({ system: SYSTEMS.bots, value });
 

@@ -1,8 +1,8 @@
 import { homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
+import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
 import { readThrough } from '../medplum/passthrough';
-import { SYSTEMS } from '../../contracts/systems';
 import { routeResponse } from './respond';
 
 export function registerPatientRoutes(app: App): void {

@@ -1,8 +1,8 @@
 import { OperationOutcomeError } from '@medplum/core';
 import type { Consent, DocumentReference, Patient } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agreementDocument } from '../../src/provision/agreements';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { agreementDocument } from '../../src/provision/agreements';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 let gw: TestGateway;

@@ -1,9 +1,9 @@
 import type { MedplumClient, WithId } from '@medplum/core';
 import type { Patient, ProjectMembership } from '@medplum/fhirtypes';
+import { SYSTEMS } from '../../contracts/systems';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from '../../src/embedded/launch';
 import type { EmbeddedMedplumOptions } from '../../src/embedded/server';
 import { DEMO_PATIENTS, demoDefinition } from '../../src/provision/demo';
-import { SYSTEMS } from '../../contracts/systems';
 
 export interface DemoActor {
   key: string;

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WithId } from '@medplum/core';
 import type { AccessPolicy, Bot } from '@medplum/fhirtypes';
-import { buildBot } from '../../scripts/bot-build';
 import { SYSTEMS } from '../../contracts/systems';
+import { buildBot } from '../../scripts/bot-build';
 import type { TestBackend } from './backend';
 
 /** Builds a fixture bot exactly like production bots (same esbuild options). */

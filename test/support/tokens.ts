@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto';
 import { parseJWTPayload } from '@medplum/core';
 import type { Practitioner, ProjectMembership } from '@medplum/fhirtypes';
 import { generateKeyPair, SignJWT } from 'jose';
-import { issueAccessToken } from '../../src/embedded/auth/tokens';
 import { SYSTEMS } from '../../contracts/systems';
+import { issueAccessToken } from '../../src/embedded/auth/tokens';
 import type { TestBackend } from './backend';
 
 const base64url = (value: string | Buffer) => Buffer.from(value).toString('base64url');
