@@ -11,6 +11,8 @@ export const SYSTEMS = {
   provisioning: `${BASE}/provisioning`,
   tenant: `${BASE}/tenant`,
   demoPatient: `${BASE}/demo-patient`,
+  /** The demo clinician of a tenant: `<demoClinician>|<tenant key>`. */
+  demoClinician: `${BASE}/demo-clinician`,
   /** An agreement's canonical url (DocumentReference.identifier). */
   agreement: `${BASE}/agreement`,
   /** One published version, `url|version` (DocumentReference.masterIdentifier). */

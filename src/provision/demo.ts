@@ -1,4 +1,4 @@
-import type { Observation, Organization, Patient, ProjectMembership, User } from '@medplum/fhirtypes';
+import type { Observation, Organization, Patient, Practitioner, ProjectMembership, User } from '@medplum/fhirtypes';
 import { SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 import { agreementDocument, DEMO_AGREEMENTS, demoAssessment } from './agreements';
 import type { KeyedResource, ProvisionDefinition } from './definition';
@@ -113,6 +113,35 @@ function demoPatientResources(patient: DemoPatient): KeyedResource[] {
   ];
 }
 
+/**
+ * One clinician per demo tenant: a Practitioner in the tenant, signed in through Medplum's app with the
+ * clinician policy and the tenant as its `organization` parameter.
+ */
+function demoClinicianResources(tenant: { key: string; name: string }): KeyedResource[] {
+  const org = keyRef<Organization>(`org-${tenant.key}`);
+  const practitioner: Practitioner = {
+    resourceType: 'Practitioner',
+    meta: { accounts: [org] },
+    identifier: [{ system: SYSTEMS.demoClinician, value: tenant.key }],
+    name: [{ prefix: ['Dr.'], given: ['Demo'], family: `Clinician of ${tenant.name}` }],
+  };
+  const membership: ProjectMembership = {
+    resourceType: 'ProjectMembership',
+    project: keyRef('project'),
+    user: keyRef(`demo-clinician-user-${tenant.key}`),
+    profile: keyRef(`demo-clinician-${tenant.key}`),
+    access: [{ policy: keyRef('policy-clinician'), parameter: [{ name: TENANT_PARAMETER, valueReference: org }] }],
+  };
+  return [
+    {
+      key: `demo-clinician-user-${tenant.key}`,
+      resource: { resourceType: 'User', firstName: 'Demo', lastName: 'Clinician' },
+    },
+    { key: `demo-clinician-${tenant.key}`, resource: practitioner },
+    { key: `demo-clinician-membership-${tenant.key}`, resource: membership },
+  ];
+}
+
 /** The platform definition plus the demo tenants and patients (what `npm start` and the tests use). */
 export function demoDefinition(): ProvisionDefinition {
   return {
@@ -121,6 +150,7 @@ export function demoDefinition(): ProvisionDefinition {
       ...platformDefinition.resources,
       ...DEMO_TENANTS.flatMap((t) => tenantResources(t.key, t.name)),
       ...DEMO_PATIENTS.flatMap(demoPatientResources),
+      ...DEMO_TENANTS.flatMap(demoClinicianResources),
       ...DEMO_AGREEMENTS.map(agreementDocument),
       ...demoAssessment(),
     ],

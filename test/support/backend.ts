@@ -1,9 +1,9 @@
 import type { MedplumClient, WithId } from '@medplum/core';
-import type { Patient, ProjectMembership } from '@medplum/fhirtypes';
+import type { Patient, Practitioner, ProjectMembership } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from '../../src/embedded/launch';
 import type { EmbeddedMedplumOptions } from '../../src/embedded/server';
-import { DEMO_PATIENTS, demoDefinition } from '../../src/provision/demo';
+import { DEMO_PATIENTS, DEMO_TENANTS, demoDefinition } from '../../src/provision/demo';
 
 export interface DemoActor {
   key: string;
@@ -15,8 +15,19 @@ export interface DemoActor {
   token: string;
 }
 
+/** A demo clinician (one per tenant), signed in as Medplum's app would be. */
+export interface DemoClinician {
+  tenant: string;
+  practitioner: WithId<Practitioner>;
+  membership: WithId<ProjectMembership>;
+  medplum: MedplumClient;
+  token: string;
+}
+
 export interface TestBackend extends LaunchedMedplum {
   patients: Record<string, DemoActor>;
+  /** By tenant key: northwind, southridge. */
+  clinicians: Record<string, DemoClinician>;
   /** A fresh client for any membership (practitioner, bot, client application...). */
   login(membership: ProjectMembership): Promise<{ medplum: MedplumClient; token: string }>;
 }
@@ -44,5 +55,17 @@ export async function startTestBackend(options: Partial<EmbeddedMedplumOptions> 
     })) as WithId<ProjectMembership>;
     patients[demo.key] = { key: demo.key, tenant: demo.tenant, patient, membership, ...(await login(membership)) };
   }
-  return { ...backend, patients, login };
+  const clinicians: Record<string, DemoClinician> = {};
+  for (const tenant of DEMO_TENANTS) {
+    const practitioner = (await backend.systemRepo.searchOne<Practitioner>({
+      resourceType: 'Practitioner',
+      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.demoClinician}|${tenant.key}` }],
+    })) as WithId<Practitioner>;
+    const membership = (await backend.systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [{ code: 'profile', operator: 'eq', value: `Practitioner/${practitioner.id}` }],
+    })) as WithId<ProjectMembership>;
+    clinicians[tenant.key] = { tenant: tenant.key, practitioner, membership, ...(await login(membership)) };
+  }
+  return { ...backend, patients, clinicians, login };
 }
