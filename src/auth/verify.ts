@@ -15,11 +15,18 @@ export type TokenVerifier = (token: string) => Promise<SessionClaims>;
 const unauthenticated = (message: string) =>
   new ApiError('unauthenticated', message, undefined, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
 
+/** The algorithms of Medplum's signing keys (RS256 before 2025, then ES256, now ES384); never `none` or HMAC. */
+const MEDPLUM_ALGORITHMS = ['RS256', 'ES256', 'ES384'];
+
+/** Clock skew allowed against Medplum's `nbf`/`exp` (Medplum sets `nbf` to the moment of issue). */
+const CLOCK_TOLERANCE_SECONDS = 30;
+
 /**
- * Verifies Medplum access tokens locally: RS256 only, the issuer's JWKS (cached; fetched again when
- * an unknown `kid` shows up, at most every 30 s), issuer and expiry. Only patient sessions pass;
- * staff, bot and machine tokens are 403. Medplum still checks the login on every forwarded call
- * (a revoked session fails there), so this is the fast first gate, not the only one.
+ * Verifies Medplum access tokens locally: Medplum's algorithms, the issuer's JWKS (cached; fetched
+ * again when an unknown `kid` shows up, at most every 30 s), issuer, expiry (`exp` required), audience
+ * and the access-token shape (`scope`, `login_id`, `profile`). Only patient sessions pass; staff, bot
+ * and machine tokens are 403. Medplum still checks the login on every forwarded call (a revoked
+ * session fails there), so this is the fast first gate, not the only one.
  */
 export function createTokenVerifier(options: {
   issuer: string;
@@ -56,7 +63,9 @@ export function createTokenVerifier(options: {
     try {
       ({ payload } = await jwtVerify(token, jwks, {
         issuer: options.issuer,
-        algorithms: ['RS256'],
+        algorithms: MEDPLUM_ALGORITHMS,
+        requiredClaims: ['exp', 'scope'],
+        clockTolerance: CLOCK_TOLERANCE_SECONDS,
         currentDate: options.clock?.(),
       }));
     } catch (err) {
@@ -67,9 +76,12 @@ export function createTokenVerifier(options: {
         err instanceof errors.JWTExpired ? 'The session has expired' : 'The access token is not valid',
       );
     }
+    if (!issuedForThisApi(payload)) {
+      throw unauthenticated('The access token is not valid');
+    }
     const profile = typeof payload.profile === 'string' ? payload.profile : '';
     const loginId = typeof payload.login_id === 'string' ? payload.login_id : '';
-    if (!profile || !loginId) {
+    if (!profile || !loginId || typeof payload.scope !== 'string') {
       throw unauthenticated('The access token is not a session token');
     }
     const patient = /^Patient\/([A-Za-z0-9\-.]{1,64})$/.exec(profile);
@@ -79,4 +91,19 @@ export function createTokenVerifier(options: {
     const clientId = typeof payload.client_id === 'string' ? payload.client_id : undefined;
     return { session: { profile, patientId: patient[1], loginId, clientId }, expiresAt: (payload.exp ?? 0) * 1000 };
   }
+}
+
+/**
+ * `aud` as Medplum sets it on an access token: its issuer (current Medplum: `aud: issuer` in
+ * packages/server/src/oauth/keys.ts), or, from older servers, the token's own `client_id` (they set
+ * `aud` from `client_id`, so a token issued without a client has neither). One string, never a list.
+ * Any other audience is a token meant for someone else. ID tokens (`aud` = client, no `scope`) and
+ * refresh tokens (no `scope`, no `profile`) fail the shape checks after this one.
+ */
+function issuedForThisApi(payload: JWTPayload): boolean {
+  const clientId = payload.client_id;
+  if (payload.aud === undefined) {
+    return clientId === undefined;
+  }
+  return payload.aud === payload.iss || (typeof clientId === 'string' && payload.aud === clientId);
 }

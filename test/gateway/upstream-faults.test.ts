@@ -20,6 +20,7 @@ const tokenFrom = (issuer: string) =>
   new SignJWT({ login_id: 'login-1', profile: PATIENT, scope: 'openid', client_id: 'app-1' })
     .setProtectedHeader({ alg: 'RS256', kid: 'remote-key' })
     .setIssuer(issuer)
+    .setAudience(issuer)
     .setSubject('user-1')
     .setIssuedAt()
     .setExpirationTime('1h')
