@@ -4,6 +4,12 @@ import { errorResponses, SECURED_STATUSES } from './errors';
 
 export const MAX_COUNT = 100;
 export const DEFAULT_COUNT = 20;
+/**
+ * Largest search query the gateway forwards, in bytes once percent-encoded as sent to Medplum. Medplum
+ * (Node's HTTP server) takes 16 KiB of request line and headers together, the patient's token among
+ * them; 8 KiB leaves room for those and is also the request-line limit of common proxies in front of it.
+ */
+export const MAX_QUERY_BYTES = 8192;
 
 const BundleSchema = z
   .object({
@@ -40,7 +46,9 @@ const SearchQuery = z
       .openapi({ description: 'Paging offset; use the `next` link rather than building it.' }),
   })
   .catchall(z.union([z.string(), z.array(z.string())]))
-  .openapi({ description: 'Standard FHIR search parameters of the type, plus `status` and `_compartment`.' });
+  .openapi({
+    description: `Standard FHIR search parameters of the type, plus \`status\` and \`_compartment\`. At most ${MAX_QUERY_BYTES} bytes once percent-encoded.`,
+  });
 
 const fhirContent = <T extends z.ZodType>(schema: T) => ({ [FHIR_JSON]: { schema } });
 
@@ -53,7 +61,7 @@ export const searchRoute = createRoute({
   operationId: 'fhir.search',
   tags: ['Record plane'],
   summary: "Search the patient's record",
-  description: `Standard FHIR search over the signed-in patient's own record and their organization's catalog. Results of other patients never appear. ${OPERATIONS_NOTE}`,
+  description: `Standard FHIR search over the signed-in patient's own record and their organization's catalog. Results of other patients never appear. The query is forwarded percent-encoded (\`,\` \`:\` \`|\` \`/\` take 3 bytes each); encoded, \`_count\` included, it may be at most ${MAX_QUERY_BYTES} bytes, which the record service accepts with room to spare. A longer query is 400 \`invalid_request\` with \`details.limit\` (bytes). ${OPERATIONS_NOTE}`,
   security: secured,
   request: { params: z.object({ type: ResourceTypeParam }), query: SearchQuery },
   responses: {

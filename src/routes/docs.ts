@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { MAX_QUERY_BYTES } from '../../contracts/fhir';
 import type { App, AppEnv } from '../app-env';
 import { ApiError } from '../errors';
 
@@ -54,7 +55,7 @@ export function openApiDocument(app: App, c?: Context<AppEnv>) {
       { name: 'Session', description: 'Configuration, the signed-in patient and registration.' },
       {
         name: 'Record plane',
-        description: "FHIR R4 reads over the patient's record, and the few patient-authored writes.",
+        description: `FHIR R4 reads over the patient's record, and the few patient-authored writes. A search query may be at most ${MAX_QUERY_BYTES} bytes once percent-encoded.`,
       },
     ],
   });

@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import {
   createQuestionnaireResponseRoute,
   DEFAULT_COUNT,
+  MAX_QUERY_BYTES,
   NO_PATIENT_WRITE,
   PATIENT_METHODS,
   readRoute,
@@ -36,6 +37,14 @@ export function registerFhirRoutes(app: App): void {
     const query = new URLSearchParams(new URL(c.req.url).search);
     if (!query.has('_count')) {
       query.set('_count', String(DEFAULT_COUNT));
+    }
+    // Measured as it will be sent (MedplumClient sends exactly this encoding), not as it came.
+    const forwarded = query.toString().length;
+    if (forwarded > MAX_QUERY_BYTES) {
+      throw new ApiError('invalid_request', `The search query is over ${MAX_QUERY_BYTES} bytes once encoded`, {
+        limit: MAX_QUERY_BYTES,
+        issues: [{ path: '', message: `${forwarded} bytes once percent-encoded; the limit is ${MAX_QUERY_BYTES}` }],
+      });
     }
     const bundle = await c.get('medplum').search(type as Resource['resourceType'], query);
     return fhirResponse(c, rewriteBundle(bundle, c));

@@ -1,13 +1,67 @@
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
 import { parseJWTPayload } from '@medplum/core';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, DEFAULT_LIMITS } from '../../src/app';
 import { createTokenVerifier } from '../../src/auth/verify';
-import { startTestGateway, type TestGateway } from '../support/gateway';
+import { pooledFetch } from '../../src/medplum/node-fetch';
+import { openApiDocument } from '../../src/routes/docs';
+import { startTestBackend, type TestBackend } from '../support/backend';
+import { createCaller, startTestGateway, type TestGateway } from '../support/gateway';
 
 /**
  * Edge hygiene (issue 10, item 4, the gateway's part): what the gateway takes from the network
  * (Host, X-Forwarded-For, User-Agent, the query, the token's claims) is checked before it is used.
  */
+
+describe('queries are forwarded only when Medplum can take them', () => {
+  let backend: TestBackend;
+  let server: ReturnType<typeof serve>;
+  let call: TestGateway['call'];
+
+  beforeAll(async () => {
+    // The embedded Medplum behind Node's HTTP server (16 KiB of request line and headers), as a real one is.
+    let handler: (request: Request) => Response | Promise<Response> = () => new Response(null, { status: 503 });
+    server = serve({ fetch: (request) => handler(request), port: 0, hostname: '127.0.0.1' });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    backend = await startTestBackend({ baseUrl });
+    handler = (request) => backend.app.fetch(request);
+    const app = createApp({
+      medplum: { baseUrl, fetch: pooledFetch() },
+      issuer: baseUrl,
+      projectId: backend.project.id,
+      limits: DEFAULT_LIMITS,
+    });
+    call = createCaller(app, openApiDocument(app), () => backend.patients.alice.token);
+  });
+  afterAll(() => {
+    server?.close();
+    backend?.close();
+  });
+
+  it('a 10 KB _elements query that would grow past the header limit is 400 naming the limit, not 502', async () => {
+    const elements = Array.from({ length: 5_000 }, (_, i) => String.fromCharCode(97 + (i % 26))).join(',');
+    expect(elements.length).toBeGreaterThan(9_900);
+    const res = await call('GET', `/v1/fhir/Observation?_elements=${elements}`);
+    expect(res.status, res.text).toBe(400);
+    expect(res.body).toMatchObject({ error: { code: 'invalid_request', details: { limit: 8192 } } });
+  });
+
+  it('a query just under the limit once encoded reaches Medplum and is answered', async () => {
+    // 8,192 bytes as forwarded: `_count=20&_elements=` + the value, each comma encoded as %2C.
+    const prefix = '_count=20&_elements=';
+    const names: string[] = [];
+    let encoded = prefix.length;
+    while (encoded + 4 <= 8192) {
+      names.push('id');
+      encoded += names.length === 1 ? 2 : 5;
+    }
+    const res = await call('GET', `/v1/fhir/Observation?_elements=${names.join(',')}`);
+    expect(res.status, res.text).toBe(200);
+  });
+});
 
 describe('tokens carry what Medplum issues', () => {
   let gw: TestGateway;
