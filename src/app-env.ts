@@ -1,6 +1,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { MedplumClient } from '@medplum/core';
+import type { Context } from 'hono';
 import type { SessionClaims, TokenVerifier } from './auth/verify';
+import type { Edge } from './edge/request';
 import type { MedplumTarget } from './medplum/client';
 import type { AssetLoader } from './routes/docs';
 
@@ -36,6 +38,16 @@ export interface AppDeps {
   assets?: AssetLoader;
   /** Overrides token verification's key source (defaults to the issuer's JWKS through `medplum.fetch`). */
   verifier?: TokenVerifier;
+  /**
+   * Where clients reach the gateway (`PUBLIC_URL`): every link, the reference page and the document's
+   * `servers` name it, never the Host header. Both entries set it; without it (in-process tests) the
+   * URL a request was made with is used.
+   */
+  publicUrl?: string;
+  /** Proxies whose X-Forwarded-For is believed (`TRUSTED_PROXIES`: IPs or CIDR ranges); default none. */
+  trustedProxies?: readonly string[];
+  /** The connection's peer address: Node's socket, Cloudflare's CF-Connecting-IP. Absent: unknown. */
+  peerAddress?: (c: Context<AppEnv>) => string | undefined;
 }
 
 export interface AppEnv {
@@ -43,6 +55,7 @@ export interface AppEnv {
     requestId: string;
     session: SessionClaims;
     medplum: MedplumClient;
+    edge: Edge;
   };
 }
 

@@ -5,6 +5,7 @@ import { HTTPException } from 'hono/http-exception';
 import { BEARER } from '../contracts/common';
 import type { AccessLogEntry, App, AppDeps, AppEnv, Limits } from './app-env';
 import { createTokenVerifier, type TokenVerifier } from './auth/verify';
+import { createEdge, type Edge } from './edge/request';
 import { ApiError } from './errors';
 import { medplumForRequest } from './medplum/client';
 import { toApiError } from './medplum/upstream';
@@ -30,9 +31,10 @@ export function createApp(deps: AppDeps): App {
       fetch: deps.medplum.fetch,
       clock: deps.clock,
     });
+  const edge = createEdge(deps);
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
-  app.use('*', requestContext(deps));
+  app.use('*', requestContext(deps, edge));
   app.use('*', limitBody(deps.limits.bodyBytes));
   app.use('/v1/*', authenticate(deps, verify));
 
@@ -109,11 +111,12 @@ function validationHook(
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{8,128}$/;
 
-function requestContext(deps: AppDeps): MiddlewareHandler<AppEnv> {
+function requestContext(deps: AppDeps, edge: Edge): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const incoming = c.req.header('x-request-id');
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
     c.set('requestId', requestId);
+    c.set('edge', edge);
     const started = performance.now();
     await next();
     c.res.headers.set('X-Request-Id', requestId);

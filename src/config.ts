@@ -1,9 +1,12 @@
 import { DEFAULT_LIMITS, type Limits } from './app-env';
+import { trustedProxyList } from './edge/client-address';
 
 export interface NodeConfig {
   port: number;
-  /** Where clients reach the gateway (printed, and used for links); defaults to localhost. */
-  publicUrl?: string;
+  /** Where clients reach the gateway: printed, and named by every link; defaults to localhost. */
+  publicUrl: string;
+  /** Proxies whose X-Forwarded-For is believed (IPs or CIDR ranges); none by default. */
+  trustedProxies: string[];
   /** The embedded Medplum's issuer/base URL (it runs on a thread of this process). */
   medplumBaseUrl: string;
   embeddedDb: string;
@@ -29,7 +32,8 @@ export function loadConfig(env: Record<string, string | undefined>): NodeConfig 
       ? { baseUrl: remoteBaseUrl, issuer: env.MEDPLUM_ISSUER ?? remoteBaseUrl, projectId: env.PROJECT_ID as string }
       : undefined,
     port,
-    publicUrl: env.PUBLIC_URL,
+    publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,
+    trustedProxies: trustedProxyList(env.TRUSTED_PROXIES),
     medplumBaseUrl: env.MEDPLUM_BASE_URL ?? 'http://embedded.medplum.local/',
     embeddedDb: env.EMBEDDED_MEDPLUM_DB ?? '.data/embedded-medplum.sqlite',
     limits: {

@@ -4,6 +4,7 @@ import { stdoutAccessLog } from './access-log-node';
 import { createApp } from './app';
 import { loadConfig } from './config';
 import { nodeAssetLoader } from './docs-assets-node';
+import { nodePeerAddress } from './edge/node-peer';
 import { startMedplumThread } from './embedded/thread';
 import { pooledFetch } from './medplum/node-fetch';
 import { DEMO_PATIENTS } from './provision/demo';
@@ -18,6 +19,7 @@ async function main(): Promise<void> {
     process.once(signal, () => process.exit(128 + constants.signals[signal]));
   }
   const config = loadConfig(process.env);
+  const edge = { publicUrl: config.publicUrl, trustedProxies: config.trustedProxies, peerAddress: nodePeerAddress };
   if (config.remote) {
     // A real Medplum: the gateway alone (provision it first with `npm run provision`).
     const app = createApp({
@@ -27,9 +29,10 @@ async function main(): Promise<void> {
       limits: config.limits,
       assets: nodeAssetLoader(),
       log: stdoutAccessLog(),
+      ...edge,
     });
     serve({ fetch: app.fetch, port: config.port });
-    console.log(`Patient Care API on ${config.remote.baseUrl}: http://localhost:${config.port}`);
+    console.log(`Patient Care API on ${config.remote.baseUrl}: ${config.publicUrl}`);
     return;
   }
   const medplum = await startMedplumThread({ dbPath: config.embeddedDb, baseUrl: config.medplumBaseUrl });
@@ -40,6 +43,7 @@ async function main(): Promise<void> {
     limits: config.limits,
     assets: nodeAssetLoader(),
     log: stdoutAccessLog(),
+    ...edge,
   });
   const server = serve({ fetch: app.fetch, port: config.port });
   medplum.stopped.then(() => {
@@ -50,7 +54,7 @@ async function main(): Promise<void> {
     server.close();
     setTimeout(() => process.exit(1), 1_000).unref();
   });
-  const baseUrl = config.publicUrl ?? `http://localhost:${config.port}`;
+  const baseUrl = config.publicUrl.replace(/\/+$/, '');
   const tokens = medplum.demoTokens;
   const [first] = DEMO_PATIENTS;
   console.log(`

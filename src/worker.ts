@@ -1,10 +1,15 @@
 import { type App, createApp, DEFAULT_LIMITS } from './app';
+import { trustedProxyList } from './edge/client-address';
 import type { AssetLoader } from './routes/docs';
 import { DOCS_ASSETS } from './routes/docs';
 
 /** Cloudflare Workers bindings (wrangler.toml `[vars]` and `[assets]`). */
 export interface WorkerEnv {
   MEDPLUM_BASE_URL: string;
+  /** Where clients reach this Worker: every link and the reference page name it, never the Host header. */
+  PUBLIC_URL: string;
+  /** Proxies in front of Cloudflare whose X-Forwarded-For is believed (comma-separated IPs/CIDRs); rarely any. */
+  TRUSTED_PROXIES?: string;
   /** Token issuer; defaults to MEDPLUM_BASE_URL (Medplum issues tokens as its base URL). */
   MEDPLUM_ISSUER?: string;
   PROJECT_ID: string;
@@ -41,6 +46,10 @@ function appFor(env: WorkerEnv): App {
         },
         assets: assetsFrom(env),
         log: (entry) => console.log(JSON.stringify(entry)),
+        publicUrl: env.PUBLIC_URL,
+        trustedProxies: trustedProxyList(env.TRUSTED_PROXIES),
+        // Cloudflare sets CF-Connecting-IP to the address it was reached from, replacing any a client sent.
+        peerAddress: (c) => c.req.header('cf-connecting-ip'),
       }),
     };
   }

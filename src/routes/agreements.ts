@@ -9,6 +9,7 @@ import {
 } from '../../contracts/agreements';
 import { SYSTEMS } from '../../contracts/systems';
 import type { App, AppEnv } from '../app-env';
+import { clientAddress, userAgent } from '../edge/request';
 import { callBot } from '../medplum/bots';
 
 const bot = (value: string) => ({ system: SYSTEMS.bots, value });
@@ -38,10 +39,9 @@ export function registerAgreementRoutes(app: App): void {
 
 /** Clickwrap proof of the session, from the verified token and the connection, never the body. */
 function sessionProof(c: Context<AppEnv>): { loginId: string; ipAddress?: string; userAgent?: string } {
-  const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim() || c.req.header('cf-connecting-ip');
   return {
     loginId: c.get('session').loginId,
-    ipAddress: forwarded || undefined,
-    userAgent: c.req.header('user-agent')?.slice(0, 512),
+    ipAddress: clientAddress(c),
+    userAgent: userAgent(c),
   };
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { MAX_QUERY_BYTES } from '../../contracts/fhir';
 import type { App, AppEnv } from '../app-env';
+import { publicUrl } from '../edge/request';
 import { ApiError } from '../errors';
 
 /** A static file of the reference page (swagger-ui-dist), served by the app itself: no CDN. */
@@ -40,7 +41,8 @@ export function registerDocsRoutes(app: App, assets: AssetLoader | undefined): v
     });
   });
 
-  app.get('/', (c) => c.html(referencePage(new URL(c.req.url).host)));
+  // The environment's host (spec: "names the host it was served from") is PUBLIC_URL's, never the Host header.
+  app.get('/', (c) => c.html(referencePage(new URL(publicUrl(c)).host)));
 }
 
 /** The OpenAPI 3.1 document, generated from the contracts the routes validate with (never hand-written). */
@@ -48,9 +50,7 @@ export function openApiDocument(app: App, c?: Context<AppEnv>) {
   return app.getOpenAPI31Document({
     openapi: '3.1.0',
     info: OPENAPI_INFO,
-    servers: c
-      ? [{ url: new URL(c.req.url).origin, description: 'This environment' }]
-      : [{ url: 'https://api.example.test' }],
+    servers: c ? [{ url: publicUrl(c), description: 'This environment' }] : [{ url: 'https://api.example.test' }],
     tags: [
       { name: 'Session', description: 'Configuration, the signed-in patient and registration.' },
       {

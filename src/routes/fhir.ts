@@ -18,6 +18,7 @@ import {
 } from '../../contracts/fhir';
 import { isCountryCode } from '../../contracts/iso3166';
 import type { App, AppEnv } from '../app-env';
+import { publicUrl } from '../edge/request';
 import { ApiError, notFound } from '../errors';
 import { readThrough } from '../medplum/passthrough';
 import { fhirResponse, routeResponse } from './respond';
@@ -123,9 +124,12 @@ function ifMatch(c: Context<AppEnv>): { headers: Record<string, string> } | unde
   return value ? { headers: { 'If-Match': value } } : undefined;
 }
 
-/** Medplum's URLs in links and fullUrls become this API's own `/v1/fhir/...` URLs (never leak the backend). */
+/**
+ * Medplum's URLs in links and fullUrls become this API's own `/v1/fhir/...` URLs under PUBLIC_URL
+ * (never the backend's host, never the Host header a client sent).
+ */
 function rewriteBundle(bundle: Bundle, c: Context<AppEnv>): Bundle {
-  const origin = new URL(c.req.url).origin;
+  const origin = publicUrl(c);
   const rewrite = (url: string | undefined): string | undefined => {
     if (!url) {
       return url;

@@ -119,6 +119,12 @@ export function createCaller(app: App, doc: OpenApiDoc, defaultToken: () => stri
   };
 }
 
+/**
+ * In-process calls have no socket: they arrive as if through the deployment's load balancer, a trusted
+ * proxy at this address that appends X-Forwarded-For (so a test's X-Forwarded-For names the client).
+ */
+export const TEST_LOAD_BALANCER = '192.0.2.10';
+
 export async function startTestGateway(overrides: Partial<AppDeps> = {}): Promise<TestGateway> {
   const backend = await startTestBackend();
   const app = createApp({
@@ -127,6 +133,9 @@ export async function startTestGateway(overrides: Partial<AppDeps> = {}): Promis
     projectId: backend.project.id,
     limits: DEFAULT_LIMITS,
     assets: nodeAssetLoader(),
+    publicUrl: 'http://gateway.test',
+    trustedProxies: [TEST_LOAD_BALANCER],
+    peerAddress: () => TEST_LOAD_BALANCER,
     ...overrides,
   });
   const doc = openApiDocument(app);
