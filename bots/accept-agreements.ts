@@ -2,16 +2,10 @@ import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Bundle, Consent, Extension } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { type AgreementVersion, coordinate, latestVersions } from './lib/agreement-rules';
-import { acceptanceKey, patientAgreements } from './lib/agreements';
-import { requestingPatientId } from './lib/requester';
+import { acceptanceKey, contextNotFound, patientAgreements } from './lib/agreements';
+import { readInput } from './lib/input';
 import { type BotResult, fail } from './lib/result';
-
-export interface AcceptInput {
-  /** Pinned `url|version` coordinates. */
-  agreements: string[];
-  /** From the verified session, stamped by the gateway, never from the request body. */
-  session: { loginId: string; ipAddress?: string; userAgent?: string };
-}
+import { edgeFacts, requirePatient } from './lib/trust';
 
 export interface Acceptance {
   agreementUrl: string;
@@ -27,18 +21,22 @@ export type AcceptResult = BotResult<{ acceptances: Acceptance[] }>;
  * proof, all in ONE transaction. Idempotent: each Consent is a conditional create on its acceptance
  * key, so a retry (or 20 at once) finds the existing acceptance instead of adding another.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent<AcceptInput>): Promise<AcceptResult> {
-  const patientId = requestingPatientId(event);
-  if (!patientId) {
-    return fail(403, 'forbidden', 'Only a patient can accept agreements');
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<AcceptResult> {
+  const patient = await requirePatient(medplum, event);
+  if (!patient.ok) {
+    return patient;
   }
-  const coordinates = [...new Set(event.input?.agreements ?? [])];
-  if (coordinates.length === 0) {
-    return fail(400, 'invalid_request', 'List at least one agreement to accept', {
-      issues: [{ path: 'agreements', message: 'empty' }],
-    });
+  const input = readInput('accept-agreements', event.input);
+  if (!input.ok) {
+    return input;
   }
+  const { caller } = patient;
+  const { patientId } = caller;
+  const coordinates = [...new Set(input.value.agreements)];
   const state = await patientAgreements(medplum, patientId);
+  if (!state) {
+    return contextNotFound();
+  }
   // Only the current version of an agreement that applies to this patient can be accepted.
   const current = new Map(latestVersions(state.applicable).map((a) => [coordinate(a), a]));
   const unknown = coordinates.filter((c) => !current.has(c));
@@ -48,6 +46,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent<AcceptInpu
     });
   }
   const now = new Date().toISOString();
+  const session: SessionProof = { loginId: caller.loginId, ...edgeFacts(event, caller, input.value.edge) };
   const phone =
     state.patient.telecom?.find((t) => t.system === 'phone' && t.use === 'mobile') ??
     state.patient.telecom?.find((t) => t.system === 'phone');
@@ -64,7 +63,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent<AcceptInpu
       identifier: [{ system: SYSTEMS.agreementAcceptance, value: key }],
       policy: [{ uri: c }],
       extension: [
-        proof(patientId, now, event.input.session),
+        proof(patientId, now, session),
         ...((agreement.category === 'sms' || agreement.category === 'voice') && phone?.value
           ? [{ url: EXTENSIONS.consentChannel, valueContactPoint: { system: 'phone' as const, value: phone.value } }]
           : []),
@@ -94,17 +93,24 @@ export async function handler(medplum: MedplumClient, event: BotEvent<AcceptInpu
   return { ok: true, acceptances };
 }
 
+/** The session an acceptance came from: its login from the verified token, the rest only as the gateway vouches. */
+interface SessionProof {
+  loginId: string;
+  ipAddress?: string;
+  userAgent?: string;
+}
+
 /** Who accepted (the patient), when (server time) and from what session (login, address, agent). */
-function proof(patientId: string, when: string, session: AcceptInput['session'] | undefined): Extension {
+function proof(patientId: string, when: string, session: SessionProof): Extension {
   const parts: Extension[] = [
     { url: 'who', valueReference: { reference: `Patient/${patientId}` } },
     { url: 'when', valueDateTime: when },
-    { url: 'login', valueString: session?.loginId ?? 'unknown' },
+    { url: 'login', valueString: session.loginId },
   ];
-  if (session?.ipAddress) {
+  if (session.ipAddress) {
     parts.push({ url: 'ipAddress', valueString: session.ipAddress });
   }
-  if (session?.userAgent) {
+  if (session.userAgent) {
     parts.push({ url: 'userAgent', valueString: session.userAgent });
   }
   return { url: EXTENSIONS.clickwrapProof, extension: parts };

@@ -8,27 +8,29 @@ import type {
   Reference,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, TENANT_PARAMETER } from '../contracts/systems';
-import { requestingPatientId } from './lib/requester';
+import { readInput } from './lib/input';
 import { type BotResult, fail } from './lib/result';
-
-export interface PatientHomeInput {
-  /** The `client_id` claim of the patient's VERIFIED token: the app they registered through. */
-  clientId?: string;
-}
+import { requirePatient } from './lib/trust';
 
 export type PatientHomeResult = BotResult<{ organization: string; patient: string }>;
 
 /**
  * POST /v1/patient/home: puts a self-registered patient in their tenant. The tenant is decided
- * server-side: the Organization named by the registering app's tenant extension. Idempotent: a repeat
- * call with the same outcome changes nothing; a patient already in another tenant is refused.
+ * server-side, never from input: the Organization named by the tenant extension of the app the
+ * registration session was issued to (the `client_id` of the caller's token, verified here). Once
+ * homed, it is final. Idempotent: a repeat call with the same outcome changes nothing; a patient
+ * already in another tenant is refused.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent<PatientHomeInput>): Promise<PatientHomeResult> {
-  const patientId = requestingPatientId(event);
-  if (!patientId) {
-    return fail(403, 'forbidden', 'Only a patient can choose their home organization');
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<PatientHomeResult> {
+  const patient = await requirePatient(medplum, event);
+  if (!patient.ok) {
+    return patient;
   }
-  const clientId = event.input?.clientId;
+  const input = readInput('patient-home', event.input);
+  if (!input.ok) {
+    return input;
+  }
+  const { patientId, clientId } = patient.caller;
   const client = clientId
     ? await medplum.readResource('ClientApplication', clientId).catch(() => undefined)
     : undefined;
@@ -37,12 +39,12 @@ export async function handler(medplum: MedplumClient, event: BotEvent<PatientHom
     // The app the patient signed in with does not belong to a tenant: nothing to decide from.
     return fail(403, 'forbidden', 'This app is not a tenant app; registration must go through a tenant app');
   }
-  const patient = await medplum.readResource('Patient', patientId);
+  const record = await medplum.readResource('Patient', patientId);
   const membership = await medplum.searchOne('ProjectMembership', { profile: `Patient/${patientId}` });
   if (!membership) {
     return fail(409, 'invalid_state', 'The patient has no project membership', { state: 'unregistered' });
   }
-  const current = patient.managingOrganization?.reference;
+  const current = record.managingOrganization?.reference;
   if (current && current !== organization.reference) {
     return fail(409, 'invalid_state', 'The patient already belongs to another organization', { state: 'assigned' });
   }
@@ -50,7 +52,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent<PatientHom
   if (current === organization.reference && hasTenantAccess(membership, organization)) {
     return result;
   }
-  await medplum.executeBatch(homeTransaction(patient, membership, organization));
+  await medplum.executeBatch(homeTransaction(record, membership, organization));
   return result;
 }
 

@@ -1,7 +1,9 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Communication, Consent } from '@medplum/fhirtypes';
+import type { Consent } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { inactivateConsents } from './lib/agreements';
+import { readInput } from './lib/input';
+import { fail } from './lib/result';
 
 /** The standard opt-out keywords (CTIA): the whole message, any case, surrounding spaces ignored. */
 const OPT_OUT_KEYWORDS = new Set([
@@ -24,9 +26,24 @@ export function isOptOut(text: string | undefined): boolean {
  * Subscription bot: an inbound SMS, written by the platform's SMS integration as a Communication
  * (category inbound-sms, sender.identifier = the sender's E.164 number), that says STOP makes every
  * active SMS Consent whose channel is that number `inactive`. Other replies change nothing.
+ *
+ * It believes only what it reads itself: the delivery must come from the SMS integration (the
+ * requester, which Medplum sets to the resource's author, is the integration's ClientApplication), and
+ * the message is re-read by id, so a caller who invents a message in the input changes nothing.
+ * Patients cannot run it at all (the Bot is not readable to them).
  */
-export async function handler(medplum: MedplumClient, event: BotEvent<Communication>): Promise<unknown> {
-  const message = event.input;
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
+  const input = readInput('sms-opt-out', event.input);
+  if (!input.ok) {
+    return input;
+  }
+  const integration = await smsIntegration(medplum, event.requester?.reference);
+  const message = integration
+    ? await medplum.readResource('Communication', input.value.id).catch(() => undefined)
+    : undefined;
+  if (!message || message.meta?.author?.reference !== integration) {
+    return fail(403, 'forbidden', 'Only inbound messages of the SMS integration are acted on');
+  }
   const from = message.sender?.identifier?.system === SYSTEMS.phone ? message.sender.identifier.value : undefined;
   const text = message.payload?.map((p) => p.contentString ?? '').join(' ');
   if (!from || !isOptOut(text)) {
@@ -45,4 +62,12 @@ export async function handler(medplum: MedplumClient, event: BotEvent<Communicat
   }
   await inactivateConsents(medplum, matching);
   return { ok: true, changed: matching.length };
+}
+
+/** `ClientApplication/<id>` of the SMS integration when that is the requester; otherwise undefined. */
+async function smsIntegration(medplum: MedplumClient, requester: string | undefined): Promise<string | undefined> {
+  const id = /^ClientApplication\/([A-Za-z0-9\-.]{1,64})$/.exec(requester ?? '')?.[1];
+  const client = id ? await medplum.readResource('ClientApplication', id).catch(() => undefined) : undefined;
+  const isIntegration = client?.meta?.tag?.some((t) => t.system === SYSTEMS.integration && t.code === 'sms');
+  return isIntegration ? requester : undefined;
 }

@@ -1,14 +1,8 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import { inactivateConsents, patientAgreements, publishedAgreements } from './lib/agreements';
-import { requestingPatientId } from './lib/requester';
+import { contextNotFound, inactivateConsents, patientAgreements } from './lib/agreements';
+import { readInput } from './lib/input';
 import { type BotResult, fail } from './lib/result';
-
-export interface WithdrawInput {
-  agreementUrl: string;
-  /** Optional: withdraw only this version's acceptance; default every active acceptance of the url. */
-  agreementVersion?: string;
-  acknowledgeConsequence?: boolean;
-}
+import { requirePatient } from './lib/trust';
 
 export type WithdrawResult = BotResult<{
   withdrawn: { agreementUrl: string; agreementVersion: string; consent: string }[];
@@ -18,13 +12,20 @@ export type WithdrawResult = BotResult<{
  * POST /v1/agreements/withdrawals: the Consent becomes `inactive`; the record (and its proof) stays.
  * Withdrawing an agreement the patient is required to hold needs `acknowledgeConsequence: true`.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent<WithdrawInput>): Promise<WithdrawResult> {
-  const patientId = requestingPatientId(event);
-  if (!patientId) {
-    return fail(403, 'forbidden', 'Only a patient can withdraw agreements');
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<WithdrawResult> {
+  const patient = await requirePatient(medplum, event);
+  if (!patient.ok) {
+    return patient;
   }
-  const { agreementUrl, agreementVersion, acknowledgeConsequence } = event.input ?? ({} as WithdrawInput);
-  const state = await patientAgreements(medplum, patientId);
+  const input = readInput('withdraw-agreement', event.input);
+  if (!input.ok) {
+    return input;
+  }
+  const { agreementUrl, agreementVersion, acknowledgeConsequence } = input.value;
+  const state = await patientAgreements(medplum, patient.caller.patientId);
+  if (!state) {
+    return contextNotFound();
+  }
   const matching = state.activeConsents.filter((c) =>
     (c.policy ?? []).some(
       (p) =>
@@ -34,8 +35,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent<WithdrawIn
   if (matching.length === 0) {
     return fail(404, 'not_found', 'There is no active acceptance of this agreement to withdraw');
   }
-  const published = await publishedAgreements(medplum);
-  const agreement = published.map((p) => p.agreement).find((a) => a.url === agreementUrl);
+  const agreement = state.applicable.find((a) => a.url === agreementUrl);
   const required = state.required.some((a) => a.url === agreementUrl) || Boolean(agreement?.required);
   if (required && acknowledgeConsequence !== true) {
     return fail(

@@ -9,7 +9,7 @@ const reference = (type: string) =>
     .optional()
     .openapi({ example: `${type}/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e` });
 
-const Coordinate = z
+export const Coordinate = z
   .string()
   .regex(/^\S+\|\S+$/)
   .max(512)
@@ -48,7 +48,15 @@ export const RequirementsSchema = z
     },
   });
 
-const RESOLUTION = `Resolved by the spec's rules: (1) the organization's always-required agreements, or the platform baseline when it sets none, plus agreements attached to the context (the PlanDefinition's relatedArtifact of type depends-on, label agreement; a HealthcareService reaches its PlanDefinition through its fronts-plan extension; a CarePlan through instantiatesCanonical; a Task through basedOn), plus jurisdiction-bound required agreements; (2) filtered by the patient's jurisdiction from Patient.address (country + state, ISO 3166-2); (3) per category, the version for the patient's jurisdiction replaces the default: one per category; (4) a state-specific agreement has its own category. The latest published version of an agreement counts: an accepted older version does not cover a newer one. Categories: terms, privacy, sms, voice, state-specific, program (an agreement attached to an assessment or care plan).`;
+const RESOLUTION = `Resolved by the spec's rules: (1) the organization's always-required agreements, or the platform baseline when it sets none, plus agreements attached to the context (the PlanDefinition's relatedArtifact of type depends-on, label agreement; a HealthcareService reaches its PlanDefinition through its fronts-plan extension; a CarePlan through instantiatesCanonical; a Task through basedOn), plus jurisdiction-bound required agreements; (2) filtered by the patient's jurisdiction from Patient.address (country + state, ISO 3166-2); (3) per category, the version for the patient's jurisdiction replaces the default: one per category; (4) a state-specific agreement has its own category. The latest published version of an agreement counts: an accepted older version does not cover a newer one. Categories: terms, privacy, sms, voice, state-specific, program (an agreement attached to an assessment or care plan). A context that is not the patient's own (another patient's care plan or task, another tenant's service) answers 404 not_found, exactly as one that does not exist.`;
+
+/** What is being entered; each reference must be the patient's own (else 404, as if it did not exist). */
+export const RequirementsQuerySchema = z.object({
+  healthcareService: reference('HealthcareService'),
+  carePlan: reference('CarePlan'),
+  task: reference('Task'),
+  protocol: Coordinate.optional().openapi({ description: 'A protocol or assessment canonical, `url|version`.' }),
+});
 
 export const requirementsRoute = createRoute({
   method: 'get',
@@ -58,20 +66,13 @@ export const requirementsRoute = createRoute({
   summary: 'What the patient must still accept',
   description: RESOLUTION,
   security: secured,
-  request: {
-    query: z.object({
-      healthcareService: reference('HealthcareService'),
-      carePlan: reference('CarePlan'),
-      task: reference('Task'),
-      protocol: Coordinate.optional().openapi({ description: 'A protocol or assessment canonical, `url|version`.' }),
-    }),
-  },
+  request: { query: RequirementsQuerySchema },
   responses: {
     200: {
       description: '`satisfied` and the `unmet` entries.',
       content: { 'application/json': { schema: RequirementsSchema } },
     },
-    ...errorResponses(400, ...SECURED_STATUSES),
+    ...errorResponses(400, 404, ...SECURED_STATUSES),
   },
 });
 

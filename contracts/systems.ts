@@ -21,6 +21,8 @@ export const SYSTEMS = {
   agreementCategory: `${BASE}/agreement-category`,
   /** One acceptance: `Patient/<id>|<url>|<version>` (Consent.identifier), the idempotency key. */
   agreementAcceptance: `${BASE}/agreement-acceptance`,
+  /** Tags the platform's machine clients (ClientApplication meta.tag), e.g. `<integration>|sms`. */
+  integration: `${BASE}/integration`,
   /** Communication categories of the platform, e.g. `inbound-sms`. */
   communicationCategory: `${BASE}/communication-category`,
   /** Phone numbers as logical references (Communication.sender.identifier), E.164. */
@@ -50,3 +52,21 @@ export const EXTENSIONS = {
 
 /** The access-policy parameter that carries a member's tenant Organization (`%organization`). */
 export const TENANT_PARAMETER = 'organization';
+
+/** Tags that publish catalog items to patients (the patient policy grants exactly these). */
+export const CATALOG = {
+  system: `${BASE}/catalog`,
+  /** Published to the patients of the tenant whose account the item carries. */
+  tenant: 'public',
+  /** Published to every tenant's patients; written only by provisioning (project admins). */
+  platform: 'platform',
+} as const;
+
+/** Bots a patient may run with `$execute` carry `<botAudience>|patient`; no other bot is readable by patients. */
+export const BOT_AUDIENCE = { system: `${BASE}/bot-audience`, patient: 'patient' } as const;
+
+/**
+ * The gateway's signed statement of what only the edge can see (client address, user agent), and the
+ * name of the Project secret holding its HMAC key (a bot reads it from `event.secrets`).
+ */
+export const EDGE_STATEMENT = { secretName: 'edge-statement-key', maxAgeSeconds: 60 } as const;

@@ -1,6 +1,54 @@
 import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { z } from '@hono/zod-openapi';
 import { build } from 'esbuild';
+import { SUPPORTED_SCHEMA_KEYWORDS } from '../bots/lib/input';
+import { BOT_INPUTS } from '../contracts/bot-inputs';
+
+/**
+ * Every bot's input contract as JSON Schema, checked to use only what bots/lib/input.ts understands
+ * (so the bot can never accept what the contract refuses). Computed once per build.
+ */
+let inputSchemas: string | undefined;
+export function botInputSchemas(): string {
+  if (!inputSchemas) {
+    const schemas = Object.fromEntries(
+      Object.entries(BOT_INPUTS).map(([name, schema]) => {
+        const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'throw' });
+        assertSupportedSchema(json, name);
+        return [name, json];
+      }),
+    );
+    inputSchemas = JSON.stringify(schemas);
+  }
+  return inputSchemas;
+}
+
+function assertSupportedSchema(schema: unknown, path: string): void {
+  if (Array.isArray(schema)) {
+    schema.forEach((item, i) => {
+      assertSupportedSchema(item, `${path}[${i}]`);
+    });
+    return;
+  }
+  if (typeof schema !== 'object' || schema === null) {
+    return;
+  }
+  for (const [keyword, value] of Object.entries(schema)) {
+    if (!SUPPORTED_SCHEMA_KEYWORDS.has(keyword)) {
+      throw new Error(
+        `bot input schema ${path}: JSON Schema keyword "${keyword}" is not supported by bots/lib/input.ts`,
+      );
+    }
+    if (keyword === 'properties') {
+      for (const [name, property] of Object.entries(value as Record<string, unknown>)) {
+        assertSupportedSchema(property, `${path}.${name}`);
+      }
+    } else if (keyword !== 'enum' && keyword !== 'const' && keyword !== 'required') {
+      assertSupportedSchema(value, `${path}.${keyword}`);
+    }
+  }
+}
 
 /**
  * One bot = one single-file CommonJS bundle, as Medplum's vmcontext runtime requires: everything
@@ -19,6 +67,7 @@ export async function buildBot(entry: string, outfile: string): Promise<void> {
     sourcemap: false,
     logLevel: 'warning',
     footer: { js: 'Object.assign(exports, module.exports);' },
+    define: { BOT_INPUT_SCHEMAS: botInputSchemas() },
   });
 }
 

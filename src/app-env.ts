@@ -3,6 +3,7 @@ import type { MedplumClient } from '@medplum/core';
 import type { Context } from 'hono';
 import type { SessionClaims, TokenVerifier } from './auth/verify';
 import type { Edge } from './edge/request';
+import type { EdgeSigner } from './edge/statement';
 import type { MedplumTarget } from './medplum/client';
 import type { AssetLoader } from './routes/docs';
 
@@ -48,6 +49,11 @@ export interface AppDeps {
   trustedProxies?: readonly string[];
   /** The connection's peer address: Node's socket, Cloudflare's CF-Connecting-IP. Absent: unknown. */
   peerAddress?: (c: Context<AppEnv>) => string | undefined;
+  /**
+   * Signs what only the gateway sees of a call (client address, user agent) for the bots that record it
+   * (the clickwrap proof). Absent: bots record no address or agent, since they cannot vouch for one.
+   */
+  edgeSigner?: EdgeSigner;
 }
 
 export interface AppEnv {

@@ -40,7 +40,7 @@ export function createApp(deps: AppDeps): App {
 
   registerConfigRoutes(app, deps);
   registerPatientRoutes(app);
-  registerAgreementRoutes(app);
+  registerAgreementRoutes(app, deps.edgeSigner);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
     type: 'http',

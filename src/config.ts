@@ -12,7 +12,7 @@ export interface NodeConfig {
   embeddedDb: string;
   limits: Limits;
   /** Set when MEDPLUM_REMOTE_BASE_URL is: serve a real Medplum instead of the embedded one. */
-  remote?: { baseUrl: string; issuer: string; projectId: string };
+  remote?: { baseUrl: string; issuer: string; projectId: string; edgeStatementKey?: string };
 }
 
 const positive = (value: string | undefined): number | undefined => {
@@ -29,7 +29,12 @@ export function loadConfig(env: Record<string, string | undefined>): NodeConfig 
   }
   return {
     remote: remoteBaseUrl
-      ? { baseUrl: remoteBaseUrl, issuer: env.MEDPLUM_ISSUER ?? remoteBaseUrl, projectId: env.PROJECT_ID as string }
+      ? {
+          baseUrl: remoteBaseUrl,
+          issuer: env.MEDPLUM_ISSUER ?? remoteBaseUrl,
+          projectId: env.PROJECT_ID as string,
+          edgeStatementKey: env.EDGE_STATEMENT_KEY || undefined,
+        }
       : undefined,
     port,
     publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,

@@ -5,6 +5,7 @@ import { createApp } from './app';
 import { loadConfig } from './config';
 import { nodeAssetLoader } from './docs-assets-node';
 import { nodePeerAddress } from './edge/node-peer';
+import { createEdgeSigner } from './edge/statement';
 import { startMedplumThread } from './embedded/thread';
 import { pooledFetch } from './medplum/node-fetch';
 import { DEMO_PATIENTS } from './provision/demo';
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
       limits: config.limits,
       assets: nodeAssetLoader(),
       log: stdoutAccessLog(),
+      edgeSigner: config.remote.edgeStatementKey ? createEdgeSigner(config.remote.edgeStatementKey) : undefined,
       ...edge,
     });
     serve({ fetch: app.fetch, port: config.port });
@@ -43,6 +45,7 @@ async function main(): Promise<void> {
     limits: config.limits,
     assets: nodeAssetLoader(),
     log: stdoutAccessLog(),
+    edgeSigner: createEdgeSigner(medplum.edgeStatementKey),
     ...edge,
   });
   const server = serve({ fetch: app.fetch, port: config.port });

@@ -7,9 +7,10 @@ import type {
   HealthcareService,
   Patient,
   PlanDefinition,
+  Resource,
   Task,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { CATALOG, EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import {
   type AgreementRequirement,
   type AgreementVersion,
@@ -49,7 +50,9 @@ export async function publishedAgreements(
   });
   return docs.flatMap((doc) => {
     const agreement = parseAgreement(doc);
-    return agreement ? [{ doc, agreement }] : [];
+    // Only documents published as the catalog (tags only provisioning writes), whose custodian is the
+    // tenant the server stamped on them: nobody publishes an agreement into another tenant.
+    return agreement && isPublishedTo(doc, agreement.organization) ? [{ doc, agreement }] : [];
   });
 }
 
@@ -57,19 +60,27 @@ export async function activeAcceptances(medplum: MedplumClient, patientId: strin
   return medplum.searchResources('Consent', { patient: `Patient/${patientId}`, status: 'active', _count: '1000' });
 }
 
-/** The spec's "Requirement resolution rules" for one patient and context (see agreement-rules.ts). */
+/**
+ * The spec's "Requirement resolution rules" for one patient and context (see agreement-rules.ts).
+ * Undefined when the context names something that is not the patient's own: the caller gets the
+ * same 404 as for something that does not exist (DESIGN section 7: no existence leak).
+ */
 export async function patientAgreements(
   medplum: MedplumClient,
   patientId: string,
   context: AgreementContext = {},
-): Promise<PatientAgreements> {
-  const [patient, published, activeConsents, attachedUrls] = await Promise.all([
+): Promise<PatientAgreements | undefined> {
+  const [patient, published, activeConsents, entered] = await Promise.all([
     medplum.readResource('Patient', patientId),
     publishedAgreements(medplum),
     activeAcceptances(medplum, patientId),
-    attachedAgreementUrls(medplum, context),
+    readContext(medplum, context),
   ]);
   const organization = patient.managingOrganization?.reference;
+  if (!entered || !ownsContext(entered, patientId, organization)) {
+    return undefined;
+  }
+  const attachedUrls = await attachedAgreementUrls(medplum, entered.canonicals);
   const address = patient.address?.[0];
   const jurisdiction = jurisdictionOf(address?.country, address?.state);
   const applicable = published
@@ -89,40 +100,94 @@ export async function patientAgreements(
   return { patient, organization, jurisdiction, applicable, required, unmet, activeConsents };
 }
 
+/** The 404 a workflow answers for a context that is not the patient's own (or does not exist). */
+export const contextNotFound = () => fail(404, 'not_found', 'Not found');
+
 /**
  * The gate every workflow bot calls before it changes anything (spec rule 5: a refused call changes
  * nothing, so a retry after acceptance is safe). Undefined when the patient may proceed.
  */
 export async function requireAgreements(medplum: MedplumClient, patientId: string, context: AgreementContext) {
-  const { unmet } = await patientAgreements(medplum, patientId, context);
-  if (unmet.length === 0) {
+  const state = await patientAgreements(medplum, patientId, context);
+  if (!state) {
+    return contextNotFound();
+  }
+  if (state.unmet.length === 0) {
     return undefined;
   }
-  return fail(409, 'consent_required', 'Required agreements have not been accepted', { agreements: unmet });
+  return fail(409, 'consent_required', 'Required agreements have not been accepted', { agreements: state.unmet });
 }
 
-/** Agreements attached to what is being entered: PlanDefinition.relatedArtifact (depends-on, label agreement). */
-async function attachedAgreementUrls(medplum: MedplumClient, context: AgreementContext): Promise<string[]> {
-  const canonicals: string[] = [];
-  if (context.protocol) {
-    canonicals.push(context.protocol);
-  }
+interface EnteredContext {
+  service?: HealthcareService;
+  carePlan?: CarePlan;
+  task?: Task;
+  /** Plan canonicals (`url|version`) whose attached agreements apply. */
+  canonicals: string[];
+}
+
+/** Reads what the context names; undefined when a named item does not exist. */
+async function readContext(medplum: MedplumClient, context: AgreementContext): Promise<EnteredContext | undefined> {
+  const entered: EnteredContext = { canonicals: context.protocol ? [context.protocol] : [] };
   if (context.healthcareService) {
-    const service = await readOrUndefined<HealthcareService>(medplum, context.healthcareService);
-    const fronts = service?.extension?.find((e) => e.url === EXTENSIONS.frontsPlan)?.valueCanonical;
+    entered.service = await readOrUndefined<HealthcareService>(medplum, context.healthcareService);
+    const fronts = entered.service?.extension?.find((e) => e.url === EXTENSIONS.frontsPlan)?.valueCanonical;
+    if (!entered.service) {
+      return undefined;
+    }
     if (fronts) {
-      canonicals.push(fronts);
+      entered.canonicals.push(fronts);
     }
   }
   let carePlanRef = context.carePlan;
   if (context.task) {
-    const task = await readOrUndefined<Task>(medplum, context.task);
-    carePlanRef ??= task?.basedOn?.find((b) => b.reference?.startsWith('CarePlan/'))?.reference;
+    entered.task = await readOrUndefined<Task>(medplum, context.task);
+    if (!entered.task) {
+      return undefined;
+    }
+    carePlanRef ??= entered.task.basedOn?.find((b) => b.reference?.startsWith('CarePlan/'))?.reference;
   }
   if (carePlanRef) {
-    const carePlan = await readOrUndefined<CarePlan>(medplum, carePlanRef);
-    canonicals.push(...(carePlan?.instantiatesCanonical ?? []));
+    entered.carePlan = await readOrUndefined<CarePlan>(medplum, carePlanRef);
+    if (!entered.carePlan) {
+      return undefined;
+    }
+    entered.canonicals.push(...(entered.carePlan.instantiatesCanonical ?? []));
   }
+  return entered;
+}
+
+/**
+ * The patient's own: a care plan or task of theirs, a service their tenant (or the platform)
+ * publishes. The bot can read more than the patient may, so it checks what the patient's policy would.
+ */
+function ownsContext(entered: EnteredContext, patientId: string, organization: string | undefined): boolean {
+  const patient = `Patient/${patientId}`;
+  if (entered.carePlan && entered.carePlan.subject?.reference !== patient) {
+    return false;
+  }
+  if (entered.task && entered.task.for?.reference !== patient) {
+    return false;
+  }
+  return !entered.service || isPublishedTo(entered.service, organization);
+}
+
+/** A catalog item published to this tenant's patients (tenant tag and account) or to every tenant. */
+export function isPublishedTo(resource: Resource, organization: string | undefined): boolean {
+  const tags = resource.meta?.tag ?? [];
+  const tagged = (code: string) => tags.some((t) => t.system === CATALOG.system && t.code === code);
+  if (tagged(CATALOG.platform)) {
+    return true;
+  }
+  return (
+    tagged(CATALOG.tenant) &&
+    organization !== undefined &&
+    (resource.meta?.accounts ?? []).some((a) => a.reference === organization)
+  );
+}
+
+/** Agreements attached to what is being entered: PlanDefinition.relatedArtifact (depends-on, label agreement). */
+async function attachedAgreementUrls(medplum: MedplumClient, canonicals: string[]): Promise<string[]> {
   const urls: string[] = [];
   for (const canonical of canonicals) {
     const [url, version] = canonical.split('|');

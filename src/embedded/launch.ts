@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { MedplumClient } from '@medplum/core';
+import { EDGE_STATEMENT } from '../../contracts/systems';
 import { applyDefinition, type ProvisionReport } from '../provision/apply';
 import { readBotBundles } from '../provision/bundles';
 import type { ProvisionDefinition } from '../provision/definition';
@@ -7,6 +9,8 @@ import { createEmbeddedMedplum, type EmbeddedMedplum, type EmbeddedMedplumOption
 
 export interface LaunchedMedplum extends EmbeddedMedplum, BootstrapResult {
   provisioning: ProvisionReport;
+  /** The Project secret bots check the gateway's edge statements with; the gateway signs with it. */
+  edgeStatementKey: string;
   /** A project-admin MedplumClient (client credentials), the same way `npm run provision` signs in. */
   admin: MedplumClient;
 }
@@ -28,8 +32,13 @@ export async function launchEmbeddedMedplum(
   );
   const admin = new MedplumClient({ baseUrl: embedded.baseUrl, fetch: embedded.fetch, cacheTime: 0 });
   await admin.startClientLogin(bootstrap.adminClient.id, bootstrap.adminClient.secret as string);
+  // Kept across restarts (it is in the store), made once: the gateway of this process signs with it.
+  const edgeStatementKey =
+    bootstrap.project.secret?.find((s) => s.name === EDGE_STATEMENT.secretName)?.valueString ??
+    randomBytes(32).toString('base64url');
   const provisioning = await applyDefinition(admin, options.definition, {
     bundles: readBotBundles(options.definition),
+    edgeStatementKey,
   });
-  return { ...embedded, ...bootstrap, admin, provisioning };
+  return { ...embedded, ...bootstrap, admin, provisioning, edgeStatementKey };
 }

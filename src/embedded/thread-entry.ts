@@ -34,7 +34,12 @@ async function main(): Promise<void> {
       .then(([message, transfer]) => reply(message, transfer))
       .catch(() => reply({ kind: 'failed', id: request.id }));
   });
-  reply({ kind: 'ready', projectId: medplum.project.id, demoTokens: await demoPatientTokens(medplum) });
+  reply({
+    kind: 'ready',
+    projectId: medplum.project.id,
+    demoTokens: await demoPatientTokens(medplum),
+    edgeStatementKey: medplum.edgeStatementKey,
+  });
 }
 
 async function answer(

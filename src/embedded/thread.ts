@@ -27,6 +27,8 @@ export interface MedplumThread {
   projectId: string;
   /** A token for each demo patient, by key (`alice`, ...). */
   demoTokens: Record<string, string>;
+  /** The key the gateway signs its edge statements with (the Project secret the bots check). */
+  edgeStatementKey: string;
   /** Reaches Medplum on its thread: give it to the gateway (`medplum.fetch`). */
   fetch: typeof fetch;
   /** CPU time (µs, user + system) that Medplum's thread has used. */
@@ -50,7 +52,7 @@ export type ThreadRequest =
 
 /** Medplum thread -> gateway. */
 export type ThreadReply =
-  | { kind: 'ready'; projectId: string; demoTokens: Record<string, string> }
+  | { kind: 'ready'; projectId: string; demoTokens: Record<string, string>; edgeStatementKey: string }
   | { kind: 'startFailed'; message: string }
   | {
       kind: 'response';
@@ -178,6 +180,7 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
     baseUrl: options.baseUrl,
     projectId: started.projectId,
     demoTokens: started.demoTokens,
+    edgeStatementKey: started.edgeStatementKey,
     fetch: threadFetch,
     async cpuUsage() {
       const reply = await send({ kind: 'cpu' }, []);

@@ -1,6 +1,6 @@
 import type { DocumentReference, HealthcareService, Organization, PlanDefinition } from '@medplum/fhirtypes';
 import type { AgreementCategory } from '../../bots/lib/agreement-rules';
-import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { CATALOG, EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { KeyedResource } from './definition';
 import { keyRef } from './definition';
 
@@ -19,8 +19,10 @@ export interface AgreementSpec {
   withdrawalConsequence?: string;
 }
 
-/** Marks catalog items every tenant's patients may read (the default patient policy grants this tag). */
-export const PLATFORM_CATALOG_TAG = { system: SYSTEMS.provisioning, code: 'platform-catalog' };
+/** Publishes a catalog item to every tenant's patients (the patient policy grants exactly this tag). */
+export const PLATFORM_CATALOG_TAG = { system: CATALOG.system, code: CATALOG.platform };
+/** Publishes a catalog item to the patients of the tenant whose account it carries. */
+export const TENANT_CATALOG_TAG = { system: CATALOG.system, code: CATALOG.tenant };
 
 /**
  * One published agreement version as a write-once DocumentReference (how it is encoded is documented
@@ -43,7 +45,9 @@ export function agreementDocument(spec: AgreementSpec): KeyedResource {
   }
   const resource: DocumentReference = {
     resourceType: 'DocumentReference',
-    meta: spec.tenant ? { accounts: [keyRef<Organization>(`org-${spec.tenant}`)] } : { tag: [PLATFORM_CATALOG_TAG] },
+    meta: spec.tenant
+      ? { accounts: [keyRef<Organization>(`org-${spec.tenant}`)], tag: [TENANT_CATALOG_TAG] }
+      : { tag: [PLATFORM_CATALOG_TAG] },
     masterIdentifier: { system: SYSTEMS.agreementVersion, value: `${spec.url}|${spec.version}` },
     identifier: [{ system: SYSTEMS.agreement, value: spec.url }],
     status: 'current',

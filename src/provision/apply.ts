@@ -4,13 +4,14 @@ import { getReferenceString } from '@medplum/core';
 import type {
   AccessPolicy,
   Bot,
+  ClientApplication,
   Project,
   ProjectMembership,
   Reference,
   Resource,
   Subscription,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { BOT_AUDIENCE, EDGE_STATEMENT, EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { ProvisionDefinition } from './definition';
 
 export interface ProvisionReport {
@@ -23,6 +24,8 @@ export interface ProvisionReport {
 export interface ProvisionOptions {
   /** Bot bundles by bot key (the CommonJS text `dist/bots/<key>.js`). */
   bundles: Record<string, string>;
+  /** The HMAC key of the gateway's edge statements, stored as the Project secret bots read. */
+  edgeStatementKey?: string;
 }
 
 const SUPPORTED_INTERACTION = 'https://medplum.com/fhir/StructureDefinition/subscription-supported-interaction';
@@ -67,7 +70,8 @@ export async function applyDefinition(
         ...existing,
         ...resource,
         id: existing.id,
-        meta: existing.meta,
+        // Server-owned meta stays; the tags are the definition's (e.g. which bots patients may run).
+        meta: { ...existing.meta, tag: resource.meta?.tag },
       })) as WithId<T>;
       report.updated.push(key);
     } else {
@@ -89,6 +93,15 @@ export async function applyDefinition(
   const desiredProject: Project = {
     ...project,
     defaultPatientAccessPolicy: defaultPolicy as Reference<AccessPolicy> | undefined,
+    // The key bots check the gateway's edge statements with (event.secrets); set only when given.
+    ...(options.edgeStatementKey
+      ? {
+          secret: [
+            ...(project.secret ?? []).filter((s) => s.name !== EDGE_STATEMENT.secretName),
+            { name: EDGE_STATEMENT.secretName, valueString: options.edgeStatementKey },
+          ],
+        }
+      : {}),
   };
   if (!containsAll(project, desiredProject)) {
     await medplum.updateResource(desiredProject);
@@ -108,6 +121,7 @@ export async function applyDefinition(
       name: bot.key,
       description: bot.description,
       identifier: [{ system: SYSTEMS.bots, value: bot.key }],
+      meta: bot.patient ? { tag: [{ system: BOT_AUDIENCE.system, code: BOT_AUDIENCE.patient }] } : undefined,
       runtimeVersion: 'vmcontext',
       extension: [{ url: EXTENSIONS.botBundleSha256, valueString: sha256 }],
     });
@@ -126,6 +140,17 @@ export async function applyDefinition(
       profile: plainReference(saved),
       accessPolicy: keys.get(`policy-${bot.accessPolicy}`) as Reference<AccessPolicy> | undefined,
       ...(bot.admin ? { admin: true } : {}),
+    });
+  }
+
+  for (const integration of definition.integrations) {
+    const client = keys.get(integration.key) as Reference<ClientApplication>;
+    await upsert<ProjectMembership>(`membership-${integration.key}`, {
+      resourceType: 'ProjectMembership',
+      project: plainReference(project),
+      user: client,
+      profile: client,
+      accessPolicy: keys.get(`policy-${integration.accessPolicy}`) as Reference<AccessPolicy> | undefined,
     });
   }
 

@@ -1,5 +1,5 @@
 import type { AccessPolicy, AccessPolicyResource, Project, Reference, Resource } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
+import { BOT_AUDIENCE, CATALOG, EXTENSIONS, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 
 /**
  * A declarative description of everything a Medplum project needs for this platform. Applied
@@ -17,6 +17,8 @@ export interface ProvisionDefinition {
   subscriptions: SubscriptionDefinition[];
   /** Organizations, client applications, catalog: created or updated in this order. */
   resources: KeyedResource[];
+  /** Machine clients of the platform (provisioned ClientApplications) and the policy each signs in with. */
+  integrations: { key: string; accessPolicy: string }[];
 }
 
 export interface BotDefinition {
@@ -26,6 +28,11 @@ export interface BotDefinition {
   accessPolicy: string;
   /** Project-admin membership: needed only by bots that must touch ProjectMembership (Medplum rule). */
   admin?: boolean;
+  /**
+   * Patients may run it with `$execute` (it is tagged for them and readable by them). Every other bot
+   * (subscription and cron bots) is unreadable to patients, so Medplum refuses their `$execute`.
+   */
+  patient?: boolean;
 }
 
 export interface SubscriptionDefinition {
@@ -68,47 +75,77 @@ const PATIENT_READONLY_TYPES = [
   'Task',
 ] as const;
 
-/** Catalog types a patient may read when they belong to the tenant (or are platform-wide). */
-const TENANT_CATALOG_TYPES = [
+/**
+ * The catalog: definitions a patient may read only when published (a catalog tag that provisioning
+ * alone writes), to their tenant or to every tenant. Agreement documents are DocumentReferences, so
+ * DocumentReference is here too: a patient never reads a tenant's documents just for being in it.
+ */
+export const CATALOG_TYPES = [
   'HealthcareService',
   'PlanDefinition',
   'ActivityDefinition',
   'Questionnaire',
   'ObservationDefinition',
-  'Practitioner',
-  'PractitionerRole',
-  'Schedule',
-  'Slot',
-  // Agreement documents (write-once; see agreements.ts) sit beside the patient's own documents.
   'DocumentReference',
 ] as const;
 
-const ownCompartment = (type: string): string => `${type}?_compartment=%patient`;
+/**
+ * The tenant's staff directory and calendars: no patient data (a Slot says free or busy, never for
+ * whom), reached by following references from the patient's own appointments and care teams.
+ */
+const TENANT_DIRECTORY_TYPES = ['Practitioner', 'PractitionerRole', 'Schedule', 'Slot'] as const;
+
+const inTenant = (type: string): string => `${type}?_compartment=%${TENANT_PARAMETER}`;
+
+/** Published catalog entries: the tenant's own (its account and the tenant tag) and the platform's. */
+function catalogReads(type: string): AccessPolicyResource[] {
+  return [
+    { resourceType: type, criteria: `${inTenant(type)}&_tag=${CATALOG.system}|${CATALOG.tenant}`, readonly: true },
+    { resourceType: type, criteria: `${type}?_tag=${CATALOG.system}|${CATALOG.platform}`, readonly: true },
+  ];
+}
+
+/**
+ * Every patient reference a patient writes must be themselves (subject, author, source), also on
+ * create: Medplum evaluates writeConstraint with `%before` empty then (packages/server/src/fhir/repo.ts).
+ */
+const ONLY_SELF_REFERENCES = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%after.subject.reference = '%patient' and " +
+    "%after.author.all(reference = '%patient') and %after.source.all(reference = '%patient')",
+};
 
 function patientPolicy(): AccessPolicyResource[] {
   return [
     // Own demographics: readable and updatable; tenancy and identity stay server-owned.
     {
       resourceType: 'Patient',
-      criteria: ownCompartment('Patient'),
+      criteria: 'Patient?_id=%patient.id',
       interaction: ['read', 'search', 'update', 'history', 'vread'],
-      readonlyFields: ['managingOrganization', 'identifier', 'link'],
+      readonlyFields: ['managingOrganization', 'identifier', 'link', 'generalPractitioner'],
     },
-    // Own answers: created and updated by the patient, never deleted.
+    // Own answers: created and updated by the patient, never deleted, never about or by anyone else.
     {
       resourceType: 'QuestionnaireResponse',
-      criteria: ownCompartment('QuestionnaireResponse'),
+      criteria: 'QuestionnaireResponse?subject=%patient',
       interaction: ['read', 'search', 'create', 'update', 'history', 'vread'],
+      writeConstraint: [ONLY_SELF_REFERENCES],
     },
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
-    ...TENANT_CATALOG_TYPES.flatMap((type) => [
-      { resourceType: type, criteria: `${type}?_compartment=%${TENANT_PARAMETER}`, readonly: true },
-      { resourceType: type, criteria: `${type}?_tag=${SYSTEMS.provisioning}|platform-catalog`, readonly: true },
-    ]),
-    // The workflow bots a patient may $execute (reading the Bot is what Medplum checks).
-    { resourceType: 'Bot', criteria: `Bot?identifier=${SYSTEMS.bots}|`, interaction: ['read', 'search'] },
+    ...CATALOG_TYPES.flatMap(catalogReads),
+    ...TENANT_DIRECTORY_TYPES.map((type) => ({ resourceType: type, criteria: inTenant(type), readonly: true })),
+    // Only the workflow bots meant for patients ($execute needs read access to the Bot); never their code.
+    {
+      resourceType: 'Bot',
+      criteria: `Bot?_tag=${BOT_AUDIENCE.system}|${BOT_AUDIENCE.patient}`,
+      interaction: ['read', 'search'],
+      hiddenFields: ['executableCode', 'sourceCode'],
+    },
   ];
 }
+
+const ownCompartment = (type: string): string => `${type}?_compartment=%patient`;
 
 /**
  * A Consent's proof and what it pins are immutable: an update may only change `status` (and only to
@@ -122,44 +159,93 @@ const CONSENT_ONLY_STATUS_CHANGES = {
     '%after.category = %before.category',
 };
 
-/** What the agreement bots read to resolve requirements. */
+/** Agreement documents as the agreement bots may read them: published catalog entries only. */
+const publishedDocuments = (): AccessPolicyResource[] =>
+  [CATALOG.tenant, CATALOG.platform].map((code) => ({
+    resourceType: 'DocumentReference',
+    criteria: `DocumentReference?_tag=${CATALOG.system}|${code}`,
+    interaction: ['read', 'search'],
+  }));
+
+/** What the agreement bots read to resolve requirements (for the requester only; the bot checks whose). */
 function agreementReads(): AccessPolicyResource[] {
   return [
     { resourceType: 'Patient', interaction: ['read', 'search'] },
     { resourceType: 'Consent', interaction: ['read', 'search'] },
-    ...['DocumentReference', 'PlanDefinition', 'HealthcareService', 'CarePlan', 'Task'].map((resourceType) => ({
+    ...publishedDocuments(),
+    ...['PlanDefinition', 'HealthcareService', 'CarePlan', 'Task'].map((resourceType) => ({
       resourceType,
       interaction: ['read' as const, 'search' as const],
     })),
   ];
 }
 
-/** Clinicians (Medplum's app): clinical work, but agreements are write-once and acceptances read-only. */
+/** Clinical types a clinician reads and writes, for the patients of their own tenant. */
+const CLINICIAN_WRITABLE_TYPES = [
+  'Patient',
+  'Observation',
+  'Condition',
+  'Task',
+  'Appointment',
+  'Encounter',
+  'EpisodeOfCare',
+  'Communication',
+  'QuestionnaireResponse',
+  'DocumentReference',
+] as const;
+
+/** Written only by the platform's bots: a clinician reads them in their tenant, never writes them. */
+const CLINICIAN_READONLY_TYPES = ['CarePlan', 'RequestGroup', 'Consent', 'CareTeam', 'Slot', 'Schedule'] as const;
+
+/** A clinician never publishes: catalog tags are provisioning's (else a document of theirs would reach patients). */
+const NO_CATALOG_TAGS = {
+  language: 'text/fhirpath' as const,
+  expression: `%after.meta.tag.where(system = '${CATALOG.system}').empty()`,
+};
+
+/**
+ * Clinicians (Medplum's app): their tenant only, in EVERY entry (`%organization`); what they create
+ * about a patient inherits that patient's tenant, so a write for another tenant's patient fails the
+ * criteria (Medplum checks the result of a write against them, packages/server/src/fhir/repo.ts).
+ * Orders stay proposals: only bots place them (JOURNEY section 0).
+ */
 function clinicianPolicy(): AccessPolicyResource[] {
-  const clinical = [
-    'Patient',
-    'Observation',
-    'Condition',
-    'CarePlan',
-    'Task',
-    'Appointment',
-    'Encounter',
-    'EpisodeOfCare',
-    'RequestGroup',
-    'MedicationRequest',
-    'ServiceRequest',
-    'Communication',
-    'QuestionnaireResponse',
-    'PlanDefinition',
-    'HealthcareService',
-    'Questionnaire',
-  ];
   return [
-    ...clinical.map((resourceType) => ({ resourceType })),
-    { resourceType: 'DocumentReference', interaction: ['create', 'read', 'search', 'vread', 'history'] },
-    { resourceType: 'Consent', readonly: true },
+    ...CLINICIAN_WRITABLE_TYPES.map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
+      writeConstraint: [NO_CATALOG_TAGS],
+      ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
+    })),
+    ...['MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
+      writeConstraint: [
+        NO_CATALOG_TAGS,
+        { language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" },
+      ],
+    })),
+    ...CLINICIAN_READONLY_TYPES.map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      readonly: true,
+    })),
+    ...['Practitioner', 'PractitionerRole'].map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      readonly: true,
+    })),
+    ...CATALOG_TYPES.filter((type) => type !== 'DocumentReference').flatMap(catalogReads),
+    ...publishedDocuments().map((entry) => ({ ...entry, interaction: undefined, readonly: true })),
   ];
 }
+
+/** Inbound SMS, as the SMS integration writes them. */
+const INBOUND_SMS = `Communication?category=${SYSTEMS.communicationCategory}|inbound-sms`;
+/** The SMS integration's client: the only author whose inbound SMS the opt-out bot believes. */
+const SMS_INTEGRATION = `ClientApplication?_tag=${SYSTEMS.integration}|sms`;
 
 /** The platform's project: access policies, bots, tenants and their apps. Demo data lives in demo.ts. */
 export const platformDefinition: ProvisionDefinition = {
@@ -184,7 +270,8 @@ export const platformDefinition: ProvisionDefinition = {
       policy: {
         name: 'Bot: SMS opt-out',
         resource: [
-          { resourceType: 'Communication', interaction: ['read', 'search'] },
+          { resourceType: 'Communication', criteria: INBOUND_SMS, interaction: ['read'] },
+          { resourceType: 'ClientApplication', criteria: SMS_INTEGRATION, interaction: ['read'] },
           {
             resourceType: 'Consent',
             interaction: ['read', 'search', 'update'],
@@ -218,20 +305,30 @@ export const platformDefinition: ProvisionDefinition = {
         ],
       },
     },
+    {
+      key: 'integration-sms',
+      policy: {
+        name: 'SMS integration: writes inbound messages',
+        resource: [{ resourceType: 'Communication', criteria: INBOUND_SMS, interaction: ['create', 'read'] }],
+      },
+    },
   ],
   bots: [
     {
       key: 'agreement-requirements',
+      patient: true,
       description: 'GET /v1/agreements/requirements: resolves what the patient must still accept.',
       accessPolicy: 'bot-agreements-read',
     },
     {
       key: 'accept-agreements',
+      patient: true,
       description: 'POST /v1/agreements/acceptances: one Consent per agreement with clickwrap proof.',
       accessPolicy: 'bot-accept-agreements',
     },
     {
       key: 'withdraw-agreement',
+      patient: true,
       description: 'POST /v1/agreements/withdrawals: the Consent becomes inactive.',
       accessPolicy: 'bot-withdraw-agreement',
     },
@@ -242,6 +339,7 @@ export const platformDefinition: ProvisionDefinition = {
     },
     {
       key: 'patient-home',
+      patient: true,
       description: 'Assigns a self-registered patient to the tenant of the app they registered with.',
       accessPolicy: 'bot-patient-home',
       admin: true,
@@ -256,7 +354,18 @@ export const platformDefinition: ProvisionDefinition = {
       reason: 'SMS opt-out (STOP replies)',
     },
   ],
-  resources: [],
+  resources: [
+    {
+      key: 'integration-sms',
+      resource: {
+        resourceType: 'ClientApplication',
+        name: 'SMS integration',
+        description: 'Writes inbound SMS as Communications (category inbound-sms); its STOP replies opt patients out.',
+        meta: { tag: [{ system: SYSTEMS.integration, code: 'sms' }] },
+      },
+    },
+  ],
+  integrations: [{ key: 'integration-sms', accessPolicy: 'integration-sms' }],
 };
 
 /** A tenant: its Organization and its patient app (whose extension names the tenant). */

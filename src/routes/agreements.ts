@@ -10,11 +10,12 @@ import {
 import { SYSTEMS } from '../../contracts/systems';
 import type { App, AppEnv } from '../app-env';
 import { clientAddress, userAgent } from '../edge/request';
+import type { EdgeSigner } from '../edge/statement';
 import { callBot } from '../medplum/bots';
 
 const bot = (value: string) => ({ system: SYSTEMS.bots, value });
 
-export function registerAgreementRoutes(app: App): void {
+export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undefined): void {
   app.openapi(requirementsRoute, async (c) => {
     const context = c.req.valid('query');
     const result = await callBot(c.get('medplum'), bot('agreement-requirements'), { context });
@@ -26,7 +27,7 @@ export function registerAgreementRoutes(app: App): void {
     const coordinates = agreements.map((a) => (typeof a === 'string' ? a : `${a.agreementUrl}|${a.agreementVersion}`));
     const result = await callBot(c.get('medplum'), bot('accept-agreements'), {
       agreements: coordinates,
-      session: sessionProof(c),
+      edge: await edgeStatement(c, edgeSigner),
     });
     return c.json(AcceptancesSchema.parse(result), 200);
   });
@@ -37,11 +38,11 @@ export function registerAgreementRoutes(app: App): void {
   });
 }
 
-/** Clickwrap proof of the session, from the verified token and the connection, never the body. */
-function sessionProof(c: Context<AppEnv>): { loginId: string; ipAddress?: string; userAgent?: string } {
-  return {
-    loginId: c.get('session').loginId,
-    ipAddress: clientAddress(c),
-    userAgent: userAgent(c),
-  };
+/**
+ * What the gateway alone saw of this call, for the clickwrap proof: the client address and user agent,
+ * signed for the bot and bound to this session (the bot takes nothing unsigned from its input).
+ */
+async function edgeStatement(c: Context<AppEnv>, sign: EdgeSigner | undefined): Promise<string | undefined> {
+  const session = c.get('session');
+  return sign?.({ sub: session.profile, lid: session.loginId, ip: clientAddress(c), ua: userAgent(c) });
 }

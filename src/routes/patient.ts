@@ -12,13 +12,8 @@ export function registerPatientRoutes(app: App): void {
   });
 
   app.openapi(homeRoute, async (c) => {
-    // The bot decides, from the verified client id (absent: not a tenant app, 403).
-    const session = c.get('session');
-    const result = await callBot(
-      c.get('medplum'),
-      { system: SYSTEMS.bots, value: 'patient-home' },
-      { clientId: session.clientId },
-    );
+    // The bot decides, from the caller's token it verifies itself (not a tenant app: 403); no input.
+    const result = await callBot(c.get('medplum'), { system: SYSTEMS.bots, value: 'patient-home' }, {});
     return c.json(PatientHomeSchema.parse(result), 200);
   });
 }

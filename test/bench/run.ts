@@ -4,6 +4,7 @@ import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
 import { runEmbeddedStoreBench } from './embedded-store';
 import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway';
+import { runTrustCheckBench } from './trust-checks';
 
 /**
  * `npm run bench`: figures measured in ONE run on this machine; the targets are ratios within it.
@@ -52,6 +53,18 @@ async function main(): Promise<void> {
       );
     }
   }
+
+  const trust = await runTrustCheckBench();
+  console.log('## Trust checks in a workflow bot: GET /v1/agreements/requirements');
+  console.log(
+    '   one `$execute` of the requirements bot by a patient, sequential, in process; before = the same resolution without the checks',
+  );
+  console.log(
+    `  before (no checks) p50 ${fmt(trust.unchecked)}; after (token verified against the JWKS, input validated, context ownership) p50 ${fmt(trust.checked)}`,
+  );
+  console.log(
+    `  ratio after/before: ${trust.ratio.toFixed(2)}x (target <= 1.10) ${trust.ratio <= 1.1 ? 'MET' : 'NOT MET'}`,
+  );
 
   const schemaStart = performance.now();
   loadFhirSchema();

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { MedplumClient } from '@medplum/core';
 import type { Bundle, HealthcareService, Patient, ProjectMembership } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
+import { CATALOG, SYSTEMS } from '../../contracts/systems';
 import { startTestBackend, type TestBackend } from '../support/backend';
 
 let backend: TestBackend;
@@ -71,7 +71,7 @@ describe('patient self-registration and the patient-home bot', () => {
     expect((await medplum.readResource('Patient', patientId)).name?.[0]?.family).toBe('Registrant');
 
     const bot = { system: SYSTEMS.bots, value: 'patient-home' };
-    const result = await medplum.executeBot(bot, { clientId }, 'application/json');
+    const result = await medplum.executeBot(bot, {}, 'application/json');
     const org = `Organization/${(await backend.admin.searchOne('Organization', { identifier: `${SYSTEMS.tenant}|southridge` }))?.id}`;
     expect(result).toEqual({ ok: true, organization: org, patient: `Patient/${patientId}` });
 
@@ -86,11 +86,19 @@ describe('patient self-registration and the patient-home bot', () => {
 
     // Idempotent: the same call again writes nothing new.
     const versionBefore = patient.meta?.versionId;
-    expect(await medplum.executeBot(bot, { clientId }, 'application/json')).toEqual(result);
+    expect(await medplum.executeBot(bot, {}, 'application/json')).toEqual(result);
     expect((await backend.systemRepo.readResource<Patient>('Patient', patientId)).meta?.versionId).toBe(versionBefore);
 
-    // Another tenant's app cannot move the patient.
-    const moved = await medplum.executeBot(bot, { clientId: await tenantApp('northwind') }, 'application/json');
+    // Naming another tenant's app in the input is refused: the tenant never comes from input.
+    const named = await medplum.executeBot(bot, { clientId: await tenantApp('northwind') }, 'application/json');
+    expect(named).toMatchObject({ ok: false, error: { status: 400, code: 'invalid_request' } });
+    // Signing in through another tenant's app later cannot move the patient: homing is final.
+    const membership2 = (await backend.systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [{ code: 'profile', operator: 'eq', value: `Patient/${patientId}` }],
+    })) as ProjectMembership;
+    const elsewhere = await backend.clientFor(membership2, await tenantApp('northwind'));
+    const moved = await elsewhere.executeBot(bot, {}, 'application/json');
     expect(moved).toMatchObject({ ok: false, error: { status: 409, code: 'invalid_state' } });
   });
 
@@ -112,7 +120,10 @@ describe('patient self-registration and the patient-home bot', () => {
     const service = await backend.admin.createResource<HealthcareService>({
       resourceType: 'HealthcareService',
       name: 'Northwind weight clinic',
-      meta: { accounts: [{ reference: `Organization/${northwind?.id}` }] },
+      meta: {
+        accounts: [{ reference: `Organization/${northwind?.id}` }],
+        tag: [{ system: CATALOG.system, code: CATALOG.tenant }],
+      },
     });
     const alice = await backend.patients.alice.medplum.search('HealthcareService', { _id: service.id });
     const carol = await backend.patients.carol.medplum.search('HealthcareService', { _id: service.id });

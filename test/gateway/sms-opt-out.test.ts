@@ -1,14 +1,22 @@
-import type { Communication, Consent } from '@medplum/fhirtypes';
+import type { MedplumClient } from '@medplum/core';
+import type { Communication, Consent, ProjectMembership } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isOptOut } from '../../bots/sms-opt-out';
 import { SYSTEMS } from '../../contracts/systems';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 let gw: TestGateway;
+/** Signed in as the platform's SMS integration: the only writer whose inbound SMS the bot believes. */
+let integration: MedplumClient;
 const A = 'https://patient-care.example/agreements';
 
 beforeAll(async () => {
   gw = await startTestGateway();
+  const client = await gw.backend.admin.searchOne('ClientApplication', { _tag: `${SYSTEMS.integration}|sms` });
+  const membership = await gw.backend.admin.searchOne('ProjectMembership', {
+    profile: `ClientApplication/${client?.id}`,
+  });
+  integration = (await gw.backend.login(membership as ProjectMembership)).medplum;
   for (const [key, agreements] of [
     ['alice', [`${A}/sms|2026-01`, `${A}/voice|2026-01`]],
     ['bob', [`${A}/sms|2026-01`]],
@@ -52,7 +60,7 @@ describe('SMS opt-out', () => {
   });
 
   it('a reply other than STOP changes nothing', async () => {
-    await gw.backend.admin.createResource(
+    await integration.createResource(
       inbound(gw.backend.patients.bob.patient.telecom?.[0]?.value as string, 'Thanks, see you Tuesday'),
     );
     await gw.backend.subscriptions.idle();
@@ -61,7 +69,13 @@ describe('SMS opt-out', () => {
 
   it("STOP from a patient's number flips only that patient's SMS Consent", async () => {
     const alicePhone = gw.backend.patients.alice.patient.telecom?.[0]?.value as string;
-    await gw.backend.admin.createResource(inbound(alicePhone, ' Stop '));
+    // The same STOP written by anyone but the SMS integration (an admin, a clinician) is not believed.
+    await gw.backend.admin.createResource(inbound(alicePhone, 'STOP'));
+    await gw.backend.clinicians.northwind.medplum.createResource(inbound(alicePhone, 'STOP')).catch(() => undefined);
+    await gw.backend.subscriptions.idle();
+    expect(await statuses('alice')).toEqual({ 'sms|2026-01': 'active', 'voice|2026-01': 'active' });
+
+    await integration.createResource(inbound(alicePhone, ' Stop '));
     await gw.backend.subscriptions.idle();
     expect(await statuses('alice')).toEqual({ 'sms|2026-01': 'inactive', 'voice|2026-01': 'active' });
     expect(await statuses('bob')).toEqual({ 'sms|2026-01': 'active' });

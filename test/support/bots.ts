@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WithId } from '@medplum/core';
 import type { AccessPolicy, Bot } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../contracts/systems';
+import { BOT_AUDIENCE, SYSTEMS } from '../../contracts/systems';
 import { buildBot } from '../../scripts/bot-build';
 import type { TestBackend } from './backend';
 
@@ -29,8 +29,9 @@ export async function deployFixtureBot(
   const bot = await backend.admin.createResource<Bot>({
     resourceType: 'Bot',
     name,
-    // Under the platform's bot system, so the default patient policy lets patients $execute it.
+    // Tagged for patients, so the default patient policy lets patients $execute it.
     identifier: [{ system: SYSTEMS.bots, value: `test-${name}` }],
+    meta: { tag: [{ system: BOT_AUDIENCE.system, code: BOT_AUDIENCE.patient }] },
   });
   await backend.admin.createResource({
     resourceType: 'ProjectMembership',

@@ -2,6 +2,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { type App, type AppDeps, createApp, DEFAULT_LIMITS } from '../../src/app';
 import { nodeAssetLoader } from '../../src/docs-assets-node';
+import { createEdgeSigner } from '../../src/edge/statement';
 import { openApiDocument } from '../../src/routes/docs';
 import { startTestBackend, type TestBackend } from './backend';
 
@@ -136,6 +137,7 @@ export async function startTestGateway(overrides: Partial<AppDeps> = {}): Promis
     publicUrl: 'http://gateway.test',
     trustedProxies: [TEST_LOAD_BALANCER],
     peerAddress: () => TEST_LOAD_BALANCER,
+    edgeSigner: createEdgeSigner(backend.edgeStatementKey),
     ...overrides,
   });
   const doc = openApiDocument(app);

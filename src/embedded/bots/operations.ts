@@ -10,7 +10,7 @@ import {
   OperationOutcomeError,
 } from '@medplum/core';
 import type { FhirRequest, FhirRouter } from '@medplum/fhir-router';
-import type { AuditEvent, Binary, Bot, ProjectMembership, Resource } from '@medplum/fhirtypes';
+import type { AuditEvent, Binary, Bot, Project, ProjectMembership, ProjectSetting, Resource } from '@medplum/fhirtypes';
 import type { SqliteRepository } from '../store/repo';
 import { runBotBundle } from './vm';
 
@@ -37,15 +37,18 @@ export class BotRunner {
 
   constructor(private readonly options: BotRunnerOptions) {}
 
-  async run(bot: WithId<Bot>, request: BotRunInput): Promise<unknown> {
+  async run(callerBot: WithId<Bot>, request: BotRunInput): Promise<unknown> {
     const { systemRepo } = this.options;
+    // The caller's view of the Bot may hide its code and secrets (the patient policy does): what runs
+    // is the stored Bot, read by the system.
+    const bot = await systemRepo.readResource<Bot>('Bot', callerBot.id);
     const code = await this.loadCode(bot);
     const accessToken = await this.tokenForBot(bot);
     const event: BotEvent = {
       bot: createReference(bot),
       input: request.input,
       contentType: request.contentType,
-      secrets: {},
+      secrets: await this.secretsFor(bot),
       traceId: generateId(),
       requester: request.requester ? ({ reference: request.requester } as BotEvent['requester']) : undefined,
       headers: request.headers,
@@ -89,6 +92,15 @@ export class BotRunner {
     }
   }
 
+  /** The Project's secrets by name: what Medplum hands a bot as `event.secrets`. */
+  private async secretsFor(bot: WithId<Bot>): Promise<Record<string, ProjectSetting>> {
+    const projectId = bot.meta?.project;
+    const project = projectId
+      ? await this.options.systemRepo.readResource<Project>('Project', projectId).catch(() => undefined)
+      : undefined;
+    return Object.fromEntries((project?.secret ?? []).map((s) => [s.name, s]));
+  }
+
   private async loadCode(bot: Bot): Promise<string> {
     const url = bot.executableCode?.url;
     if (!url?.startsWith('Binary/')) {
@@ -129,6 +141,9 @@ export function registerBotOperations(router: FhirRouter, runner: BotRunner): vo
         input: req.body,
         contentType,
         requester: callerRepo.caller.profile.reference,
+        // As Medplum does: the caller's request headers, its Authorization included, so that the bot
+        // can verify the caller's token itself (DESIGN section 7).
+        headers: req.headers as Record<string, string> | undefined,
       });
     } catch (err) {
       // Medplum answers a bot that throws with 400 and the error text.

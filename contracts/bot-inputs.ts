@@ -1,0 +1,51 @@
+import { z } from '@hono/zod-openapi';
+import { Coordinate, RequirementsQuerySchema, WithdrawalRequestSchema } from './agreements';
+
+/**
+ * What each bot accepts as `event.input`. A bot's input is untrusted (anyone who can read the Bot can
+ * `$execute` it with anything, DESIGN section 7), so every bot validates it against these schemas,
+ * built from the same pieces as the gateway's request contracts. Objects are strict: an unknown field
+ * (a forged `session`, a `patient`, a `clientId`...) is refused, not ignored.
+ *
+ * Bots do not bundle zod (hundreds of KB to compile on every run): the bot build turns these into JSON
+ * Schema (scripts/bot-build.ts) and bots/lib/input.ts checks that subset.
+ */
+
+/** `<payload>.<signature>`, both base64url: the gateway's signed edge statement (bots/lib/trust.ts). */
+export const EdgeStatementToken = z
+  .string()
+  .max(2048)
+  .regex(/^[A-Za-z0-9_-]{1,1800}\.[A-Za-z0-9_-]{43}$/);
+
+/** The claims of an edge statement: bound to one patient session, valid for a minute. */
+export interface EdgeStatement {
+  /** The requester, `Patient/<id>`. */
+  sub: string;
+  /** The session's `login_id`. */
+  lid: string;
+  ip?: string;
+  ua?: string;
+  /** Seconds since the epoch. */
+  iat: number;
+  exp: number;
+}
+
+export const BOT_INPUTS = {
+  'agreement-requirements': z.object({ context: RequirementsQuerySchema.strict() }).strict(),
+  'accept-agreements': z
+    .object({ agreements: z.array(Coordinate).min(1).max(20), edge: EdgeStatementToken.optional() })
+    .strict(),
+  'withdraw-agreement': WithdrawalRequestSchema.strict(),
+  /** Nothing: the tenant is decided from what the patient registered through, never from input. */
+  'patient-home': z.object({}).strict(),
+  /** A subscription delivery: the Communication that was written; the bot re-reads it by id. */
+  'sms-opt-out': z
+    .object({
+      resourceType: z.literal('Communication'),
+      id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/),
+    })
+    .passthrough(),
+} as const;
+
+export type BotName = keyof typeof BOT_INPUTS;
+export type BotInput<N extends BotName> = z.output<(typeof BOT_INPUTS)[N]>;
