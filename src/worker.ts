@@ -1,5 +1,6 @@
 import { type App, createApp, DEFAULT_LIMITS } from './app';
 import { trustedProxyList } from './edge/client-address';
+import { createEdgeSigner } from './edge/statement';
 import type { AssetLoader } from './routes/docs';
 import { DOCS_ASSETS } from './routes/docs';
 
@@ -13,6 +14,11 @@ export interface WorkerEnv {
   /** Token issuer; defaults to MEDPLUM_BASE_URL (Medplum issues tokens as its base URL). */
   MEDPLUM_ISSUER?: string;
   PROJECT_ID: string;
+  /**
+   * A Worker secret (`wrangler secret put EDGE_STATEMENT_KEY`), the same value as the Project secret
+   * `edge-statement-key`: signs the client address and user agent for the clickwrap proof.
+   */
+  EDGE_STATEMENT_KEY?: string;
   BODY_LIMIT_BYTES?: string;
   UPSTREAM_TIMEOUT_MS?: string;
   ASSETS?: { fetch(request: Request): Promise<Response> };
@@ -50,6 +56,7 @@ function appFor(env: WorkerEnv): App {
         trustedProxies: trustedProxyList(env.TRUSTED_PROXIES),
         // Cloudflare sets CF-Connecting-IP to the address it was reached from, replacing any a client sent.
         peerAddress: (c) => c.req.header('cf-connecting-ip'),
+        edgeSigner: env.EDGE_STATEMENT_KEY ? createEdgeSigner(env.EDGE_STATEMENT_KEY) : undefined,
       }),
     };
   }

@@ -31,7 +31,12 @@ async function main(): Promise<void> {
   const definition = values.demo ? demoDefinition() : platformDefinition;
   const medplum = new MedplumClient({ baseUrl, cacheTime: 0 });
   await medplum.startClientLogin(clientId, clientSecret);
-  const report = await applyDefinition(medplum, definition, { bundles: readBotBundles(definition) });
+  // The key the gateway signs edge statements with (its EDGE_STATEMENT_KEY), stored as the Project
+  // secret the bots check; from the environment, never a flag (flags end up in shell histories).
+  const report = await applyDefinition(medplum, definition, {
+    bundles: readBotBundles(definition),
+    edgeStatementKey: process.env.EDGE_STATEMENT_KEY || undefined,
+  });
   console.log(
     JSON.stringify({
       created: report.created.length,
