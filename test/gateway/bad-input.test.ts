@@ -1,6 +1,9 @@
 import fc from 'fast-check';
 import { generateSync, type JsonSchema } from 'json-schema-faker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
+import { botInputSchemas } from '../../scripts/bot-build';
+import { platformDefinition } from '../../src/provision/definition';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { bodyFor, type Operation, operationsOf } from '../support/operations';
 
@@ -137,6 +140,74 @@ describe('bad input: seeded valid and mutated inputs for every operation', () =>
           }
         }),
         { numRuns: 60, seed: 20261122 },
+      );
+    }
+  });
+});
+
+/** The bad-input fuzzer again, around the gateway: every bot's `$execute`, called directly on Medplum. */
+describe("bad input: every bot's $execute directly on Medplum, as a patient", () => {
+  const schemas = JSON.parse(botInputSchemas()) as Record<string, JsonSchema>;
+
+  const execute = async (bot: string, body: string, contentType = 'application/json') => {
+    const url = new URL(`fhir/R4/Bot/$execute?identifier=${SYSTEMS.bots}|${bot}`, gw.backend.baseUrl);
+    const response = await gw.backend.fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.backend.patients.alice.token}`, 'content-type': contentType },
+      body,
+    });
+    return { status: response.status, body: (await response.text()).slice(0, 300) };
+  };
+
+  it('never a 5xx, and whatever is refused changes nothing', async () => {
+    expect(platformDefinition.bots.length).toBeGreaterThanOrEqual(5);
+    for (const { key } of platformDefinition.bots) {
+      const schema = schemas[key];
+      expect(schema, key).toBeDefined();
+      await fc.assert(
+        fc.asyncProperty(mutation, async (m) => {
+          let body: unknown = generateSync(schema, { seed: 7, maxDepth: 4 });
+          let raw: string | undefined;
+          let contentType = 'application/json';
+          switch (m.kind) {
+            case 'schema-valid':
+              body = generateSync(schema, { seed: m.seed, maxDepth: 4 });
+              break;
+            case 'drop-field':
+            case 'replace-field': {
+              const record = { ...((body as Record<string, unknown>) ?? {}) };
+              const keys = Object.keys(record);
+              const field = keys[m.field % Math.max(keys.length, 1)] ?? 'x';
+              if (m.kind === 'drop-field') {
+                delete record[field];
+              } else {
+                record[field] = m.value;
+              }
+              body = record;
+              break;
+            }
+            case 'replace-body':
+              body = m.value;
+              break;
+            case 'malformed-json':
+              raw = JSON.stringify(body).slice(0, -1 - (m.cut % 5));
+              break;
+            case 'wrong-content-type':
+              contentType = 'text/plain';
+              break;
+            default:
+              body = { ...((body as object) ?? {}), [m.kind]: 'x'.repeat(200_000) };
+          }
+          const before = fingerprint();
+          const res = await execute(key, raw ?? JSON.stringify(body ?? null), contentType);
+          const label = `${key} ${JSON.stringify(m).slice(0, 120)} -> ${res.status} ${res.body}`;
+          expect(res.status, label).toBeLessThan(500);
+          const refused = res.status >= 400 || res.body.includes('"ok":false');
+          if (refused) {
+            expect(fingerprint(), label).toEqual(before);
+          }
+        }),
+        { numRuns: 40, seed: 20261123 },
       );
     }
   });
