@@ -1,6 +1,14 @@
 import { createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import type { WithId } from '@medplum/core';
-import { badRequest, createReference, getReferenceString, OperationOutcomeError, unauthorized } from '@medplum/core';
+import {
+  badRequest,
+  createReference,
+  getRateLimitReset,
+  getReferenceString,
+  OperationOutcomeError,
+  unauthorized,
+} from '@medplum/core';
 import type {
   ClientApplication,
   Login,
@@ -10,13 +18,14 @@ import type {
   Reference,
   User,
 } from '@medplum/fhirtypes';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
 import { thrownResponse } from '../fhir-http';
 import type { SqliteRepository } from '../store/repo';
 import { authenticate, contextForLogin } from './authenticate';
 import type { SigningKey } from './keys';
 import { jwks } from './keys';
+import { AuthThrottle, addressBucket, type SecretAttempt, throttled, userIdentity } from './throttle';
 import { ACCESS_TOKEN_SECONDS, issueAccessToken, issueRefreshToken, verifyToken } from './tokens';
 
 export interface AuthDeps {
@@ -28,25 +37,69 @@ export interface AuthDeps {
 
 const CODE_TTL_MS = 5 * 60 * 1000;
 
+/** Starts one secret check (password, client secret) for an identity from this request's address. */
+type SecretCheck = (identity: string | undefined) => SecretAttempt;
+
 /** Medplum's auth surface: JWKS, /oauth2/token, registration, password login, /auth/me, logout. */
 export function createAuthRoutes(deps: AuthDeps): Hono {
   const app = new Hono();
+  const throttle = new AuthThrottle(deps.now);
+  const secretCheck =
+    (c: Context): SecretCheck =>
+    (identity) =>
+      throttle.beginSecretCheck(identity, addressBucket(peerAddress(c)));
+  // Medplum's per-address auth rate limit (`packages/server/src/ratelimit.ts`), for callers with a connection.
+  const authRateLimit: MiddlewareHandler = async (c, next) => {
+    const address = peerAddress(c);
+    if (address === undefined || c.req.path === '/auth/me') {
+      return next();
+    }
+    const { waitMs, rateLimit } = throttle.countRequest(addressBucket(address));
+    if (waitMs > 0) {
+      const refused = errorResponse(throttled(waitMs));
+      refused.headers.set('RateLimit', rateLimit);
+      return refused;
+    }
+    await next();
+    c.res.headers.set('RateLimit', rateLimit);
+  };
+  app.use('/auth/*', authRateLimit);
+  app.use('/oauth2/*', authRateLimit);
   app.get('/.well-known/jwks.json', (c) => c.json(jwks(deps.key)));
-  app.post('/oauth2/token', (c) => respond(c, () => token(c, deps)));
-  app.post('/auth/newuser', (c) => respond(c, async () => newUser(await jsonBody(c), deps)));
+  app.post('/oauth2/token', (c) => respond(c, () => token(c, deps, secretCheck(c))));
+  app.post('/auth/newuser', (c) => respond(c, async () => newUser(await jsonBody(c), deps, secretCheck(c))));
   app.post('/auth/newpatient', (c) => respond(c, async () => newPatient(await jsonBody(c), deps)));
-  app.post('/auth/login', (c) => respond(c, async () => passwordLogin(await jsonBody(c), deps)));
+  app.post('/auth/login', (c) => respond(c, async () => passwordLogin(await jsonBody(c), deps, secretCheck(c))));
   app.get('/auth/me', (c) => respond(c, () => me(c, deps)));
   app.post('/auth/logout', (c) => respond(c, () => logout(c, deps)));
   return app;
+}
+
+/**
+ * The caller's address: the peer of the connection when @hono/node-server serves the request
+ * (`npm run embedded`, `npm start`'s HTTP port), never a header such as X-Forwarded-For, which any
+ * client can write. In-process calls have no connection (undefined: see UNKNOWN_ADDRESS).
+ */
+function peerAddress(c: Context): string | undefined {
+  return (c.env as { incoming?: unknown } | undefined)?.incoming ? getConnInfo(c).remote.address : undefined;
 }
 
 async function respond(c: Context, work: () => Promise<unknown>): Promise<Response> {
   try {
     return c.json(await work());
   } catch (err) {
-    return thrownResponse(err);
+    return errorResponse(err);
   }
+}
+
+/** A thrown error as an answer; a throttled one (429) also says when to come back (`Retry-After`, seconds). */
+function errorResponse(err: unknown): Response {
+  const response = thrownResponse(err);
+  const resetMs = err instanceof OperationOutcomeError ? getRateLimitReset(err.outcome) : undefined;
+  if (resetMs !== undefined) {
+    response.headers.set('Retry-After', String(Math.max(1, Math.ceil(resetMs / 1000))));
+  }
+  return response;
 }
 
 async function jsonBody(c: Context): Promise<Record<string, unknown>> {
@@ -165,11 +218,11 @@ export async function mintTokenForMembership(
   return tokens.access_token as string;
 }
 
-async function token(c: Context, deps: AuthDeps): Promise<unknown> {
+async function token(c: Context, deps: AuthDeps, secretCheck: SecretCheck): Promise<unknown> {
   const form = Object.fromEntries(new URLSearchParams(await c.req.text()));
   switch (form.grant_type) {
     case 'client_credentials':
-      return clientCredentials(c, form, deps);
+      return clientCredentials(c, form, deps, secretCheck);
     case 'authorization_code':
       return authorizationCode(form, deps);
     case 'refresh_token':
@@ -179,13 +232,19 @@ async function token(c: Context, deps: AuthDeps): Promise<unknown> {
   }
 }
 
-async function clientCredentials(c: Context, form: Record<string, string>, deps: AuthDeps): Promise<unknown> {
+async function clientCredentials(
+  c: Context,
+  form: Record<string, string>,
+  deps: AuthDeps,
+  secretCheck: SecretCheck,
+): Promise<unknown> {
   let clientId = form.client_id;
   let clientSecret = form.client_secret;
   const basic = /^Basic (.+)$/i.exec(c.req.header('authorization') ?? '')?.[1];
   if (basic) {
     [clientId, clientSecret] = Buffer.from(basic, 'base64').toString('utf8').split(':');
   }
+  const attempt = secretCheck(`client:${clientId ?? ''}`);
   const client = clientId
     ? await deps.systemRepo.readResource<ClientApplication>('ClientApplication', clientId).catch(() => undefined)
     : undefined;
@@ -194,6 +253,7 @@ async function clientCredentials(c: Context, form: Record<string, string>, deps:
   if (!client || expected.length === 0 || expected.length !== given.length || !timingSafeEqual(expected, given)) {
     throw new OperationOutcomeError(unauthorized);
   }
+  attempt.succeeded();
   const membership = await deps.systemRepo.searchOne<ProjectMembership>({
     resourceType: 'ProjectMembership',
     filters: [{ code: 'profile', operator: 'eq', value: `ClientApplication/${client.id}` }],
@@ -251,13 +311,16 @@ async function refreshToken(form: Record<string, string>, deps: AuthDeps): Promi
 
 // ------------------------------------------------------------------ registration and login
 
-async function newUser(body: Record<string, unknown>, deps: AuthDeps): Promise<unknown> {
+async function newUser(body: Record<string, unknown>, deps: AuthDeps, secretCheck: SecretCheck): Promise<unknown> {
   const email = requireString(body, 'email').toLowerCase();
   const password = requireString(body, 'password');
   if (password.length < 8) {
     throw new OperationOutcomeError(badRequest('Password must be at least 8 characters', 'password'));
   }
   const project = await readProject(deps, optionalString(body, 'projectId'));
+  // No password is checked here, but "already registered" tells whether an account exists: each such
+  // answer counts against the caller's address (not against the account, which the caller does not own).
+  const attempt = secretCheck(undefined);
   const existing = await deps.systemRepo.searchOne<User>({
     resourceType: 'User',
     filters: [{ code: 'email', operator: 'exact', value: email }],
@@ -265,6 +328,7 @@ async function newUser(body: Record<string, unknown>, deps: AuthDeps): Promise<u
   if (existing) {
     throw new OperationOutcomeError(badRequest('Email already registered', 'email'));
   }
+  attempt.succeeded();
   const client = await readClient(deps, optionalString(body, 'clientId'));
   const user = await deps.systemRepo.createResource<User>({
     resourceType: 'User',
@@ -322,9 +386,16 @@ async function newPatient(body: Record<string, unknown>, deps: AuthDeps): Promis
   return { login: login.id, code };
 }
 
-async function passwordLogin(body: Record<string, unknown>, deps: AuthDeps): Promise<unknown> {
+async function passwordLogin(
+  body: Record<string, unknown>,
+  deps: AuthDeps,
+  secretCheck: SecretCheck,
+): Promise<unknown> {
   const email = requireString(body, 'email').toLowerCase();
   const password = requireString(body, 'password');
+  // Reserved before anything is looked up: while throttled the answer is 429 whatever the password,
+  // and an unknown email is throttled exactly like a known one.
+  const attempt = secretCheck(userIdentity(email));
   const project = await readProject(deps, requireString(body, 'projectId'));
   const user = await deps.systemRepo.searchOne<User>({
     resourceType: 'User',
@@ -333,6 +404,7 @@ async function passwordLogin(body: Record<string, unknown>, deps: AuthDeps): Pro
   if (!project || !user || !verifyPassword(password, user.passwordHash)) {
     throw new OperationOutcomeError(badRequest('Email or password is invalid'));
   }
+  attempt.succeeded();
   const membership = await deps.systemRepo.searchOne<ProjectMembership>({
     resourceType: 'ProjectMembership',
     filters: [
