@@ -132,8 +132,12 @@ export function hashPassword(password: string): string {
   return `scrypt$${salt.toString('base64')}$${scryptSync(password, salt, 32).toString('base64')}`;
 }
 
+/** Checked against when there is no such user, so that an unknown email costs the same scrypt as a known one. */
+let noUserHash: string | undefined;
+
 function verifyPassword(password: string, stored: string | undefined): boolean {
-  const [scheme, salt, hash] = (stored ?? '').split('$');
+  noUserHash ??= hashPassword(randomBytes(16).toString('hex'));
+  const [scheme, salt, hash] = (stored ?? noUserHash).split('$');
   if (scheme !== 'scrypt' || !salt || !hash) {
     return false;
   }
@@ -401,7 +405,9 @@ async function passwordLogin(
     resourceType: 'User',
     filters: [{ code: 'email', operator: 'exact', value: email }],
   });
-  if (!project || !user || !verifyPassword(password, user.passwordHash)) {
+  // The password is checked even without a user or project: the answer's timing tells nothing.
+  const matches = verifyPassword(password, user?.passwordHash);
+  if (!project || !user || !matches) {
     throw new OperationOutcomeError(badRequest('Email or password is invalid'));
   }
   attempt.succeeded();
