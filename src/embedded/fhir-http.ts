@@ -125,7 +125,8 @@ export async function handleFhirRequest(
   };
   const [outcome, resource, options] = await router.handleRequest(request, repo);
   if (!isOk(outcome)) {
-    return outcomeResponse(outcome);
+    // A failure may carry its own body (a bot that threw: 400 with the outcome of what it threw).
+    return outcomeResponse(isOperationOutcome(resource) ? resource : outcome, getStatus(outcome));
   }
   const status = getStatus(outcome);
   if (!resource) {

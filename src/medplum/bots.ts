@@ -13,6 +13,12 @@ const isFailure = (value: unknown): value is BotFailure =>
   typeof value === 'object' && value !== null && (value as { ok?: unknown }).ok === false;
 
 /**
+ * What Medplum answers a `$execute` it refuses before any bot runs: the session (401), access to the
+ * Bot (403, 404) and throttling (429). Any other outcome comes from a bot that threw.
+ */
+const MEDPLUM_REFUSALS = new Set([401, 403, 404, 429]);
+
+/**
  * Runs a workflow bot as the patient (`Bot/$execute?identifier=`; Medplum sets `event.requester`).
  * A bot's business failure comes back as data and becomes the error envelope here; a bot that threw
  * is a 400 from Medplum, which is our bug, not the client's, so it is a 500.
@@ -26,8 +32,10 @@ export async function callBot(
   try {
     result = await medplum.executeBot(bot, input, 'application/json', { maxRetries: 0 });
   } catch (err) {
-    if (err instanceof OperationOutcomeError && getStatus(err.outcome) === 400) {
-      // The bot threw: never the caller's fault, and its text may hold internals.
+    if (err instanceof OperationOutcomeError && !MEDPLUM_REFUSALS.has(getStatus(err.outcome))) {
+      // The bot threw: never the caller's fault, and its text may hold internals. Medplum answers it
+      // 400 with the normalized outcome of what was thrown, whose code (conflict, invalid...) is not a
+      // status; only a refusal of the $execute itself (session, access to the Bot, throttling) is.
       throw new Error('workflow bot failed');
     }
     throw err;

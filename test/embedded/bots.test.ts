@@ -1,9 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OperationOutcomeError } from '@medplum/core';
-import type { AuditEvent } from '@medplum/fhirtypes';
+import type { AuditEvent, OperationOutcome } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
 import { loadBotBundle, runBotBundle } from '../../src/embedded/bots/vm';
+import { ApiError } from '../../src/errors';
+import { callBot } from '../../src/medplum/bots';
 import { startTestBackend, type TestBackend } from '../support/backend';
 import { buildFixtureBot, deployFixtureBot } from '../support/bots';
 
@@ -80,5 +83,28 @@ describe('$execute', () => {
       filters: [{ code: 'entity', operator: 'eq', value: `Bot/${bot.id}` }],
     });
     expect(audits.map((a) => a.outcome)).toEqual(['4']);
+  });
+
+  // packages/server/src/fhir/operations/execute.ts + bots/vmcontext.ts: a bot that throws is HTTP 400 and
+  // the body is normalizeOperationOutcome of what it threw, so a thrown conflict keeps its code.
+  it('a bot that throws an outcome answers HTTP 400 with that outcome; the gateway calls it a bot failure, not a conflict', async () => {
+    await deployFixtureBot(backend, 'throws-conflict');
+    const alice = backend.patients.alice;
+    const response = await backend.fetch(
+      new URL(`fhir/R4/Bot/$execute?identifier=${SYSTEMS.bots}|test-throws-conflict`, backend.baseUrl),
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' },
+        body: '{}',
+      },
+    );
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as OperationOutcome).issue?.[0]?.code).toBe('conflict');
+    const failure = await callBot(alice.medplum, { system: SYSTEMS.bots, value: 'test-throws-conflict' }, {}).catch(
+      (e: unknown) => e,
+    );
+    expect(failure).toBeInstanceOf(Error);
+    expect(failure).not.toBeInstanceOf(ApiError);
+    expect((failure as Error).message).toBe('workflow bot failed');
   });
 });

@@ -6,6 +6,7 @@ import {
   generateId,
   getReferenceString,
   normalizeErrorString,
+  normalizeOperationOutcome,
   notFound,
   OperationOutcomeError,
 } from '@medplum/core';
@@ -146,8 +147,15 @@ export function registerBotOperations(router: FhirRouter, runner: BotRunner): vo
         headers: req.headers as Record<string, string> | undefined,
       });
     } catch (err) {
-      // Medplum answers a bot that throws with 400 and the error text.
-      return [badRequest(normalizeErrorString(err))] as [ReturnType<typeof badRequest>];
+      // As Medplum (packages/server/src/fhir/operations/execute.ts, bots/vmcontext.ts): a bot that
+      // throws is HTTP 400 whatever it threw, and the body is the normalized OperationOutcome of it (a
+      // thrown conflict or not-found keeps its code, so the body alone does not say 400).
+      const thrown = normalizeOperationOutcome(err);
+      return [badRequest(normalizeErrorString(err)), thrown, { contentType: 'application/json' }] as [
+        ReturnType<typeof badRequest>,
+        Resource,
+        { contentType: string },
+      ];
     }
     if (result === undefined) {
       return [allOk] as [typeof allOk];
