@@ -45,6 +45,8 @@ export const BOT_INPUTS = {
       id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/),
     })
     .passthrough(),
+  /** A cron run: Medplum's own input, which the reconciler ignores (it derives its work from the data). */
+  reconcile: z.unknown(),
 } as const;
 
 export type BotName = keyof typeof BOT_INPUTS;

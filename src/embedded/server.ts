@@ -9,6 +9,7 @@ import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
 import { createAuthRoutes, mintTokenForMembership } from './auth/routes';
 import { BotRunner, registerBotOperations } from './bots/operations';
+import { CronScheduler } from './cron';
 import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
 import { loadFhirSchema } from './schema';
 import { Database } from './store/database';
@@ -38,6 +39,8 @@ export interface EmbeddedMedplum {
   systemRepo: SqliteRepository;
   key: SigningKey;
   subscriptions: SubscriptionQueue;
+  /** Runs cron bots each minute; `tick(at)` runs those due at a given minute. */
+  cron: CronScheduler;
   /** A MedplumClient for the given membership, authenticated with a freshly minted token. */
   clientFor(membership: ProjectMembership, clientId?: string): Promise<MedplumClient>;
   close(): void;
@@ -123,6 +126,12 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     retryDelayMs: options.subscriptionRetryDelayMs,
   });
 
+  const cron = new CronScheduler({
+    systemRepo,
+    runBot: (bot) => bots.run(bot, { input: bot, contentType: 'application/fhir+json', requester: undefined }),
+  });
+  cron.start();
+
   registerBotOperations(router, bots);
 
   app.use('*', async (c, next) => {
@@ -153,8 +162,10 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     systemRepo,
     key,
     subscriptions: queue,
+    cron,
     clientFor,
     close() {
+      cron.stop();
       queue?.close();
       db.close();
     },

@@ -1,5 +1,6 @@
 import { matchesSearchRequest, parseSearchRequest } from '@medplum/core';
 import type { Bot, Resource, Subscription } from '@medplum/fhirtypes';
+import { BotExecutionError } from './bots/operations';
 import type { ResourceChange, SqliteRepository } from './store/repo';
 
 export const SUPPORTED_INTERACTION_URL =
@@ -17,7 +18,11 @@ export interface SubscriptionQueueOptions {
   /** The system's view of the store: reads Subscriptions across projects. */
   systemRepo: SqliteRepository;
   runBot: (bot: Bot, input: Resource, requester: string | undefined) => Promise<unknown>;
-  /** Total tries per delivery. Medplum tries bot deliveries once; we retry, with backoff. */
+  /**
+   * Total tries of a delivery the platform failed to make (the Bot unreadable, not deployed, no
+   * membership). A failure of the bot's own code is never retried, as on Medplum: the reconciler
+   * re-drives lost work.
+   */
   maxAttempts?: number;
   retryDelayMs?: number;
   onError?: (job: SubscriptionJob, err: unknown) => void;
@@ -25,8 +30,9 @@ export interface SubscriptionQueueOptions {
 
 /**
  * Delivers committed changes to bots whose rest-hook Subscription matches them. Fed only from
- * after-COMMIT callbacks, so a rolled-back write never fires. Runs asynchronously in process, with
- * bounded retries, and tells tests when it has nothing left to do (`idle()`).
+ * after-COMMIT callbacks, so a rolled-back write never fires. Runs asynchronously in process; retries
+ * only what the platform failed to deliver, never a bot's own failure (as Medplum); tells tests when it
+ * has nothing left to do (`idle()`).
  */
 export class SubscriptionQueue {
   private readonly pending: SubscriptionJob[] = [];
@@ -134,7 +140,7 @@ export class SubscriptionQueue {
       await this.options.runBot(bot, job.resource, job.resource.meta?.author?.reference);
     } catch (err) {
       this.options.onError?.(job, err);
-      if (job.attempt < maxAttempts && !this.closed) {
+      if (job.attempt < maxAttempts && !this.closed && !(err instanceof BotExecutionError)) {
         const delay = (this.options.retryDelayMs ?? 50) * 2 ** (job.attempt - 1);
         this.inFlight++;
         await new Promise((resolve) => setTimeout(resolve, delay));

@@ -123,6 +123,7 @@ export async function applyDefinition(
       identifier: [{ system: SYSTEMS.bots, value: bot.key }],
       meta: bot.patient ? { tag: [{ system: BOT_AUDIENCE.system, code: BOT_AUDIENCE.patient }] } : undefined,
       runtimeVersion: 'vmcontext',
+      ...(bot.cronString ? { cronString: bot.cronString } : {}),
       extension: [{ url: EXTENSIONS.botBundleSha256, valueString: sha256 }],
     });
     if (

@@ -28,6 +28,8 @@ export interface BotDefinition {
   accessPolicy: string;
   /** Project-admin membership: needed only by bots that must touch ProjectMembership (Medplum rule). */
   admin?: boolean;
+  /** A cron bot: Medplum runs it on this schedule (Bot.cronString, UTC). */
+  cronString?: string;
   /**
    * Patients may run it with `$execute` (it is tagged for them and readable by them). Every other bot
    * (subscription and cron bots) is unreadable to patients, so Medplum refuses their `$execute`.
@@ -268,9 +270,9 @@ export const platformDefinition: ProvisionDefinition = {
     {
       key: 'bot-sms-opt-out',
       policy: {
-        name: 'Bot: SMS opt-out',
+        name: 'Bot: SMS opt-out and its reconciler',
         resource: [
-          { resourceType: 'Communication', criteria: INBOUND_SMS, interaction: ['read'] },
+          { resourceType: 'Communication', criteria: INBOUND_SMS, interaction: ['read', 'search'] },
           { resourceType: 'ClientApplication', criteria: SMS_INTEGRATION, interaction: ['read'] },
           {
             resourceType: 'Consent',
@@ -336,6 +338,12 @@ export const platformDefinition: ProvisionDefinition = {
       key: 'sms-opt-out',
       description: 'Inbound SMS STOP: the matching SMS Consent becomes inactive.',
       accessPolicy: 'bot-sms-opt-out',
+    },
+    {
+      key: 'reconcile',
+      description: 'Every 10 minutes: re-drives subscription work left undone (inbound SMS STOPs not yet applied).',
+      accessPolicy: 'bot-sms-opt-out',
+      cronString: '*/10 * * * *',
     },
     {
       key: 'patient-home',

@@ -1,5 +1,5 @@
 import type { MedplumClient } from '@medplum/core';
-import type { Communication, Consent, ProjectMembership } from '@medplum/fhirtypes';
+import type { Communication, Consent, ProjectMembership, Subscription } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isOptOut } from '../../bots/sms-opt-out';
 import { SYSTEMS } from '../../contracts/systems';
@@ -82,5 +82,41 @@ describe('SMS opt-out', () => {
     // The withdrawn acceptance stays on the record, readable on the record plane.
     const res = await gw.call('GET', '/v1/fhir/Consent?status=inactive', { token: gw.backend.patients.alice.token });
     expect((res.body as { entry?: unknown[] }).entry).toHaveLength(1);
+  });
+
+  it('a STOP whose delivery was lost is applied by the reconciler on its schedule; a later acceptance stays', async () => {
+    const subscription = (await gw.backend.admin.searchOne('Subscription', {
+      _tag: `${SYSTEMS.provisioning}|subscription-inbound-sms`,
+    })) as Subscription;
+    const bobPhone = gw.backend.patients.bob.patient.telecom?.[0]?.value as string;
+    // The delivery is lost: the subscription is off while the STOP arrives.
+    await gw.backend.admin.updateResource({ ...subscription, status: 'off' });
+    await integration.createResource(inbound(bobPhone, 'STOP'));
+    await gw.backend.subscriptions.idle();
+    await gw.backend.admin.updateResource({
+      ...(await gw.backend.admin.readResource('Subscription', subscription.id as string)),
+      status: 'active',
+    });
+    expect(await statuses('bob')).toEqual({ 'sms|2026-01': 'active' });
+
+    // A minute the reconciler is not due changes nothing; its minute applies the STOP.
+    await gw.backend.cron.tick(new Date('2026-11-23T10:11:00Z'));
+    expect(await statuses('bob')).toEqual({ 'sms|2026-01': 'active' });
+    await gw.backend.cron.tick(new Date('2026-11-23T10:10:00Z'));
+    expect(await statuses('bob')).toEqual({ 'sms|2026-01': 'inactive' });
+
+    // Bob accepts SMS again after his STOP: the next runs leave the new acceptance alone.
+    const accepted = await gw.call('POST', '/v1/agreements/acceptances', {
+      token: gw.backend.patients.bob.token,
+      body: { agreements: [`${A}/sms|2026-01`] },
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(accepted.status).toBe(200);
+    await gw.backend.cron.tick(new Date('2026-11-23T10:20:00Z'));
+    const consents = await gw.backend.systemRepo.searchResources<Consent>({
+      resourceType: 'Consent',
+      filters: [{ code: 'patient', operator: 'eq', value: `Patient/${gw.backend.patients.bob.patient.id}` }],
+    });
+    expect(consents.map((c) => c.status).sort()).toEqual(['active', 'inactive']);
   });
 });

@@ -32,6 +32,16 @@ export interface BotRunInput {
   headers?: Record<string, string>;
 }
 
+/**
+ * The bot's own code failed (threw, rejected or ran out of time), as opposed to the platform failing
+ * to run it (no bundle, no membership, the store). Medplum retries only the latter for subscriptions.
+ */
+export class BotExecutionError extends Error {
+  constructor(readonly thrown: unknown) {
+    super('Bot execution failed');
+  }
+}
+
 /** Runs deployed bot bundles the way Medplum's vmcontext runtime does, as the bot's own membership. */
 export class BotRunner {
   private readonly tokens = new Map<string, { token: string; expires: number }>();
@@ -69,7 +79,7 @@ export class BotRunner {
     } catch (err) {
       outcome = '4';
       outcomeDesc = normalizeErrorString(err);
-      throw err;
+      throw new BotExecutionError(err);
     } finally {
       const audit: AuditEvent = {
         resourceType: 'AuditEvent',
@@ -150,8 +160,8 @@ export function registerBotOperations(router: FhirRouter, runner: BotRunner): vo
       // As Medplum (packages/server/src/fhir/operations/execute.ts, bots/vmcontext.ts): a bot that
       // throws is HTTP 400 whatever it threw, and the body is the normalized OperationOutcome of it (a
       // thrown conflict or not-found keeps its code, so the body alone does not say 400).
-      const thrown = normalizeOperationOutcome(err);
-      return [badRequest(normalizeErrorString(err)), thrown, { contentType: 'application/json' }] as [
+      const thrown = normalizeOperationOutcome(err instanceof BotExecutionError ? err.thrown : err);
+      return [badRequest(normalizeErrorString(thrown)), thrown, { contentType: 'application/json' }] as [
         ReturnType<typeof badRequest>,
         Resource,
         { contentType: string },
