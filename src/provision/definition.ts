@@ -92,10 +92,11 @@ export const CATALOG_TYPES = [
 ] as const;
 
 /**
- * The tenant's staff directory and calendars: no patient data (a Slot says free or busy, never for
- * whom), reached by following references from the patient's own appointments and care teams.
+ * The tenant's staff directory and free/busy slots: no patient data (a Slot says free or busy, never for
+ * whom), reached by following references from the patient's own appointments and care teams. Not
+ * Schedule: a Schedule's actor may be a patient (it is then in that patient's compartment).
  */
-const TENANT_DIRECTORY_TYPES = ['Practitioner', 'PractitionerRole', 'Schedule', 'Slot'] as const;
+const TENANT_DIRECTORY_TYPES = ['Practitioner', 'PractitionerRole', 'Slot'] as const;
 
 const inTenant = (type: string): string => `${type}?_compartment=%${TENANT_PARAMETER}`;
 
@@ -240,7 +241,6 @@ function clinicianPolicy(): AccessPolicyResource[] {
       readonly: true,
     })),
     ...CATALOG_TYPES.filter((type) => type !== 'DocumentReference').flatMap(catalogReads),
-    ...publishedDocuments().map((entry) => ({ ...entry, interaction: undefined, readonly: true })),
   ];
 }
 
