@@ -2,8 +2,9 @@ import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Bundle, Consent, Extension } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { type AgreementVersion, coordinate, latestVersions } from './lib/agreement-rules';
-import { acceptanceKey, contextNotFound, patientAgreements } from './lib/agreements';
+import { acceptanceKey, activeAcceptances, contextNotFound, patientAgreements } from './lib/agreements';
 import { readInput } from './lib/input';
+import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { edgeFacts, requirePatient } from './lib/trust';
 
@@ -79,9 +80,28 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     };
   });
   const bundle: Bundle = { resourceType: 'Bundle', type: 'transaction', entry: entries };
-  const response = await medplum.executeBatch(bundle);
-  const acceptances = (response.entry ?? []).map((entry, i) => {
-    const consent = entry.resource as Consent;
+  let consents: Consent[];
+  try {
+    const response = await medplum.executeBatch(bundle);
+    consents = (response.entry ?? []).map((entry) => entry.resource as Consent);
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    // A concurrent identical call won: its acceptances are the answer, if they are all there now.
+    const replay = await existingAcceptances(
+      medplum,
+      patientId,
+      coordinates.map((c) => current.get(c) as AgreementVersion),
+    );
+    if (!replay) {
+      return fail(409, 'invalid_state', 'These agreements changed while they were being accepted; try again', {
+        state: 'conflict',
+      });
+    }
+    consents = replay;
+  }
+  const acceptances = consents.map((consent, i) => {
     const [url, version] = splitCoordinate(coordinates[i]);
     return {
       agreementUrl: url,
@@ -91,6 +111,22 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     };
   });
   return { ok: true, acceptances };
+}
+
+/** The active acceptance of each agreement, in order; undefined unless every one exists. */
+async function existingAcceptances(
+  medplum: MedplumClient,
+  patientId: string,
+  agreements: AgreementVersion[],
+): Promise<Consent[] | undefined> {
+  const active = await activeAcceptances(medplum, patientId);
+  const byKey = new Map(
+    active.flatMap((c) =>
+      (c.identifier ?? []).filter((i) => i.system === SYSTEMS.agreementAcceptance).map((i) => [i.value, c] as const),
+    ),
+  );
+  const found = agreements.map((a) => byKey.get(acceptanceKey(patientId, a)));
+  return found.every((c) => c !== undefined) ? (found as Consent[]) : undefined;
 }
 
 /** The session an acceptance came from: its login from the verified token, the rest only as the gateway vouches. */

@@ -9,6 +9,7 @@ import type {
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, TENANT_PARAMETER } from '../contracts/systems';
 import { readInput } from './lib/input';
+import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { requirePatient } from './lib/trust';
 
@@ -52,7 +53,25 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (current === organization.reference && hasTenantAccess(membership, organization)) {
     return result;
   }
-  await medplum.executeBatch(homeTransaction(record, membership, organization));
+  try {
+    await medplum.executeBatch(homeTransaction(record, membership, organization));
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    // A concurrent call changed the patient or membership (If-Match): the same answer if it homed them here.
+    const [now, nowMembership] = await Promise.all([
+      medplum.readResource('Patient', patientId),
+      medplum.searchOne('ProjectMembership', { profile: `Patient/${patientId}` }),
+    ]);
+    if (
+      now.managingOrganization?.reference !== organization.reference ||
+      !nowMembership ||
+      !hasTenantAccess(nowMembership, organization)
+    ) {
+      return fail(409, 'invalid_state', 'The patient changed while being homed; try again', { state: 'conflict' });
+    }
+  }
   return result;
 }
 

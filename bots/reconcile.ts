@@ -1,8 +1,7 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import { SYSTEMS } from '../contracts/systems';
-import { inactivateConsents } from './lib/agreements';
 import { readInput } from './lib/input';
-import { consentsStoppedBy, optOutOf, smsIntegration } from './lib/sms';
+import { applyOptOuts, optOutOf, smsIntegration } from './lib/sms';
 
 /** How far back a run looks for work left undone; runs are every 10 minutes, so a day leaves ample overlap. */
 const WINDOW_MS = 24 * 3600_000;
@@ -27,7 +26,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     _count: '1000',
   });
   const integrations = new Map<string, string | undefined>();
-  const stops = [];
+  const stops: { from: string; at: string }[] = [];
   for (const message of messages) {
     const author = message.meta?.author?.reference ?? '';
     if (!integrations.has(author)) {
@@ -39,9 +38,5 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       stops.push(stop);
     }
   }
-  const undone = await consentsStoppedBy(medplum, stops);
-  if (undone.length > 0) {
-    await inactivateConsents(medplum, undone);
-  }
-  return { ok: true, smsOptOuts: undone.length };
+  return { ok: true, smsOptOuts: await applyOptOuts(medplum, stops) };
 }

@@ -1,8 +1,7 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import { inactivateConsents } from './lib/agreements';
 import { readInput } from './lib/input';
 import { fail } from './lib/result';
-import { consentsStoppedBy, optOutOf, smsIntegration } from './lib/sms';
+import { applyOptOuts, optOutOf, smsIntegration } from './lib/sms';
 
 export { isOptOut } from './lib/sms';
 
@@ -30,9 +29,5 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return fail(403, 'forbidden', 'Only inbound messages of the SMS integration are acted on');
   }
   const stop = optOutOf(message, integration);
-  const matching = await consentsStoppedBy(medplum, stop ? [stop] : []);
-  if (matching.length > 0) {
-    await inactivateConsents(medplum, matching);
-  }
-  return { ok: true, changed: matching.length };
+  return { ok: true, changed: await applyOptOuts(medplum, stop ? [stop] : []) };
 }

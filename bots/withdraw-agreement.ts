@@ -1,6 +1,7 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import { contextNotFound, inactivateConsents, patientAgreements } from './lib/agreements';
+import { activeAcceptances, contextNotFound, inactivateConsents, patientAgreements } from './lib/agreements';
 import { readInput } from './lib/input';
+import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { requirePatient } from './lib/trust';
 
@@ -48,7 +49,20 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       },
     );
   }
-  await inactivateConsents(medplum, matching);
+  try {
+    await inactivateConsents(medplum, matching);
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    // Changed concurrently (each PUT is under If-Match): the same answer if they are withdrawn now.
+    const stillActive = new Set((await activeAcceptances(medplum, patient.caller.patientId)).map((c) => c.id));
+    if (matching.some((c) => stillActive.has(c.id))) {
+      return fail(409, 'invalid_state', 'This acceptance changed while it was being withdrawn; try again', {
+        state: 'conflict',
+      });
+    }
+  }
   return {
     ok: true,
     withdrawn: matching.map((c) => {

@@ -1,6 +1,8 @@
 import type { MedplumClient } from '@medplum/core';
 import type { Communication, Consent } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { inactivateConsents } from './agreements';
+import { lostRace } from './races';
 
 /** The standard opt-out keywords (CTIA): the whole message, any case, surrounding spaces ignored. */
 const OPT_OUT_KEYWORDS = new Set([
@@ -61,4 +63,25 @@ export async function consentsStoppedBy(
     const channel = consent.extension?.find((e) => e.url === EXTENSIONS.consentChannel)?.valueContactPoint?.value;
     return stops.some((stop) => channel === stop.from && (consent.dateTime ?? '') < stop.at);
   });
+}
+
+/**
+ * Makes the SMS acceptances these STOPs withdraw `inactive`, in one transaction. A concurrent change
+ * (another delivery, the reconciler, a withdrawal) is a lost race: read again and apply what is left.
+ */
+export async function applyOptOuts(medplum: MedplumClient, stops: { from: string; at: string }[]): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const undone = await consentsStoppedBy(medplum, stops);
+    if (undone.length === 0) {
+      return 0;
+    }
+    try {
+      await inactivateConsents(medplum, undone);
+      return undone.length;
+    } catch (err) {
+      if (attempt > 0 || !lostRace(err)) {
+        throw err;
+      }
+    }
+  }
 }
