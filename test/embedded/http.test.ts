@@ -108,7 +108,7 @@ describe('tokens', () => {
   it('a revoked login gets 401 on its next call though its signature is valid', async () => {
     const { medplum, token } = await backend.login(backend.patients.bob.membership);
     expect((await call('fhir/R4/Patient', { token })).status).toBe(200);
-    await medplum.post('auth/logout', {});
+    await medplum.post('oauth2/logout', {});
     expectClientError(await call('fhir/R4/Patient', { token }), 401);
   });
 });

@@ -43,7 +43,7 @@ export async function badTokens(backend: TestBackend): Promise<BadToken[]> {
     .sign(privateKey);
 
   const revoked = await backend.login(backend.patients.dave.membership);
-  await revoked.medplum.post('auth/logout', {});
+  await revoked.medplum.post('oauth2/logout', {});
 
   return [
     { name: 'no token', token: null, status: 401 },

@@ -37,6 +37,17 @@ export interface AuthDeps {
 
 const CODE_TTL_MS = 5 * 60 * 1000;
 
+/** An OAuth error of the token endpoint (RFC 6749 section 5.2), as Medplum's `sendTokenError` answers it. */
+class TokenError extends Error {
+  constructor(
+    readonly error: 'invalid_request' | 'invalid_grant' | 'invalid_client',
+    description: string,
+    readonly status: 400 | 401 = 400,
+  ) {
+    super(description);
+  }
+}
+
 /** Starts one secret check (password, client secret) for an identity from this request's address. */
 type SecretCheck = (identity: string | undefined) => SecretAttempt;
 
@@ -66,12 +77,26 @@ export function createAuthRoutes(deps: AuthDeps): Hono {
   app.use('/auth/*', authRateLimit);
   app.use('/oauth2/*', authRateLimit);
   app.get('/.well-known/jwks.json', (c) => c.json(jwks(deps.key)));
-  app.post('/oauth2/token', (c) => respond(c, () => token(c, deps, secretCheck(c))));
+  app.post('/oauth2/token', async (c) => {
+    // Medplum's token endpoint (packages/server/src/oauth/token.ts tokenHandler): a form, and errors as
+    // OAuth's `{error, error_description}`, not OperationOutcomes.
+    if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')) {
+      return c.text('Unsupported content type', 400);
+    }
+    try {
+      return c.json(await token(c, deps, secretCheck(c)));
+    } catch (err) {
+      return err instanceof TokenError
+        ? c.json({ error: err.error, error_description: err.message }, err.status)
+        : errorResponse(err);
+    }
+  });
   app.post('/auth/newuser', (c) => respond(c, async () => newUser(await jsonBody(c), deps, secretCheck(c))));
   app.post('/auth/newpatient', (c) => respond(c, async () => newPatient(await jsonBody(c), deps)));
   app.post('/auth/login', (c) => respond(c, async () => passwordLogin(await jsonBody(c), deps, secretCheck(c))));
   app.get('/auth/me', (c) => respond(c, () => me(c, deps)));
-  app.post('/auth/logout', (c) => respond(c, () => logout(c, deps)));
+  // Medplum signs out at /oauth2/logout (packages/server/src/oauth/logout.ts); there is no /auth/logout.
+  app.post('/oauth2/logout', (c) => respond(c, () => logout(c, deps)));
   return app;
 }
 
@@ -173,10 +198,15 @@ async function createLogin(
   });
 }
 
+/** Medplum issues a refresh token only when the login asked for it (scope `offline` or `offline_access`). */
+const wantsRefresh = (scope: string | undefined): boolean =>
+  (scope ?? '').split(/\s+/).some((s) => s === 'offline' || s === 'offline_access');
+
 async function tokensForLogin(deps: AuthDeps, login: WithId<Login>): Promise<Record<string, unknown>> {
   const caller = await contextForLogin(deps.systemRepo, login.id);
-  const refreshSecret = randomSecret();
-  await deps.systemRepo.updateResource<Login>({ ...login, refreshSecret, granted: true, code: undefined });
+  const refreshSecret = wantsRefresh(login.scope) ? randomSecret() : undefined;
+  // The code stays on the Login: a second use is recognised, refused and revokes the session (Medplum).
+  await deps.systemRepo.updateResource<Login>({ ...login, refreshSecret, granted: true });
   const now = deps.now();
   const clientId = login.client ? login.client.reference?.split('/')[1] : undefined;
   const accessToken = await issueAccessToken(
@@ -194,7 +224,9 @@ async function tokensForLogin(deps: AuthDeps, login: WithId<Login>): Promise<Rec
   return {
     token_type: 'Bearer',
     access_token: accessToken,
-    refresh_token: await issueRefreshToken(deps.key, deps.issuer, login.id, refreshSecret, now),
+    refresh_token: refreshSecret
+      ? await issueRefreshToken(deps.key, deps.issuer, login.id, refreshSecret, now)
+      : undefined,
     expires_in: ACCESS_TOKEN_SECONDS,
     scope: login.scope ?? 'openid',
     project: createReference(caller.project),
@@ -232,7 +264,7 @@ async function token(c: Context, deps: AuthDeps, secretCheck: SecretCheck): Prom
     case 'refresh_token':
       return refreshToken(form, deps);
     default:
-      throw new OperationOutcomeError(badRequest('Unsupported grant_type'));
+      throw new TokenError('invalid_request', form.grant_type ? 'Unsupported grant_type' : 'Missing grant_type');
   }
 }
 
@@ -275,24 +307,46 @@ async function clientCredentials(
   return tokensForLogin(deps, login);
 }
 
+/**
+ * As Medplum's handleAuthorizationCode (packages/server/src/oauth/token.ts): a code is used once (a second
+ * use revokes its login), and PKCE is required unless the client application opts out (`pkceOptional`).
+ */
 async function authorizationCode(form: Record<string, string>, deps: AuthDeps): Promise<unknown> {
   if (!form.code) {
-    throw new OperationOutcomeError(badRequest('Missing code'));
+    throw new TokenError('invalid_request', 'Missing code');
   }
   const login = await deps.systemRepo.searchOne<Login>({
     resourceType: 'Login',
     filters: [{ code: 'code', operator: 'eq', value: form.code }],
   });
   const fresh = login && Date.parse(login.authTime) + CODE_TTL_MS > deps.now().getTime();
-  if (
-    !login ||
-    !fresh ||
-    login.granted ||
-    login.revoked ||
-    !login.membership ||
-    !pkceMatches(login, form.code_verifier)
-  ) {
-    throw new OperationOutcomeError(badRequest('Invalid code'));
+  if (!login || !fresh) {
+    throw new TokenError('invalid_request', 'Invalid code');
+  }
+  if (form.client_id && login.client?.reference !== `ClientApplication/${form.client_id}`) {
+    throw new TokenError('invalid_request', 'Invalid client');
+  }
+  if (!login.membership) {
+    throw new TokenError('invalid_request', 'Invalid profile');
+  }
+  if (login.granted) {
+    await deps.systemRepo.updateResource<Login>({ ...login, revoked: true });
+    throw new TokenError('invalid_grant', 'Token already granted');
+  }
+  if (login.revoked) {
+    throw new TokenError('invalid_grant', 'Token revoked');
+  }
+  const client = login.client ? await readClient(deps, login.client.reference?.split('/')[1]) : undefined;
+  if (!client?.pkceOptional) {
+    if (!login.codeChallenge) {
+      throw new TokenError('invalid_request', 'Missing verification context');
+    }
+    if (!form.code_verifier) {
+      throw new TokenError('invalid_request', 'Missing code verifier');
+    }
+    if (!pkceMatches(login, form.code_verifier)) {
+      throw new TokenError('invalid_request', 'Invalid code verifier');
+    }
   }
   return tokensForLogin(deps, login);
 }
@@ -302,13 +356,21 @@ async function refreshToken(form: Record<string, string>, deps: AuthDeps): Promi
   try {
     claims = await verifyToken(deps.key, deps.issuer, form.refresh_token ?? '', deps.now());
   } catch {
-    throw new OperationOutcomeError(badRequest('Invalid refresh token'));
+    throw new TokenError('invalid_request', 'Invalid refresh token');
   }
   const login = claims.login_id
     ? await deps.systemRepo.readResource<Login>('Login', claims.login_id).catch(() => undefined)
     : undefined;
-  if (!login || login.revoked || !claims.refresh_secret || login.refreshSecret !== claims.refresh_secret) {
-    throw new OperationOutcomeError(badRequest('Invalid refresh token'));
+  if (!login || !claims.refresh_secret || login.refreshSecret === undefined) {
+    throw new TokenError('invalid_request', 'Invalid refresh token');
+  }
+  if (login.revoked) {
+    throw new TokenError('invalid_grant', 'Token revoked');
+  }
+  const stored = Buffer.from(login.refreshSecret);
+  const given = Buffer.from(claims.refresh_secret);
+  if (stored.length !== given.length || !timingSafeEqual(stored, given)) {
+    throw new TokenError('invalid_request', 'Invalid token');
   }
   return tokensForLogin(deps, login);
 }
@@ -347,6 +409,8 @@ async function newUser(body: Record<string, unknown>, deps: AuthDeps, secretChec
     user: createReference(user),
     client: client ? createReference(client) : undefined,
     authMethod: 'password',
+    // Medplum's tryLogin: the scope asked for (a refresh token needs `offline`), `openid` by default.
+    scope: optionalString(body, 'scope') ?? 'openid',
     codeChallenge: optionalString(body, 'codeChallenge'),
     codeChallengeMethod: optionalString(body, 'codeChallengeMethod') as Login['codeChallengeMethod'],
   });
@@ -429,6 +493,8 @@ async function passwordLogin(
     membership: createReference(membership),
     project: createReference(project),
     authMethod: 'password',
+    // Medplum's tryLogin: the scope asked for (a refresh token needs `offline`), `openid` by default.
+    scope: optionalString(body, 'scope') ?? 'openid',
     code,
     codeChallenge: optionalString(body, 'codeChallenge'),
     codeChallengeMethod: optionalString(body, 'codeChallengeMethod') as Login['codeChallengeMethod'],
