@@ -3,10 +3,9 @@ import type { Bundle, Consent, Extension } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { type AgreementVersion, coordinate, latestVersions } from './lib/agreement-rules';
 import { acceptanceKey, activeAcceptances, contextNotFound, patientAgreements } from './lib/agreements';
-import { readInput } from './lib/input';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
-import { edgeFacts, requirePatient } from './lib/trust';
+import { edgeFacts, patientWorkflow } from './lib/trust';
 
 export interface Acceptance {
   agreementUrl: string;
@@ -23,17 +22,13 @@ export type AcceptResult = BotResult<{ acceptances: Acceptance[] }>;
  * key, so a retry (or 20 at once) finds the existing acceptance instead of adding another.
  */
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<AcceptResult> {
-  const patient = await requirePatient(medplum, event);
-  if (!patient.ok) {
-    return patient;
+  const start = await patientWorkflow(medplum, event, 'accept-agreements');
+  if (!start.ok) {
+    return start;
   }
-  const input = readInput('accept-agreements', event.input);
-  if (!input.ok) {
-    return input;
-  }
-  const { caller } = patient;
+  const { caller, input } = start;
   const { patientId } = caller;
-  const coordinates = [...new Set(input.value.agreements)];
+  const coordinates = [...new Set(input.agreements)];
   const state = await patientAgreements(medplum, patientId);
   if (!state) {
     return contextNotFound();
@@ -47,7 +42,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     });
   }
   const now = new Date().toISOString();
-  const session: SessionProof = { loginId: caller.loginId, ...edgeFacts(event, caller, input.value.edge) };
+  const session: SessionProof = { loginId: caller.loginId, ...edgeFacts(event, caller, input.edge) };
   const phone =
     state.patient.telecom?.find((t) => t.system === 'phone' && t.use === 'mobile') ??
     state.patient.telecom?.find((t) => t.system === 'phone');

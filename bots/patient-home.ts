@@ -8,10 +8,9 @@ import type {
   Reference,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, TENANT_PARAMETER } from '../contracts/systems';
-import { readInput } from './lib/input';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
-import { requirePatient } from './lib/trust';
+import { patientWorkflow } from './lib/trust';
 
 export type PatientHomeResult = BotResult<{ organization: string; patient: string }>;
 
@@ -23,15 +22,11 @@ export type PatientHomeResult = BotResult<{ organization: string; patient: strin
  * already in another tenant is refused.
  */
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<PatientHomeResult> {
-  const patient = await requirePatient(medplum, event);
-  if (!patient.ok) {
-    return patient;
+  const start = await patientWorkflow(medplum, event, 'patient-home');
+  if (!start.ok) {
+    return start;
   }
-  const input = readInput('patient-home', event.input);
-  if (!input.ok) {
-    return input;
-  }
-  const { patientId, clientId } = patient.caller;
+  const { patientId, clientId } = start.caller;
   const client = clientId
     ? await medplum.readResource('ClientApplication', clientId).catch(() => undefined)
     : undefined;

@@ -1,9 +1,8 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import { activeAcceptances, contextNotFound, inactivateConsents, patientAgreements } from './lib/agreements';
-import { readInput } from './lib/input';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
-import { requirePatient } from './lib/trust';
+import { patientWorkflow } from './lib/trust';
 
 export type WithdrawResult = BotResult<{
   withdrawn: { agreementUrl: string; agreementVersion: string; consent: string }[];
@@ -14,16 +13,12 @@ export type WithdrawResult = BotResult<{
  * Withdrawing an agreement the patient is required to hold needs `acknowledgeConsequence: true`.
  */
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<WithdrawResult> {
-  const patient = await requirePatient(medplum, event);
-  if (!patient.ok) {
-    return patient;
+  const start = await patientWorkflow(medplum, event, 'withdraw-agreement');
+  if (!start.ok) {
+    return start;
   }
-  const input = readInput('withdraw-agreement', event.input);
-  if (!input.ok) {
-    return input;
-  }
-  const { agreementUrl, agreementVersion, acknowledgeConsequence } = input.value;
-  const state = await patientAgreements(medplum, patient.caller.patientId);
+  const { agreementUrl, agreementVersion, acknowledgeConsequence } = start.input;
+  const state = await patientAgreements(medplum, start.caller.patientId);
   if (!state) {
     return contextNotFound();
   }
@@ -56,7 +51,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       throw err;
     }
     // Changed concurrently (each PUT is under If-Match): the same answer if they are withdrawn now.
-    const stillActive = new Set((await activeAcceptances(medplum, patient.caller.patientId)).map((c) => c.id));
+    const stillActive = new Set((await activeAcceptances(medplum, start.caller.patientId)).map((c) => c.id));
     if (matching.some((c) => stillActive.has(c.id))) {
       return fail(409, 'invalid_state', 'This acceptance changed while it was being withdrawn; try again', {
         state: 'conflict',

@@ -1,8 +1,9 @@
 import { Buffer } from 'node:buffer';
 import { createHmac, createPublicKey, type JsonWebKey, timingSafeEqual, verify } from 'node:crypto';
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { EdgeStatement } from '../../contracts/bot-inputs';
+import type { BotInput, BotName, EdgeStatement } from '../../contracts/bot-inputs';
 import { EDGE_STATEMENT } from '../../contracts/systems';
+import { readInput } from './input';
 import { fail } from './result';
 
 /**
@@ -169,4 +170,21 @@ export function edgeFacts(
     ipAddress: typeof claims.ip === 'string' ? claims.ip.slice(0, 64) : undefined,
     userAgent: typeof claims.ua === 'string' ? claims.ua.slice(0, 512) : undefined,
   };
+}
+
+/**
+ * The prologue of every patient-facing workflow bot: the verified patient, then the input checked
+ * against the bot's contract; or the failure to answer (403 for anyone but a patient, 400 for bad input).
+ */
+export async function patientWorkflow<N extends BotName>(
+  medplum: MedplumClient,
+  event: BotEvent,
+  name: N,
+): Promise<{ ok: true; caller: VerifiedPatient; input: BotInput<N> } | ReturnType<typeof fail>> {
+  const patient = await requirePatient(medplum, event);
+  if (!patient.ok) {
+    return patient;
+  }
+  const input = readInput(name, event.input);
+  return input.ok ? { ok: true, caller: patient.caller, input: input.value } : input;
 }

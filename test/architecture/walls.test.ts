@@ -42,10 +42,10 @@ describe('walls between the layers', () => {
   it('every bot validates its input against its contract; every patient-facing bot verifies its caller', () => {
     for (const bot of platformDefinition.bots) {
       const source = readFileSync(join('bots', `${bot.key}.ts`), 'utf8');
-      expect(source, bot.key).toMatch(new RegExp(`readInput\\('${bot.key}'`));
-      if (bot.patient) {
-        expect(source, bot.key).toMatch(/requirePatient\(medplum, event\)/);
-      }
+      const prologue = bot.patient
+        ? new RegExp(`patientWorkflow\\(medplum, event, '${bot.key}'\\)`)
+        : new RegExp(`readInput\\('${bot.key}'`);
+      expect(source, bot.key).toMatch(prologue);
     }
   });
 

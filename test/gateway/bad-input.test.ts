@@ -70,6 +70,19 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   }),
 );
 
+/** Drops or replaces one field of a JSON object body (the field chosen by index). */
+function mutateField(body: unknown, m: Extract<Mutation, { kind: 'drop-field' | 'replace-field' }>): unknown {
+  const record = { ...((body as Record<string, unknown>) ?? {}) };
+  const keys = Object.keys(record);
+  const key = keys[m.field % Math.max(keys.length, 1)] ?? 'x';
+  if (m.kind === 'drop-field') {
+    delete record[key];
+  } else {
+    record[key] = m.value;
+  }
+  return record;
+}
+
 async function send(op: Operation, m: Mutation) {
   const ownId = gw.backend.patients.alice.patient.id;
   const type = op.operationId.startsWith('fhir.refuse') ? 'Observation' : 'Patient';
@@ -89,18 +102,9 @@ async function send(op: Operation, m: Mutation) {
         : body;
       break;
     case 'drop-field':
-    case 'replace-field': {
-      const record = { ...((body as Record<string, unknown>) ?? {}) };
-      const keys = Object.keys(record);
-      const key = keys[m.field % Math.max(keys.length, 1)] ?? 'x';
-      if (m.kind === 'drop-field') {
-        delete record[key];
-      } else {
-        record[key] = m.value;
-      }
-      body = record;
+    case 'replace-field':
+      body = mutateField(body, m);
       break;
-    }
     case 'replace-body':
       body = m.value;
       break;
@@ -174,18 +178,9 @@ describe("bad input: every bot's $execute directly on Medplum, as a patient", ()
               body = generateSync(schema, { seed: m.seed, maxDepth: 4 });
               break;
             case 'drop-field':
-            case 'replace-field': {
-              const record = { ...((body as Record<string, unknown>) ?? {}) };
-              const keys = Object.keys(record);
-              const field = keys[m.field % Math.max(keys.length, 1)] ?? 'x';
-              if (m.kind === 'drop-field') {
-                delete record[field];
-              } else {
-                record[field] = m.value;
-              }
-              body = record;
+            case 'replace-field':
+              body = mutateField(body, m);
               break;
-            }
             case 'replace-body':
               body = m.value;
               break;
