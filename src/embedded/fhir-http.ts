@@ -1,6 +1,6 @@
 import { badRequest, ContentType, getStatus, isOk, isOperationOutcome, OperationOutcomeError } from '@medplum/core';
 import type { FhirRequest, FhirRouter, HttpMethod } from '@medplum/fhir-router';
-import type { Binary, OperationOutcome, Resource } from '@medplum/fhirtypes';
+import type { Binary, Bundle, OperationOutcome, Resource } from '@medplum/fhirtypes';
 import { withBufferedBody } from '../shared/buffered-body';
 import type { SqliteRepository } from './store/repo';
 
@@ -77,11 +77,77 @@ async function readBody(call: FhirCall, resourcePath: string, maxBytes: number):
   if (text.length === 0) {
     return undefined;
   }
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    parsed = JSON.parse(text) as unknown;
   } catch {
     throw new BodyError(badRequest('Malformed JSON body'));
   }
+  if (nestedDeeperThan(parsed, MAX_JSON_DEPTH)) {
+    throw new BodyError(badRequest(`JSON body nested deeper than ${MAX_JSON_DEPTH} levels`));
+  }
+  return parsed;
+}
+
+/**
+ * How deep a body may nest objects and arrays. FHIR resources stay far below it (a transaction whose
+ * QuestionnaireResponse nests items 40 deep is under 100); past it, every recursive walk downstream (the
+ * validator, FHIRPath, cloning, JSON.stringify) risks the stack. Real Medplum has no such limit: its
+ * validator overflows and the router answers that 400 (packages/fhir-router/src/fhirrouter.ts, handleRequest).
+ */
+const MAX_JSON_DEPTH = 100;
+
+/** Iterative, so a hostile body cannot overflow the stack here either. */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const nodes: unknown[] = [value];
+  const depths: number[] = [1];
+  while (nodes.length > 0) {
+    const node = nodes.pop();
+    const depth = depths.pop() as number;
+    if (node === null || typeof node !== 'object') {
+      continue;
+    }
+    if (depth > limit) {
+      return true;
+    }
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') {
+        nodes.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
+}
+
+/** An entity tag (`W/"<versionId>"` or `"<versionId>"`) or `*`: the If-Match values that mean something. */
+const IF_MATCH = /^(\*|(W\/)?"[^"]+")$/;
+
+/**
+ * Medplum's router reads the version between the quotes of If-Match and silently ignores a value without
+ * them, so `If-Match: garbage` would write unconditionally (packages/fhir-router/src/fhirrouter.ts,
+ * parseIfMatchHeader). A precondition this server cannot read is refused instead, in the header and in
+ * every `request.ifMatch` of a batch or transaction.
+ */
+function unreadableIfMatch(call: FhirCall, path: string, body: unknown): OperationOutcome | undefined {
+  const header = call.headers['if-match'];
+  if (header !== undefined && !IF_MATCH.test(header.trim())) {
+    return badRequest('Invalid If-Match header: expected W/"<versionId>"');
+  }
+  if (path !== '' || call.method !== 'POST' || !isBundle(body)) {
+    return undefined;
+  }
+  const index = (body.entry ?? []).findIndex((e) => {
+    const ifMatch = e?.request?.ifMatch;
+    return ifMatch !== undefined && (typeof ifMatch !== 'string' || !IF_MATCH.test(ifMatch.trim()));
+  });
+  return index < 0
+    ? undefined
+    : badRequest('Invalid If-Match: expected W/"<versionId>"', `Bundle.entry[${index}].request.ifMatch`);
+}
+
+function isBundle(body: unknown): body is Bundle {
+  return typeof body === 'object' && body !== null && (body as Resource).resourceType === 'Bundle';
 }
 
 export class BodyError extends Error {
@@ -107,6 +173,10 @@ export async function handleFhirRequest(
     body = await readBody(call, path, maxBodyBytes);
   } catch (err) {
     return err instanceof BodyError ? outcomeResponse(err.outcome, err.status) : thrownResponse(err);
+  }
+  const unreadable = unreadableIfMatch(call, path, body);
+  if (unreadable) {
+    return outcomeResponse(unreadable);
   }
   const query: Record<string, string | string[]> = {};
   for (const [key, value] of url.searchParams) {

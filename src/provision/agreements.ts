@@ -15,6 +15,7 @@ export interface AgreementSpec {
   required: boolean;
   /** Tenant key; absent for the platform baseline. */
   tenant?: string;
+  /** Publication day (YYYY-MM-DD) or instant; stored as the instant DocumentReference.date requires. */
   published: string;
   withdrawalConsequence?: string;
 }
@@ -54,13 +55,18 @@ export function agreementDocument(spec: AgreementSpec): KeyedResource {
     docStatus: 'final',
     type: { text: 'Agreement' },
     category: [{ coding: [{ system: SYSTEMS.agreementCategory, code: spec.category }] }],
-    date: spec.published,
+    date: asInstant(spec.published),
     description: spec.title,
     custodian: spec.tenant ? keyRef<Organization>(`org-${spec.tenant}`) : undefined,
     extension,
     content: [{ attachment: { contentType: 'text/html', url: `${spec.url}/${spec.version}.html`, title: spec.title } }],
   };
   return { key: spec.key, resource, writeOnce: true };
+}
+
+/** DocumentReference.date is a FHIR `instant`: a publication day is its first moment, UTC. */
+function asInstant(published: string): string {
+  return /^\d{4}-\d{2}-\d{2}$/.test(published) ? `${published}T00:00:00.000Z` : published;
 }
 
 const BASE = 'https://patient-care.example/agreements';

@@ -44,6 +44,7 @@ import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from '
 import { collectIdentifierKeys, collectReferences, getPatientCompartments } from './indexing';
 import { matchingPolicyEntry } from './policy-match';
 import { runSearch } from './search';
+import { validateWrite } from './validation';
 
 /** One committed change, handed to subscribers after COMMIT (never for a rolled-back write). */
 export interface ResourceChange {
@@ -225,6 +226,7 @@ export class SqliteRepository extends FhirRepository {
     removeFields(incoming, protectedFieldsOf(policy));
     this.bindToProject(incoming);
     const stored = this.stamp({ ...incoming, id }, undefined);
+    validateWrite(stored);
     this.assertWritable(stored, AccessPolicyInteraction.CREATE);
     this.persist(stored, undefined);
     this.recordChange({ interaction: 'create', resource: stored });
@@ -256,18 +258,16 @@ export class SqliteRepository extends FhirRepository {
       if (this.isDeleted(resource.resourceType, id)) {
         throw new OperationOutcomeError(gone);
       }
-      if (options?.ifMatch !== undefined) {
+      // Medplum creates by a client-chosen id only for a super admin (the system here); everyone else
+      // gets not-found (packages/server/src/fhir/repo.ts, checkExistingResource and canSetId).
+      if (options?.ifMatch !== undefined || !this.caller.system) {
         throw new OperationOutcomeError(notFound);
       }
-      // Update-as-create with a client-chosen id, as FHIR allows and Medplum permits.
-      const incoming = deepClone(resource);
-      const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
-      removeFields(incoming, protectedFieldsOf(policy));
-      const stored = this.stamp({ ...incoming, id }, undefined);
-      this.assertWritable(stored, AccessPolicyInteraction.CREATE);
+      const stored = this.stamp({ ...deepClone(resource), id }, undefined);
+      validateWrite(stored);
       this.persist(stored, undefined);
       this.recordChange({ interaction: 'create', resource: stored });
-      return this.present(deepClone(stored), policy);
+      return deepClone(stored);
     }
     // Invisible to this caller: same answer as for a resource that does not exist.
     this.matchPolicy(existing, AccessPolicyInteraction.READ);
@@ -278,6 +278,7 @@ export class SqliteRepository extends FhirRepository {
     const incoming = deepClone(resource);
     restoreFields(incoming, existing, protectedFieldsOf(existingPolicy));
     const stored = this.stamp({ ...incoming, id }, existing);
+    validateWrite(stored);
     this.assertWritable(stored, AccessPolicyInteraction.UPDATE, existing);
     if (sameContent(stored, existing)) {
       // Medplum does not create a new version for a no-op update.

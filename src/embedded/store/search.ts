@@ -48,6 +48,7 @@ export function runSearch<T extends Resource>(
     throw new OperationOutcomeError(badRequest('Searching several types at once is not supported'));
   }
   const { resourceType } = searchRequest;
+  checkSearchable(searchRequest);
   const filters = searchRequest.filters ?? [];
   const candidates = narrowFromFilters(resourceType, filters) ?? narrowFromPolicies(resourceType, scope.policies);
   const policy: AccessPolicy | undefined = scope.policies && { resourceType: 'AccessPolicy', resource: scope.policies };
@@ -83,6 +84,40 @@ export function runSearch<T extends Resource>(
     bundle.total = matched.length;
   }
   return bundle;
+}
+
+/** What @medplum/core's matcher can decide (any type also takes `:missing` and `:present`). */
+const MATCHED_TYPES = new Set(['reference', 'string', 'uri', 'token', 'date']);
+/** Medplum's own special parameters that have no SearchParameter definition and no matcher here. */
+const UNSUPPORTED_SPECIAL = new Set(['_filter', '_deleted']);
+
+/**
+ * Refuses, up front, what real Medplum refuses (packages/server/src/fhir/search.ts: an unknown filter
+ * code in buildSearchFilterExpression, an unknown `_sort` code in addOrderByClause, both 400 `Unknown
+ * search parameter`), and what this store cannot answer faithfully (chained and `_has` searches,
+ * `_filter`, number and quantity parameters), which would otherwise silently match nothing.
+ */
+function checkSearchable(searchRequest: SearchRequest): void {
+  const { resourceType } = searchRequest;
+  for (const { code, operator } of searchRequest.filters ?? []) {
+    if (code.startsWith('_has:') || code.includes('.') || UNSUPPORTED_SPECIAL.has(code)) {
+      throw new OperationOutcomeError(badRequest(`Search parameter not supported by the embedded Medplum: ${code}`));
+    }
+    const param = getSearchParameter(resourceType, code);
+    if (!param) {
+      throw new OperationOutcomeError(badRequest(`Unknown search parameter: ${code}`));
+    }
+    if (!MATCHED_TYPES.has(param.type as string) && operator !== Operator.MISSING && operator !== Operator.PRESENT) {
+      throw new OperationOutcomeError(
+        badRequest(`Search parameter not supported by the embedded Medplum: ${code} (${param.type})`),
+      );
+    }
+  }
+  for (const { code } of searchRequest.sortRules ?? []) {
+    if (code !== '_id' && code !== '_lastUpdated' && !getSearchParameter(resourceType, code)?.expression) {
+      throw new OperationOutcomeError(badRequest(`Unknown search parameter: ${code}`));
+    }
+  }
 }
 
 function narrowFromFilters(resourceType: string, filters: Filter[]): Candidates | undefined {
@@ -223,7 +258,7 @@ function sortKey(resource: Resource, code: string): unknown {
   }
   const param = getSearchParameter(resource.resourceType, code);
   if (!param?.expression) {
-    throw new OperationOutcomeError(badRequest(`Unknown sort parameter: ${code}`));
+    throw new OperationOutcomeError(badRequest(`Unknown search parameter: ${code}`));
   }
   // The type-specific part of a shared expression (`date` spans ~30 types): far cheaper per resource.
   const [first] = evalFhirPath(getParsedExpressionForResourceType(resource.resourceType, param.expression), resource);
