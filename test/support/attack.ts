@@ -605,9 +605,34 @@ export function minimalResource(type: string, targets: ReferenceTargets, marker:
     item[second] = elementAt(type, path)?.isArray ? [patient] : patient;
     resource[first] = outer?.isArray ? [item] : item;
   }
-  resource.extension = [marker];
+  Object.assign(resource, INVARIANTS[type]?.(resource, targets));
+  // Binary has no `extension`; its marker travels in the bytes it carries.
+  if (type !== 'Binary') {
+    resource.extension = [marker];
+  }
   return resource as unknown as Resource;
 }
+
+/**
+ * What a type's FHIR invariants need beyond its required elements, so that the store (which validates
+ * every write, as Medplum does) accepts the seed: ait-1, ppc-1, the RequestGroup action's target.
+ */
+const INVARIANTS: Record<string, (resource: Record<string, unknown>, targets: ReferenceTargets) => object> = {
+  AllergyIntolerance: () => ({
+    clinicalStatus: {
+      coding: [{ system: 'http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical', code: 'active' }],
+    },
+  }),
+  Consent: () => ({ policyRule: { text: 'seeded' } }),
+  RequestGroup: (resource, targets) => ({
+    action: [
+      {
+        ...((resource.action as Record<string, unknown>[] | undefined)?.[0] ?? {}),
+        resource: { reference: targets.patient },
+      },
+    ],
+  }),
+};
 
 /** The reference search parameters of a type: `_include` and `_revinclude` candidates. */
 export function referenceParams(type: string): { code: string; targets: string[] }[] {
