@@ -49,6 +49,8 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return result;
   }
   try {
+    // The Patient's meta.accounts (its tenant) count because this bot is a project admin and
+    // MedplumClient sends `X-Medplum: extended` by default (Medplum ignores accounts otherwise).
     await medplum.executeBatch(homeTransaction(record, membership, organization));
   } catch (err) {
     if (!lostRace(err)) {

@@ -14,4 +14,9 @@ export interface CallerContext {
   accessPolicy?: AccessPolicy;
   /** True for the system itself (provisioning, internal bookkeeping): no policy, may set any meta. */
   system?: boolean;
+  /**
+   * The request said `X-Medplum: extended`: a project admin may then set `meta.accounts` (Medplum honours
+   * accounts only in extended mode by an admin, packages/server/src/fhir/repo.ts; otherwise it ignores them).
+   */
+  extendedMode?: boolean;
 }

@@ -81,7 +81,8 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   const serveFhir = async (call: FhirCall): Promise<Response> => {
     try {
       const caller = await authenticate(systemRepo, key, issuer, call.headers.authorization, now());
-      return await handleFhirRequest(call, router, systemRepo.withCaller(caller), maxBodyBytes);
+      const extendedMode = call.headers['x-medplum']?.toLowerCase() === 'extended';
+      return await handleFhirRequest(call, router, systemRepo.withCaller({ ...caller, extendedMode }), maxBodyBytes);
     } catch (err) {
       return thrownResponse(err);
     }

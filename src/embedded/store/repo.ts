@@ -468,7 +468,8 @@ export class SqliteRepository extends FhirRepository {
   }
 
   /**
-   * meta.accounts: admins and the system may set them; everyone else keeps the existing ones.
+   * meta.accounts: the system, and a project admin in extended mode (`X-Medplum: extended`), may set
+   * them; everyone else keeps the existing ones (Medplum ignores accounts sent without extended mode).
    * The policy's top-level compartment is always stamped, and a resource in a patient's
    * compartment inherits that patient's accounts (how tenancy follows the patient in Medplum).
    */
@@ -479,7 +480,8 @@ export class SqliteRepository extends FhirRepository {
         accounts.set(ref.reference, { reference: ref.reference });
       }
     };
-    const privileged = this.caller.system || this.caller.membership.admin;
+    const privileged =
+      this.caller.system || (this.caller.membership.admin === true && this.caller.extendedMode === true);
     const source = privileged ? resource.meta : existing?.meta;
     add(source?.account);
     for (const account of source?.accounts ?? []) {
