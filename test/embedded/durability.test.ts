@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { Database } from '../../src/embedded/store/database';
 import { createTestStore } from '../support/store';
 
 describe('durability', () => {
@@ -52,6 +53,25 @@ describe('durability', () => {
         .map((r) => JSON.parse(r.content) as { subject: { reference: string } })
         .filter((o) => o.subject.reference === 'Patient/p3').length;
       expect(scoped).toHaveLength(expected);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('every connection to the file runs WAL with synchronous=FULL', () => {
+    // A SIGKILL cannot tell FULL from NORMAL or OFF (the OS still holds the written pages); only a power
+    // loss can, so the setting itself is what is checked. FULL: WAL is synced at every commit.
+    const db = new Database(join(mkdtempSync(join(tmpdir(), 'pc-pragma-')), 'store.sqlite'));
+    try {
+      expect(db.reader).not.toBe(db.writer);
+      for (const [name, connection] of [
+        ['writer', db.writer],
+        ['reader', db.reader],
+      ] as const) {
+        expect(connection.prepare('PRAGMA journal_mode').get(), name).toEqual({ journal_mode: 'wal' });
+        // 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA
+        expect(connection.prepare('PRAGMA synchronous').get(), name).toEqual({ synchronous: 2 });
+      }
     } finally {
       db.close();
     }

@@ -42,16 +42,19 @@ describe('bad input gets a clear 4xx OperationOutcome, never a 500', () => {
     );
   });
 
-  it('unknown resource type', async () => {
+  it('unknown resource type: 400, as Medplum answers it', async () => {
+    // @medplum/core validateResourceType ("Unknown resource type", a structure issue), which Medplum's
+    // search (packages/server/src/fhir/search.ts) and writes run before any access check.
+    const unknown = { code: 'structure', text: 'Unknown resource type' };
     const search = await call('fhir/R4/NotAType?_count=1');
-    expect(search.status).toBeGreaterThanOrEqual(400);
-    expect(search.status).toBeLessThan(500);
+    expectClientError(search, 400);
+    expect(search.body.issue?.[0]).toMatchObject({ code: unknown.code, details: { text: unknown.text } });
     const create = await call('fhir/R4/NotAType', {
       method: 'POST',
       body: JSON.stringify({ resourceType: 'NotAType' }),
     });
-    expect(create.status).toBeGreaterThanOrEqual(400);
-    expect(create.status).toBeLessThan(500);
+    expectClientError(create, 400);
+    expect(create.body.issue?.[0]).toMatchObject({ code: unknown.code, details: { text: unknown.text } });
   });
 
   it('wrong resourceType in the body', async () => {

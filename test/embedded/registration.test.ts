@@ -1,6 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { MedplumClient } from '@medplum/core';
-import type { Bundle, HealthcareService, Patient, ProjectMembership } from '@medplum/fhirtypes';
+import type {
+  Bundle,
+  HealthcareService,
+  Login,
+  OperationOutcome,
+  Patient,
+  Project,
+  ProjectMembership,
+} from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG, SYSTEMS } from '../../contracts/systems';
 import { startTestBackend, type TestBackend } from '../support/backend';
@@ -102,17 +110,47 @@ describe('patient self-registration and the patient-home bot', () => {
     expect(moved).toMatchObject({ ok: false, error: { status: 409, code: 'invalid_state' } });
   });
 
-  it('refuses registration into a project without a default patient policy, and duplicate emails', async () => {
+  it('refuses patient registration into a project without a default patient policy, and creates nothing', async () => {
+    // packages/server/src/auth/newpatient.ts (createPatient): the user may be created, the patient may not.
+    const closed = await backend.systemRepo.createResource<Project>({ resourceType: 'Project', name: 'Closed clinic' });
+    expect(closed.defaultPatientAccessPolicy).toBeUndefined();
+    const user = await post('auth/newuser', {
+      firstName: 'Cora',
+      lastName: 'Closed',
+      email: 'cora@example.test',
+      password: 'correct horse battery',
+      projectId: closed.id,
+    });
+    expect(user.status).toBe(200);
+    const patient = await post('auth/newpatient', { login: user.json.login, projectId: closed.id });
+    expect(patient.status).toBe(400);
+    expect((patient.json as unknown as OperationOutcome).issue?.[0]?.details?.text).toBe(
+      'Project does not allow open registration',
+    );
+    expect(patient.json.code).toBeUndefined();
+    const inClosed = backend.db.reader
+      .prepare(
+        "SELECT type, count(*) AS n FROM resource WHERE project = ? AND type IN ('Patient', 'ProjectMembership') GROUP BY type",
+      )
+      .all(closed.id);
+    expect(inClosed).toEqual([]);
+    // The login got no membership, so no code: it can never become a session.
+    const login = await backend.systemRepo.readResource<Login>('Login', user.json.login as string);
+    expect(login.membership).toBeUndefined();
+  });
+
+  it('refuses a second registration with the same email', async () => {
     const clientId = await tenantApp('northwind');
     await register('dup@example.test', clientId);
     const again = await post('auth/newuser', {
       firstName: 'A',
       lastName: 'B',
-      email: 'dup@example.test',
+      email: 'DUP@example.test',
       password: 'another password',
       projectId: backend.project.id,
     });
     expect(again.status).toBe(400);
+    expect((again.json as unknown as OperationOutcome).issue?.[0]?.details?.text).toBe('Email already registered');
   });
 
   it('a tenant catalog item is visible only to that tenant', async () => {

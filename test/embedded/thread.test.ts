@@ -106,9 +106,18 @@ describe("the thread's fetch", () => {
     before.abort(new Error('stopped before'));
     await expect(read('Observation', before.signal)).rejects.toThrow('stopped before');
 
+    // Aborted once the call is on its way, never after its reply: the thread's fetch listens for the
+    // abort as it posts the call, and a microtask queued then runs right after the post, before any
+    // reply can be taken in (a reply is a message event, which waits until the microtasks have run).
     const after = new AbortController();
+    const listen = after.signal.addEventListener.bind(after.signal);
+    after.signal.addEventListener = ((...args: Parameters<AbortSignal['addEventListener']>) => {
+      listen(...args);
+      if (args[0] === 'abort') {
+        queueMicrotask(() => after.abort(new Error('stopped after')));
+      }
+    }) as AbortSignal['addEventListener'];
     const late = read('Observation', after.signal);
-    setImmediate(() => after.abort(new Error('stopped after')));
     await expect(late).rejects.toThrow('stopped after');
     // The aborted call's reply, when it comes, is dropped; the next call gets its own.
     const own = profileOf(medplum.demoTokens.alice);

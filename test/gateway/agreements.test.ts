@@ -3,8 +3,15 @@ import type { Consent, DocumentReference, Patient } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { agreementDocument } from '../../src/provision/agreements';
+import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { freshPatient } from '../support/patients';
 
+/**
+ * The demo patients are only read here: every test that accepts, withdraws or moves someone does it to
+ * a patient of its own (`freshPatient`), and the one that publishes a new version runs its own backend,
+ * so each test passes alone and in any order.
+ */
 let gw: TestGateway;
 beforeAll(async () => {
   gw = await startTestGateway();
@@ -14,29 +21,33 @@ afterAll(() => gw?.close());
 const A = 'https://patient-care.example/agreements';
 type Unmet = { url: string; version: string; sourceUrl: string; category: string }[];
 
-const token = (key: string) => gw.backend.patients[key].token;
-async function requirements(key: string, query = ''): Promise<{ satisfied: boolean; unmet: Unmet }> {
-  const res = await gw.call('GET', `/v1/agreements/requirements${query}`, { token: token(key) });
+const demo = (key: string) => gw.backend.patients[key];
+async function requirements(
+  who: DemoActor,
+  query = '',
+  on: TestGateway = gw,
+): Promise<{ satisfied: boolean; unmet: Unmet }> {
+  const res = await on.call('GET', `/v1/agreements/requirements${query}`, { token: who.token });
   expect(res.status, res.text).toBe(200);
   return res.body as { satisfied: boolean; unmet: Unmet };
 }
 const coords = (unmet: Unmet) => unmet.map((u) => `${u.url}|${u.version}`);
-const accept = (key: string, agreements: unknown[]) =>
-  gw.call('POST', '/v1/agreements/acceptances', {
-    token: token(key),
+const accept = (who: DemoActor, agreements: unknown[], on: TestGateway = gw) =>
+  on.call('POST', '/v1/agreements/acceptances', {
+    token: who.token,
     body: { agreements },
     headers: { 'content-type': 'application/json', 'user-agent': 'test-agent/1.0', 'x-forwarded-for': '203.0.113.7' },
   });
-const withdraw = (key: string, body: unknown) =>
+const withdraw = (who: DemoActor, body: unknown) =>
   gw.call('POST', '/v1/agreements/withdrawals', {
-    token: token(key),
+    token: who.token,
     body,
     headers: { 'content-type': 'application/json' },
   });
-const consentsOf = (key: string) =>
-  gw.backend.systemRepo.searchResources<Consent>({
+const consentsOf = (who: DemoActor, on: TestGateway = gw) =>
+  on.backend.systemRepo.searchResources<Consent>({
     resourceType: 'Consent',
-    filters: [{ code: 'patient', operator: 'eq', value: `Patient/${gw.backend.patients[key].patient.id}` }],
+    filters: [{ code: 'patient', operator: 'eq', value: `Patient/${who.patient.id}` }],
     count: 1000,
   });
 const historyFingerprint = () =>
@@ -44,11 +55,20 @@ const historyFingerprint = () =>
     .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
     .get();
 
+/** A patient of their own who has accepted everything asked of them: their Consents, by `url|version`. */
+async function patientWhoAcceptedAll(options: Parameters<typeof freshPatient>[1]) {
+  const patient = await freshPatient(gw.backend, options);
+  const asked = coords((await requirements(patient)).unmet);
+  expect((await accept(patient, asked)).status).toBe(200);
+  expect(await requirements(patient)).toEqual({ satisfied: true, unmet: [] });
+  return { patient, accepted: asked };
+}
+
 describe('requirement resolution rules on the demo catalog', () => {
   it('rule 1: the organization that sets none gets the platform baseline; one that sets its own gets its own', async () => {
-    const carol = await requirements('carol'); // southridge (sets none), NY
+    const carol = await requirements(demo('carol')); // southridge (sets none), NY
     expect(coords(carol.unmet)).toEqual([`${A}/terms|2026-01`, `${A}/privacy|2026-01`]);
-    const bob = await requirements('bob'); // northwind (own set), TX
+    const bob = await requirements(demo('bob')); // northwind (own set), TX
     expect(coords(bob.unmet)).toEqual(expect.arrayContaining([`${A}/northwind/terms|3`, `${A}/northwind/privacy|3`]));
     expect(bob.unmet.every((u) => !u.url.endsWith('/terms') || u.url.includes('northwind'))).toBe(true);
   });
@@ -57,71 +77,96 @@ describe('requirement resolution rules on the demo catalog', () => {
     const service = await gw.backend.admin.searchOne('HealthcareService', {
       _tag: `${SYSTEMS.provisioning}|service-weight-intake`,
     });
-    const carol = await requirements('carol', `?healthcareService=HealthcareService/${service?.id}`);
+    const carol = await requirements(demo('carol'), `?healthcareService=HealthcareService/${service?.id}`);
     expect(coords(carol.unmet)).toEqual([`${A}/terms|2026-01`, `${A}/privacy|2026-01`, `${A}/weight-program|1`]);
     expect(carol.unmet[2].category).toBe('program');
     expect(carol.unmet[2].sourceUrl).toBe(`${A}/weight-program/1.html`);
   });
 
   it("rule 2: filtered by the patient's state; moving the patient changes the requirements", async () => {
-    const carol = gw.backend.patients.carol;
-    expect((await requirements('carol')).unmet.some((u) => u.category === 'state-specific')).toBe(false);
-    const patient = (await gw.call('GET', '/v1/patient/profile', { token: carol.token })).body as Patient;
+    const mover = await freshPatient(gw.backend, { tenant: 'southridge', state: 'NY' });
+    expect((await requirements(mover)).unmet.some((u) => u.category === 'state-specific')).toBe(false);
+    const patient = (await gw.call('GET', '/v1/patient/profile', { token: mover.token })).body as Patient;
     const move = (state: string) =>
       gw.call('PUT', `/v1/fhir/Patient/${patient.id}`, {
-        token: carol.token,
+        token: mover.token,
         body: { ...patient, meta: undefined, address: [{ ...patient.address?.[0], state }] },
       });
     expect((await move('TX')).status).toBe(200);
-    expect(coords((await requirements('carol')).unmet)).toContain(`${A}/telehealth-texas|2026-01`);
+    expect(coords((await requirements(mover)).unmet)).toContain(`${A}/telehealth-texas|2026-01`);
     expect((await move('CA')).status).toBe(200);
-    const inCalifornia = coords((await requirements('carol')).unmet);
+    const inCalifornia = coords((await requirements(mover)).unmet);
     expect(inCalifornia).toContain(`${A}/privacy-california|2026-02`);
     expect(inCalifornia).not.toContain(`${A}/telehealth-texas|2026-01`);
-    expect((await move('NY')).status).toBe(200);
   });
 
   it("rule 3: the version for the patient's state replaces the default of its category (one per category)", async () => {
-    const dave = await requirements('dave'); // southridge, CA
+    const dave = await requirements(demo('dave')); // southridge, CA
     expect(coords(dave.unmet)).toEqual([`${A}/terms|2026-01`, `${A}/privacy-california|2026-02`]);
-    const alice = await requirements('alice'); // northwind, CA
+    const alice = await requirements(demo('alice')); // northwind, CA
     expect(alice.unmet.filter((u) => u.category === 'privacy').map((u) => u.url)).toEqual([`${A}/privacy-california`]);
   });
 
   it('rule 4: a state adds its state-specific agreement', async () => {
-    const bob = await requirements('bob'); // TX
+    const bob = await requirements(demo('bob')); // TX
     expect(bob.unmet.find((u) => u.category === 'state-specific')?.url).toBe(`${A}/telehealth-texas`);
-    expect((await requirements('dave')).unmet.some((u) => u.category === 'state-specific')).toBe(false);
+    expect((await requirements(demo('dave'))).unmet.some((u) => u.category === 'state-specific')).toBe(false);
   });
 });
 
 describe('acceptances', () => {
   it('accepting makes the requirements satisfied, with server-stamped clickwrap proof', async () => {
-    const { unmet } = await requirements('dave');
+    const patient = await freshPatient(gw.backend, { tenant: 'southridge', state: 'CA' });
+    const { unmet } = await requirements(patient);
+    expect(coords(unmet)).toEqual([`${A}/terms|2026-01`, `${A}/privacy-california|2026-02`]);
     // Both coordinate forms of the contract, mixed.
-    const res = await accept('dave', [
+    const res = await accept(patient, [
       coords(unmet)[0],
       { agreementUrl: unmet[1].url, agreementVersion: unmet[1].version },
     ]);
     expect(res.status, res.text).toBe(200);
-    expect(await requirements('dave')).toEqual({ satisfied: true, unmet: [] });
-    const [consent] = (await consentsOf('dave')).filter((c) => c.policy?.[0]?.uri === coords(unmet)[0]);
+    expect(await requirements(patient)).toEqual({ satisfied: true, unmet: [] });
+    const [consent] = (await consentsOf(patient)).filter((c) => c.policy?.[0]?.uri === coords(unmet)[0]);
     expect(consent.status).toBe('active');
-    expect(consent.patient?.reference).toBe(`Patient/${gw.backend.patients.dave.patient.id}`);
+    expect(consent.patient?.reference).toBe(`Patient/${patient.patient.id}`);
     const proof = consent.extension?.find((e) => e.url === EXTENSIONS.clickwrapProof)?.extension ?? [];
     const part = (url: string) => proof.find((p) => p.url === url);
-    expect(part('who')?.valueReference?.reference).toBe(`Patient/${gw.backend.patients.dave.patient.id}`);
+    expect(part('who')?.valueReference?.reference).toBe(`Patient/${patient.patient.id}`);
     expect(Date.now() - Date.parse(part('when')?.valueDateTime as string)).toBeLessThan(60_000);
     expect(part('login')?.valueString).toMatch(/^[0-9a-f-]{36}$/);
     expect(part('ipAddress')?.valueString).toBe('203.0.113.7');
     expect(part('userAgent')?.valueString).toBe('test-agent/1.0');
   });
 
+  it('with exactly one agreement unmet, requirements are not satisfied and name exactly that one', async () => {
+    // Each of a Texas northwind patient's three required agreements in turn is the one left out.
+    const all = coords(
+      (await requirements(await freshPatient(gw.backend, { tenant: 'northwind', state: 'TX' }))).unmet,
+    );
+    expect(all).toEqual([`${A}/northwind/terms|3`, `${A}/northwind/privacy|3`, `${A}/telehealth-texas|2026-01`]);
+    for (const left of all) {
+      const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'TX' });
+      expect(
+        (
+          await accept(
+            patient,
+            all.filter((c) => c !== left),
+          )
+        ).status,
+      ).toBe(200);
+      const after = await requirements(patient);
+      expect(after.satisfied, left).toBe(false);
+      expect(coords(after.unmet), left).toEqual([left]);
+    }
+  });
+
   it('is idempotent, also for 20 concurrent identical calls: one Consent per agreement', async () => {
-    const { unmet } = await requirements('bob');
-    const calls = await Promise.all(Array.from({ length: 20 }, () => accept('bob', coords(unmet))));
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'TX' });
+    const { unmet } = await requirements(patient);
+    expect(unmet).toHaveLength(3);
+    const calls = await Promise.all(Array.from({ length: 20 }, () => accept(patient, coords(unmet))));
     expect(calls.map((c) => c.status)).toEqual(Array(20).fill(200));
-    const consents = await consentsOf('bob');
+    const consents = await consentsOf(patient);
     expect(consents).toHaveLength(unmet.length);
     const ids = new Set(
       calls.flatMap((c) => (c.body as { acceptances: { consent: string }[] }).acceptances.map((a) => a.consent)),
@@ -132,53 +177,89 @@ describe('acceptances', () => {
   it('refuses unknown, non-applying or empty lists with a 4xx and writes nothing', async () => {
     const before = historyFingerprint();
     for (const agreements of [[], [`${A}/nope|1`], [`${A}/privacy-california|2026-02`], [`${A}/terms|1999-01`]]) {
-      const res = await accept('carol', agreements); // carol is in NY: the California notice does not apply
+      const res = await accept(demo('carol'), agreements); // carol is in NY: the California notice does not apply
       expect(res.status).toBe(400);
     }
     expect(historyFingerprint()).toEqual(before);
   });
 
   it('a newly published version is unmet again; the old acceptance stays active and unchanged', async () => {
-    const { unmet } = await requirements('carol');
-    expect((await accept('carol', coords(unmet))).status).toBe(200);
-    const [oldTerms] = (await consentsOf('carol')).filter((c) => c.policy?.[0]?.uri === `${A}/terms|2026-01`);
-    const published = agreementDocument({
-      key: 'terms-v2',
-      url: `${A}/terms`,
-      version: '2026-06',
-      category: 'terms',
-      title: 'Terms of use',
-      required: true,
-      published: '2026-06-01',
-    });
-    await gw.backend.admin.createResource(published.resource as DocumentReference);
-    const after = await requirements('carol');
-    expect(coords(after.unmet)).toEqual([`${A}/terms|2026-06`]);
-    const stillThere = await gw.backend.systemRepo.readResource<Consent>('Consent', oldTerms.id as string);
-    expect(stillThere.status).toBe('active');
-    expect(stillThere.meta?.versionId).toBe(oldTerms.meta?.versionId);
+    // Publishing changes every patient's requirements: this test has a backend of its own.
+    const own = await startTestGateway();
+    try {
+      const carol = own.backend.patients.carol;
+      const { unmet } = await requirements(carol, '', own);
+      expect((await accept(carol, coords(unmet), own)).status).toBe(200);
+      const [oldTerms] = (await consentsOf(carol, own)).filter((c) => c.policy?.[0]?.uri === `${A}/terms|2026-01`);
+      const published = agreementDocument({
+        key: 'terms-v2',
+        url: `${A}/terms`,
+        version: '2026-06',
+        category: 'terms',
+        title: 'Terms of use',
+        required: true,
+        published: '2026-06-01',
+      });
+      await own.backend.admin.createResource(published.resource as DocumentReference);
+      expect(await requirements(carol, '', own)).toEqual({
+        satisfied: false,
+        unmet: [{ url: `${A}/terms`, version: '2026-06', sourceUrl: `${A}/terms/2026-06.html`, category: 'terms' }],
+      });
+      const stillThere = await own.backend.systemRepo.readResource<Consent>('Consent', oldTerms.id as string);
+      expect(stillThere.status).toBe('active');
+      expect(stillThere.meta?.versionId).toBe(oldTerms.meta?.versionId);
+    } finally {
+      own.close();
+    }
   });
 });
 
 describe('immutability', () => {
   it('published agreement versions cannot be changed by clinicians or bots', async () => {
-    const [doc] = await gw.backend.systemRepo.searchResources<DocumentReference>({
-      resourceType: 'DocumentReference',
-      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.agreement}|${A}/privacy` }],
-    });
-    const clinician = await clinicianClient();
-    await expect(clinician.updateResource({ ...doc, description: 'changed' })).rejects.toThrow(OperationOutcomeError);
-    const acceptBot = await botClient('accept-agreements');
-    await expect(acceptBot.updateResource({ ...doc, description: 'changed' })).rejects.toThrow(OperationOutcomeError);
+    const documentOf = async (url: string) =>
+      (
+        await gw.backend.systemRepo.searchResources<DocumentReference>({
+          resourceType: 'DocumentReference',
+          filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.agreement}|${url}` }],
+        })
+      )[0];
+    const platform = await documentOf(`${A}/privacy`);
+    const northwind = await documentOf(`${A}/northwind/privacy`);
+    // The tenant's own clinician reads its tenant's agreements (DocumentReference is a type they write),
+    // and still cannot change them.
+    const northwindClinician = gw.backend.clinicians.northwind.medplum;
+    expect((await northwindClinician.readResource('DocumentReference', northwind.id as string)).id).toBe(northwind.id);
+    const attempts = [
+      { who: 'northwind clinician', medplum: northwindClinician, doc: northwind },
+      { who: 'northwind clinician', medplum: northwindClinician, doc: platform },
+      { who: 'southridge clinician', medplum: gw.backend.clinicians.southridge.medplum, doc: platform },
+      { who: 'accept-agreements bot', medplum: await botClient('accept-agreements'), doc: platform },
+      { who: 'accept-agreements bot', medplum: await botClient('accept-agreements'), doc: northwind },
+    ];
+    for (const { who, medplum, doc } of attempts) {
+      await expect(medplum.updateResource({ ...doc, description: 'changed' }), who).rejects.toThrow(
+        OperationOutcomeError,
+      );
+    }
+    for (const doc of [platform, northwind]) {
+      const unchanged = await gw.backend.systemRepo.readResource<DocumentReference>(
+        'DocumentReference',
+        doc.id as string,
+      );
+      expect(unchanged.meta?.versionId).toBe(doc.meta?.versionId);
+    }
   });
 
   it("acceptance proof cannot be changed by the patient, a clinician or a bot's own client", async () => {
-    const [consent] = await consentsOf('dave');
+    const { patient } = await patientWhoAcceptedAll({ tenant: 'southridge', state: 'CA' });
+    const [consent] = await consentsOf(patient);
     const tampered = { ...consent, dateTime: '2000-01-01T00:00:00Z' };
-    const viaGateway = await gw.call('PUT', `/v1/fhir/Consent/${consent.id}`, { token: token('dave'), body: tampered });
+    const viaGateway = await gw.call('PUT', `/v1/fhir/Consent/${consent.id}`, { token: patient.token, body: tampered });
     expect(viaGateway.status).toBe(405);
-    await expect(gw.backend.patients.dave.medplum.updateResource(tampered)).rejects.toThrow(OperationOutcomeError);
-    await expect((await clinicianClient()).updateResource(tampered)).rejects.toThrow(OperationOutcomeError);
+    await expect(patient.medplum.updateResource(tampered)).rejects.toThrow(OperationOutcomeError);
+    await expect(gw.backend.clinicians.southridge.medplum.updateResource(tampered)).rejects.toThrow(
+      OperationOutcomeError,
+    );
     await expect(
       (await botClient('withdraw-agreement')).updateResource({ ...tampered, status: 'inactive' }),
     ).rejects.toThrow(OperationOutcomeError);
@@ -192,47 +273,44 @@ describe('immutability', () => {
 
 describe('withdrawals', () => {
   it('a required agreement needs acknowledgeConsequence; the Consent becomes inactive and is kept', async () => {
+    const { patient } = await patientWhoAcceptedAll({ tenant: 'southridge', state: 'CA' });
     const url = `${A}/terms`;
-    const refused = await withdraw('dave', { agreementUrl: url });
+    const before = historyFingerprint();
+    const refused = await withdraw(patient, { agreementUrl: url });
     expect(refused.status).toBe(422);
     const error = (refused.body as { error: { code: string; details: { consequence: string } } }).error;
     expect(error.code).toBe('acknowledgement_required');
     expect(error.details.consequence).toContain('terms of use');
-    const done = await withdraw('dave', { agreementUrl: url, acknowledgeConsequence: true });
+    expect(historyFingerprint()).toEqual(before);
+    const done = await withdraw(patient, { agreementUrl: url, acknowledgeConsequence: true });
     expect(done.status, done.text).toBe(200);
-    const [consent] = (await consentsOf('dave')).filter((c) => c.policy?.[0]?.uri?.startsWith(`${url}|`));
+    const [consent] = (await consentsOf(patient)).filter((c) => c.policy?.[0]?.uri?.startsWith(`${url}|`));
     expect(consent.status).toBe('inactive');
     expect(consent.extension?.some((e) => e.url === EXTENSIONS.clickwrapProof)).toBe(true);
-    // Unmet again, at the newest version (2026-06 was published by an earlier test).
-    expect(coords((await requirements('dave')).unmet)).toEqual([`${url}|2026-06`]);
-    expect((await accept('dave', [`${url}|2026-06`])).status).toBe(200);
-    const byUri = new Map((await consentsOf('dave')).map((c) => [c.policy?.[0]?.uri, c.status]));
-    expect(byUri.get(`${url}|2026-01`)).toBe('inactive');
-    expect(byUri.get(`${url}|2026-06`)).toBe('active');
+    // Unmet again, and only it.
+    expect(await requirements(patient)).toEqual({
+      satisfied: false,
+      unmet: [{ url, version: '2026-01', sourceUrl: `${url}/2026-01.html`, category: 'terms' }],
+    });
+    expect((await accept(patient, [`${url}|2026-01`])).status).toBe(200);
+    expect(await requirements(patient)).toEqual({ satisfied: true, unmet: [] });
+    // Accepting again makes a new acceptance: the withdrawn one stays inactive, as it was.
+    const byStatus = (await consentsOf(patient))
+      .filter((c) => c.policy?.[0]?.uri === `${url}|2026-01`)
+      .map((c) => c.status)
+      .sort();
+    expect(byStatus).toEqual(['active', 'inactive']);
   });
 
   it('an optional agreement is withdrawn without acknowledgement; never accepted is 404', async () => {
-    expect((await withdraw('alice', { agreementUrl: `${A}/sms` })).status).toBe(404);
-    expect((await accept('alice', [`${A}/sms|2026-01`])).status).toBe(200);
-    expect((await withdraw('alice', { agreementUrl: `${A}/sms` })).status).toBe(200);
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    expect((await withdraw(patient, { agreementUrl: `${A}/sms` })).status).toBe(404);
+    expect((await accept(patient, [`${A}/sms|2026-01`])).status).toBe(200);
+    expect((await withdraw(patient, { agreementUrl: `${A}/sms` })).status).toBe(200);
+    const [sms] = (await consentsOf(patient)).filter((c) => c.policy?.[0]?.uri === `${A}/sms|2026-01`);
+    expect(sms.status).toBe('inactive');
   });
 });
-
-async function clinicianClient() {
-  const policy = await gw.backend.admin.searchOne('AccessPolicy', { _tag: `${SYSTEMS.provisioning}|policy-clinician` });
-  const practitioner = await gw.backend.admin.createResource({
-    resourceType: 'Practitioner',
-    name: [{ family: 'Reviewer' }],
-  });
-  const membership = await gw.backend.admin.createResource({
-    resourceType: 'ProjectMembership',
-    project: { reference: `Project/${gw.backend.project.id}` },
-    user: { reference: `Practitioner/${practitioner.id}` },
-    profile: { reference: `Practitioner/${practitioner.id}` },
-    accessPolicy: { reference: `AccessPolicy/${policy?.id}` },
-  });
-  return (await gw.backend.login(membership)).medplum;
-}
 
 async function botClient(name: string) {
   const bot = await gw.backend.admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|${name}` });

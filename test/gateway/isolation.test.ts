@@ -1,4 +1,4 @@
-import type { Bundle, Observation, QuestionnaireResponse } from '@medplum/fhirtypes';
+import type { Bundle, Observation, QuestionnaireResponse, Resource } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { bodyFor, operationsOf } from '../support/operations';
@@ -27,6 +27,19 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
+/** Every stored version of a resource: `type/id` -> versionIds, oldest first. A write of any kind adds one. */
+const versionsOf = (targets: { type: string; id: string }[]) =>
+  Object.fromEntries(
+    targets.map(({ type, id }) => [
+      `${type}/${id}`,
+      (
+        gw.backend.db.reader
+          .prepare('SELECT version_id FROM history WHERE type = ? AND id = ? ORDER BY seq')
+          .all(type, id) as { version_id: string }[]
+      ).map((row) => row.version_id),
+    ]),
+  );
+
 const secretsOfAlice = () => [gw.backend.patients.alice.patient.id, 'Nguyen', ...aliceResources.map((r) => r.id)];
 
 describe('isolation matrix: another patient never gets a byte of alice', () => {
@@ -42,8 +55,17 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
     expect(operations.map((o) => o.operationId).sort()).toEqual(
       ['fhir.read', 'fhir.search', 'fhir.updatePatient', 'fhir.updateQuestionnaireResponse'].sort(),
     );
-    for (const intruder of ['bob', 'carol']) {
-      const { token, patient } = gw.backend.patients[intruder];
+    const intruders = ['bob', 'carol'];
+    const watched = [
+      ...aliceResources,
+      ...intruders.map((key) => ({ type: 'Patient', id: gw.backend.patients[key].patient.id })),
+    ];
+    const before = versionsOf(watched);
+    for (const target of watched) {
+      expect(before[`${target.type}/${target.id}`], `${target.type}/${target.id}`).not.toEqual([]);
+    }
+    for (const intruder of intruders) {
+      const { token } = gw.backend.patients[intruder];
       for (const op of operations) {
         for (const target of aliceResources) {
           if (
@@ -73,16 +95,19 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
           for (const secret of secretsOfAlice()) {
             expect(exposed, label).not.toContain(secret);
           }
-          expect(patient.id).not.toBe(target.id);
+          // Refused writes changed nothing: not alice's resource, and not the intruder's own Patient either.
+          expect(versionsOf(watched), label).toEqual(before);
         }
       }
     }
-    // Nothing of alice's changed.
+    // Nothing of alice's changed: the same versions, and the same content.
     const answers = await gw.backend.systemRepo.readResource<QuestionnaireResponse>(
       'QuestionnaireResponse',
       aliceResources[2].id,
     );
-    expect(answers.meta?.versionId).toBeDefined();
+    expect(answers.meta?.versionId).toBe(before[`QuestionnaireResponse/${aliceResources[2].id}`].at(-1));
     expect(answers.status).toBe('completed');
+    const patient = await gw.backend.systemRepo.readResource<Resource>('Patient', aliceResources[0].id);
+    expect(patient.meta?.versionId).toBe(before[`Patient/${aliceResources[0].id}`].at(-1));
   });
 });

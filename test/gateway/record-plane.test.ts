@@ -1,6 +1,8 @@
 import type { Bundle, Observation, Patient, QuestionnaireResponse } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { freshPatient } from '../support/patients';
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -33,17 +35,17 @@ describe('session', () => {
 });
 
 describe('record plane reads', () => {
-  it('searches with gateway links, default page size and _count cap', async () => {
+  it('searches with gateway fullUrls and never names the backend; _count over 100 is 400', async () => {
     const res = await gw.call('GET', '/v1/fhir/Observation?_count=1');
     expect(res.status).toBe(200);
     const bundle = res.body as Bundle<Observation>;
     expect(bundle.entry).toHaveLength(1);
-    expect(bundle.entry?.[0].fullUrl).toMatch(/^http:\/\/gateway\.test\/v1\/fhir\/Observation\//);
-    for (const link of bundle.link ?? []) {
-      expect(link.url).toMatch(/^http:\/\/gateway\.test\/v1\/fhir\/Observation\?/);
-    }
+    const observation = bundle.entry?.[0].resource as Observation;
+    expect(bundle.entry?.[0].fullUrl).toBe(`http://gateway.test/v1/fhir/Observation/${observation.id}`);
     expect(JSON.stringify(bundle)).not.toContain('embedded.medplum.local');
-    expect((await gw.call('GET', '/v1/fhir/Observation?_count=101')).status).toBe(400);
+    const tooMany = await gw.call('GET', '/v1/fhir/Observation?_count=101');
+    expect(tooMany.status).toBe(400);
+    expect((tooMany.body as { error: { code: string } }).error.code).toBe('invalid_request');
   });
 
   it('reads own resources; another patient of the same or another tenant is 404', async () => {
@@ -60,6 +62,92 @@ describe('record plane reads', () => {
     const res = await gw.call('GET', `/v1/fhir/Patient/${alice().patient.id}/$everything`);
     expect(res.status).toBe(404);
     expect((res.body as { error: { details: { operation: string } } }).error.details.operation).toBe('$everything');
+  });
+});
+
+describe('record plane paging', () => {
+  const GATEWAY = 'http://gateway.test/v1/fhir/Observation';
+  type Page = { ids: string[]; links: Record<string, string> };
+
+  /** A patient of their own with exactly `n` Observations, so every page size and link is known. */
+  async function patientWithObservations(n: number): Promise<{ patient: DemoActor; ids: string[] }> {
+    const patient = await freshPatient(gw.backend, { tenant: 'southridge', state: 'NY' });
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const created = await gw.backend.systemRepo.createResource<Observation>({
+        resourceType: 'Observation',
+        meta: { project: gw.backend.project.id },
+        status: 'final',
+        code: { text: `reading ${i}` },
+        subject: { reference: `Patient/${patient.patient.id}` },
+      });
+      ids.push(created.id as string);
+    }
+    return { patient, ids };
+  }
+
+  async function page(patient: DemoActor, url: string): Promise<Page> {
+    const { pathname, search } = new URL(url);
+    const res = await gw.call('GET', `${pathname}${search}`, { token: patient.token });
+    expect(res.status, url).toBe(200);
+    const bundle = res.body as Bundle<Observation>;
+    return {
+      ids: (bundle.entry ?? []).map((e) => e.resource?.id as string),
+      links: Object.fromEntries((bundle.link ?? []).map((l) => [l.relation, l.url])),
+    };
+  }
+
+  it("pages by the client's _count, with exact links to this API, to the last entry", async () => {
+    const { patient, ids } = await patientWithObservations(5);
+    const first = await page(patient, `${GATEWAY}?_count=2`);
+    expect(first.ids).toHaveLength(2);
+    expect(first.links).toEqual({
+      self: `${GATEWAY}?_count=2`,
+      first: `${GATEWAY}?_count=2`,
+      next: `${GATEWAY}?_count=2&_offset=2`,
+    });
+    const second = await page(patient, first.links.next);
+    expect(second.ids).toHaveLength(2);
+    expect(second.links).toEqual({
+      self: `${GATEWAY}?_count=2&_offset=2`,
+      first: `${GATEWAY}?_count=2`,
+      previous: `${GATEWAY}?_count=2`,
+      next: `${GATEWAY}?_count=2&_offset=4`,
+    });
+    const last = await page(patient, second.links.next);
+    expect(last.ids).toHaveLength(1);
+    expect(last.links).toEqual({
+      self: `${GATEWAY}?_count=2&_offset=4`,
+      first: `${GATEWAY}?_count=2`,
+      previous: `${GATEWAY}?_count=2&_offset=2`,
+    });
+    // Every Observation exactly once across the pages, and nothing else.
+    expect([...first.ids, ...second.ids, ...last.ids].sort()).toEqual([...ids].sort());
+  });
+
+  it('keeps the search parameters in every link', async () => {
+    const { patient, ids } = await patientWithObservations(3);
+    const first = await page(patient, `${GATEWAY}?status=final&_count=1`);
+    expect(first.ids).toHaveLength(1);
+    expect(first.links.next).toBe(`${GATEWAY}?_count=1&_offset=1&status=final`);
+    const second = await page(patient, first.links.next);
+    expect(second.ids).toHaveLength(1);
+    expect(second.ids).not.toEqual(first.ids);
+    expect(ids).toEqual(expect.arrayContaining([...first.ids, ...second.ids]));
+  });
+
+  it('without _count, a page holds 20 (the documented default) and links on with _count=20', async () => {
+    const { patient, ids } = await patientWithObservations(21);
+    const first = await page(patient, GATEWAY);
+    expect(first.ids).toHaveLength(20);
+    expect(first.links).toEqual({
+      self: `${GATEWAY}?_count=20`,
+      first: `${GATEWAY}?_count=20`,
+      next: `${GATEWAY}?_count=20&_offset=20`,
+    });
+    const last = await page(patient, first.links.next);
+    expect([...first.ids, ...last.ids].sort()).toEqual([...ids].sort());
+    expect(last.links.next).toBeUndefined();
   });
 });
 
@@ -136,21 +224,62 @@ describe('record plane writes', () => {
     expect(forOther.status).toBe(403);
   });
 
-  it('every other write is 405 naming the owning endpoint, with Allow', async () => {
-    const obs = await gw.call('POST', '/v1/fhir/Observation', { body: { resourceType: 'Observation' } });
-    expect(obs.status).toBe(405);
-    expect((obs.body as { error: { details: { use: string } } }).error.details.use).toBe(
-      'POST /v1/tasks/{id}/complete',
-    );
-    expect(obs.headers.get('allow')).toBe('GET');
-    const consent = await gw.call('DELETE', '/v1/fhir/Consent/abc');
-    expect((consent.body as { error: { details: { use: string } } }).error.details.use).toContain(
-      'POST /v1/agreements/acceptances',
-    );
-    const patientCreate = await gw.call('POST', '/v1/fhir/Patient', { body: { resourceType: 'Patient' } });
-    expect(patientCreate.status).toBe(405);
-    expect(patientCreate.headers.get('allow')).toBe('GET');
-    const patientDelete = await gw.call('DELETE', `/v1/fhir/Patient/${alice().patient.id}`);
-    expect(patientDelete.headers.get('allow')).toBe('GET, PUT');
+  /**
+   * Who owns each write (spec: "A write on the record plane to a resource that a workflow owns is refused
+   * with 405. The error names the endpoint to use instead."), written out here from the spec's endpoint
+   * list rather than read from the contract, so a wrong entry in the contract's table fails.
+   */
+  const OWNERS: Record<string, string> = {
+    Observation: 'POST /v1/tasks/{id}/complete',
+    Task: 'POST /v1/tasks/{id}/complete',
+    Consent: 'POST /v1/agreements/acceptances (withdraw: POST /v1/agreements/withdrawals)',
+    CarePlan: 'POST /v1/enrollments',
+    EpisodeOfCare: 'POST /v1/assessments',
+    Appointment: 'POST /v1/appointments/{id}/reschedule (cancel: POST /v1/appointments/{id}/cancel)',
+    Encounter: 'POST /v1/appointments/{id}/encounter',
+    RequestGroup: 'POST /v1/orders/{id}/decisions',
+    MedicationRequest: 'POST /v1/orders/{id}/decisions',
+    ServiceRequest: 'POST /v1/orders/{id}/decisions',
+    DocumentReference: 'POST /v1/documents',
+    Binary: 'POST /v1/documents',
+    Media: 'POST /v1/documents',
+    Patient: 'PUT /v1/fhir/Patient/{id} (own demographics; registration: POST /v1/patient/home)',
+    QuestionnaireResponse: 'POST /v1/fhir/QuestionnaireResponse or PUT /v1/fhir/QuestionnaireResponse/{id}',
+    // No patient endpoint at all.
+    Practitioner: 'none: written by clinicians or the platform only',
+    Condition: 'none: written by clinicians or the platform only',
+    Organization: 'none: written by clinicians or the platform only',
+  };
+  /** The record-plane methods a patient has (spec: "Record-plane write permissions"): the Allow header. */
+  const ALLOW: Record<string, { collection: string; instance: string }> = {
+    Patient: { collection: 'GET', instance: 'GET, PUT' },
+    QuestionnaireResponse: { collection: 'GET, POST', instance: 'GET, PUT' },
+  };
+
+  it('every other write is 405 naming the owning endpoint, with Allow: every type, every method', async () => {
+    const checked: string[] = [];
+    for (const [type, use] of Object.entries(OWNERS)) {
+      const allow = ALLOW[type] ?? { collection: 'GET', instance: 'GET' };
+      const writes = [
+        { method: 'POST', path: `/v1/fhir/${type}`, allow: allow.collection },
+        { method: 'PUT', path: `/v1/fhir/${type}/abc`, allow: allow.instance },
+        { method: 'PATCH', path: `/v1/fhir/${type}/abc`, allow: allow.instance },
+        { method: 'DELETE', path: `/v1/fhir/${type}/abc`, allow: allow.instance },
+      ].filter((w) => !w.allow.split(', ').includes(w.method));
+      for (const { method, path, allow: expectedAllow } of writes) {
+        const label = `${method} ${path}`;
+        const body =
+          method === 'DELETE' ? undefined : { resourceType: type, id: method === 'POST' ? undefined : 'abc' };
+        const res = await gw.call(method, path, { body });
+        expect(res.status, label).toBe(405);
+        expect(res.body, label).toEqual({
+          error: { code: 'method_not_allowed', message: expect.any(String), details: { use } },
+        });
+        expect(res.headers.get('allow'), label).toBe(expectedAllow);
+        checked.push(label);
+      }
+    }
+    // Patient: POST, PATCH, DELETE; QuestionnaireResponse: PATCH, DELETE; every other type: all four.
+    expect(checked).toHaveLength((Object.keys(OWNERS).length - 2) * 4 + 3 + 2);
   });
 });
