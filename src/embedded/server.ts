@@ -4,6 +4,7 @@ import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
 import { headerRecord, plainCall, requestBytes } from '../shared/fetch-init';
+import { createAdminRoutes } from './admin/routes';
 import { authenticate, systemContext } from './auth/authenticate';
 import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
@@ -27,6 +28,8 @@ export interface EmbeddedMedplumOptions {
   subscriptionMaxAttempts?: number;
   subscriptionRetryDelayMs?: number;
   clock?: () => Date;
+  /** Answer conditional creates 409 as a Postgres-backed Medplum can under concurrency (tests turn it on). */
+  serializableConflicts?: boolean;
 }
 
 export interface EmbeddedMedplum {
@@ -68,6 +71,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     db,
     baseUrl,
     clock: options.clock,
+    serializableConflicts: options.serializableConflicts,
     onCommit: (changes: Parameters<SubscriptionQueue['enqueueChanges']>[0]) => queue?.enqueueChanges(changes),
   };
   const systemRepo = new SqliteRepository(env, systemContext(SYSTEM_PROJECT));
@@ -143,6 +147,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     await next();
   });
   app.route('/', createAuthRoutes(authDeps));
+  app.route('/', createAdminRoutes(authDeps));
   app.all(`${FHIR_PATH}*`, (c) =>
     serveFhir({
       method: c.req.method,

@@ -5,6 +5,8 @@ import type {
   AccessPolicy,
   Bot,
   ClientApplication,
+  Patient,
+  Practitioner,
   Project,
   ProjectMembership,
   Reference,
@@ -12,7 +14,7 @@ import type {
   Subscription,
 } from '@medplum/fhirtypes';
 import { BOT_AUDIENCE, EDGE_STATEMENT, EXTENSIONS, SYSTEMS } from '../../contracts/systems';
-import type { ProvisionDefinition } from './definition';
+import type { KeyedResource, ProvisionDefinition } from './definition';
 
 export interface ProvisionReport {
   created: string[];
@@ -29,6 +31,30 @@ export interface ProvisionOptions {
 }
 
 const SUPPORTED_INTERACTION = 'https://medplum.com/fhir/StructureDefinition/subscription-supported-interaction';
+
+/**
+ * `meta.accounts` is honoured only in Medplum's extended mode, by an admin (packages/server/src/fhir/repo.ts
+ * reads it from this header): without it a tenant stamp is silently dropped.
+ */
+const EXTENDED = { headers: { 'X-Medplum': 'extended' } };
+
+/**
+ * A person who signs in (demo patient, demo clinician): a profile resource (Patient or Practitioner,
+ * with its `name`) plus how they join the project. Medplum lets a project admin create the User and
+ * the membership only through `POST /admin/projects/:projectId/invite`; the profile's own fields are
+ * then written through FHIR like any resource.
+ */
+export interface MemberResource extends KeyedResource {
+  resource: Patient | Practitioner;
+  member: {
+    externalId: string;
+    membership: Pick<ProjectMembership, 'access' | 'accessPolicy' | 'admin'>;
+  };
+}
+
+function isMember(entry: KeyedResource): entry is MemberResource {
+  return 'member' in entry;
+}
 
 /**
  * Applies a definition through MedplumClient as a project admin. Every resource carries the tag
@@ -51,29 +77,61 @@ export async function applyDefinition(
     );
   }
 
-  const upsert = async <T extends Resource>(key: string, desired: T, writeOnce = false): Promise<WithId<T>> => {
+  // Medplum's project-admin API (packages/server/src/admin/project.ts), beside the FHIR base.
+  const adminApi = (path: string) => `admin/projects/${project.id}/${path}`;
+
+  /**
+   * Finds the resource by its provisioning tag and makes it as desired. `create` is how a missing one
+   * comes to exist: FHIR create by default, or one of Medplum's admin endpoints (bot, client, invite),
+   * after which the created resource is brought to the definition through FHIR (still a "created").
+   */
+  const upsert = async <T extends Resource>(
+    key: string,
+    desired: T,
+    options: { writeOnce?: boolean; create?: (resource: T) => Promise<WithId<T>> } = {},
+  ): Promise<WithId<T>> => {
     const resource = resolveKeys(tagged(key, desired), keys);
-    const existing = await medplum.searchOne(
+    const write = resource.meta?.accounts ? EXTENDED : undefined;
+    let existing: Resource | undefined = await medplum.searchOne(
       resource.resourceType,
       { _tag: `${SYSTEMS.provisioning}|${key}` },
       { cache: 'no-cache' },
     );
     let result: WithId<T>;
-    if (!existing) {
-      result = await medplum.createResource(resource);
+    let created = false;
+    if (!existing && !options.create) {
+      result = await medplum.createResource(resource, write);
       report.created.push(key);
-    } else if (!containsAll(existing, resource)) {
-      if (writeOnce) {
+      keys.set(key, plainReference(result));
+      return result;
+    }
+    if (!existing && options.create) {
+      existing = await options.create(resource);
+      created = true;
+    }
+    if (!existing) {
+      throw new Error(`${key} was not created`);
+    }
+    if (!containsAll(existing, resource)) {
+      if (options.writeOnce && !created) {
         throw new Error(`${key} is published and write-once: publish a new version under a new key instead`);
       }
-      result = (await medplum.updateResource({
-        ...existing,
-        ...resource,
-        id: existing.id,
-        // Server-owned meta stays; the tags are the definition's (e.g. which bots patients may run).
-        meta: { ...existing.meta, tag: resource.meta?.tag },
-      })) as WithId<T>;
-      report.updated.push(key);
+      result = (await medplum.updateResource(
+        {
+          ...existing,
+          ...resource,
+          id: existing.id,
+          // Server-owned meta stays; the tags (e.g. which bots patients may run) and the tenant
+          // accounts are the definition's.
+          meta: {
+            ...existing.meta,
+            tag: resource.meta?.tag,
+            ...(resource.meta?.accounts ? { accounts: resource.meta.accounts } : {}),
+          },
+        },
+        write,
+      )) as WithId<T>;
+      report[created ? 'created' : 'updated'].push(key);
     } else {
       result = existing as WithId<T>;
       report.unchanged.push(key);
@@ -82,11 +140,87 @@ export async function applyDefinition(
     return result;
   };
 
+  /**
+   * The membership of a profile (bot, client, person), found by profile and changed only through
+   * `POST /admin/projects/:projectId/members/:membershipId` (packages/server/src/admin/project.ts).
+   */
+  const membership = async (
+    key: string,
+    profile: Reference,
+    desired: Pick<ProjectMembership, 'access' | 'accessPolicy' | 'admin'>,
+    justCreated: boolean,
+  ): Promise<void> => {
+    const wanted = resolveKeys(desired, keys);
+    const existing = await medplum.searchOne(
+      'ProjectMembership',
+      { profile: profile.reference as string },
+      { cache: 'no-cache' },
+    );
+    if (!existing) {
+      throw new Error(`${getReferenceString(profile)} has no membership: create it through the admin API`);
+    }
+    if (containsAll(existing, wanted)) {
+      report[justCreated ? 'created' : 'unchanged'].push(key);
+      return;
+    }
+    await medplum.post(adminApi(`members/${existing.id}`), { ...existing, ...wanted });
+    report[justCreated ? 'created' : 'updated'].push(key);
+  };
+
+  /** A person: invited (User + profile + membership in one call), then the profile written through FHIR. */
+  const member = async (entry: MemberResource): Promise<void> => {
+    const name = entry.resource.name?.[0];
+    let invited = false;
+    const profile = await upsert(entry.key, entry.resource, {
+      create: async () => {
+        const created = (await medplum.post(adminApi('invite'), {
+          resourceType: entry.resource.resourceType,
+          firstName: name?.given?.join(' ') ?? entry.member.externalId,
+          lastName: name?.family ?? entry.member.externalId,
+          externalId: entry.member.externalId,
+          sendEmail: false,
+          membership: resolveKeys(entry.member.membership, keys),
+        })) as ProjectMembership;
+        invited = true;
+        return medplum.readReference(created.profile as Reference<Patient | Practitioner>, { cache: 'no-cache' });
+      },
+    });
+    await membership(`membership-${entry.key}`, plainReference(profile), entry.member.membership, invited);
+  };
+
   for (const { key, policy } of definition.accessPolicies) {
     await upsert<AccessPolicy>(`policy-${key}`, { resourceType: 'AccessPolicy', ...policy });
   }
-  for (const { key, resource, writeOnce } of definition.resources) {
-    await upsert(key, resource, writeOnce);
+  const integrationKeys = new Set(definition.integrations.map((i) => i.key));
+  for (const entry of definition.resources) {
+    if (integrationKeys.has(entry.key)) {
+      continue;
+    }
+    if (isMember(entry)) {
+      await member(entry);
+    } else {
+      await upsert(entry.key, entry.resource, { writeOnce: entry.writeOnce });
+    }
+  }
+
+  // Machine clients: ClientApplication + membership (packages/server/src/admin/client.ts): 201 with it.
+  for (const integration of definition.integrations) {
+    const desired = definition.resources.find((r) => r.key === integration.key)?.resource as ClientApplication;
+    const accessPolicy = keys.get(`policy-${integration.accessPolicy}`) as Reference<AccessPolicy> | undefined;
+    const client = await upsert<ClientApplication>(integration.key, desired, {
+      create: async () =>
+        (await medplum.post(adminApi('client'), {
+          name: desired.name,
+          description: desired.description,
+          accessPolicy,
+        })) as WithId<ClientApplication>,
+    });
+    await membership(
+      `membership-${integration.key}`,
+      plainReference(client),
+      { accessPolicy },
+      report.created.includes(integration.key),
+    );
   }
 
   const defaultPolicy = keys.get(`policy-${definition.project.defaultPatientAccessPolicy}`);
@@ -116,16 +250,30 @@ export async function applyDefinition(
       throw new Error(`No bundle for bot ${bot.key}: run npm run build:bots`);
     }
     const sha256 = createHash('sha256').update(code).digest('hex');
-    const saved = await upsert<Bot>(`bot-${bot.key}`, {
-      resourceType: 'Bot',
-      name: bot.key,
-      description: bot.description,
-      identifier: [{ system: SYSTEMS.bots, value: bot.key }],
-      meta: bot.patient ? { tag: [{ system: BOT_AUDIENCE.system, code: BOT_AUDIENCE.patient }] } : undefined,
-      runtimeVersion: 'vmcontext',
-      ...(bot.cronString ? { cronString: bot.cronString } : {}),
-      extension: [{ url: EXTENSIONS.botBundleSha256, valueString: sha256 }],
-    });
+    const accessPolicy = keys.get(`policy-${bot.accessPolicy}`) as Reference<AccessPolicy> | undefined;
+    const saved = await upsert<Bot>(
+      `bot-${bot.key}`,
+      {
+        resourceType: 'Bot',
+        name: bot.key,
+        description: bot.description,
+        identifier: [{ system: SYSTEMS.bots, value: bot.key }],
+        meta: bot.patient ? { tag: [{ system: BOT_AUDIENCE.system, code: BOT_AUDIENCE.patient }] } : undefined,
+        runtimeVersion: 'vmcontext',
+        ...(bot.cronString ? { cronString: bot.cronString } : {}),
+        extension: [{ url: EXTENSIONS.botBundleSha256, valueString: sha256 }],
+      },
+      {
+        // Bot + its membership with the policy (packages/server/src/admin/bot.ts): 201 with the Bot.
+        create: async () =>
+          (await medplum.post(adminApi('bot'), {
+            name: bot.key,
+            description: bot.description,
+            accessPolicy,
+            runtimeVersion: 'vmcontext',
+          })) as WithId<Bot>,
+      },
+    );
     if (
       !saved.executableCode ||
       report.created.includes(`bot-${bot.key}`) ||
@@ -134,25 +282,12 @@ export async function applyDefinition(
       await medplum.post(medplum.fhirUrl('Bot', saved.id, '$deploy'), { code, filename: `${bot.key}.js` });
       report.deployed.push(bot.key);
     }
-    await upsert<ProjectMembership>(`membership-bot-${bot.key}`, {
-      resourceType: 'ProjectMembership',
-      project: plainReference(project),
-      user: plainReference(saved),
-      profile: plainReference(saved),
-      accessPolicy: keys.get(`policy-${bot.accessPolicy}`) as Reference<AccessPolicy> | undefined,
-      ...(bot.admin ? { admin: true } : {}),
-    });
-  }
-
-  for (const integration of definition.integrations) {
-    const client = keys.get(integration.key) as Reference<ClientApplication>;
-    await upsert<ProjectMembership>(`membership-${integration.key}`, {
-      resourceType: 'ProjectMembership',
-      project: plainReference(project),
-      user: client,
-      profile: client,
-      accessPolicy: keys.get(`policy-${integration.accessPolicy}`) as Reference<AccessPolicy> | undefined,
-    });
+    await membership(
+      `membership-bot-${bot.key}`,
+      plainReference(saved),
+      { accessPolicy, ...(bot.admin ? { admin: true } : {}) },
+      report.created.includes(`bot-${bot.key}`),
+    );
   }
 
   for (const subscription of definition.subscriptions) {
@@ -221,9 +356,10 @@ export function containsAll(existing: unknown, desired: unknown): boolean {
   );
 }
 
+/** Of meta, only what the definition owns: its tags and the tenant accounts it stamps. */
 function pickTags(meta: unknown): unknown {
-  const tag = (meta as { tag?: unknown } | undefined)?.tag;
-  return tag === undefined ? {} : { tag };
+  const { tag, accounts } = (meta ?? {}) as { tag?: unknown; accounts?: unknown };
+  return { ...(tag === undefined ? {} : { tag }), ...(accounts === undefined ? {} : { accounts }) };
 }
 
 /** `{ reference }` only: a display would make a stored copy differ from the definition on every run. */

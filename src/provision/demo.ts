@@ -1,6 +1,7 @@
-import type { Observation, Organization, Patient, Practitioner, ProjectMembership, User } from '@medplum/fhirtypes';
+import type { Observation, Organization, Patient, Practitioner } from '@medplum/fhirtypes';
 import { SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 import { agreementDocument, DEMO_AGREEMENTS, demoAssessment } from './agreements';
+import type { MemberResource } from './apply';
 import type { KeyedResource, ProvisionDefinition } from './definition';
 import { keyRef, platformDefinition, tenantResources } from './definition';
 
@@ -67,13 +68,12 @@ export const DEMO_PATIENTS: DemoPatient[] = [
 const LOINC = 'http://loinc.org';
 const BODY_WEIGHT = '29463-7';
 
+/**
+ * A demo patient: invited (User, Patient and membership through Medplum's admin API), then its
+ * demographics and tenant written through FHIR; and one body weight.
+ */
 function demoPatientResources(patient: DemoPatient): KeyedResource[] {
   const org = keyRef<Organization>(`org-${patient.tenant}`);
-  const user: User = {
-    resourceType: 'User',
-    firstName: patient.given,
-    lastName: patient.family,
-  };
   const fhirPatient: Patient = {
     resourceType: 'Patient',
     meta: { accounts: [org] },
@@ -85,17 +85,15 @@ function demoPatientResources(patient: DemoPatient): KeyedResource[] {
     address: [{ line: ['1 Demo Street'], city: 'Demo City', state: patient.state, postalCode: '90001', country: 'US' }],
     managingOrganization: org,
   };
-  const membership: ProjectMembership = {
-    resourceType: 'ProjectMembership',
-    project: keyRef('project'),
-    user: keyRef(`demo-user-${patient.key}`),
-    profile: keyRef(`demo-patient-${patient.key}`),
-    access: [
-      {
-        policy: keyRef('policy-patient'),
-        parameter: [{ name: TENANT_PARAMETER, valueReference: org }],
+  const member: MemberResource = {
+    key: `demo-patient-${patient.key}`,
+    resource: fhirPatient,
+    member: {
+      externalId: `demo-patient-${patient.key}`,
+      membership: {
+        access: [{ policy: keyRef('policy-patient'), parameter: [{ name: TENANT_PARAMETER, valueReference: org }] }],
       },
-    ],
+    },
   };
   const weight: Observation = {
     resourceType: 'Observation',
@@ -105,17 +103,12 @@ function demoPatientResources(patient: DemoPatient): KeyedResource[] {
     effectiveDateTime: '2026-01-15T09:00:00Z',
     valueQuantity: { value: 70 + patient.key.length, unit: 'kg', system: 'http://unitsofmeasure.org', code: 'kg' },
   };
-  return [
-    { key: `demo-user-${patient.key}`, resource: user },
-    { key: `demo-patient-${patient.key}`, resource: fhirPatient },
-    { key: `demo-membership-${patient.key}`, resource: membership },
-    { key: `demo-weight-${patient.key}`, resource: weight },
-  ];
+  return [member, { key: `demo-weight-${patient.key}`, resource: weight }];
 }
 
 /**
  * One clinician per demo tenant: a Practitioner in the tenant, signed in through Medplum's app with the
- * clinician policy and the tenant as its `organization` parameter.
+ * clinician policy and the tenant as its `organization` parameter; invited like a patient.
  */
 function demoClinicianResources(tenant: { key: string; name: string }): KeyedResource[] {
   const org = keyRef<Organization>(`org-${tenant.key}`);
@@ -125,21 +118,17 @@ function demoClinicianResources(tenant: { key: string; name: string }): KeyedRes
     identifier: [{ system: SYSTEMS.demoClinician, value: tenant.key }],
     name: [{ prefix: ['Dr.'], given: ['Demo'], family: `Clinician of ${tenant.name}` }],
   };
-  const membership: ProjectMembership = {
-    resourceType: 'ProjectMembership',
-    project: keyRef('project'),
-    user: keyRef(`demo-clinician-user-${tenant.key}`),
-    profile: keyRef(`demo-clinician-${tenant.key}`),
-    access: [{ policy: keyRef('policy-clinician'), parameter: [{ name: TENANT_PARAMETER, valueReference: org }] }],
-  };
-  return [
-    {
-      key: `demo-clinician-user-${tenant.key}`,
-      resource: { resourceType: 'User', firstName: 'Demo', lastName: 'Clinician' },
+  const member: MemberResource = {
+    key: `demo-clinician-${tenant.key}`,
+    resource: practitioner,
+    member: {
+      externalId: `demo-clinician-${tenant.key}`,
+      membership: {
+        access: [{ policy: keyRef('policy-clinician'), parameter: [{ name: TENANT_PARAMETER, valueReference: org }] }],
+      },
     },
-    { key: `demo-clinician-${tenant.key}`, resource: practitioner },
-    { key: `demo-clinician-membership-${tenant.key}`, resource: membership },
-  ];
+  };
+  return [member];
 }
 
 /** The platform definition plus the demo tenants and patients (what `npm start` and the tests use). */

@@ -26,19 +26,17 @@ export async function deployFixtureBot(
     name: `bot ${name}`,
     resource: policy,
   });
-  const bot = await backend.admin.createResource<Bot>({
-    resourceType: 'Bot',
+  // Bot + membership through Medplum's admin API (packages/server/src/admin/bot.ts): a project admin
+  // cannot write ProjectMembership.user over FHIR.
+  const created = (await backend.admin.post(`admin/projects/${backend.project.id}/bot`, {
     name,
+    accessPolicy: { reference: `AccessPolicy/${accessPolicy.id}` },
+  })) as WithId<Bot>;
+  const bot = await backend.admin.updateResource<Bot>({
+    ...created,
     // Tagged for patients, so the default patient policy lets patients $execute it.
     identifier: [{ system: SYSTEMS.bots, value: `test-${name}` }],
-    meta: { tag: [{ system: BOT_AUDIENCE.system, code: BOT_AUDIENCE.patient }] },
-  });
-  await backend.admin.createResource({
-    resourceType: 'ProjectMembership',
-    project: { reference: `Project/${backend.project.id}` },
-    user: { reference: `Bot/${bot.id}` },
-    profile: { reference: `Bot/${bot.id}` },
-    accessPolicy: { reference: `AccessPolicy/${accessPolicy.id}` },
+    meta: { ...created.meta, tag: [{ system: BOT_AUDIENCE.system, code: BOT_AUDIENCE.patient }] },
   });
   await backend.admin.post(backend.admin.fhirUrl('Bot', bot.id, '$deploy'), { code, filename: `${name}.js` });
   return backend.admin.readResource('Bot', bot.id);

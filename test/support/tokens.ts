@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { parseJWTPayload } from '@medplum/core';
-import type { Practitioner, ProjectMembership } from '@medplum/fhirtypes';
+import type { ProjectMembership } from '@medplum/fhirtypes';
 import { generateKeyPair, SignJWT } from 'jose';
 import { SYSTEMS } from '../../contracts/systems';
 import { issueAccessToken } from '../../src/embedded/auth/tokens';
@@ -61,16 +61,14 @@ export async function badTokens(backend: TestBackend): Promise<BadToken[]> {
 }
 
 async function practitionerToken(backend: TestBackend): Promise<string> {
-  const practitioner = await backend.admin.createResource<Practitioner>({
+  // A member made the way a project admin can (packages/server/src/admin/invite.ts).
+  const membership = (await backend.admin.post(`admin/projects/${backend.project.id}/invite`, {
     resourceType: 'Practitioner',
-    name: [{ family: 'Clinician' }],
-  });
-  const membership = await backend.admin.createResource<ProjectMembership>({
-    resourceType: 'ProjectMembership',
-    project: { reference: `Project/${backend.project.id}` },
-    user: { reference: `Practitioner/${practitioner.id}` },
-    profile: { reference: `Practitioner/${practitioner.id}` },
-  });
+    firstName: 'Test',
+    lastName: 'Clinician',
+    externalId: `clinician-${crypto.randomUUID()}`,
+    sendEmail: false,
+  })) as ProjectMembership;
   return (await backend.login(membership)).token;
 }
 

@@ -110,12 +110,12 @@ function projectAdminRules(project: WithId<Project>): AccessPolicyResource[] {
       hiddenFields: hidden,
       interaction: ['read', 'vread', 'update', 'history', 'create', 'search'],
     },
-    // Medplum marks `user` readonly too and creates memberships through its admin API instead; the
-    // embedded server has no admin API, so `user` stays writable and `project` is forced on create.
+    // Who a membership belongs to is not the admin's to write over FHIR: memberships are made through
+    // the admin API (src/embedded/admin/, Medplum's packages/server/src/admin/), as on Medplum.
     {
       resourceType: 'ProjectMembership',
       criteria: `ProjectMembership?_project=${project.id}`,
-      readonlyFields: ['project'],
+      readonlyFields: ['project', 'user'],
     },
     {
       resourceType: 'User',
