@@ -28,8 +28,6 @@ export interface EmbeddedMedplumOptions {
   subscriptionMaxAttempts?: number;
   subscriptionRetryDelayMs?: number;
   clock?: () => Date;
-  /** Answer conditional creates 409 as a Postgres-backed Medplum can under concurrency (tests turn it on). */
-  serializableConflicts?: boolean;
 }
 
 export interface EmbeddedMedplum {
@@ -71,7 +69,6 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     db,
     baseUrl,
     clock: options.clock,
-    serializableConflicts: options.serializableConflicts,
     onCommit: (changes: Parameters<SubscriptionQueue['enqueueChanges']>[0]) => queue?.enqueueChanges(changes),
   };
   const systemRepo = new SqliteRepository(env, systemContext(SYSTEM_PROJECT));
