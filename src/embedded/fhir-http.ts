@@ -191,7 +191,11 @@ export async function handleFhirRequest(
     params: {},
     query,
     headers: call.headers,
-    config: { transactions: true },
+    // As Medplum: a transaction Bundle is atomic only when the Project has the `transaction-bundles`
+    // feature; without it fhir-router processes its entries one by one, as a batch.
+    config: {
+      transactions: repo.caller.system === true || (repo.caller.project.features ?? []).includes('transaction-bundles'),
+    },
   };
   const [outcome, resource, options] = await router.handleRequest(request, repo);
   if (!isOk(outcome)) {
