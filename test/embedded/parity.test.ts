@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { isOperationOutcome } from '@medplum/core';
-import type { Bundle, Observation, OperationOutcome, Patient, QuestionnaireResponse } from '@medplum/fhirtypes';
+import type {
+  AccessPolicy,
+  Bundle,
+  Observation,
+  OperationOutcome,
+  Patient,
+  ProjectMembership,
+  QuestionnaireResponse,
+} from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../support/backend';
 
@@ -199,5 +207,36 @@ describe('parity with real Medplum: writes and searches of the embedded store', 
     const body = JSON.stringify(aliceResponse()).replace(/}$/, `,"item":[${nested}]}`);
     expectBadRequest(await call('QuestionnaireResponse', { method: 'POST', body }), /nested/);
     expect(await aliceResponses()).toBe(stored);
+  });
+
+  // packages/server/src/fhir/repo.ts, isResourceWriteable: every writeConstraint is evaluated, on create
+  // too, with `%before` bound to an empty value; a constraint comparing with %before then fails.
+  it('a writeConstraint that reads %before is evaluated on create, with %before empty', async () => {
+    const policy = await backend.admin.createResource<AccessPolicy>({
+      resourceType: 'AccessPolicy',
+      name: 'status may not change',
+      resource: [
+        {
+          resourceType: 'Observation',
+          writeConstraint: [{ language: 'text/fhirpath', expression: '%before.status = %after.status' }],
+        },
+      ],
+    });
+    const membership = (await backend.admin.post(`admin/projects/${backend.project.id}/invite`, {
+      resourceType: 'Practitioner',
+      firstName: 'Constrained',
+      lastName: 'Writer',
+      externalId: `constrained-${randomUUID()}`,
+      sendEmail: false,
+      membership: { accessPolicy: { reference: `AccessPolicy/${policy.id}` } },
+    })) as ProjectMembership;
+    const writer = (await backend.login(membership)).medplum;
+    const observation: Observation = { resourceType: 'Observation', status: 'final', code: { text: 'constrained' } };
+    await expect(writer.createResource(observation)).rejects.toThrow(/forbidden/i);
+    const existing = await backend.admin.createResource(observation);
+    await expect(writer.updateResource({ ...existing, code: { text: 'same status' } })).resolves.toMatchObject({
+      status: 'final',
+    });
+    await expect(writer.updateResource({ ...existing, status: 'amended' })).rejects.toThrow(/forbidden/i);
   });
 });

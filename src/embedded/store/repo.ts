@@ -594,7 +594,7 @@ export class SqliteRepository extends FhirRepository {
   /**
    * The stored result of a write must itself satisfy the policy (criteria such as patient=%patient),
    * and every `writeConstraint` FHIRPath of the matching entry must hold, with `%before` (the current
-   * version; absent on create, where constraints that need it are skipped) and `%after` bound.
+   * version; an empty value on create, as Medplum binds it) and `%after` bound.
    */
   private assertWritable(resource: Resource, interaction: AccessPolicyInteraction, before?: Resource): void {
     const policy = this.policy;
@@ -607,14 +607,13 @@ export class SqliteRepository extends FhirRepository {
     }
     for (const constraint of entry.writeConstraint ?? []) {
       const expression = constraint.expression ?? '';
-      if (!before && expression.includes('%before')) {
-        continue;
-      }
       const after = toTypedValue(resource);
-      const variables: Record<string, TypedValue> = { '%after': after };
-      if (before) {
-        variables['%before'] = toTypedValue(before);
-      }
+      // As Medplum's isResourceWriteable (packages/server/src/fhir/repo.ts): on create `%before` is bound
+      // to an empty value, and every constraint is evaluated (none is skipped).
+      const variables: Record<string, TypedValue> = {
+        '%after': after,
+        '%before': before ? toTypedValue(before) : { type: 'undefined', value: undefined },
+      };
       const result = evalFhirPathTyped(expression, [after], variables);
       if (result.length !== 1 || result[0].value !== true) {
         throw new OperationOutcomeError(forbidden);
