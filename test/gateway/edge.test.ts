@@ -14,10 +14,8 @@ import { nodePeerAddress } from '../../src/edge/node-peer';
 import { parsePublicUrl } from '../../src/edge/public-url';
 import { clientAddress, userAgent } from '../../src/edge/request';
 import { cleanUserAgent } from '../../src/edge/user-agent';
-import { pooledFetch } from '../../src/medplum/node-fetch';
-import { openApiDocument } from '../../src/routes/docs';
-import { startTestBackend, type TestBackend } from '../support/backend';
-import { createCaller, createResponseValidator, startTestGateway, type TestGateway } from '../support/gateway';
+import { createResponseValidator, startTestGateway, type TestGateway } from '../support/gateway';
+import { type HttpGateway, startHttpGateway } from '../support/http-gateway';
 
 /**
  * Edge hygiene (issue 10, item 4, the gateway's part): what the gateway takes from the network
@@ -182,30 +180,15 @@ describe('the clickwrap proof takes the client address from the connection or a 
 });
 
 describe('queries are forwarded only when Medplum can take them', () => {
-  let backend: TestBackend;
-  let server: ReturnType<typeof serve>;
-  let call: TestGateway['call'];
+  let http: HttpGateway;
+  let call: HttpGateway['call'];
 
   beforeAll(async () => {
     // The embedded Medplum behind Node's HTTP server (16 KiB of request line and headers), as a real one is.
-    let handler: (request: Request) => Response | Promise<Response> = () => new Response(null, { status: 503 });
-    server = serve({ fetch: (request) => handler(request), port: 0, hostname: '127.0.0.1' });
-    await new Promise((resolve) => server.once('listening', resolve));
-    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-    backend = await startTestBackend({ baseUrl });
-    handler = (request) => backend.app.fetch(request);
-    const app = createApp({
-      medplum: { baseUrl, fetch: pooledFetch() },
-      issuer: baseUrl,
-      projectId: backend.project.id,
-      limits: DEFAULT_LIMITS,
-    });
-    call = createCaller(app, openApiDocument(app), () => backend.patients.alice.token);
+    http = await startHttpGateway();
+    ({ call } = http);
   });
-  afterAll(() => {
-    server?.close();
-    backend?.close();
-  });
+  afterAll(() => http?.close());
 
   it('a 10 KB _elements query that would grow past the header limit is 400 naming the limit, not 502', async () => {
     const elements = Array.from({ length: 5_000 }, (_, i) => String.fromCharCode(97 + (i % 26))).join(',');

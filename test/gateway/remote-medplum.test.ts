@@ -1,43 +1,23 @@
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import type { Patient, QuestionnaireResponse } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, DEFAULT_LIMITS } from '../../src/app';
-import { pooledFetch } from '../../src/medplum/node-fetch';
-import { openApiDocument } from '../../src/routes/docs';
-import { startTestBackend, type TestBackend } from '../support/backend';
-import { createCaller, type TestGateway } from '../support/gateway';
+import type { TestBackend } from '../support/backend';
+import { type HttpGateway, startHttpGateway } from '../support/http-gateway';
 
 /**
  * The Node entry's way to a remote Medplum, end to end: the embedded Medplum served over HTTP on a
  * port, the gateway reaching it with the pooled undici fetch (reads, writes with bodies and
  * If-Match, a bot's $execute), every answer checked against the OpenAPI document.
  */
+let http: HttpGateway;
 let backend: TestBackend;
-let server: ReturnType<typeof serve>;
-let call: TestGateway['call'];
+let call: HttpGateway['call'];
 
 beforeAll(async () => {
-  // The port is known only once listening, and the backend needs its base URL: bind the handler late.
-  let handler: (request: Request) => Response | Promise<Response> = () => new Response(null, { status: 503 });
-  server = serve({ fetch: (request) => handler(request), port: 0, hostname: '127.0.0.1' });
-  await new Promise((resolve) => server.once('listening', resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-  backend = await startTestBackend({ baseUrl });
-  handler = (request) => backend.app.fetch(request);
-  const app = createApp({
-    medplum: { baseUrl, fetch: pooledFetch() },
-    issuer: baseUrl,
-    projectId: backend.project.id,
-    limits: DEFAULT_LIMITS,
-  });
-  call = createCaller(app, openApiDocument(app), () => backend.patients.alice.token);
+  http = await startHttpGateway();
+  ({ backend, call } = http);
 });
 
-afterAll(() => {
-  server.close();
-  backend.close();
-});
+afterAll(() => http?.close());
 
 describe('the gateway on a Medplum over HTTP (pooled undici fetch)', () => {
   it('reads the patient profile as Medplum stored it', async () => {
