@@ -28,6 +28,8 @@ export interface EmbeddedMedplumOptions {
   subscriptionMaxAttempts?: number;
   subscriptionRetryDelayMs?: number;
   clock?: () => Date;
+  /** Tests: answer a conditional create 409 as an overlapping transaction on Medplum can (see repo.ts). */
+  overlapConflictMs?: number;
 }
 
 export interface EmbeddedMedplum {
@@ -69,6 +71,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     db,
     baseUrl,
     clock: options.clock,
+    overlapConflictMs: options.overlapConflictMs,
     onCommit: (changes: Parameters<SubscriptionQueue['enqueueChanges']>[0]) => queue?.enqueueChanges(changes),
   };
   const systemRepo = new SqliteRepository(env, systemContext(SYSTEM_PROJECT));

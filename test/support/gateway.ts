@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats';
 import { type App, type AppDeps, createApp, DEFAULT_LIMITS } from '../../src/app';
 import { nodeAssetLoader } from '../../src/docs-assets-node';
 import { createEdgeSigner } from '../../src/edge/statement';
+import type { EmbeddedMedplumOptions } from '../../src/embedded/server';
 import { openApiDocument } from '../../src/routes/docs';
 import { startTestBackend, type TestBackend } from './backend';
 
@@ -126,8 +127,11 @@ export function createCaller(app: App, doc: OpenApiDoc, defaultToken: () => stri
  */
 export const TEST_LOAD_BALANCER = '192.0.2.10';
 
-export async function startTestGateway(overrides: Partial<AppDeps> = {}): Promise<TestGateway> {
-  const backend = await startTestBackend();
+export async function startTestGateway(
+  overrides: Partial<AppDeps> = {},
+  backendOptions: Partial<EmbeddedMedplumOptions> = {},
+): Promise<TestGateway> {
+  const backend = await startTestBackend(backendOptions);
   const app = createApp({
     medplum: { baseUrl: backend.baseUrl, fetch: backend.fetch },
     issuer: backend.baseUrl,

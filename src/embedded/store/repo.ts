@@ -2,8 +2,10 @@ import type { Filter, Operation, SearchRequest, TypedValue, WithId } from '@medp
 import {
   AccessPolicyInteraction,
   accessPolicySupportsInteraction,
+  allOk,
   applyPatch,
   badRequest,
+  conflict,
   deepClone,
   evalFhirPathTyped,
   forbidden,
@@ -33,6 +35,7 @@ import type {
   Bundle,
   BundleEntry,
   Meta,
+  OperationOutcome,
   Parameters,
   Reference,
   Resource,
@@ -59,6 +62,14 @@ export interface RepositoryEnvironment {
   baseUrl: string;
   onCommit?: (changes: ResourceChange[]) => void;
   clock?: () => Date;
+  /**
+   * Opt-in (tests): emulate Postgres-backed Medplum under concurrency. There a transaction with a
+   * conditional entry runs SERIALIZABLE, and one that overlapped with the transaction that created what
+   * its condition now finds can be answered 409 (packages/server/src/fhir/repo.ts). The single writer
+   * never overlaps, so a conditional create that finds a resource another transaction created less than
+   * this many milliseconds ago is treated as having overlapped with it: 409.
+   */
+  overlapConflictMs?: number;
 }
 
 interface TransactionState {
@@ -332,6 +343,24 @@ export class SqliteRepository extends FhirRepository {
       'INSERT INTO history (type, id, version_id, last_updated, deleted, content) VALUES (?, ?, ?, ?, 1, NULL)',
     ).run(resourceType, id, generateId(), now);
     this.recordChange({ interaction: 'delete', resource: existing, previous: existing });
+  }
+
+  override async conditionalCreate<T extends Resource>(
+    resource: T,
+    search: SearchRequest<T>,
+    options?: CreateResourceOptions,
+  ): Promise<{ resource: WithId<T>; outcome: OperationOutcome }> {
+    const result = await super.conditionalCreate(resource, search, options);
+    const window = this.env.overlapConflictMs;
+    const found = result.outcome.id === allOk.id;
+    if (window !== undefined && found) {
+      const createdAt = Date.parse(result.resource.meta?.lastUpdated ?? '');
+      const mine = this.tx?.changes.some((c) => c.resource.id === result.resource.id) ?? false;
+      if (!mine && Date.parse(this.now()) - createdAt < window) {
+        throw new OperationOutcomeError(conflict('Concurrent transaction conflict'));
+      }
+    }
+    return result;
   }
 
   /**
