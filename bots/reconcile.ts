@@ -1,6 +1,7 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import { SYSTEMS } from '../contracts/systems';
 import { readInput } from './lib/input';
+import { searchAll } from './lib/search';
 import { applyOptOuts, optOutOf, smsIntegration } from './lib/sms';
 
 /** How far back a run looks for work left undone; runs are every 10 minutes, so a day leaves ample overlap. */
@@ -20,10 +21,9 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return input;
   }
   const since = new Date(Date.now() - WINDOW_MS).toISOString();
-  const messages = await medplum.searchResources('Communication', {
+  const messages = await searchAll(medplum, 'Communication', {
     category: `${SYSTEMS.communicationCategory}|inbound-sms`,
     _lastUpdated: `ge${since}`,
-    _count: '1000',
   });
   const integrations = new Map<string, string | undefined>();
   const stops: { from: string; at: string }[] = [];

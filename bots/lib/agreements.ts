@@ -19,6 +19,7 @@ import {
   resolveRequirements,
 } from './agreement-rules';
 import { fail } from './result';
+import { searchAll } from './search';
 
 /** What is being entered: the spec's optional context of the requirements check. */
 export interface AgreementContext {
@@ -40,13 +41,17 @@ export interface PatientAgreements {
   activeConsents: Consent[];
 }
 
-/** Everything published, read once per call (agreement documents are a small catalog). */
+/**
+ * Every published agreement version, read whole once per call: the latest version of an agreement
+ * is decided here, so a page that dropped the newest would ask for an old one. Narrowed to
+ * agreement documents published as the catalog (what the bots' policy entries also allow).
+ */
 export async function publishedAgreements(
   medplum: MedplumClient,
 ): Promise<{ doc: DocumentReference; agreement: AgreementVersion }[]> {
-  const docs = await medplum.searchResources('DocumentReference', {
+  const docs = await searchAll(medplum, 'DocumentReference', {
     identifier: `${SYSTEMS.agreement}|`,
-    _count: '1000',
+    _tag: [CATALOG.platform, CATALOG.tenant].map((code) => `${CATALOG.system}|${code}`).join(','),
   });
   return docs.flatMap((doc) => {
     const agreement = parseAgreement(doc);
@@ -57,7 +62,7 @@ export async function publishedAgreements(
 }
 
 export async function activeAcceptances(medplum: MedplumClient, patientId: string): Promise<Consent[]> {
-  return medplum.searchResources('Consent', { patient: `Patient/${patientId}`, status: 'active', _count: '1000' });
+  return searchAll(medplum, 'Consent', { patient: `Patient/${patientId}`, status: 'active' });
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Communication, Consent } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { inactivateConsents } from './agreements';
 import { lostRace } from './races';
+import { searchAll } from './search';
 
 /** The standard opt-out keywords (CTIA): the whole message, any case, surrounding spaces ignored. */
 const OPT_OUT_KEYWORDS = new Set([
@@ -54,14 +55,17 @@ export async function consentsStoppedBy(
   if (stops.length === 0) {
     return [];
   }
-  const consents = await medplum.searchResources('Consent', {
+  // Every active SMS acceptance, whole: the channel is the number at acceptance time, which the
+  // patient's record may no longer hold, so there is no narrower search that cannot miss one.
+  const consents = await searchAll(medplum, 'Consent', {
     status: 'active',
     category: `${SYSTEMS.agreementCategory}|sms`,
-    _count: '1000',
   });
   return consents.filter((consent) => {
     const channel = consent.extension?.find((e) => e.url === EXTENSIONS.consentChannel)?.valueContactPoint?.value;
-    return stops.some((stop) => channel === stop.from && (consent.dateTime ?? '') < stop.at);
+    // Instants compare as times, not strings: `...T10:00:00Z` and `...T12:00:00+02:00` are one moment.
+    const accepted = Date.parse(consent.dateTime ?? '');
+    return stops.some((stop) => channel === stop.from && accepted < Date.parse(stop.at));
   });
 }
 

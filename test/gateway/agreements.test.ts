@@ -212,6 +212,38 @@ describe('acceptances', () => {
       own.close();
     }
   });
+
+  it('with 1,010 published versions of one agreement, the newest is the one asked for', async () => {
+    // One page holds at most 1,000: a catalog read that stops at the first page asks for an old
+    // version. Published in order, oldest first, so the newest is the last of 1,010 stored.
+    const own = await startTestGateway();
+    try {
+      const versions = Array.from({ length: 1010 }, (_, i) => i);
+      const day = (i: number) => new Date(Date.UTC(2026, 1, 1) + i * 3600_000).toISOString();
+      await own.backend.admin.executeBatch({
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: versions.map((i) => ({
+          resource: agreementDocument({
+            key: `terms-${i}`,
+            url: `${A}/terms`,
+            version: `v${i}`,
+            category: 'terms',
+            title: 'Terms of use',
+            required: true,
+            published: day(i),
+          }).resource as DocumentReference,
+          request: { method: 'POST' as const, url: 'DocumentReference' },
+        })),
+      });
+      const { unmet } = await requirements(own.backend.patients.carol, '', own);
+      expect(unmet.filter((u) => u.url === `${A}/terms`)).toEqual([
+        { url: `${A}/terms`, version: 'v1009', sourceUrl: `${A}/terms/v1009.html`, category: 'terms' },
+      ]);
+    } finally {
+      own.close();
+    }
+  });
 });
 
 describe('immutability', () => {
