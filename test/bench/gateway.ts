@@ -87,13 +87,13 @@ function pinSelf(list: string): void {
   execFileSync('taskset', ['-a', '-p', '-c', list, String(process.pid)], { stdio: 'ignore' });
 }
 
-interface Helper<T> {
+export interface Helper<T> {
   child: ChildProcess;
   ready: Promise<T>;
 }
 
 /** A helper process; it reports readiness (and what it knows) as its first IPC message. */
-function start<T>(script: string, env: Record<string, string>, cpuList?: string): Helper<T> {
+export function start<T>(script: string, env: Record<string, string>, cpuList?: string): Helper<T> {
   const node = [process.execPath, '--import', 'tsx', script];
   const [command, ...args] = cpuList ? ['taskset', '-c', cpuList, ...node] : node;
   const child = spawn(command, args, {

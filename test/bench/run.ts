@@ -5,10 +5,12 @@ import { demoDefinition } from '../../src/provision/demo';
 import { runEmbeddedStoreBench } from './embedded-store';
 import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway';
 import { runTrustCheckBench } from './trust-checks';
+import { runRequirementsStoreSizeBench, runWorkflowBench } from './workflows';
 
 /**
  * `npm run bench`: figures measured in ONE run on this machine; the targets are ratios within it.
- * BENCH_PATIENTS (default 10000, ~500,000 resources) sizes the large store.
+ * BENCH_PATIENTS (default 10000, ~500,000 resources) sizes the large store; BENCH_LAYOUTS picks the
+ * gateway-vs-direct layouts (`none`: none); BENCH_SKIP_WORKFLOWS and BENCH_SKIP_STORE skip sections.
  */
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
@@ -23,7 +25,7 @@ const LAYOUT_TITLES: Record<Layout, string> = {
 async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
   const layouts: Layout[] = process.env.BENCH_LAYOUTS
-    ? (process.env.BENCH_LAYOUTS.split(',') as Layout[])
+    ? (process.env.BENCH_LAYOUTS.split(',').filter((l) => l !== 'none') as Layout[])
     : canPin()
       ? ['medplum-own-cpu', 'shared', 'npm-start']
       : ['shared', 'npm-start'];
@@ -52,6 +54,10 @@ async function main(): Promise<void> {
         `  ratios (median of paired rounds): throughput ${r.throughputRatio.toFixed(2)}x (target >= 0.8) ${r.throughputRatio >= 0.8 ? 'MET' : 'NOT MET'}; p99 ${r.p99Ratio.toFixed(2)}x (target <= 1.3) ${r.p99Ratio <= 1.3 ? 'MET' : 'NOT MET'}`,
       );
     }
+  }
+
+  if (!process.env.BENCH_SKIP_WORKFLOWS) {
+    await printWorkflowBench(seconds);
   }
 
   const trust = await runTrustCheckBench();
@@ -94,6 +100,32 @@ async function main(): Promise<void> {
   console.log(`read (as patient, large store): p50 ${fmt(store.read.p50)}  p99 ${fmt(store.read.p99)}`);
   console.log(
     `5-entry transaction (large store): p50 ${fmt(store.transaction.p50)}  p99 ${fmt(store.transaction.p99)}`,
+  );
+}
+
+async function printWorkflowBench(seconds: number): Promise<void> {
+  const rounds = Number(process.env.BENCH_WORKFLOW_ROUNDS ?? 3);
+  const wf = await runWorkflowBench(seconds, rounds);
+  console.log('## Workflow calls against a profile read (`npm start` layout, same run)');
+  console.log(
+    `   ${rounds} paired rounds of ${seconds} s; cost = profile req/s / workflow req/s (median of pairs); target at concurrency 16 <= 3x`,
+  );
+  const cell = (r: { requestsPerSecond: number; p50: number; p99: number; failures: number }) =>
+    `${r.requestsPerSecond.toFixed(0).padStart(5)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms${r.failures ? ` (${r.failures} failed)` : ''}`;
+  for (const f of wf.figures) {
+    const verdict = f.concurrency === 16 ? (f.costRatio <= 3 ? ' MET' : ' NOT MET') : '';
+    console.log(`  c=${String(f.concurrency).padEnd(2)} ${f.name}`);
+    console.log(
+      `       workflow ${cell(f.workflow)} | profile ${cell(f.profile)} | cost ${f.costRatio.toFixed(2)}x${verdict}`,
+    );
+  }
+  const rssRatio = wf.rssAfterMiB / wf.rssIdleMiB;
+  console.log(
+    `  RSS idle ${wf.rssIdleMiB.toFixed(0)} MiB, after ${wf.workflowSeconds} s of workflow load ${wf.rssAfterMiB.toFixed(0)} MiB: ${rssRatio.toFixed(2)}x (target <= 1.5) ${rssRatio <= 1.5 ? 'MET' : 'NOT MET'}`,
+  );
+  const size = await runRequirementsStoreSizeBench();
+  console.log(
+    `  requirements ($execute, sequential p50): ${fmt(size.small)} with ${size.smallDocuments} DocumentReferences, ${fmt(size.large)} with ${size.largeDocuments}: ${size.ratio.toFixed(2)}x (target <= 1.3) ${size.ratio <= 1.3 ? 'MET' : 'NOT MET'}`,
   );
 }
 

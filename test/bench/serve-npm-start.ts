@@ -24,10 +24,15 @@ const token = medplum.demoTokens[DEMO_PATIENTS[0].key];
 
 process.on('SIGINT', () => process.exit(0));
 // The bench asks for each thread's CPU time over IPC, and the whole process's (GC and compiler
-// threads, libuv's, included).
+// threads, libuv's, included), and its resident memory (both threads share it).
 process.on('message', async () => {
   const own = process.threadCpuUsage();
   const all = process.cpuUsage();
-  process.send?.({ gateway: own.user + own.system, medplum: await medplum.cpuUsage(), all: all.user + all.system });
+  process.send?.({
+    gateway: own.user + own.system,
+    medplum: await medplum.cpuUsage(),
+    all: all.user + all.system,
+    rss: process.memoryUsage().rss,
+  });
 });
 process.send?.({ baseUrl, projectId: medplum.projectId, token });

@@ -1,0 +1,202 @@
+import type { DocumentReference } from '@medplum/fhirtypes';
+import autocannon from 'autocannon';
+import { SYSTEMS } from '../../contracts/systems';
+import { startTestBackend } from '../support/backend';
+import { start } from './gateway';
+
+/** One load round's figures. */
+export interface Round {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  /** Answers other than the expected 200 (a bench of failures measures nothing). */
+  failures: number;
+}
+
+export interface WorkflowFigures {
+  name: string;
+  concurrency: number;
+  profile: Round;
+  workflow: Round;
+  /** Median over paired rounds of profile throughput / workflow throughput (the workflow's cost in reads). */
+  costRatio: number;
+}
+
+export interface WorkflowBenchResult {
+  figures: WorkflowFigures[];
+  rssIdleMiB: number;
+  rssAfterMiB: number;
+  workflowSeconds: number;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const medianRound = (rounds: Round[]) =>
+  [...rounds].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(rounds.length / 2)];
+
+interface Call {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+}
+
+async function load(baseUrl: string, token: string, call: Call, connections: number, seconds: number): Promise<Round> {
+  const result = await autocannon({
+    url: `${baseUrl}${call.path}`,
+    method: call.method,
+    body: call.body,
+    connections,
+    duration: seconds,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(call.body ? { 'content-type': 'application/json' } : {}),
+    },
+  });
+  return {
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    failures: result.non2xx + result.errors,
+  };
+}
+
+/** What serve-npm-start reports first, and then per IPC message. */
+interface Ready {
+  token: string;
+}
+interface Usage {
+  rss: number;
+}
+
+/**
+ * Every workflow call that exists against a profile read, on one process set up as `npm start` (the
+ * gateway on the main thread, Medplum on its own), load from this process, at concurrency 1 and 16.
+ * Profile and workflow rounds alternate; each ratio is taken within a pair, then the median. The
+ * process's RSS is read before any load and after all of it.
+ */
+export async function runWorkflowBench(seconds: number, rounds: number): Promise<WorkflowBenchResult> {
+  const helper = start<Ready>('test/bench/serve-npm-start.ts', { PORT: '18203', GATEWAY_PORT: '18180' });
+  const rss = () =>
+    new Promise<number>((resolve) => {
+      helper.child.once('message', (usage) => resolve((usage as Usage).rss / 2 ** 20));
+      helper.child.send('usage');
+    });
+  try {
+    const { token } = await helper.ready;
+    const base = 'http://127.0.0.1:18180';
+    const rssIdleMiB = await rss();
+    // The patient accepts what is asked of them once; the bench then repeats that acceptance.
+    const requirements = (await (
+      await fetch(`${base}/v1/agreements/requirements`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as { unmet: { url: string; version: string }[] };
+    const acceptance = JSON.stringify({ agreements: requirements.unmet.map((u) => `${u.url}|${u.version}`) });
+    const first = await fetch(`${base}/v1/agreements/acceptances`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: acceptance,
+    });
+    if (first.status !== 200) {
+      throw new Error(`acceptance answered ${first.status}`);
+    }
+    const profile: Call = { method: 'GET', path: '/v1/patient/profile' };
+    const workflows: { name: string; call: Call }[] = [
+      { name: 'GET /v1/agreements/requirements', call: { method: 'GET', path: '/v1/agreements/requirements' } },
+      {
+        name: 'POST /v1/agreements/acceptances (repeated)',
+        call: { method: 'POST', path: '/v1/agreements/acceptances', body: acceptance },
+      },
+    ];
+    const figures: WorkflowFigures[] = [];
+    let workflowSeconds = 0;
+    for (const concurrency of [1, 16]) {
+      for (const { name, call } of workflows) {
+        // Warm both paths (JIT tiers, the bot's compiled bundle, caches) before measuring.
+        await load(base, token, profile, concurrency, 1);
+        await load(base, token, call, concurrency, 1);
+        workflowSeconds += 1;
+        const profileRounds: Round[] = [];
+        const workflowRounds: Round[] = [];
+        const ratios: number[] = [];
+        for (let round = 0; round < rounds; round++) {
+          const p = await load(base, token, profile, concurrency, seconds);
+          const w = await load(base, token, call, concurrency, seconds);
+          workflowSeconds += seconds;
+          profileRounds.push(p);
+          workflowRounds.push(w);
+          ratios.push(p.requestsPerSecond / w.requestsPerSecond);
+        }
+        figures.push({
+          name,
+          concurrency,
+          profile: medianRound(profileRounds),
+          workflow: medianRound(workflowRounds),
+          costRatio: median(ratios),
+        });
+      }
+    }
+    return { figures, rssIdleMiB, rssAfterMiB: await rss(), workflowSeconds };
+  } finally {
+    helper.child.kill();
+  }
+}
+
+export interface StoreSizeResult {
+  /** p50 of one requirements `$execute`, ms, with the demo catalog only. */
+  small: number;
+  smallDocuments: number;
+  /** The same after the patients' documents were added. */
+  large: number;
+  largeDocuments: number;
+  ratio: number;
+}
+
+/**
+ * The requirements call as the store grows with documents that are not agreements (patients'
+ * clinical documents): its cost must follow the catalog, not the store. Sequential `$execute` of the
+ * real bot by a demo patient, in process, p50.
+ */
+export async function runRequirementsStoreSizeBench(documents = 2000, calls = 300): Promise<StoreSizeResult> {
+  const backend = await startTestBackend();
+  try {
+    const patient = backend.patients.alice;
+    const bot = { system: SYSTEMS.bots, value: 'agreement-requirements' };
+    const p50 = async () => {
+      const times: number[] = [];
+      for (let i = 0; i < calls; i++) {
+        const started = performance.now();
+        await patient.medplum.executeBot(bot, { context: {} }, 'application/json');
+        times.push(performance.now() - started);
+      }
+      return median(times.slice(calls / 5));
+    };
+    const countDocuments = async () =>
+      (await backend.systemRepo.search({ resourceType: 'DocumentReference', count: 0, total: 'accurate' })).total ?? 0;
+    const smallDocuments = await countDocuments();
+    const small = await p50();
+    const patients = Object.values(backend.patients);
+    for (let batch = 0; batch < documents / 500; batch++) {
+      await backend.admin.executeBatch({
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: Array.from({ length: 500 }, (_, i) => {
+          const owner = patients[i % patients.length].patient;
+          const doc: DocumentReference = {
+            resourceType: 'DocumentReference',
+            status: 'current',
+            subject: { reference: `Patient/${owner.id}` },
+            identifier: [{ system: 'https://bench.example/document', value: `${batch}-${i}` }],
+            date: new Date(Date.UTC(2026, 0, 1) + (batch * 500 + i) * 60_000).toISOString(),
+            content: [
+              { attachment: { contentType: 'application/pdf', url: `https://bench.example/${batch}-${i}.pdf` } },
+            ],
+          };
+          return { resource: doc, request: { method: 'POST' as const, url: 'DocumentReference' } };
+        }),
+      });
+    }
+    const largeDocuments = await countDocuments();
+    const large = await p50();
+    return { small, smallDocuments, large, largeDocuments, ratio: large / small };
+  } finally {
+    backend.close();
+  }
+}
