@@ -506,12 +506,28 @@ async function me(c: Context, deps: AuthDeps): Promise<unknown> {
   const caller = await authenticate(deps.systemRepo, deps.key, deps.issuer, c.req.header('authorization'), deps.now());
   const profile = await deps.systemRepo.readReference(caller.profile).catch(() => undefined);
   const user = await deps.systemRepo.readReference(caller.membership.user as Reference<User>).catch(() => undefined);
-  const { passwordHash: _hidden, ...safeUser } = (user ?? {}) as User;
+  // Exactly the fields Medplum's /auth/me answers (packages/server/src/auth/me.ts), no more: the
+  // Project's `secret` (the edge-statement key among them) and the user's password hash stay inside.
+  const { project, membership } = caller;
   return {
-    project: caller.project,
-    membership: caller.membership,
+    project: {
+      resourceType: 'Project',
+      id: project.id,
+      name: project.name,
+      description: project.description,
+      strictMode: project.strictMode,
+      superAdmin: project.superAdmin,
+    },
+    membership: {
+      resourceType: 'ProjectMembership',
+      id: membership.id,
+      identifier: membership.identifier,
+      user: membership.user,
+      profile: membership.profile,
+      admin: membership.admin,
+    },
     profile,
-    user: user ? safeUser : undefined,
+    user: user ? { resourceType: 'User', id: user.id, email: user.email, identifier: user.identifier } : undefined,
     config: { resourceType: 'UserConfiguration' },
     accessPolicy: caller.accessPolicy,
   };

@@ -1,0 +1,75 @@
+import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EDGE_STATEMENT, SYSTEMS } from '../../contracts/systems';
+import { startTestBackend, type TestBackend } from '../support/backend';
+
+/**
+ * The Project's secrets (the edge-statement key the bots check the gateway's statements with, among
+ * them) never reach a patient, a clinician or a bot: a patient who held that key could forge what the
+ * gateway vouches for. Medplum's /auth/me answers a fixed subset of the Project
+ * (packages/server/src/auth/me.ts: id, name, description, strictMode, superAdmin).
+ */
+let backend: TestBackend;
+let secretValues: string[];
+
+beforeAll(async () => {
+  backend = await startTestBackend();
+  const project = await backend.systemRepo.readResource<Project>('Project', backend.project.id as string);
+  secretValues = (project.secret ?? []).map((s) => s.valueString ?? '').filter((v) => v.length > 0);
+});
+afterAll(() => backend?.close());
+
+async function callers(): Promise<{ who: string; token: string }[]> {
+  const bot = await backend.systemRepo.searchOne<Bot>({
+    resourceType: 'Bot',
+    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|accept-agreements` }],
+  });
+  const botMembership = await backend.systemRepo.searchOne<ProjectMembership>({
+    resourceType: 'ProjectMembership',
+    filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
+  });
+  return [
+    { who: 'patient', token: backend.patients.alice.token },
+    { who: 'clinician', token: backend.clinicians.northwind.token },
+    { who: 'bot', token: (await backend.login(botMembership as ProjectMembership)).token },
+  ];
+}
+
+describe('Project secrets', () => {
+  it('the project holds the edge-statement key (so the checks below look for something real)', () => {
+    expect(secretValues.length).toBeGreaterThan(0);
+    expect(EDGE_STATEMENT.secretName).toBeTruthy();
+  });
+
+  it('/auth/me shows a patient, a clinician and a bot the Project without its secrets', async () => {
+    for (const { who, token } of await callers()) {
+      const res = await backend.fetch(new URL('auth/me', backend.baseUrl), {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(res.status, who).toBe(200);
+      const text = await res.text();
+      const body = JSON.parse(text) as { project: Record<string, unknown> };
+      expect(body.project.id, who).toBe(backend.project.id);
+      expect(Object.keys(body.project).sort(), who).toEqual(expect.arrayContaining(['id', 'resourceType']));
+      expect(body.project.secret, who).toBeUndefined();
+      for (const value of secretValues) {
+        expect(text.includes(value), `${who}: /auth/me holds a project secret`).toBe(false);
+      }
+      expect(text.includes('passwordHash'), who).toBe(false);
+    }
+  });
+
+  it('neither can read the Project over FHIR', async () => {
+    for (const { who, token } of await callers()) {
+      for (const path of [`fhir/R4/Project/${backend.project.id}`, `fhir/R4/Project?_id=${backend.project.id}`]) {
+        const res = await backend.fetch(new URL(path, backend.baseUrl), {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        const text = await res.text();
+        for (const value of secretValues) {
+          expect(text.includes(value), `${who} ${path}`).toBe(false);
+        }
+      }
+    }
+  });
+});
