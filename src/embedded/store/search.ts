@@ -28,9 +28,14 @@ export interface SearchScope {
   baseUrl: string;
 }
 
+/** Rows read and parsed by searches so far: what the tests check the indexes by (no timing). */
+export const searchStats = { rowsRead: 0 };
+
 /** Which index narrows the candidate rows before the exact in-memory match. */
 interface Candidates {
-  table: 'compartment' | 'reference' | 'identifier' | 'id';
+  table: 'compartment' | 'reference' | 'token' | 'id' | 'lastUpdated';
+  /** The token parameter's code (table `token`). */
+  code?: string;
   values: string[];
 }
 
@@ -55,6 +60,7 @@ export function runSearch<T extends Resource>(
 
   const matched: WithId<T>[] = [];
   for (const content of loadCandidates(db, resourceType, scope.project, candidates)) {
+    searchStats.rowsRead++;
     const resource = JSON.parse(content) as WithId<T>;
     const entry = policy && matchingPolicyEntry(resource, AccessPolicyInteraction.SEARCH, policy);
     if (policy && !entry) {
@@ -120,17 +126,33 @@ function checkSearchable(searchRequest: SearchRequest): void {
   }
 }
 
+/**
+ * The index that narrows best among the filters: an id, an identifier, a reference or a compartment
+ * (each names a handful of rows) before any other token (a status or a category can name most of
+ * a type) and a `_lastUpdated` range last.
+ */
 function narrowFromFilters(resourceType: string, filters: Filter[]): Candidates | undefined {
+  let best: Candidates | undefined;
   for (const filter of filters) {
     const candidates = narrowFromFilter(resourceType, filter);
-    if (candidates) {
-      return candidates;
+    if (candidates && (!best || rank(candidates) < rank(best))) {
+      best = candidates;
     }
   }
-  return undefined;
+  return best;
+}
+
+function rank(candidates: Candidates): number {
+  if (candidates.table === 'lastUpdated') {
+    return 3;
+  }
+  return candidates.table === 'token' && candidates.code !== 'identifier' ? 2 : 1;
 }
 
 function narrowFromFilter(resourceType: string, filter: Filter): Candidates | undefined {
+  if (filter.code === '_lastUpdated') {
+    return narrowFromLastUpdated(filter);
+  }
   if (filter.operator !== Operator.EQUALS) {
     return undefined;
   }
@@ -142,10 +164,10 @@ function narrowFromFilter(resourceType: string, filter: Filter): Candidates | un
     return { table: 'compartment', values };
   }
   const param = getSearchParameter(resourceType, filter.code);
-  if (filter.code === 'identifier' && param?.type === 'token') {
-    // `system|` (any value of a system) and `|value` (no system) are not exact keys: no narrowing.
-    return values.every((v) => v && !v.startsWith('|') && !v.endsWith('|'))
-      ? { table: 'identifier', values }
+  if (param?.type === 'token') {
+    // Every form but a bare `|` (which matches nothing) is a key of the token index.
+    return values.every((v) => v && v !== '|')
+      ? { table: 'token', code: filter.code, values: values.map((v) => v.toLowerCase()) }
       : undefined;
   }
   if (param?.type === 'reference') {
@@ -157,6 +179,35 @@ function narrowFromFilter(resourceType: string, filter: Filter): Candidates | un
       : undefined;
   }
   return undefined;
+}
+
+/** Slack around a `_lastUpdated` bound: a date without a zone may mean any zone's day (UTC-12..+14). */
+const ZONE_SLACK_MS = 14 * 3600_000;
+const DAY_MS = 24 * 3600_000;
+
+/**
+ * A `_lastUpdated` range as a superset of instants (`[from, to]`, ISO strings as stored): from a
+ * `gt`/`ge`/`sa` bound, or up to a `lt`/`le`/`eb` one, widened by a day and the widest zone offset so
+ * that no precision or zone reading can exclude a match; the matcher decides exactly.
+ */
+function narrowFromLastUpdated(filter: Filter): Candidates | undefined {
+  const at = Date.parse(filter.value);
+  if (Number.isNaN(at)) {
+    return undefined;
+  }
+  const iso = (ms: number) => new Date(Math.max(0, Math.min(ms, 253402300799999))).toISOString();
+  switch (filter.operator) {
+    case Operator.GREATER_THAN:
+    case Operator.GREATER_THAN_OR_EQUALS:
+    case Operator.STARTS_AFTER:
+      return { table: 'lastUpdated', values: [iso(at - ZONE_SLACK_MS - DAY_MS), iso(Number.MAX_SAFE_INTEGER)] };
+    case Operator.LESS_THAN:
+    case Operator.LESS_THAN_OR_EQUALS:
+    case Operator.ENDS_BEFORE:
+      return { table: 'lastUpdated', values: [iso(0), iso(at + ZONE_SLACK_MS + DAY_MS)] };
+    default:
+      return undefined;
+  }
 }
 
 /** Every applicable policy entry must be narrowable for the union of their candidates to be complete. */
@@ -174,7 +225,11 @@ function narrowFromPolicies(
     }
     const criteria = parseSearchRequest(entry.criteria);
     const candidates = narrowFromFilters(resourceType, criteria.filters ?? []);
-    if (!candidates || (union && union.table !== candidates.table)) {
+    if (
+      !candidates ||
+      candidates.table === 'lastUpdated' ||
+      (union && (union.table !== candidates.table || union.code !== candidates.code))
+    ) {
       return undefined;
     }
     union = union ? { table: union.table, values: [...union.values, ...candidates.values] } : candidates;
@@ -197,12 +252,24 @@ function* loadCandidates(
     }
     return;
   }
+  if (candidates.table === 'lastUpdated') {
+    const [from, to] = candidates.values;
+    const sql = `SELECT r.content FROM resource r WHERE r.type = ?${projectClause} AND r.last_updated >= ? AND r.last_updated <= ?`;
+    for (const row of db.prepare(sql).iterate(resourceType, ...projectArgs, from, to)) {
+      yield (row as { content: string }).content;
+    }
+    return;
+  }
   const seen = new Set<string>();
   const unique = [...new Set(candidates.values)];
   const sql = candidateSql(candidates.table, projectClause);
   for (const value of unique) {
     const args: SQLInputValue[] =
-      candidates.table === 'id' || candidates.table === 'identifier' ? [resourceType, value] : [value, resourceType];
+      candidates.table === 'id'
+        ? [resourceType, value]
+        : candidates.table === 'token'
+          ? [resourceType, candidates.code as string, value]
+          : [value, resourceType];
     for (const row of db.prepare(sql).iterate(...args, ...projectArgs)) {
       const { id, content } = row as { id: string; content: string };
       if (!seen.has(id)) {
@@ -213,12 +280,12 @@ function* loadCandidates(
   }
 }
 
-function candidateSql(table: Candidates['table'], projectClause: string): string {
+function candidateSql(table: Exclude<Candidates['table'], 'lastUpdated'>, projectClause: string): string {
   switch (table) {
     case 'id':
       return `SELECT r.id, r.content FROM resource r WHERE r.type = ? AND r.id = ?${projectClause}`;
-    case 'identifier':
-      return `SELECT r.id, r.content FROM identifier x JOIN resource r ON r.type = x.type AND r.id = x.id WHERE x.type = ? AND x.value = ?${projectClause}`;
+    case 'token':
+      return `SELECT r.id, r.content FROM token x JOIN resource r ON r.type = x.type AND r.id = x.id WHERE x.type = ? AND x.code = ? AND x.key = ?${projectClause}`;
     case 'compartment':
       return `SELECT r.id, r.content FROM compartment x JOIN resource r ON r.type = x.type AND r.id = x.id WHERE x.compartment = ? AND x.type = ?${projectClause}`;
     case 'reference':
