@@ -127,13 +127,14 @@ function patientPolicy(): AccessPolicyResource[] {
       criteria: 'Patient?_id=%patient.id',
       interaction: ['read', 'search', 'update', 'history', 'vread'],
       readonlyFields: ['managingOrganization', 'identifier', 'link', 'generalPractitioner'],
+      writeConstraint: [SERVER_OWNED_TAGS],
     },
     // Own answers: created and updated by the patient, never deleted, never about or by anyone else.
     {
       resourceType: 'QuestionnaireResponse',
       criteria: 'QuestionnaireResponse?subject=%patient',
       interaction: ['read', 'search', 'create', 'update', 'history', 'vread'],
-      writeConstraint: [ONLY_SELF_REFERENCES],
+      writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS],
     },
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     ...CATALOG_TYPES.flatMap(catalogReads),
@@ -200,10 +201,31 @@ const CLINICIAN_WRITABLE_TYPES = [
 /** Written only by the platform's bots: a clinician reads them in their tenant, never writes them. */
 const CLINICIAN_READONLY_TYPES = ['CarePlan', 'RequestGroup', 'Consent', 'CareTeam', 'Slot', 'Schedule'] as const;
 
-/** A clinician never publishes: catalog tags are provisioning's (else a document of theirs would reach patients). */
-const NO_CATALOG_TAGS = {
+/**
+ * Catalog and provisioning tags are provisioning's alone, for patients and clinicians in every write:
+ * - nobody publishes (a catalog tag would send their document to patients), and nobody changes what
+ *   is published: a resource that carries a catalog tag is not theirs to update (else a clinician
+ *   could strip the tag off a tenant's agreement and so unpublish it, or rewrite its text);
+ * - nobody adds a provisioning key (provisioning would adopt that resource as the one it manages).
+ * On create `%before` is empty (Medplum binds it so, packages/server/src/fhir/repo.ts).
+ */
+const SERVER_OWNED_TAGS = {
   language: 'text/fhirpath' as const,
-  expression: `%after.meta.tag.where(system = '${CATALOG.system}').empty()`,
+  expression:
+    `%after.meta.tag.where(system = '${CATALOG.system}').empty() and ` +
+    `%before.meta.tag.where(system = '${CATALOG.system}').empty() and ` +
+    `%after.meta.tag.where(system = '${SYSTEMS.provisioning}')` +
+    `.all(%before.meta.tag.where(system = '${SYSTEMS.provisioning}').code contains $this.code)`,
+};
+
+/**
+ * A clinician's write stays in their tenant: every account it carries is theirs. The criteria alone
+ * pass a resource that names a patient of theirs AND one of another tenant (its accounts are then
+ * both tenants', and one of them matches).
+ */
+const ONLY_OWN_TENANT = {
+  language: 'text/fhirpath' as const,
+  expression: `%after.meta.accounts.all(reference = '%${TENANT_PARAMETER}')`,
 };
 
 /**
@@ -218,7 +240,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
       resourceType,
       criteria: inTenant(resourceType),
       interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
-      writeConstraint: [NO_CATALOG_TAGS],
+      writeConstraint: [SERVER_OWNED_TAGS, ONLY_OWN_TENANT],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
     })),
     ...['MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
@@ -226,7 +248,8 @@ function clinicianPolicy(): AccessPolicyResource[] {
       criteria: inTenant(resourceType),
       interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
       writeConstraint: [
-        NO_CATALOG_TAGS,
+        SERVER_OWNED_TAGS,
+        ONLY_OWN_TENANT,
         { language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" },
       ],
     })),
