@@ -14,7 +14,7 @@ import { CronScheduler } from './cron';
 import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
 import { loadFhirSchema } from './schema';
 import { Database } from './store/database';
-import { SqliteRepository } from './store/repo';
+import { type ResourceChange, SqliteRepository } from './store/repo';
 import { SubscriptionQueue } from './subscriptions';
 
 export interface EmbeddedMedplumOptions {
@@ -67,12 +67,16 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   const maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
   // eslint-style forward declaration: the queue needs the bot runner, which needs the app's fetch.
   let queue: SubscriptionQueue | undefined;
+  let bots: BotRunner | undefined;
   const env = {
     db,
     baseUrl,
     clock: options.clock,
     overlapConflictMs: options.overlapConflictMs,
-    onCommit: (changes: Parameters<SubscriptionQueue['enqueueChanges']>[0]) => queue?.enqueueChanges(changes),
+    onCommit: (changes: ResourceChange[]) => {
+      bots?.forget(changes);
+      queue?.enqueueChanges(changes);
+    },
   };
   const systemRepo = new SqliteRepository(env, systemContext(SYSTEM_PROJECT));
   const key = await loadOrCreateSigningKey(systemRepo);
@@ -116,7 +120,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     return client;
   };
 
-  const bots = new BotRunner({
+  bots = new BotRunner({
     systemRepo,
     tokenFor: (membership) => mintTokenForMembership(authDeps, membership),
     baseUrl,

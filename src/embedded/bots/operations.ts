@@ -12,7 +12,7 @@ import {
 } from '@medplum/core';
 import type { FhirRequest, FhirRouter } from '@medplum/fhir-router';
 import type { AuditEvent, Binary, Bot, Project, ProjectMembership, ProjectSetting, Resource } from '@medplum/fhirtypes';
-import type { SqliteRepository } from '../store/repo';
+import type { ResourceChange, SqliteRepository } from '../store/repo';
 import { runBotBundle } from './vm';
 
 export interface BotRunnerOptions {
@@ -45,6 +45,8 @@ export class BotExecutionError extends Error {
 /** Runs deployed bot bundles the way Medplum's vmcontext runtime does, as the bot's own membership. */
 export class BotRunner {
   private readonly tokens = new Map<string, { token: string; expires: number }>();
+  /** Decoded bundles by their Binary (`Binary/<id>`): read and decoded once, dropped when it changes. */
+  private readonly code = new Map<string, string>();
 
   constructor(private readonly options: BotRunnerOptions) {}
 
@@ -117,8 +119,26 @@ export class BotRunner {
     if (!url?.startsWith('Binary/')) {
       throw new OperationOutcomeError(badRequest('Bot is not deployed'));
     }
+    const cached = this.code.get(url);
+    if (cached !== undefined) {
+      return cached;
+    }
     const binary = await this.options.systemRepo.readResource<Binary>('Binary', url.slice('Binary/'.length));
-    return Buffer.from(binary.data ?? '', 'base64').toString('utf8');
+    const code = Buffer.from(binary.data ?? '', 'base64').toString('utf8');
+    this.code.set(url, code);
+    return code;
+  }
+
+  /**
+   * Told of every committed change: a Binary written or deleted is read again on its next run (a
+   * `$deploy` writes a new Binary and points the Bot at it, so it is new code anyway).
+   */
+  forget(changes: ResourceChange[]): void {
+    for (const { resource } of changes) {
+      if (resource.resourceType === 'Binary') {
+        this.code.delete(`Binary/${resource.id}`);
+      }
+    }
   }
 
   /** One token per bot, reused until shortly before it expires (one Login per hour, not per run). */

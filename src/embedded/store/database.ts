@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { rebuildTokenIndex } from './indexing';
 
 /**
@@ -21,11 +21,11 @@ export class Database {
     if (path !== ':memory:') {
       mkdirSync(dirname(path), { recursive: true });
     }
-    this.writer = new DatabaseSync(path);
+    this.writer = new StatementCachingDatabase(path);
     configure(this.writer);
     createSchema(this.writer);
     // An in-memory database cannot be shared between connections: read through the writer.
-    this.reader = path === ':memory:' ? this.writer : new DatabaseSync(path);
+    this.reader = path === ':memory:' ? this.writer : new StatementCachingDatabase(path);
     if (this.reader !== this.writer) {
       configure(this.reader);
     }
@@ -56,6 +56,24 @@ export class Database {
       this.reader.close();
     }
     this.writer.close();
+  }
+}
+
+/**
+ * A connection that prepares each SQL text once: preparing is a good part of a small read's cost.
+ * A statement is reset by its next use, so none may be used again while one of its iterations is
+ * still being read; every search reads its rows to the end synchronously (store/search.ts).
+ */
+class StatementCachingDatabase extends DatabaseSync {
+  private readonly statements = new Map<string, StatementSync>();
+
+  override prepare(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = super.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
   }
 }
 

@@ -1,0 +1,124 @@
+import crypto from 'node:crypto';
+import { MedplumClient } from '@medplum/core';
+import type { Bot } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBotBundle } from '../../src/embedded/bots/vm';
+import { startTestBackend, type TestBackend } from '../support/backend';
+import { deployFixtureBot } from '../support/bots';
+
+let backend: TestBackend;
+beforeAll(async () => {
+  backend = await startTestBackend({ botTimeoutMs: 2000 });
+});
+afterAll(() => backend?.close());
+
+/**
+ * A bundle (CommonJS, as the bot build makes them) that reports what an earlier run left behind,
+ * then tries to leave something of each kind for the next: a global, the sandbox's own intrinsics'
+ * prototypes, the shared host classes and their prototypes, a module `require` hands out, the
+ * bundle's module state, the event.
+ */
+const POLLUTER = `
+let runs = 0;
+exports.handler = async (medplum, event) => {
+  runs++;
+  const crypto = require('node:crypto');
+  const seen = {
+    global: typeof globalThis.leftBehind,
+    objectPrototype: typeof ({}).leftBehind,
+    arrayPrototype: typeof [].leftBehind,
+    promisePrototype: typeof Promise.prototype.leftBehind,
+    medplumClient: typeof MedplumClient.leftBehind,
+    medplumClientPrototype: typeof medplum.leftBehind,
+    url: typeof new URL('http://x/').leftBehind,
+    headers: typeof Headers.leftBehind,
+    cryptoModule: typeof crypto.leftBehind,
+    cryptoFunction: crypto.createHash === globalThis.__ownCreateHash,
+    moduleRuns: runs,
+    consoleLog: typeof console.leftBehind,
+  };
+  const attempt = (f) => { try { f(); } catch {} };
+  globalThis.leftBehind = 1;
+  Object.prototype.leftBehind = 1;
+  Array.prototype.leftBehind = 1;
+  Promise.prototype.leftBehind = 1;
+  attempt(() => { MedplumClient.leftBehind = 1; });
+  attempt(() => { MedplumClient.prototype.leftBehind = 1; });
+  attempt(() => { MedplumClient.prototype.get = () => 'hijacked'; });
+  attempt(() => { URL.prototype.leftBehind = 1; });
+  attempt(() => { Headers.leftBehind = 1; });
+  attempt(() => { crypto.leftBehind = 1; });
+  attempt(() => { globalThis.__ownCreateHash = () => 'hijacked'; crypto.createHash = globalThis.__ownCreateHash; });
+  attempt(() => { console.leftBehind = 1; });
+  attempt(() => { event.secrets.leftBehind = 1; });
+  return seen;
+};
+`;
+
+const run = () =>
+  runBotBundle({
+    code: POLLUTER,
+    baseUrl: 'http://unused.invalid/',
+    accessToken: 'unused',
+    fetch,
+    event: { bot: { reference: 'Bot/x' }, input: {}, contentType: 'application/json', secrets: {}, traceId: 't' },
+    timeoutMs: 1000,
+  }) as Promise<Record<string, unknown>>;
+
+describe('a warm bot runtime keeps runs apart', () => {
+  it('a run observes nothing an earlier run of the same bundle left behind', async () => {
+    const clean = {
+      global: 'undefined',
+      objectPrototype: 'undefined',
+      arrayPrototype: 'undefined',
+      promisePrototype: 'undefined',
+      medplumClient: 'undefined',
+      medplumClientPrototype: 'undefined',
+      url: 'undefined',
+      headers: 'undefined',
+      cryptoModule: 'undefined',
+      cryptoFunction: false,
+      moduleRuns: 1,
+      consoleLog: 'undefined',
+    };
+    expect(await run()).toEqual(clean);
+    // Many runs, so that pooled contexts made before and after the first are all taken.
+    for (let i = 0; i < 10; i++) {
+      expect(await run()).toEqual(clean);
+    }
+  });
+
+  it('nor does the host', async () => {
+    await run();
+    expect((MedplumClient as unknown as Record<string, unknown>).leftBehind).toBeUndefined();
+    expect((MedplumClient.prototype as unknown as Record<string, unknown>).leftBehind).toBeUndefined();
+    expect(typeof MedplumClient.prototype.get).toBe('function');
+    expect(MedplumClient.prototype.get.toString()).not.toContain('hijacked');
+    expect((URL.prototype as unknown as Record<string, unknown>).leftBehind).toBeUndefined();
+    expect(crypto.createHash('sha256').update('x').digest('hex')).toHaveLength(64);
+    expect(({} as Record<string, unknown>).leftBehind).toBeUndefined();
+  });
+});
+
+describe('a deployed bundle', () => {
+  it('is compiled once and a redeploy runs the new code from the next call', async () => {
+    const bot = await deployFixtureBot(backend, 'echo-requester');
+    const execute = () => backend.admin.post(backend.admin.fhirUrl('Bot', bot.id, '$execute'), {});
+    const first = await execute();
+    expect(first).toBeDefined();
+    const replaced = 'exports.handler = async () => ({ resourceType: "Parameters", id: "second-deploy" });';
+    await backend.admin.post(backend.admin.fhirUrl('Bot', bot.id, '$deploy'), { code: replaced, filename: 'b.js' });
+    expect(await execute()).toMatchObject({ id: 'second-deploy' });
+    // The same Binary rewritten in place (an admin's PUT) is read again too.
+    const deployed = (await backend.admin.readResource('Bot', bot.id)) as Bot;
+    const binaryId = (deployed.executableCode?.url as string).split('/')[1];
+    const third = 'exports.handler = async () => ({ resourceType: "Parameters", id: "rewritten" });';
+    await backend.admin.updateResource({
+      resourceType: 'Binary',
+      id: binaryId,
+      contentType: 'application/javascript',
+      data: Buffer.from(third).toString('base64'),
+    });
+    expect(await execute()).toMatchObject({ id: 'rewritten' });
+  });
+});
