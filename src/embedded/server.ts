@@ -6,6 +6,7 @@ import { Hono } from 'hono';
 import { headerRecord, plainCall, requestBytes } from '../shared/fetch-init';
 import { createAdminRoutes } from './admin/routes';
 import { authenticate, systemContext } from './auth/authenticate';
+import { CallerCache, foreignCommitCounter } from './auth/cache';
 import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
 import { createAuthRoutes, mintTokenForMembership } from './auth/routes';
@@ -68,12 +69,15 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   // eslint-style forward declaration: the queue needs the bot runner, which needs the app's fetch.
   let queue: SubscriptionQueue | undefined;
   let bots: BotRunner | undefined;
+  const callers = new CallerCache(foreignCommitCounter(db));
   const env = {
     db,
     baseUrl,
     clock: options.clock,
     overlapConflictMs: options.overlapConflictMs,
     onCommit: (changes: ResourceChange[]) => {
+      // First: nothing after this commit may run as a caller it revoked or changed.
+      callers.forget(changes);
       bots?.forget(changes);
       queue?.enqueueChanges(changes);
     },
@@ -81,14 +85,14 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   const systemRepo = new SqliteRepository(env, systemContext(SYSTEM_PROJECT));
   const key = await loadOrCreateSigningKey(systemRepo);
   const now = options.clock ?? (() => new Date());
-  const authDeps = { systemRepo, key, issuer, now };
+  const authDeps = { systemRepo, key, issuer, now, callers };
 
   const app = new Hono();
   // The bots' operations are registered on it below: the bots need the in-process fetch, which needs it.
   const router = new FhirRouter();
   const serveFhir = async (call: FhirCall): Promise<Response> => {
     try {
-      const caller = await authenticate(systemRepo, key, issuer, call.headers.authorization, now());
+      const caller = await authenticate(authDeps, call.headers.authorization);
       const extendedMode = call.headers['x-medplum']?.toLowerCase() === 'extended';
       return await handleFhirRequest(call, router, systemRepo.withCaller({ ...caller, extendedMode }), maxBodyBytes);
     } catch (err) {

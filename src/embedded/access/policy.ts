@@ -24,7 +24,7 @@ import type { SqliteRepository } from '../store/repo';
  * at all meaning everything (Medplum's legacy default), and project-admin types only for admins.
  */
 export async function buildAccessPolicy(
-  systemRepo: SqliteRepository,
+  systemRepo: Pick<SqliteRepository, 'readReference'>,
   project: WithId<Project>,
   membership: ProjectMembership,
 ): Promise<AccessPolicy> {
@@ -65,7 +65,7 @@ export async function buildAccessPolicy(
 }
 
 async function substitute(
-  systemRepo: SqliteRepository,
+  systemRepo: Pick<SqliteRepository, 'readReference'>,
   access: ProjectMembershipAccess,
   profile: Reference,
 ): Promise<AccessPolicy> {

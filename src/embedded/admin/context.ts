@@ -3,6 +3,7 @@ import { badRequest, forbidden, OperationOutcomeError } from '@medplum/core';
 import type { Project } from '@medplum/fhirtypes';
 import type { Context } from 'hono';
 import { authenticate } from '../auth/authenticate';
+import type { CallerCache } from '../auth/cache';
 import type { SigningKey } from '../auth/keys';
 import type { CallerContext } from '../context';
 import type { SqliteRepository } from '../store/repo';
@@ -12,6 +13,7 @@ export interface AdminDeps {
   key: SigningKey;
   issuer: string;
   now: () => Date;
+  callers: CallerCache;
 }
 
 /** The verified project admin calling `/admin/projects/:projectId/...`, with its own repository. */
@@ -28,7 +30,7 @@ export interface ProjectAdmin {
  * `:projectId` says; we are stricter and refuse (403) a path naming another project.
  */
 export async function projectAdmin(c: Context, deps: AdminDeps): Promise<ProjectAdmin> {
-  const caller = await authenticate(deps.systemRepo, deps.key, deps.issuer, c.req.header('authorization'), deps.now());
+  const caller = await authenticate(deps, c.req.header('authorization'));
   if (!caller.membership.admin || caller.project.id !== c.req.param('projectId')) {
     throw new OperationOutcomeError(forbidden);
   }

@@ -23,6 +23,7 @@ import { Hono } from 'hono';
 import { thrownResponse } from '../fhir-http';
 import type { SqliteRepository } from '../store/repo';
 import { authenticate, contextForLogin } from './authenticate';
+import type { CallerCache } from './cache';
 import type { SigningKey } from './keys';
 import { jwks } from './keys';
 import { AuthThrottle, addressBucket, type SecretAttempt, throttled, userIdentity } from './throttle';
@@ -33,6 +34,7 @@ export interface AuthDeps {
   key: SigningKey;
   issuer: string;
   now: () => Date;
+  callers: CallerCache;
 }
 
 const CODE_TTL_MS = 5 * 60 * 1000;
@@ -503,7 +505,7 @@ async function passwordLogin(
 }
 
 async function me(c: Context, deps: AuthDeps): Promise<unknown> {
-  const caller = await authenticate(deps.systemRepo, deps.key, deps.issuer, c.req.header('authorization'), deps.now());
+  const caller = await authenticate(deps, c.req.header('authorization'));
   const profile = await deps.systemRepo.readReference(caller.profile).catch(() => undefined);
   const user = await deps.systemRepo.readReference(caller.membership.user as Reference<User>).catch(() => undefined);
   // Exactly the fields Medplum's /auth/me answers (packages/server/src/auth/me.ts), no more: the
@@ -534,7 +536,7 @@ async function me(c: Context, deps: AuthDeps): Promise<unknown> {
 }
 
 async function logout(c: Context, deps: AuthDeps): Promise<unknown> {
-  const caller = await authenticate(deps.systemRepo, deps.key, deps.issuer, c.req.header('authorization'), deps.now());
+  const caller = await authenticate(deps, c.req.header('authorization'));
   if (caller.login) {
     await deps.systemRepo.updateResource<Login>({ ...caller.login, revoked: true });
   }
