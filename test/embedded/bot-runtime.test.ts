@@ -111,7 +111,7 @@ describe('a deployed bundle', () => {
     expect(await execute()).toMatchObject({ id: 'second-deploy' });
     // The same Binary rewritten in place (an admin's PUT) is read again too.
     const deployed = (await backend.admin.readResource('Bot', bot.id)) as Bot;
-    const binaryId = (deployed.executableCode?.url as string).split('/')[1];
+    const binaryId = String(deployed.executableCode?.url).split('/')[1];
     const third = 'exports.handler = async () => ({ resourceType: "Parameters", id: "rewritten" });';
     await backend.admin.updateResource({
       resourceType: 'Binary',
