@@ -76,6 +76,9 @@ const NULL_BODY = new Set([204, 205, 304]);
 /** How fetch fails when the other side is not there: TypeError, which callers read as "unreachable". */
 const unreachable = (why: string, cause?: unknown) => new TypeError(`fetch failed: ${why}`, { cause });
 
+/** The Medplum thread's old-generation heap limit. */
+const MEDPLUM_THREAD_HEAP_MB = 256;
+
 export async function startMedplumThread(options: MedplumThreadOptions): Promise<MedplumThread> {
   // The entry is TypeScript run through tsx, as the rest of `npm start`. Under tsx the thread inherits
   // the process's options (Node's default, which keeps --inspect, --cpu-prof...); elsewhere (the test
@@ -85,6 +88,10 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
   const worker = new Worker(new URL('./thread-entry.ts', import.meta.url), {
     workerData: options,
     ...(underTsx ? {} : { execArgv: ['--import', tsx] }),
+    // Each bot run leaves a whole vm context behind as garbage, which V8 otherwise lets pile up to
+    // gigabytes before a major collection (and the memory is not given back). A bounded old space
+    // collects it early; what Medplum keeps live is a small fraction of this (README, Benchmarks).
+    resourceLimits: { maxOldGenerationSizeMb: MEDPLUM_THREAD_HEAP_MB },
   });
   const pending = new Map<number, Pending>();
   let nextId = 0;

@@ -128,9 +128,15 @@ function cpuOf(child: ChildProcess | undefined): Promise<CpuSoFar> {
   });
 }
 
+/** What `npm start` sets in its own environment (package.json): glibc's malloc arenas, see README. */
+export const NPM_START_ENV = { MALLOC_ARENA_MAX: '2' };
+
 /** The helper processes of each layout that has one beyond serve-embedded's plain Medplum. */
 const HELPERS: Partial<Record<Layout, { script: string; env: Record<string, string> }>> = {
-  'npm-start': { script: 'test/bench/serve-npm-start.ts', env: { PORT: '18103', GATEWAY_PORT: '18080' } },
+  'npm-start': {
+    script: 'test/bench/serve-npm-start.ts',
+    env: { PORT: '18103', GATEWAY_PORT: '18080', ...NPM_START_ENV },
+  },
   'same-thread': { script: 'test/bench/serve-embedded.ts', env: { PORT: '18103', GATEWAY_PORT: '18080' } },
 };
 

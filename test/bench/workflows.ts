@@ -2,7 +2,7 @@ import type { DocumentReference } from '@medplum/fhirtypes';
 import autocannon from 'autocannon';
 import { SYSTEMS } from '../../contracts/systems';
 import { startTestBackend } from '../support/backend';
-import { start } from './gateway';
+import { NPM_START_ENV, start } from './gateway';
 
 /** One load round's figures. */
 export interface Round {
@@ -74,7 +74,11 @@ interface Usage {
  * process's RSS is read before any load and after all of it.
  */
 export async function runWorkflowBench(seconds: number, rounds: number): Promise<WorkflowBenchResult> {
-  const helper = start<Ready>('test/bench/serve-npm-start.ts', { PORT: '18203', GATEWAY_PORT: '18180' });
+  const helper = start<Ready>('test/bench/serve-npm-start.ts', {
+    PORT: '18203',
+    GATEWAY_PORT: '18180',
+    ...NPM_START_ENV,
+  });
   const rss = () =>
     new Promise<number>((resolve) => {
       helper.child.once('message', (usage) => resolve((usage as Usage).rss / 2 ** 20));
