@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { MedplumClient } from '@medplum/core';
-import type { Bot } from '@medplum/fhirtypes';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditEvent, Bot } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runBotBundle } from '../../src/embedded/bots/vm';
 import { startTestBackend, type TestBackend } from '../support/backend';
 import { deployFixtureBot } from '../support/bots';
@@ -120,5 +120,40 @@ describe('a deployed bundle', () => {
       data: Buffer.from(third).toString('base64'),
     });
     expect(await execute()).toMatchObject({ id: 'rewritten' });
+  });
+});
+
+describe('bot AuditEvents', () => {
+  it('runs that finish together share one transaction, and each run has its AuditEvent when it answers', async () => {
+    const bot = await deployFixtureBot(backend, 'echo-requester');
+    const audits = async () =>
+      (
+        await backend.systemRepo.searchResources<AuditEvent>({
+          resourceType: 'AuditEvent',
+          filters: [{ code: 'entity', operator: 'eq', value: `Bot/${bot.id}` }],
+          count: 1000,
+        })
+      ).length;
+    const before = await audits();
+    // Counts the store's commits (the spy passes every statement through to SQLite).
+    const exec = vi.spyOn(backend.db.writer, 'exec');
+    const commits = () => exec.mock.calls.filter(([sql]) => sql === 'COMMIT').length;
+    const execute = () => backend.admin.post(backend.admin.fhirUrl('Bot', bot.id, '$execute'), {});
+    try {
+      // One after another, each run's AuditEvent is a group of one; together, they share commits.
+      let mark = commits();
+      for (let i = 0; i < 12; i++) {
+        await execute();
+      }
+      const oneByOne = commits() - mark;
+      expect(await audits()).toBe(before + 12);
+      mark = commits();
+      await Promise.all(Array.from({ length: 12 }, execute));
+      const together = commits() - mark;
+      expect(await audits()).toBe(before + 24);
+      expect(together).toBeLessThanOrEqual(oneByOne - 8);
+    } finally {
+      exec.mockRestore();
+    }
   });
 });

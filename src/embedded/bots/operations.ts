@@ -48,7 +48,11 @@ export class BotRunner {
   /** Decoded bundles by their Binary (`Binary/<id>`): read and decoded once, dropped when it changes. */
   private readonly code = new Map<string, string>();
 
-  constructor(private readonly options: BotRunnerOptions) {}
+  private readonly audits: AuditWriter;
+
+  constructor(private readonly options: BotRunnerOptions) {
+    this.audits = new AuditWriter(options.systemRepo);
+  }
 
   async run(callerBot: WithId<Bot>, request: BotRunInput): Promise<unknown> {
     const { systemRepo } = this.options;
@@ -101,7 +105,7 @@ export class BotRunner {
         // Bot output can hold PHI: record only whether it succeeded, never the input or the result.
         outcomeDesc: outcome === '0' ? outcomeDesc : 'Bot threw an error',
       };
-      await systemRepo.createResource(audit).catch(() => undefined);
+      await this.audits.write(audit);
     }
   }
 
@@ -157,6 +161,49 @@ export class BotRunner {
     const token = await this.options.tokenFor(membership);
     this.tokens.set(bot.id, { token, expires: Date.now() + 50 * 60 * 1000 });
     return token;
+  }
+}
+
+/**
+ * Bot AuditEvents committed in groups: the runs that finish in one turn of the event loop share one
+ * transaction (one fsync on a file store) instead of one each. A run still answers only after its
+ * AuditEvent is committed, as before. What grouping does not change: the AuditEvent is written after
+ * the bot's own transaction, as Medplum writes it after the execution (packages/server/src/bots/utils.ts),
+ * so a crash between the two loses that one AuditEvent, never the bot's work; grouping widens that
+ * window by at most one turn of the loop. A group that fails is written entry by entry, so one bad
+ * event cannot take the others with it; an AuditEvent that cannot be written never fails the run.
+ */
+class AuditWriter {
+  private queue: { audit: AuditEvent; done: () => void }[] = [];
+
+  constructor(private readonly systemRepo: SqliteRepository) {}
+
+  write(audit: AuditEvent): Promise<void> {
+    return new Promise<void>((done) => {
+      this.queue.push({ audit, done });
+      if (this.queue.length === 1) {
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const group = this.queue;
+    this.queue = [];
+    try {
+      await this.systemRepo.withTransaction(async (tx) => {
+        for (const { audit } of group) {
+          await tx.createResource(audit);
+        }
+      });
+    } catch {
+      for (const { audit } of group) {
+        await this.systemRepo.createResource(audit).catch(() => undefined);
+      }
+    }
+    for (const { done } of group) {
+      done();
+    }
   }
 }
 
