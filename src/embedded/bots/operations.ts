@@ -168,10 +168,11 @@ export class BotRunner {
  * Bot AuditEvents committed in groups: the runs that finish in one turn of the event loop share one
  * transaction (one fsync on a file store) instead of one each. A run still answers only after its
  * AuditEvent is committed, as before. What grouping does not change: the AuditEvent is written after
- * the bot's own transaction, as Medplum writes it after the execution (packages/server/src/bots/utils.ts),
- * so a crash between the two loses that one AuditEvent, never the bot's work; grouping widens that
- * window by at most one turn of the loop. A group that fails is written entry by entry, so one bad
- * event cannot take the others with it; an AuditEvent that cannot be written never fails the run.
+ * the bot's own transaction, as Medplum writes it after the run (createBotAuditEvent,
+ * packages/server/src/bots/execute.ts), so a crash between the two loses that one AuditEvent, never
+ * the bot's work; grouping widens that window by at most one turn of the loop. A group that fails
+ * is written entry by entry, so one bad event cannot take the others with it; an AuditEvent that
+ * cannot be written never fails the run.
  */
 class AuditWriter {
   private queue: { audit: AuditEvent; done: () => void }[] = [];
