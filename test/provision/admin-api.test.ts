@@ -170,6 +170,26 @@ describe('what a project admin may not do (as on Medplum)', () => {
     expect(await status(admin, `${project.id}/invite`, byEmail)).toBe(409);
   });
 
+  it('invite refuses a malformed access list with 400 and creates nothing', async () => {
+    const users = async () => (await embedded.systemRepo.searchResources({ resourceType: 'User', count: 1000 })).length;
+    const before = await users();
+    const base = { resourceType: 'Practitioner', firstName: 'Mal', lastName: 'Formed', sendEmail: false };
+    for (const [i, access] of [
+      'not-a-list',
+      { policy: { reference: 'AccessPolicy/x' } },
+      [null],
+      [42],
+      [{ policy: { reference: 'AccessPolicy/x' }, parameter: 'organization' }],
+      [{ policy: { reference: 'AccessPolicy/x' }, parameter: [{ name: 'organization' }] }],
+      [{ policy: { reference: 'AccessPolicy/x' }, parameter: [{ name: 3, valueString: 'x' }] }],
+    ].entries()) {
+      expect(await status(admin, `${project.id}/invite`, { ...base, externalId: `mal-${i}`, access }), String(i)).toBe(
+        400,
+      );
+    }
+    expect(await users()).toBe(before);
+  });
+
   it('the admin endpoints refuse a non-admin member (admin/utils.ts verifyProjectAdmin: 403) and other projects', async () => {
     const membership = (await admin.post(`admin/projects/${project.id}/invite`, {
       resourceType: 'Practitioner',

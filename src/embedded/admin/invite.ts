@@ -53,7 +53,7 @@ export async function inviteUser(
   }
   const template = { ...((body.membership ?? {}) as Partial<ProjectMembership>) };
   const accessPolicy = await accessPolicyOf(admin, body.accessPolicy ?? template.accessPolicy);
-  const access = (body.access ?? template.access) as ProjectMembershipAccess[] | undefined;
+  const access = accessEntries(body.access ?? template.access);
   for (const entry of access ?? []) {
     await accessPolicyOf(admin, entry.policy);
   }
@@ -138,4 +138,44 @@ export async function inviteUser(
 
 function withoutUndefined<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+/**
+ * `access` as ProjectMembership.access: an array of `{policy, parameter?}`, each parameter a name with a
+ * string or reference value. Anything else is a 400 naming the field (it used to fail as a 500).
+ */
+function accessEntries(value: unknown): ProjectMembershipAccess[] | undefined {
+  if (value === undefined) {
+    return undefined;
+  }
+  const invalid = () =>
+    new OperationOutcomeError(badRequest('access must be an array of {policy, parameter}', 'access'));
+  if (!Array.isArray(value)) {
+    throw invalid();
+  }
+  for (const entry of value as unknown[]) {
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) {
+      throw invalid();
+    }
+    const parameter = (entry as { parameter?: unknown }).parameter;
+    if (parameter === undefined) {
+      continue;
+    }
+    const valid =
+      Array.isArray(parameter) &&
+      parameter.every((p: unknown) => {
+        const { name, valueString, valueReference } = (p ?? {}) as Record<string, unknown>;
+        const reference = (valueReference as { reference?: unknown } | undefined)?.reference;
+        return (
+          typeof name === 'string' &&
+          /^[A-Za-z][A-Za-z0-9_-]{0,63}$/.test(name) &&
+          (typeof valueString === 'string' || typeof reference === 'string') &&
+          !(valueString !== undefined && valueReference !== undefined)
+        );
+      });
+    if (!valid) {
+      throw invalid();
+    }
+  }
+  return value as ProjectMembershipAccess[];
 }
