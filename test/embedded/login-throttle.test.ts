@@ -157,7 +157,7 @@ describe('failed-login throttling (stricter than Medplum: packages/server/src/oa
     expect(addressBucket('2001:db8:7:8::1')).not.toBe(addressBucket('2001:db8:7:7::1'));
   });
 
-  it('client_credentials: wrong client secrets are throttled per client id like passwords', async () => {
+  it('client_credentials: wrong client secrets are throttled per address, and never lock the client out', async () => {
     const clientId = backend.adminClient.id as string;
     const secret = backend.adminClient.secret as string;
     const token = (clientSecret: string, from: string) =>
@@ -166,12 +166,17 @@ describe('failed-login throttling (stricter than Medplum: packages/server/src/oa
         { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret },
         from,
       );
-    for (let i = 0; i < identity.limit; i++) {
+    for (let i = 0; i < identity.limit + 5; i++) {
       expect((await token(`wrong-${i}`, '198.51.100.20')).status).toBe(401);
     }
-    expectThrottled(await token(secret, '198.51.100.21'), identity.windowMs / 1000);
-    offsetMs += identity.windowMs;
+    // Anyone can send wrong secrets for a client id; the client itself still signs in from elsewhere.
     expect((await token(secret, '198.51.100.21')).status).toBe(200);
+    for (let i = identity.limit + 5; i < address.limit; i++) {
+      expect((await token(`wrong-${i}`, '198.51.100.20')).status).toBe(401);
+    }
+    expectThrottled(await token(secret, '198.51.100.20'), address.windowMs / 1000);
+    offsetMs += address.windowMs;
+    expect((await token(secret, '198.51.100.20')).status).toBe(200);
   });
 
   it('callers without a connection (the in-process fetch) share one address bucket', async () => {

@@ -282,7 +282,8 @@ async function clientCredentials(
   if (basic) {
     [clientId, clientSecret] = Buffer.from(basic, 'base64').toString('utf8').split(':');
   }
-  const attempt = secretCheck(`client:${clientId ?? ''}`);
+  // Per address only (throttle.ts): a lockout per client id would let anyone lock a client out.
+  const attempt = secretCheck(undefined);
   const client = clientId
     ? await deps.systemRepo.readResource<ClientApplication>('ClientApplication', clientId).catch(() => undefined)
     : undefined;

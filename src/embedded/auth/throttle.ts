@@ -10,10 +10,12 @@ import { deepClone, OperationOutcomeError, setRateLimitReset, tooManyRequests } 
  * a `RateLimit` header. Its password check (`packages/server/src/oauth/utils.ts` `authenticate`) has no
  * failure counter of its own; only MFA codes do (`packages/server/src/auth/mfalimit.ts`: an attempt is
  * reserved before the check, per login and per user, and refused with 429 and the `rate-limit-reset`
- * extension while over the limit). The embedded Medplum does both and is stricter: a secret check
- * (password, client secret) reserves an attempt against the login identity and the client address
- * before it runs, so a refused caller learns nothing (a right password during lockout is 429 too)
- * and concurrent guesses cannot all slip in before the first failure is counted.
+ * extension while over the limit). The embedded Medplum does both and is stricter: a password check
+ * reserves an attempt against the login identity and the client address before it runs, so a refused
+ * caller learns nothing (a right password during lockout is 429 too) and concurrent guesses cannot all
+ * slip in before the first failure is counted. A client secret check counts against the address only:
+ * the secrets it makes are 32 random bytes, and a lockout per client id would only let anyone lock a
+ * client (the SMS integration, provisioning) out.
  */
 
 export interface WindowRule {
