@@ -160,8 +160,26 @@ const CONSENT_ONLY_STATUS_CHANGES = {
   expression:
     "%after.status = 'inactive' and %after.extension = %before.extension and %after.policy = %before.policy and " +
     '%after.patient = %before.patient and %after.dateTime = %before.dateTime and %after.identifier = %before.identifier and ' +
-    '%after.category = %before.category',
+    '%after.category = %before.category and ' +
+    // Elements an acceptance may lack: unchanged means equal, or absent before and after.
+    [
+      'scope',
+      'provision',
+      'sourceAttachment',
+      'sourceReference',
+      'organization',
+      'performer',
+      'verification',
+      'policyRule',
+    ]
+      .map(
+        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
+      )
+      .join(' and '),
 };
+
+/** A bot that reads a ClientApplication (its tenant extension, its integration tag) never sees its secrets. */
+const CLIENT_SECRETS = ['secret', 'retiringSecret'];
 
 /** Agreement documents as the agreement bots may read them: published catalog entries only. */
 const publishedDocuments = (): AccessPolicyResource[] =>
@@ -296,7 +314,12 @@ export const platformDefinition: ProvisionDefinition = {
         name: 'Bot: SMS opt-out and its reconciler',
         resource: [
           { resourceType: 'Communication', criteria: INBOUND_SMS, interaction: ['read', 'search'] },
-          { resourceType: 'ClientApplication', criteria: SMS_INTEGRATION, interaction: ['read'] },
+          {
+            resourceType: 'ClientApplication',
+            criteria: SMS_INTEGRATION,
+            interaction: ['read'],
+            hiddenFields: CLIENT_SECRETS,
+          },
           {
             resourceType: 'Consent',
             interaction: ['read', 'search', 'update'],
@@ -325,7 +348,7 @@ export const platformDefinition: ProvisionDefinition = {
         name: 'Bot: patient-home',
         resource: [
           { resourceType: 'Patient', interaction: ['read', 'search', 'update'] },
-          { resourceType: 'ClientApplication', interaction: ['read'] },
+          { resourceType: 'ClientApplication', interaction: ['read'], hiddenFields: CLIENT_SECRETS },
           { resourceType: 'Organization', interaction: ['read', 'search'] },
         ],
       },

@@ -1,4 +1,4 @@
-import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
+import type { Bot, ClientApplication, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EDGE_STATEMENT, SYSTEMS } from '../../contracts/systems';
 import { startTestBackend, type TestBackend } from '../support/backend';
@@ -70,6 +70,37 @@ describe('Project secrets', () => {
           expect(text.includes(value), `${who} ${path}`).toBe(false);
         }
       }
+    }
+  });
+});
+
+describe('client secrets', () => {
+  it('a bot that reads ClientApplications (their tenant, their integration tag) never sees a secret', async () => {
+    for (const key of ['patient-home', 'sms-opt-out']) {
+      const bot = await backend.systemRepo.searchOne<Bot>({
+        resourceType: 'Bot',
+        filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|${key}` }],
+      });
+      const membership = await backend.systemRepo.searchOne<ProjectMembership>({
+        resourceType: 'ProjectMembership',
+        filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
+      });
+      const { medplum } = await backend.login(membership as ProjectMembership);
+      const clients = await backend.systemRepo.searchResources<ClientApplication>({
+        resourceType: 'ClientApplication',
+        count: 100,
+      });
+      expect(clients.some((c) => c.secret)).toBe(true);
+      let readable = 0;
+      for (const client of clients) {
+        const seen = await medplum.readResource('ClientApplication', client.id as string).catch(() => undefined);
+        if (seen) {
+          readable++;
+          expect(seen.secret, `${key} reads ${client.name}`).toBeUndefined();
+          expect(JSON.stringify(seen)).not.toContain(client.secret as string);
+        }
+      }
+      expect(readable, key).toBeGreaterThan(0);
     }
   });
 });

@@ -1,4 +1,4 @@
-import type { DocumentReference, Observation, Patient } from '@medplum/fhirtypes';
+import type { Bot, Consent, DocumentReference, Observation, Patient, ProjectMembership } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG, SYSTEMS } from '../../contracts/systems';
 import { startTestBackend, type TestBackend } from '../support/backend';
@@ -105,5 +105,44 @@ describe('catalog and provisioning tags are provisioning’s', () => {
     // Her ordinary update, keys kept as they are, still works.
     const renamed: Patient = { ...own, name: [{ given: ['Alice'], family: 'Renamed' }] };
     expect(await refused(alice().medplum.updateResource(renamed))).toBe(200);
+  });
+});
+
+describe('an acceptance, once given, changes only its status', () => {
+  it('the withdraw bot may make it inactive, but not rewrite its scope, provision or source with it', async () => {
+    const bot = await backend.systemRepo.searchOne<Bot>({
+      resourceType: 'Bot',
+      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|withdraw-agreement` }],
+    });
+    const membership = await backend.systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
+    });
+    const { medplum } = await backend.login(membership as ProjectMembership);
+    const given = async () =>
+      backend.systemRepo.createResource<Consent>({
+        resourceType: 'Consent',
+        meta: { project: backend.project.id },
+        status: 'active',
+        scope: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/consentscope', code: 'patient-privacy' }] },
+        category: [{ text: 'Agreement' }],
+        patient: { reference: `Patient/${alice().patient.id}` },
+        dateTime: '2026-01-01T00:00:00.000Z',
+        policy: [{ uri: 'https://example.test/terms|1' }],
+        // What every acceptance carries (its key and its proof), which the constraint compares as it is.
+        identifier: [{ system: 'https://example.test/acceptance', value: `accepted-${Date.now()}` }],
+        extension: [{ url: 'https://example.test/proof', valueString: 'clickwrap' }],
+      });
+    const consent = await given();
+    for (const change of [
+      { scope: { coding: [{ code: 'research' }] } },
+      { provision: { type: 'deny' as const } },
+      { sourceReference: { reference: 'DocumentReference/forged' } },
+    ]) {
+      expect(await refused(medplum.updateResource({ ...consent, status: 'inactive', ...change }))).not.toBe(200);
+    }
+    const unchanged = await backend.systemRepo.readResource<Consent>('Consent', consent.id as string);
+    expect(unchanged.meta?.versionId).toBe(consent.meta?.versionId);
+    expect(await refused(medplum.updateResource({ ...consent, status: 'inactive' }))).toBe(200);
   });
 });
