@@ -7,6 +7,7 @@ import {
   getRateLimitReset,
   getReferenceString,
   OperationOutcomeError,
+  Operator,
   unauthorized,
 } from '@medplum/core';
 import type {
@@ -380,6 +381,28 @@ async function refreshToken(form: Record<string, string>, deps: AuthDeps): Promi
 
 // ------------------------------------------------------------------ registration and login
 
+/**
+ * The User an email names for a project, as Medplum looks it up (packages/server/src/oauth/utils.ts getUserByEmail:
+ * getUserByEmailInProject / getUserByEmailWithoutProject): the project's own user of that email, else
+ * the server-wide one (a User without a project); a user of another project never.
+ */
+async function userByEmail(deps: AuthDeps, email: string, project: WithId<Project> | undefined) {
+  const byEmail = { code: 'email', operator: Operator.EXACT, value: email };
+  if (project) {
+    const own = await deps.systemRepo.searchOne<User>({
+      resourceType: 'User',
+      filters: [byEmail, { code: 'project', operator: Operator.EQUALS, value: `Project/${project.id}` }],
+    });
+    if (own) {
+      return own;
+    }
+  }
+  return deps.systemRepo.searchOne<User>({
+    resourceType: 'User',
+    filters: [byEmail, { code: 'project', operator: Operator.MISSING, value: 'true' }],
+  });
+}
+
 async function newUser(body: Record<string, unknown>, deps: AuthDeps, secretCheck: SecretCheck): Promise<unknown> {
   const email = requireString(body, 'email').toLowerCase();
   const password = requireString(body, 'password');
@@ -390,10 +413,7 @@ async function newUser(body: Record<string, unknown>, deps: AuthDeps, secretChec
   // No password is checked here, but "already registered" tells whether an account exists: each such
   // answer counts against the caller's address (not against the account, which the caller does not own).
   const attempt = secretCheck(undefined);
-  const existing = await deps.systemRepo.searchOne<User>({
-    resourceType: 'User',
-    filters: [{ code: 'email', operator: 'exact', value: email }],
-  });
+  const existing = await userByEmail(deps, email, project);
   if (existing) {
     throw new OperationOutcomeError(badRequest('Email already registered', 'email'));
   }
@@ -468,10 +488,7 @@ async function passwordLogin(
   // and an unknown email is throttled exactly like a known one.
   const attempt = secretCheck(userIdentity(email));
   const project = await readProject(deps, requireString(body, 'projectId'));
-  const user = await deps.systemRepo.searchOne<User>({
-    resourceType: 'User',
-    filters: [{ code: 'email', operator: 'exact', value: email }],
-  });
+  const user = project ? await userByEmail(deps, email, project) : undefined;
   // The password is checked even without a user or project: the answer's timing tells nothing.
   const matches = verifyPassword(password, user?.passwordHash);
   if (!project || !user || !matches) {
