@@ -1,7 +1,8 @@
-import type { Bot, ClientApplication, Project, ProjectMembership } from '@medplum/fhirtypes';
+import type { ClientApplication, Project } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EDGE_STATEMENT, SYSTEMS } from '../../contracts/systems';
+import { EDGE_STATEMENT } from '../../contracts/systems';
 import { startTestBackend, type TestBackend } from '../support/backend';
+import { signInAsBot } from '../support/bots';
 
 /**
  * The Project's secrets (the edge-statement key the bots check the gateway's statements with, among
@@ -20,18 +21,10 @@ beforeAll(async () => {
 afterAll(() => backend?.close());
 
 async function callers(): Promise<{ who: string; token: string }[]> {
-  const bot = await backend.systemRepo.searchOne<Bot>({
-    resourceType: 'Bot',
-    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|accept-agreements` }],
-  });
-  const botMembership = await backend.systemRepo.searchOne<ProjectMembership>({
-    resourceType: 'ProjectMembership',
-    filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
-  });
   return [
     { who: 'patient', token: backend.patients.alice.token },
     { who: 'clinician', token: backend.clinicians.northwind.token },
-    { who: 'bot', token: (await backend.login(botMembership as ProjectMembership)).token },
+    { who: 'bot', token: (await signInAsBot(backend, 'accept-agreements')).token },
   ];
 }
 
@@ -77,15 +70,7 @@ describe('Project secrets', () => {
 describe('client secrets', () => {
   it('a bot that reads ClientApplications (their tenant, their integration tag) never sees a secret', async () => {
     for (const key of ['patient-home', 'sms-opt-out']) {
-      const bot = await backend.systemRepo.searchOne<Bot>({
-        resourceType: 'Bot',
-        filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|${key}` }],
-      });
-      const membership = await backend.systemRepo.searchOne<ProjectMembership>({
-        resourceType: 'ProjectMembership',
-        filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
-      });
-      const { medplum } = await backend.login(membership as ProjectMembership);
+      const { medplum } = await signInAsBot(backend, key);
       const clients = await backend.systemRepo.searchResources<ClientApplication>({
         resourceType: 'ClientApplication',
         count: 100,

@@ -1,7 +1,8 @@
-import type { Bot, Consent, DocumentReference, Observation, Patient, ProjectMembership } from '@medplum/fhirtypes';
+import type { Consent, DocumentReference, Observation, Patient } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG, SYSTEMS } from '../../contracts/systems';
 import { startTestBackend, type TestBackend } from '../support/backend';
+import { signInAsBot } from '../support/bots';
 
 /**
  * What only provisioning writes (catalog tags, provisioning keys) and what only one tenant owns,
@@ -110,15 +111,7 @@ describe('catalog and provisioning tags are provisioning’s', () => {
 
 describe('an acceptance, once given, changes only its status', () => {
   it('the withdraw bot may make it inactive, but not rewrite its scope, provision or source with it', async () => {
-    const bot = await backend.systemRepo.searchOne<Bot>({
-      resourceType: 'Bot',
-      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|withdraw-agreement` }],
-    });
-    const membership = await backend.systemRepo.searchOne<ProjectMembership>({
-      resourceType: 'ProjectMembership',
-      filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
-    });
-    const { medplum } = await backend.login(membership as ProjectMembership);
+    const { medplum } = await signInAsBot(backend, 'withdraw-agreement');
     const given = async () =>
       backend.systemRepo.createResource<Consent>({
         resourceType: 'Consent',

@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WithId } from '@medplum/core';
-import type { AccessPolicy, Bot } from '@medplum/fhirtypes';
+import type { MedplumClient, WithId } from '@medplum/core';
+import type { AccessPolicy, Bot, ProjectMembership } from '@medplum/fhirtypes';
 import { BOT_AUDIENCE, SYSTEMS } from '../../contracts/systems';
 import { buildBot } from '../../scripts/bot-build';
 import type { TestBackend } from './backend';
@@ -40,4 +40,23 @@ export async function deployFixtureBot(
   });
   await backend.admin.post(backend.admin.fhirUrl('Bot', bot.id, '$deploy'), { code, filename: `${name}.js` });
   return backend.admin.readResource('Bot', bot.id);
+}
+
+/** Signs in as a provisioned platform bot (by its `SYSTEMS.bots` identifier), with its own membership. */
+export async function signInAsBot(
+  backend: TestBackend,
+  key: string,
+): Promise<{ medplum: MedplumClient; token: string }> {
+  const bot = await backend.systemRepo.searchOne<Bot>({
+    resourceType: 'Bot',
+    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|${key}` }],
+  });
+  const membership = await backend.systemRepo.searchOne<ProjectMembership>({
+    resourceType: 'ProjectMembership',
+    filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
+  });
+  if (!membership) {
+    throw new Error(`no provisioned bot ${key}`);
+  }
+  return backend.login(membership);
 }
