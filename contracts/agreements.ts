@@ -80,16 +80,21 @@ const SdkCoordinate = z
   .object({ agreementUrl: z.string().min(1).max(500), agreementVersion: z.string().min(1).max(64) })
   .openapi('AgreementCoordinate');
 
+/** An `unmet` entry of the requirements answer, as it is: `url` and `version` pin it, the rest is ignored. */
+const RequirementCoordinate = z
+  .object({ url: z.string().min(1).max(500), version: z.string().min(1).max(64) })
+  .openapi('AgreementRequirementCoordinate');
+
 export const AcceptanceRequestSchema = z
   .object({
     agreements: z
-      .array(z.union([Coordinate, SdkCoordinate]))
+      .array(z.union([Coordinate, SdkCoordinate, RequirementCoordinate]))
       .min(1)
       .max(20),
   })
   .openapi('AgreementAcceptanceRequest', {
     description:
-      'The agreements to accept, each as a pinned `url|version` string or, as the SDK sends them, `{agreementUrl, agreementVersion}`. Both forms may be mixed.',
+      'The agreements to accept, each as a pinned `url|version` string, as `{agreementUrl, agreementVersion}`, or as an `unmet` entry of `GET /v1/agreements/requirements` as it was answered (`{url, version, ...}`). The forms may be mixed.',
     example: { agreements: ['https://patient-care.example/agreements/terms|2026-01'] },
   });
 

@@ -24,7 +24,9 @@ export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undef
 
   app.openapi(acceptancesRoute, async (c) => {
     const { agreements } = c.req.valid('json');
-    const coordinates = agreements.map((a) => (typeof a === 'string' ? a : `${a.agreementUrl}|${a.agreementVersion}`));
+    const coordinates = agreements.map((a) =>
+      typeof a === 'string' ? a : 'url' in a ? `${a.url}|${a.version}` : `${a.agreementUrl}|${a.agreementVersion}`,
+    );
     const result = await callBot(c.get('medplum'), bot('accept-agreements'), {
       agreements: coordinates,
       edge: await edgeStatement(c, edgeSigner),

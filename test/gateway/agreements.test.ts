@@ -138,6 +138,17 @@ describe('acceptances', () => {
     expect(part('userAgent')?.valueString).toBe('test-agent/1.0');
   });
 
+  it('accepts the unmet entries exactly as the requirements check answered them', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const { unmet } = await requirements(patient);
+    expect(unmet.length).toBeGreaterThan(0);
+    const res = await accept(patient, unmet);
+    expect(res.status, res.text).toBe(200);
+    expect(await requirements(patient)).toEqual({ satisfied: true, unmet: [] });
+    // An entry without its version pins nothing: refused, as every malformed coordinate is.
+    expect((await accept(patient, [{ url: unmet[0].url }])).status).toBe(400);
+  });
+
   it('with exactly one agreement unmet, requirements are not satisfied and name exactly that one', async () => {
     // Each of a Texas northwind patient's three required agreements in turn is the one left out.
     const all = coords(
