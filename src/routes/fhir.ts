@@ -83,12 +83,14 @@ export function registerFhirRoutes(app: App): void {
   app.openapi(updateQuestionnaireResponseRoute, async (c) => {
     const { id } = c.req.valid('param');
     const answers = ownAnswers(c, c.req.valid('json') as QuestionnaireResponse);
-    if (answers.id !== id) {
+    // The document makes the body's `id` optional: without one, the path names the resource; with one,
+    // it must be the path's (a body naming another resource is a mistake, never a redirect).
+    if (answers.id !== undefined && answers.id !== id) {
       throw new ApiError('invalid_request', 'The body id must match the path', {
         issues: [{ path: 'id', message: 'must equal the path id' }],
       });
     }
-    const updated = await c.get('medplum').updateResource(answers, ifMatch(c));
+    const updated = await c.get('medplum').updateResource({ ...answers, id }, ifMatch(c));
     return fhirResponse(c, updated);
   });
 

@@ -214,6 +214,17 @@ describe('record plane writes', () => {
     });
     expect(updated.status).toBe(200);
     expect((updated.body as QuestionnaireResponse).status).toBe('completed');
+    // The body's id is optional (the document says so): the path names the resource.
+    const { id: _omitted, ...withoutId } = updated.body as QuestionnaireResponse;
+    const again = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${qr.id}`, {
+      body: { ...withoutId, status: 'amended' },
+    });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body as QuestionnaireResponse).toMatchObject({ id: qr.id, status: 'amended' });
+    const elsewhere = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${qr.id}`, {
+      body: { ...withoutId, id: 'another-id', status: 'amended' },
+    });
+    expect(elsewhere.status).toBe(400);
     const forOther = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
       body: {
         resourceType: 'QuestionnaireResponse',
