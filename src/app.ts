@@ -50,9 +50,64 @@ export function createApp(deps: AppDeps): App {
   });
   registerDocsRoutes(app, deps.assets);
 
-  app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such route')));
+  const allowedMethods = routeMethods(app);
+  app.notFound((c) => {
+    // A path that exists, asked with a method it does not have: 405 and what it does allow (RFC 9110).
+    const allow = allowedMethods(c.req.path);
+    if (allow.length > 0) {
+      return errorResponse(
+        c,
+        new ApiError(
+          'method_not_allowed',
+          `${c.req.method} is not allowed on this path`,
+          { allow },
+          {
+            Allow: allow.join(', '),
+          },
+        ),
+      );
+    }
+    return errorResponse(c, new ApiError('not_found', 'No such route'));
+  });
   app.onError((err, c) => errorResponse(c, err));
   return app;
+}
+
+/**
+ * The methods each registered route path answers, looked up by a request path: what a 405's `Allow`
+ * lists. Read once the routes are registered; middleware (method ALL) is no route.
+ */
+function routeMethods(app: App): (path: string) => string[] {
+  const routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  for (const { path, method } of app.routes) {
+    if (method === 'ALL' || path.includes('*')) {
+      continue;
+    }
+    let route = routes.get(path);
+    if (!route) {
+      const source = path
+        .split('/')
+        .map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('/');
+      route = { pattern: new RegExp(`^${source}/?$`), methods: new Set() };
+      routes.set(path, route);
+    }
+    route.methods.add(method);
+    if (method === 'GET') {
+      route.methods.add('HEAD');
+    }
+  }
+  return (requestPath) => {
+    const allowed = new Set<string>();
+    for (const { pattern, methods } of routes.values()) {
+      if (pattern.test(requestPath)) {
+        for (const method of methods) {
+          allowed.add(method);
+        }
+      }
+    }
+    return [...allowed].sort();
+  };
 }
 
 /** The one place an error becomes a response: the envelope, its status, never a stack or upstream text. */

@@ -207,3 +207,30 @@ describe("bad input: every bot's $execute directly on Medplum, as a patient", ()
     }
   });
 });
+
+describe('a known path asked with a method it does not have', () => {
+  it('is 405 with Allow listing exactly what the document gives that path; an unknown path is 404', async () => {
+    const token = gw.backend.patients.alice.token;
+    const paths = new Map<string, Set<string>>();
+    for (const op of operationsOf(gw)) {
+      // The record plane's concrete paths (POST /v1/fhir/QuestionnaireResponse) also match its templated
+      // ones (GET /v1/fhir/{type}), so what each allows is the union; the action plane's are one path each.
+      if (op.template.includes('{') || op.template.startsWith('/v1/fhir')) {
+        continue;
+      }
+      const methods = paths.get(op.template) ?? new Set<string>();
+      methods.add(op.method);
+      paths.set(op.template, methods);
+    }
+    expect(paths.size).toBeGreaterThan(3);
+    for (const [path, methods] of paths) {
+      const documented = [...methods, ...(methods.has('GET') ? ['HEAD'] : [])].sort();
+      const missing = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'].find((m) => !methods.has(m)) as string;
+      const res = await gw.call(missing, path, { token });
+      expect(res.status, `${missing} ${path}`).toBe(405);
+      expect(res.headers.get('allow'), path).toBe(documented.join(', '));
+      expect(res.body).toMatchObject({ error: { code: 'method_not_allowed', details: { allow: documented } } });
+    }
+    expect((await gw.call('DELETE', '/v1/no-such-thing', { token })).status).toBe(404);
+  });
+});
