@@ -92,11 +92,12 @@ export async function applyDefinition(
   ): Promise<WithId<T>> => {
     const resource = resolveKeys(tagged(key, desired), keys);
     const write = resource.meta?.accounts ? EXTENDED : undefined;
-    let existing: Resource | undefined = await medplum.searchOne(
-      resource.resourceType,
-      { _tag: `${SYSTEMS.provisioning}|${key}` },
-      { cache: 'no-cache' },
-    );
+    let existing: Resource | undefined =
+      (await medplum.searchOne(
+        resource.resourceType,
+        { _tag: `${SYSTEMS.provisioning}|${key}` },
+        { cache: 'no-cache' },
+      )) ?? (await byStableIdentifier(medplum, resource));
     let result: WithId<T>;
     let created = false;
     if (!existing && !options.create) {
@@ -312,6 +313,36 @@ async function currentProject(medplum: MedplumClient): Promise<WithId<Project>> 
     throw new Error('The provisioning client is not a member of a project');
   }
   return medplum.readResource('Project', id, { cache: 'no-cache' });
+}
+
+/**
+ * Identifier systems only provisioning assigns, which patients cannot change (Patient.identifier is
+ * read-only to them): a resource whose provisioning tag was dropped (a patient's own PUT without
+ * `meta`, which Medplum stores as sent) is found again by one of these, so a start never makes a
+ * second demo patient or moves a login to one.
+ */
+const STABLE_IDENTIFIERS: readonly string[] = [SYSTEMS.demoPatient, SYSTEMS.demoClinician, SYSTEMS.tenant];
+
+async function byStableIdentifier(medplum: MedplumClient, resource: Resource): Promise<Resource | undefined> {
+  const identifiers = (resource as { identifier?: { system?: string; value?: string }[] }).identifier ?? [];
+  const stable = identifiers.find((i) => i.value && STABLE_IDENTIFIERS.includes(i.system ?? ''));
+  if (!stable) {
+    return undefined;
+  }
+  const found = await medplum.searchResources(
+    resource.resourceType,
+    { identifier: `${stable.system}|${stable.value}`, _count: '2' },
+    { cache: 'no-cache' },
+  );
+  if (found.length > 1) {
+    // Two claim the same identity: adopting either could hand a login to the wrong one.
+    throw new Error(
+      `${resource.resourceType} ${stable.system}|${stable.value} exists ${found.length} times: resolve it by hand`,
+    );
+  }
+  const [candidate] = found;
+  // Never one that another provisioning key already manages.
+  return candidate?.meta?.tag?.some((t) => t.system === SYSTEMS.provisioning) ? undefined : candidate;
 }
 
 function tagged<T extends Resource>(key: string, resource: T): T {
