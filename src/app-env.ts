@@ -6,6 +6,7 @@ import type { Edge } from './edge/request';
 import type { EdgeSigner } from './edge/statement';
 import type { MedplumTarget } from './medplum/client';
 import type { AssetLoader } from './routes/docs';
+import type { OriginRule } from './shared/cors';
 
 /**
  * The gateway's types: what `createApp` needs and what every route sees. Route modules take them
@@ -54,6 +55,8 @@ export interface AppDeps {
    * (the clickwrap proof). Absent: bots record no address or agent, since they cannot vouch for one.
    */
   edgeSigner?: EdgeSigner;
+  /** Origins whose pages may call the API from a browser (`CORS_ORIGINS`); default none. */
+  corsOrigins?: readonly OriginRule[];
 }
 
 export interface AppEnv {

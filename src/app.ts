@@ -5,6 +5,7 @@ import { HTTPException } from 'hono/http-exception';
 import { BEARER } from '../contracts/common';
 import type { AccessLogEntry, App, AppDeps, AppEnv, Limits } from './app-env';
 import { createTokenVerifier, type TokenVerifier } from './auth/verify';
+import { gatewayCors } from './edge/cors';
 import { createEdge, type Edge } from './edge/request';
 import { ApiError } from './errors';
 import { medplumForRequest } from './medplum/client';
@@ -35,6 +36,7 @@ export function createApp(deps: AppDeps): App {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
   app.use('*', requestContext(deps, edge));
+  app.use('*', gatewayCors(app, deps.corsOrigins ?? []));
   app.use('*', limitBody(deps.limits.bodyBytes));
   app.use('/v1/*', authenticate(deps, verify));
 

@@ -1,14 +1,21 @@
 import { DEFAULT_LIMITS, type Limits } from './app-env';
 import { trustedProxyList } from './edge/client-address';
+import { LOOPBACK_ORIGINS, type OriginRule, parseOrigins } from './shared/cors';
 
 export interface NodeConfig {
   port: number;
+  /** The interface both servers listen on (`HOST`); absent: all of them, Node's default. */
+  host?: string;
   /** Where clients reach the gateway: printed, and named by every link; defaults to localhost. */
   publicUrl: string;
   /** Proxies whose X-Forwarded-For is believed (IPs or CIDR ranges); none by default. */
   trustedProxies: string[];
-  /** The embedded Medplum's issuer/base URL (it runs on a thread of this process). */
+  /** The embedded Medplum's issuer and public base URL: where patient apps sign in. */
   medplumBaseUrl: string;
+  /** The port the embedded Medplum's own API listens on (Medplum's default, 8103). */
+  embeddedPort: number;
+  /** Origins whose pages may call the gateway and the embedded Medplum from a browser. */
+  corsOrigins: OriginRule[];
   embeddedDb: string;
   limits: Limits;
   /** Set when MEDPLUM_REMOTE_BASE_URL is: serve a real Medplum instead of the embedded one. */
@@ -23,6 +30,7 @@ const positive = (value: string | undefined): number | undefined => {
 /** The README's configuration table, in code: every variable, its default. */
 export function loadConfig(env: Record<string, string | undefined>): NodeConfig {
   const port = positive(env.PORT) ?? 8080;
+  const embeddedPort = positive(env.EMBEDDED_MEDPLUM_PORT) ?? 8103;
   const remoteBaseUrl = env.MEDPLUM_REMOTE_BASE_URL;
   if (remoteBaseUrl && !env.PROJECT_ID) {
     throw new Error('PROJECT_ID is required with MEDPLUM_REMOTE_BASE_URL');
@@ -37,9 +45,13 @@ export function loadConfig(env: Record<string, string | undefined>): NodeConfig 
         }
       : undefined,
     port,
+    host: env.HOST || undefined,
     publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,
     trustedProxies: trustedProxyList(env.TRUSTED_PROXIES),
-    medplumBaseUrl: env.MEDPLUM_BASE_URL ?? 'http://embedded.medplum.local/',
+    medplumBaseUrl: env.MEDPLUM_BASE_URL || `http://localhost:${embeddedPort}/`,
+    embeddedPort,
+    // Production (a real Medplum) allows no origin unless told; the local demo, pages on this machine.
+    corsOrigins: parseOrigins(env.CORS_ORIGINS ?? (remoteBaseUrl ? '' : LOOPBACK_ORIGINS)),
     embeddedDb: env.EMBEDDED_MEDPLUM_DB ?? '.data/embedded-medplum.sqlite',
     limits: {
       bodyBytes: positive(env.BODY_LIMIT_BYTES) ?? DEFAULT_LIMITS.bodyBytes,

@@ -8,7 +8,7 @@ import { nodePeerAddress } from './edge/node-peer';
 import { createEdgeSigner } from './edge/statement';
 import { startMedplumThread } from './embedded/thread';
 import { pooledFetch } from './medplum/node-fetch';
-import { DEMO_PATIENTS } from './provision/demo';
+import { DEMO_PASSWORD, DEMO_PATIENTS, DEMO_TENANTS, demoEmail } from './provision/demo';
 
 /**
  * `npm start`: the gateway on the embedded Medplum with the demo tenants, one process (Medplum on a
@@ -31,13 +31,21 @@ async function main(): Promise<void> {
       assets: nodeAssetLoader(),
       log: stdoutAccessLog(),
       edgeSigner: config.remote.edgeStatementKey ? createEdgeSigner(config.remote.edgeStatementKey) : undefined,
+      corsOrigins: config.corsOrigins,
       ...edge,
     });
-    serve({ fetch: app.fetch, port: config.port });
+    serve({ fetch: app.fetch, port: config.port, hostname: config.host });
     console.log(`Patient Care API on ${config.remote.baseUrl}: ${config.publicUrl}`);
     return;
   }
-  const medplum = await startMedplumThread({ dbPath: config.embeddedDb, baseUrl: config.medplumBaseUrl });
+  // Its API is served on a port of its own, as a real Medplum's: patient apps sign in and register there.
+  const medplum = await startMedplumThread({
+    dbPath: config.embeddedDb,
+    baseUrl: config.medplumBaseUrl,
+    httpPort: config.embeddedPort,
+    hostname: config.host,
+    corsOrigins: config.corsOrigins,
+  });
   const app = createApp({
     medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
     issuer: medplum.baseUrl,
@@ -46,9 +54,10 @@ async function main(): Promise<void> {
     assets: nodeAssetLoader(),
     log: stdoutAccessLog(),
     edgeSigner: createEdgeSigner(medplum.edgeStatementKey),
+    corsOrigins: config.corsOrigins,
     ...edge,
   });
-  const server = serve({ fetch: app.fetch, port: config.port });
+  const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
   medplum.stopped.then(() => {
     // Without its Medplum the gateway can answer nothing but 503s. Calls in flight get theirs, then
     // the process stops. The line says no more: a crash's own text may hold patient data.
@@ -60,15 +69,25 @@ async function main(): Promise<void> {
   const baseUrl = config.publicUrl.replace(/\/+$/, '');
   const tokens = medplum.demoTokens;
   const [first] = DEMO_PATIENTS;
+  const apps = Object.entries(medplum.demoApps).map(([tenant, id]) => `${tenant} ${id}`);
+  const people = [
+    ...DEMO_PATIENTS.map((p) => demoEmail(p.key, p.tenant)),
+    ...DEMO_TENANTS.map((t) => `${demoEmail('clinician', t.key)} (clinician)`),
+  ];
   console.log(`
 Patient Care API on the embedded Medplum (demo data: ${DEMO_PATIENTS.map((p) => `${p.key}@${p.tenant}`).join(', ')})
   base URL:      ${baseUrl}
   reference:     ${baseUrl}/
+  Medplum:       ${medplum.baseUrl} (sign-in and registration; GET /v1/config names it)
+  project id:    ${medplum.projectId}
+  patient apps:  ${apps.join(', ')} (client ids, by tenant)
+  demo sign-in:  ${people.join(', ')}; password ${DEMO_PASSWORD}
   demo patient:  ${first.given} ${first.family} (${first.tenant})
   token:         ${tokens[first.key]}
 
   curl -H "Authorization: Bearer $TOKEN" ${baseUrl}/v1/patient/profile
-  Tokens for the other demo patients (valid 1 h) are in .data/demo-tokens.json; restart to renew them.
+  Tokens for the other demo patients (valid 1 h) are in .data/demo-tokens.json; restart to renew them,
+  or sign in (README, "Sign up and sign in").
 `);
   const { writeFile, mkdir } = await import('node:fs/promises');
   await mkdir('.data', { recursive: true });

@@ -3,6 +3,7 @@ import { trustedProxyList } from './edge/client-address';
 import { createEdgeSigner } from './edge/statement';
 import type { AssetLoader } from './routes/docs';
 import { DOCS_ASSETS } from './routes/docs';
+import { parseOrigins } from './shared/cors';
 
 /** Cloudflare Workers bindings (wrangler.toml `[vars]` and `[assets]`). */
 export interface WorkerEnv {
@@ -21,6 +22,8 @@ export interface WorkerEnv {
   EDGE_STATEMENT_KEY?: string;
   BODY_LIMIT_BYTES?: string;
   UPSTREAM_TIMEOUT_MS?: string;
+  /** Origins whose pages may call the API from a browser (comma-separated; `https://host:*` for any port). None by default. */
+  CORS_ORIGINS?: string;
   ASSETS?: { fetch(request: Request): Promise<Response> };
 }
 
@@ -57,6 +60,7 @@ function appFor(env: WorkerEnv): App {
         // Cloudflare sets CF-Connecting-IP to the address it was reached from, replacing any a client sent.
         peerAddress: (c) => c.req.header('cf-connecting-ip'),
         edgeSigner: env.EDGE_STATEMENT_KEY ? createEdgeSigner(env.EDGE_STATEMENT_KEY) : undefined,
+        corsOrigins: parseOrigins(env.CORS_ORIGINS),
       }),
     };
   }

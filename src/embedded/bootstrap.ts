@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { WithId } from '@medplum/core';
 import { createReference } from '@medplum/core';
-import type { ClientApplication, Project, ProjectMembership } from '@medplum/fhirtypes';
+import type { ClientApplication, Project, ProjectMembership, Resource } from '@medplum/fhirtypes';
+import { SYSTEMS } from '../../contracts/systems';
+import type { KeyedResource } from '../provision/definition';
 import type { SqliteRepository } from './store/repo';
 
 export interface BootstrapResult {
@@ -20,6 +22,7 @@ export async function bootstrapProject(
   systemRepo: SqliteRepository,
   name: string,
   features: NonNullable<Project['features']>,
+  presets: readonly KeyedResource[] = [],
 ): Promise<BootstrapResult> {
   let project = await systemRepo.searchOne<Project>({
     resourceType: 'Project',
@@ -53,5 +56,34 @@ export async function bootstrapProject(
       admin: true,
     });
   }
+  await presetIds(systemRepo, project, presets);
   return { project, adminClient };
+}
+
+/**
+ * Resources the definition wants under an id known in advance (`presetId`): made here, as only a super
+ * admin may choose an id, with just their provisioning tag, which provisioning then finds them by and
+ * completes. A resource already provisioned under its key (a store from before) keeps the id it has.
+ */
+async function presetIds(
+  systemRepo: SqliteRepository,
+  project: WithId<Project>,
+  presets: readonly KeyedResource[],
+): Promise<void> {
+  for (const { key, resource, presetId } of presets) {
+    if (!presetId) {
+      continue;
+    }
+    const tag = { system: SYSTEMS.provisioning, code: key };
+    const provisioned = await systemRepo.searchOne({
+      resourceType: resource.resourceType,
+      filters: [{ code: '_tag', operator: 'eq', value: `${tag.system}|${tag.code}` }],
+    });
+    if (!provisioned) {
+      await systemRepo.createResource<Resource>(
+        { resourceType: resource.resourceType, id: presetId, meta: { project: project.id, tag: [tag] } } as Resource,
+        { assignedId: true },
+      );
+    }
+  }
 }

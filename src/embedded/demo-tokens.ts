@@ -1,5 +1,5 @@
 import { SYSTEMS } from '../../contracts/systems';
-import { DEMO_PATIENTS } from '../provision/demo';
+import { DEMO_PATIENTS, DEMO_TENANTS } from '../provision/demo';
 import type { LaunchedMedplum } from './launch';
 
 /** A freshly minted token for each demo patient, by key (`alice`, ...): what `npm start` prints. */
@@ -13,4 +13,18 @@ export async function demoPatientTokens(medplum: LaunchedMedplum): Promise<Recor
     }
   }
   return tokens;
+}
+
+/** Each demo tenant's patient app, by tenant key: the client id a patient app of that tenant is built with. */
+export async function demoApps(medplum: LaunchedMedplum): Promise<Record<string, string>> {
+  const apps: Record<string, string> = {};
+  for (const tenant of DEMO_TENANTS) {
+    const app = await medplum.admin.searchOne('ClientApplication', {
+      _tag: `${SYSTEMS.provisioning}|app-${tenant.key}`,
+    });
+    if (app?.id) {
+      apps[tenant.key] = app.id;
+    }
+  }
+  return apps;
 }

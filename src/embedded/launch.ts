@@ -6,6 +6,7 @@ import { readBotBundles } from '../provision/bundles';
 import type { ProvisionDefinition } from '../provision/definition';
 import { type BootstrapResult, bootstrapProject } from './bootstrap';
 import { createEmbeddedMedplum, type EmbeddedMedplum, type EmbeddedMedplumOptions } from './server';
+import { lockStore } from './store/lock';
 
 export interface LaunchedMedplum extends EmbeddedMedplum, BootstrapResult {
   provisioning: ProvisionReport;
@@ -24,11 +25,26 @@ export const DEFAULT_PROJECT_NAME = 'Patient Care';
 export async function launchEmbeddedMedplum(
   options: EmbeddedMedplumOptions & { definition: ProvisionDefinition; projectName?: string },
 ): Promise<LaunchedMedplum> {
+  // Before anything is read or written: a second Medplum on this file refuses to start (store/lock.ts).
+  const lock = lockStore(options.dbPath);
+  try {
+    return await launchLocked(options, lock.release);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function launchLocked(
+  options: EmbeddedMedplumOptions & { definition: ProvisionDefinition; projectName?: string },
+  releaseLock: () => void,
+): Promise<LaunchedMedplum> {
   const embedded = await createEmbeddedMedplum(options);
   const bootstrap = await bootstrapProject(
     embedded.systemRepo,
     options.projectName ?? DEFAULT_PROJECT_NAME,
     options.definition.project.features,
+    options.definition.resources.filter((r) => r.presetId),
   );
   const admin = new MedplumClient({ baseUrl: embedded.baseUrl, fetch: embedded.fetch, cacheTime: 0 });
   await admin.startClientLogin(bootstrap.adminClient.id, bootstrap.adminClient.secret as string);
@@ -40,5 +56,15 @@ export async function launchEmbeddedMedplum(
     bundles: readBotBundles(options.definition),
     edgeStatementKey,
   });
-  return { ...embedded, ...bootstrap, admin, provisioning, edgeStatementKey };
+  return {
+    ...embedded,
+    ...bootstrap,
+    admin,
+    provisioning,
+    edgeStatementKey,
+    close() {
+      embedded.close();
+      releaseLock();
+    },
+  };
 }

@@ -1,5 +1,6 @@
 import { serve } from '@hono/node-server';
 import { demoDefinition } from '../provision/demo';
+import { LOOPBACK_ORIGINS, parseOrigins } from '../shared/cors';
 import { launchEmbeddedMedplum } from './launch';
 
 /** `npm run embedded`: the embedded Medplum alone, listening like a real one (default port 8103, as Medplum). */
@@ -11,6 +12,7 @@ async function main(): Promise<void> {
     dbPath: process.env.EMBEDDED_MEDPLUM_DB ?? '.data/embedded-medplum.sqlite',
     baseUrl,
     definition: demoDefinition(),
+    corsOrigins: parseOrigins(process.env.CORS_ORIGINS ?? LOOPBACK_ORIGINS),
   });
   serve({ fetch: medplum.app.fetch, port });
   console.log(

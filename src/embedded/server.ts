@@ -3,6 +3,7 @@ import { badRequest, MedplumClient, notFound } from '@medplum/core';
 import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
+import type { OriginRule } from '../shared/cors';
 import { headerRecord, plainCall, requestBytes } from '../shared/fetch-init';
 import { createAdminRoutes } from './admin/routes';
 import { authenticate, systemContext } from './auth/authenticate';
@@ -11,6 +12,7 @@ import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
 import { createAuthRoutes, mintTokenForMembership } from './auth/routes';
 import { BotRunner, registerBotOperations } from './bots/operations';
+import { medplumCors } from './cors';
 import { CronScheduler } from './cron';
 import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
 import { loadFhirSchema } from './schema';
@@ -31,6 +33,8 @@ export interface EmbeddedMedplumOptions {
   clock?: () => Date;
   /** Tests: answer a conditional create 409 as an overlapping transaction on Medplum can (see repo.ts). */
   overlapConflictMs?: number;
+  /** Origins whose pages may call this API from a browser (Medplum's `allowedOrigins`); default none. */
+  corsOrigins?: readonly OriginRule[];
 }
 
 export interface EmbeddedMedplum {
@@ -147,6 +151,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
 
   registerBotOperations(router, bots);
 
+  app.use('*', medplumCors(options.corsOrigins ?? []));
   app.use('*', async (c, next) => {
     const length = Number(c.req.header('content-length') ?? '0');
     if (length > maxBodyBytes) {

@@ -1,8 +1,9 @@
+import type { AddressInfo } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import { serve } from '@hono/node-server';
 import { demoDefinition } from '../provision/demo';
 import { bodyBytes } from '../shared/buffered-body';
-import { demoPatientTokens } from './demo-tokens';
+import { demoApps, demoPatientTokens } from './demo-tokens';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from './launch';
 import type { MedplumThreadOptions, ThreadReply, ThreadRequest } from './thread';
 
@@ -17,10 +18,13 @@ async function main(): Promise<void> {
     dbPath: options.dbPath,
     baseUrl: options.baseUrl,
     definition: demoDefinition(),
+    corsOrigins: options.corsOrigins,
   });
+  let httpPort: number | undefined;
   if (options.httpPort !== undefined) {
-    const server = serve({ fetch: medplum.app.fetch, port: options.httpPort, hostname: '127.0.0.1' });
+    const server = serve({ fetch: medplum.app.fetch, port: options.httpPort, hostname: options.hostname });
     await new Promise((resolve, reject) => server.once('listening', resolve).once('error', reject));
+    httpPort = (server.address() as AddressInfo).port;
   }
   const reply = (message: ThreadReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
@@ -38,7 +42,9 @@ async function main(): Promise<void> {
     kind: 'ready',
     projectId: medplum.project.id,
     demoTokens: await demoPatientTokens(medplum),
+    demoApps: await demoApps(medplum),
     edgeStatementKey: medplum.edgeStatementKey,
+    httpPort,
   });
 }
 

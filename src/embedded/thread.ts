@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { withBufferedBody } from '../shared/buffered-body';
+import type { OriginRule } from '../shared/cors';
 import { headerRecord, plainCall, requestBytes } from '../shared/fetch-init';
 
 /**
@@ -18,8 +19,12 @@ export interface MedplumThreadOptions {
   dbPath: string;
   /** Medplum's base URL and issuer, ending in `/`. */
   baseUrl: string;
-  /** Also serve Medplum's HTTP API on this port (127.0.0.1), as a real Medplum does. */
+  /** Also serve Medplum's HTTP API on this port, as a real Medplum does (0: any free port). */
   httpPort?: number;
+  /** The interface it listens on; absent: all of them (Node's default). */
+  hostname?: string;
+  /** Origins whose pages may call that API from a browser. */
+  corsOrigins?: OriginRule[];
 }
 
 export interface MedplumThread {
@@ -27,6 +32,10 @@ export interface MedplumThread {
   projectId: string;
   /** A token for each demo patient, by key (`alice`, ...). */
   demoTokens: Record<string, string>;
+  /** Each demo tenant's patient app (its client id), by tenant key. */
+  demoApps: Record<string, string>;
+  /** Where Medplum's HTTP API listens, when asked to (`httpPort`). */
+  httpPort?: number;
   /** The key the gateway signs its edge statements with (the Project secret the bots check). */
   edgeStatementKey: string;
   /** Reaches Medplum on its thread: give it to the gateway (`medplum.fetch`). */
@@ -52,7 +61,14 @@ export type ThreadRequest =
 
 /** Medplum thread -> gateway. */
 export type ThreadReply =
-  | { kind: 'ready'; projectId: string; demoTokens: Record<string, string>; edgeStatementKey: string }
+  | {
+      kind: 'ready';
+      projectId: string;
+      demoTokens: Record<string, string>;
+      demoApps: Record<string, string>;
+      edgeStatementKey: string;
+      httpPort?: number;
+    }
   | { kind: 'startFailed'; message: string }
   | {
       kind: 'response';
@@ -187,6 +203,8 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
     baseUrl: options.baseUrl,
     projectId: started.projectId,
     demoTokens: started.demoTokens,
+    demoApps: started.demoApps,
+    httpPort: started.httpPort,
     edgeStatementKey: started.edgeStatementKey,
     fetch: threadFetch,
     async cpuUsage() {

@@ -14,7 +14,7 @@ import type {
   Subscription,
 } from '@medplum/fhirtypes';
 import { BOT_AUDIENCE, EDGE_STATEMENT, EXTENSIONS, SYSTEMS } from '../../contracts/systems';
-import type { KeyedResource, ProvisionDefinition } from './definition';
+import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
 
 export interface ProvisionReport {
   created: string[];
@@ -48,6 +48,9 @@ export interface MemberResource extends KeyedResource {
   resource: Patient | Practitioner;
   member: {
     externalId: string;
+    /** Signs in with this email and password through Medplum's login (demo people: printed, never secret). */
+    email?: string;
+    password?: string;
     membership: Pick<ProjectMembership, 'access' | 'accessPolicy' | 'admin'>;
   };
 }
@@ -88,9 +91,10 @@ export async function applyDefinition(
   const upsert = async <T extends Resource>(
     key: string,
     desired: T,
-    options: { writeOnce?: boolean; create?: (resource: T) => Promise<WithId<T>> } = {},
+    options: { writeOnce?: boolean; seed?: ResourceFields; create?: (resource: T) => Promise<WithId<T>> } = {},
   ): Promise<WithId<T>> => {
     const resource = resolveKeys(tagged(key, desired), keys);
+    const seed: ResourceFields = options.seed ? resolveKeys(options.seed, keys) : {};
     const write = resource.meta?.accounts ? EXTENDED : undefined;
     let existing: Resource | undefined =
       (await medplum.searchOne(
@@ -101,7 +105,7 @@ export async function applyDefinition(
     let result: WithId<T>;
     let created = false;
     if (!existing && !options.create) {
-      result = await medplum.createResource(resource, write);
+      result = await medplum.createResource({ ...seed, ...resource } as T, write);
       report.created.push(key);
       keys.set(key, plainReference(result));
       return result;
@@ -113,13 +117,15 @@ export async function applyDefinition(
     if (!existing) {
       throw new Error(`${key} was not created`);
     }
-    if (!containsAll(existing, resource)) {
+    if (!containsAll(existing, created ? { ...seed, ...resource } : resource)) {
       if (options.writeOnce && !created) {
         throw new Error(`${key} is published and write-once: publish a new version under a new key instead`);
       }
       result = (await medplum.updateResource(
         {
           ...existing,
+          // The seed only into what was created just now: afterwards those fields are their owner's.
+          ...(created ? seed : {}),
           ...resource,
           id: existing.id,
           // Server-owned meta stays; the tags (e.g. which bots patients may run) and the tenant
@@ -170,15 +176,19 @@ export async function applyDefinition(
 
   /** A person: invited (User + profile + membership in one call), then the profile written through FHIR. */
   const member = async (entry: MemberResource): Promise<void> => {
-    const name = entry.resource.name?.[0];
+    const name = ((entry.seed as Pick<Patient, 'name'> | undefined)?.name ?? entry.resource.name)?.[0];
     let invited = false;
     const profile = await upsert(entry.key, entry.resource, {
+      seed: entry.seed,
       create: async () => {
         const created = (await medplum.post(adminApi('invite'), {
           resourceType: entry.resource.resourceType,
           firstName: name?.given?.join(' ') ?? entry.member.externalId,
           lastName: name?.family ?? entry.member.externalId,
           externalId: entry.member.externalId,
+          ...(entry.member.email
+            ? { email: entry.member.email, password: entry.member.password, scope: 'project' }
+            : {}),
           sendEmail: false,
           membership: resolveKeys(entry.member.membership, keys),
         })) as ProjectMembership;
@@ -200,7 +210,7 @@ export async function applyDefinition(
     if (isMember(entry)) {
       await member(entry);
     } else {
-      await upsert(entry.key, entry.resource, { writeOnce: entry.writeOnce });
+      await upsert(entry.key, entry.resource, { writeOnce: entry.writeOnce, seed: entry.seed });
     }
   }
 

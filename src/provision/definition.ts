@@ -45,11 +45,26 @@ export interface SubscriptionDefinition {
   reason: string;
 }
 
+/** Some of a resource's fields (a plain object: a Partial of the whole Resource union is too costly to type). */
+export type ResourceFields = Readonly<Record<string, unknown>>;
+
 export interface KeyedResource {
   key: string;
   resource: Resource;
   /** Published once, never changed (agreement versions): a change must be a new key and version. */
   writeOnce?: boolean;
+  /**
+   * Fields written only when the resource is created: what its owner edits afterwards (a patient's
+   * demographics), which a later run must not overwrite. What `resource` sets stays the definition's.
+   */
+  seed?: ResourceFields;
+  /**
+   * The id a Medplum super admin gives the resource before provisioning, so that it is known in advance
+   * (a demo patient app's client id, printed in the README). Only a super admin may choose an id
+   * (Medplum's `canSetId`): the embedded Medplum's bootstrap does; on a real Medplum, provisioning
+   * creates it with an id of Medplum's choosing unless an operator made it first with this tag.
+   */
+  presetId?: string;
 }
 
 /** A reference to the resource provisioned under `key`, resolved when it is applied. */
@@ -423,7 +438,7 @@ export const platformDefinition: ProvisionDefinition = {
 };
 
 /** A tenant: its Organization and its patient app (whose extension names the tenant). */
-export function tenantResources(key: string, name: string): KeyedResource[] {
+export function tenantResources(key: string, name: string, appId?: string): KeyedResource[] {
   return [
     {
       key: `org-${key}`,
@@ -436,6 +451,7 @@ export function tenantResources(key: string, name: string): KeyedResource[] {
     },
     {
       key: `app-${key}`,
+      presetId: appId,
       resource: {
         resourceType: 'ClientApplication',
         name: `${name} patient app`,

@@ -16,10 +16,22 @@ export interface DemoPatient {
   phone: string;
 }
 
+/**
+ * The demo tenants. Each patient app's client id is fixed (the embedded Medplum's bootstrap creates the
+ * app with it, as a super admin may), so the README can name it: a patient app is built with its own.
+ */
 export const DEMO_TENANTS = [
-  { key: 'northwind', name: 'Northwind Health' },
-  { key: 'southridge', name: 'Southridge Care' },
+  { key: 'northwind', name: 'Northwind Health', appId: 'a1d3e0f1-0000-4000-8000-00000000a001' },
+  { key: 'southridge', name: 'Southridge Care', appId: 'a1d3e0f1-0000-4000-8000-00000000a002' },
 ] as const;
+
+/**
+ * The password of every demo patient and clinician (email `<key>@<tenant>.example`, clinicians
+ * `clinician@<tenant>.example`): printed by `npm start` and in the README. Demo data only.
+ */
+export const DEMO_PASSWORD = 'patient-care-demo';
+
+export const demoEmail = (person: string, tenant: string): string => `${person}@${tenant}.example`;
 
 /** Two tenants, several patients each: the fixture every test and the demo use. */
 export const DEMO_PATIENTS: DemoPatient[] = [
@@ -74,22 +86,29 @@ const BODY_WEIGHT = '29463-7';
  */
 function demoPatientResources(patient: DemoPatient): KeyedResource[] {
   const org = keyRef<Organization>(`org-${patient.tenant}`);
+  // The platform's part, restored on every start; the patient cannot change it.
   const fhirPatient: Patient = {
     resourceType: 'Patient',
     meta: { accounts: [org] },
     identifier: [{ system: SYSTEMS.demoPatient, value: patient.key }],
+    managingOrganization: org,
+  };
+  // Hers: written when she is created, then only by her (a start never undoes her edits).
+  const demographics: Partial<Patient> = {
     name: [{ given: [patient.given], family: patient.family }],
     birthDate: patient.birthDate,
     gender: patient.gender,
     telecom: [{ system: 'phone', value: patient.phone, use: 'mobile' }],
     address: [{ line: ['1 Demo Street'], city: 'Demo City', state: patient.state, postalCode: '90001', country: 'US' }],
-    managingOrganization: org,
   };
   const member: MemberResource = {
     key: `demo-patient-${patient.key}`,
     resource: fhirPatient,
+    seed: demographics,
     member: {
       externalId: `demo-patient-${patient.key}`,
+      email: demoEmail(patient.key, patient.tenant),
+      password: DEMO_PASSWORD,
       membership: {
         access: [{ policy: keyRef('policy-patient'), parameter: [{ name: TENANT_PARAMETER, valueReference: org }] }],
       },
@@ -123,6 +142,8 @@ function demoClinicianResources(tenant: { key: string; name: string }): KeyedRes
     resource: practitioner,
     member: {
       externalId: `demo-clinician-${tenant.key}`,
+      email: demoEmail('clinician', tenant.key),
+      password: DEMO_PASSWORD,
       membership: {
         access: [{ policy: keyRef('policy-clinician'), parameter: [{ name: TENANT_PARAMETER, valueReference: org }] }],
       },
@@ -137,7 +158,7 @@ export function demoDefinition(): ProvisionDefinition {
     ...platformDefinition,
     resources: [
       ...platformDefinition.resources,
-      ...DEMO_TENANTS.flatMap((t) => tenantResources(t.key, t.name)),
+      ...DEMO_TENANTS.flatMap((t) => tenantResources(t.key, t.name, t.appId)),
       ...DEMO_PATIENTS.flatMap(demoPatientResources),
       ...DEMO_TENANTS.flatMap(demoClinicianResources),
       ...DEMO_AGREEMENTS.map(agreementDocument),
