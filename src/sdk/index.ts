@@ -1,12 +1,13 @@
 import type { z } from '@hono/zod-openapi';
 import type { Bundle, Patient, QuestionnaireResponse, Resource } from '@medplum/fhirtypes';
 import {
-  type AcceptanceRequestSchema,
+  AcceptanceRequestSchema,
   AcceptancesSchema,
   acceptancesRoute,
+  RequirementsQuerySchema,
   RequirementsSchema,
   requirementsRoute,
-  type WithdrawalRequestSchema,
+  WithdrawalRequestSchema,
   WithdrawnSchema,
   withdrawalsRoute,
 } from '../../contracts/agreements';
@@ -49,6 +50,16 @@ interface Route {
 type Query = Record<string, string | number | undefined>;
 
 /**
+ * A method taking the input of a contract schema. Its parameter type is inferred, not written as
+ * `z.input<typeof Schema>`, so that the published declarations (packages/sdk) spell the type out and
+ * need neither the contracts nor @hono/zod-openapi.
+ */
+const takes =
+  <S extends z.ZodType>(_schema: S) =>
+  <M extends (input: z.input<S>) => unknown>(method: M) =>
+    method;
+
+/**
  * The typed client of the Patient Care API. Its tree mirrors the paths (spec rule 6) and each method
  * is named by its route's operationId, built from the same contracts as the server: `patient.profile()`
  * is `GET /v1/patient/profile`. Responses are checked against the contract schemas.
@@ -75,7 +86,9 @@ export function createPatientCareClient(options: ClientOptions) {
     if (input.body !== undefined) {
       headers['content-type'] = 'application/json';
     }
-    const response = await fetchImpl(`${base}${path}${search.size ? `?${search}` : ''}`, {
+    // Not `search.size`: browsers before 2023 lack it, and the query would be dropped.
+    const queryString = search.toString();
+    const response = await fetchImpl(`${base}${path}${queryString ? `?${queryString}` : ''}`, {
       method: route.method.toUpperCase(),
       headers,
       body: input.body === undefined ? undefined : JSON.stringify(input.body),
@@ -103,12 +116,16 @@ export function createPatientCareClient(options: ClientOptions) {
       home: async () => PatientHomeSchema.parse(await call(homeRoute)),
     },
     agreements: {
-      requirements: async (context: z.input<typeof requirementsRoute.request.query> = {}) =>
+      requirements: takes(RequirementsQuerySchema)(async (context = {}) =>
         RequirementsSchema.parse(await call(requirementsRoute, { query: context })),
-      accept: async (agreements: z.input<typeof AcceptanceRequestSchema>['agreements']) =>
+      ),
+      /** Takes the `unmet` entries of `requirements()` as they are, `url|version` strings, or coordinates. */
+      accept: takes(AcceptanceRequestSchema.shape.agreements)(async (agreements) =>
         AcceptancesSchema.parse(await call(acceptancesRoute, { body: { agreements } })),
-      withdraw: async (request: z.input<typeof WithdrawalRequestSchema>) =>
+      ),
+      withdraw: takes(WithdrawalRequestSchema)(async (request) =>
         WithdrawnSchema.parse(await call(withdrawalsRoute, { body: request })),
+      ),
     },
     fhir: {
       search: async <T extends Resource = Resource>(type: T['resourceType'], query: Query = {}) =>

@@ -43,9 +43,8 @@ describe('SDK', () => {
     const me = await sdk.patient.profile();
     expect(me.id).toBe(carol.patient.id);
     const { unmet } = await sdk.agreements.requirements();
-    const accepted = await sdk.agreements.accept(
-      unmet.map((u) => ({ agreementUrl: u.url, agreementVersion: u.version })),
-    );
+    // The requirements' entries are accepted as they were answered.
+    const accepted = await sdk.agreements.accept(unmet);
     expect(accepted.acceptances).toHaveLength(unmet.length);
     expect(await sdk.agreements.requirements()).toEqual({ satisfied: true, unmet: [] });
     const observations = await sdk.fhir.search('Observation', { _count: 5 });
