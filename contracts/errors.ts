@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { FHIR_JSON } from './common';
 
 /** DESIGN section 4: every error code and the one status it is answered with. */
 export const ERROR_STATUS = {
@@ -27,39 +28,69 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
 export const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]];
 
+/**
+ * `details.reason` of a 401: what the gateway can tell without helping a forger (a bad signature, issuer,
+ * audience or shape are all `invalid_token`). `revoked`: the token was sound but the session has ended.
+ */
+export const UNAUTHENTICATED_REASONS = ['missing_token', 'invalid_token', 'expired', 'revoked'] as const;
+export type UnauthenticatedReason = (typeof UNAUTHENTICATED_REASONS)[number];
+
+/** `details.reason` of a 403. */
+export const FORBIDDEN_REASONS = ['not_a_patient', 'access_policy', 'not_own_record'] as const;
+export type ForbiddenReason = (typeof FORBIDDEN_REASONS)[number];
+
+/** The media types a request body may have (`details.accepted` of a 415). */
+export const ACCEPTED_BODY_TYPES = ['application/json', FHIR_JSON];
+
+const list = (values: readonly string[]) => values.map((v) => `\`${v}\``).join(', ');
+
 export const ErrorEnvelopeSchema = z
   .object({
     error: z.object({
       code: z.enum(ERROR_CODES).openapi({ description: 'Machine-readable code. Clients branch on it.' }),
       message: z.string().openapi({ description: 'Human-readable text. Never contains internal details.' }),
       details: z
-        .record(z.string(), z.unknown())
-        .optional()
-        .openapi({ description: 'Structured detail; its shape depends on the code (see each response).' }),
+        .object({
+          requestId: z.string().openapi({
+            description: 'The request id, as in the `X-Request-Id` header: quote it when reporting a problem.',
+          }),
+        })
+        .catchall(z.unknown())
+        .openapi({
+          description:
+            "Structured detail: always `requestId`, and the fields of the code (see each response). Never internal text, tokens or anyone else's data.",
+        }),
     }),
   })
   .openapi('Error', {
     description: 'The error envelope of every failure.',
-    example: { error: { code: 'not_found', message: 'Not found', details: { requestId: '6f1c...' } } },
+    example: {
+      error: {
+        code: 'not_found',
+        message: 'No such route',
+        details: { method: 'GET', path: '/v1/nope', requestId: '6f1c2b0e-3c1d-4f7a-9a55-0c7e0a5d2b11' },
+      },
+    },
   });
 
 export type ErrorEnvelope = z.infer<typeof ErrorEnvelopeSchema>;
 
 const DESCRIPTIONS: Record<number, string> = {
-  400: '`invalid_request`: malformed JSON or a schema violation; `details.issues[]` = `{path, message}`.',
-  401: '`unauthenticated`: no, invalid or expired token, or a revoked session. `WWW-Authenticate: Bearer error="invalid_token"`.',
-  403: '`forbidden`: a staff, bot or machine token, or the access policy denies the action. Do not retry.',
-  404: '`not_found`: unknown route or id, or a resource of another patient or tenant (existence is never revealed).',
-  405: '`method_not_allowed`: this write is not allowed on the record plane; `details.use` names the endpoint that owns the change. `Allow` lists what is.',
+  400: '`invalid_request`: malformed JSON or a schema violation; `details.issues[]` = `{path, message}` (`path` is `type` for a resource type the record service does not know; an over-long search also has `details.limit`, bytes).',
+  401: `\`unauthenticated\`: no, invalid or expired token, or a session that has ended; \`details.reason\` is one of ${list(UNAUTHENTICATED_REASONS)}. \`WWW-Authenticate: Bearer error="invalid_token"\`.`,
+  403: `\`forbidden\`: \`details.reason\` is \`not_a_patient\` (a staff, bot or machine token), \`access_policy\` (the platform's access policy denies the action) or \`not_own_record\`. Do not retry.`,
+  404: '`not_found`: unknown route (`details.method` and `details.path`, as the gateway saw them) or id, or a resource of another patient or tenant (existence is never revealed).',
+  405: '`method_not_allowed`: `details.allow` lists the methods the path does allow, as does the `Allow` header; a refused record-plane write also has `details.use`, the endpoint that owns the change.',
   409: 'A state conflict (`invalid_state` with `details.state`, `consent_required` with `details.agreements`).',
-  412: '`version_conflict`: `If-Match` is not the current version.',
+  412: '`version_conflict`: `If-Match` is not the current version; `details.ifMatch` is the value sent. Read the resource again and retry with its version.',
   413: '`payload_too_large`: the body is over the limit (`details.limit`, bytes).',
-  415: '`unsupported_media_type`: send `application/json` or `application/fhir+json`.',
-  422: 'A well-formed request the platform cannot accept (e.g. `invalid_country`).',
+  415: `\`unsupported_media_type\`: \`details.accepted\` lists the body media types: ${list(ACCEPTED_BODY_TYPES)}.`,
+  422: 'A well-formed request the platform cannot accept (e.g. `invalid_country` with `details.path`).',
+  429: '`rate_limited`: too many requests; retry after `Retry-After` seconds (`details.retryAfter`).',
   500: '`internal`: a bug on our side; `details.requestId` identifies it.',
-  502: '`upstream_error`: the record service failed.',
-  503: '`upstream_unavailable`: the record service is unreachable.',
-  504: '`upstream_timeout`: the record service did not answer in time.',
+  502: '`upstream_error`: the record service failed; `details.requestId` identifies the call.',
+  503: '`upstream_unavailable`: the record service (or the sign-in service) is unreachable; `details.requestId` identifies the call.',
+  504: '`upstream_timeout`: the record service did not answer in time; `details.requestId` identifies the call.',
 };
 
 export type DocumentedStatus = keyof typeof DESCRIPTIONS & number;
@@ -75,6 +106,7 @@ const requestIdHeader = {
 const HEADERS: Partial<Record<number, Record<string, { description: string; schema: { type: 'string' } }>>> = {
   401: { 'WWW-Authenticate': { description: 'Bearer error="invalid_token"', schema: { type: 'string' } } },
   405: { Allow: { description: 'The methods this path does allow.', schema: { type: 'string' } } },
+  429: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string' } } },
 };
 
 /** Documented error responses for a route: spread into `createRoute({ responses })`. */
@@ -101,4 +133,4 @@ export function errorResponses<S extends DocumentedStatus>(...statuses: S[]) {
 /** What every route can answer whatever it does: the frame's own failures. */
 export const FRAME_STATUSES = [500] as const;
 /** Added to every route that needs a session and reaches Medplum. */
-export const SECURED_STATUSES = [401, 403, 500, 502, 503, 504] as const;
+export const SECURED_STATUSES = [401, 403, 429, 500, 502, 503, 504] as const;

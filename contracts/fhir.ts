@@ -269,14 +269,14 @@ const refusal = (method: 'post' | 'put' | 'patch' | 'delete', path: string, oper
     tags: ['Record plane'],
     summary,
     description:
-      'Record-plane writes other than the ones listed are refused: 405 `method_not_allowed`, with `details.use` naming the endpoint that owns the change and an `Allow` header.',
+      'Record-plane writes other than the ones listed are refused: 405 `method_not_allowed`, with `details.use` naming the endpoint that owns the change, `details.allow` and an `Allow` header.',
     security: secured,
     request: {
       params: path.includes('{id}')
         ? z.object({ type: ResourceTypeParam, id: IdParam })
         : z.object({ type: ResourceTypeParam }),
     },
-    responses: errorResponses(400, 404, 405, 401, 403, 500, 502, 503, 504),
+    responses: errorResponses(400, 404, 405, ...SECURED_STATUSES),
   });
 
 export const refusedCreateRoute = refusal('post', '/v1/fhir/{type}', 'fhir.refuseCreate', 'Create (refused)');

@@ -3,11 +3,12 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit as honoBodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { BEARER } from '../contracts/common';
+import { ACCEPTED_BODY_TYPES } from '../contracts/errors';
 import type { AccessLogEntry, App, AppDeps, AppEnv, Limits } from './app-env';
 import { createTokenVerifier, type TokenVerifier } from './auth/verify';
 import { gatewayCors } from './edge/cors';
 import { createEdge, type Edge } from './edge/request';
-import { ApiError } from './errors';
+import { ApiError, unauthenticated } from './errors';
 import { medplumForRequest } from './medplum/client';
 import { toApiError } from './medplum/upstream';
 import { registerAgreementRoutes } from './routes/agreements';
@@ -18,6 +19,9 @@ import { registerPatientRoutes } from './routes/patient';
 
 export { DEFAULT_LIMITS } from './app-env';
 export type { AccessLogEntry, App, AppDeps, AppEnv, Limits };
+
+/** Characters of an unknown route's path echoed in its 404. */
+const MAX_ECHOED_PATH = 256;
 
 /** Routes that need no session. */
 const PUBLIC_PATHS = new Set(['/v1/config', '/v1/openapi.json', '/']);
@@ -69,7 +73,11 @@ export function createApp(deps: AppDeps): App {
         ),
       );
     }
-    return errorResponse(c, new ApiError('not_found', 'No such route'));
+    // What the gateway saw, for a client behind a proxy that rewrote the path; bounded, never the query.
+    return errorResponse(
+      c,
+      new ApiError('not_found', 'No such route', { method: c.req.method, path: c.req.path.slice(0, MAX_ECHOED_PATH) }),
+    );
   });
   app.onError((err, c) => errorResponse(c, err));
   return app;
@@ -129,8 +137,8 @@ export function errorResponse(c: Context<AppEnv>, err: unknown): Response {
       JSON.stringify({ level: 'error', requestId, error: err instanceof Error ? err.name : typeof err, frames }),
     );
   }
-  const error = known ?? new ApiError('internal', 'Internal error', { requestId });
-  return c.json(error.toEnvelope(), error.status as 400, { ...error.headers, 'X-Request-Id': requestId });
+  const error = known ?? new ApiError('internal', 'Internal error');
+  return c.json(error.toEnvelope(requestId), error.status as 400, { ...error.headers, 'X-Request-Id': requestId });
 }
 
 /** Hono's own client-error exceptions (e.g. a body that is not JSON) in our vocabulary. */
@@ -143,10 +151,11 @@ function frameworkError(err: unknown): ApiError | undefined {
       return new ApiError('invalid_request', 'The body is not valid JSON', {
         issues: [{ path: '', message: 'malformed JSON' }],
       });
-    case 413:
-      return new ApiError('payload_too_large', 'The body is too large');
     case 415:
-      return new ApiError('unsupported_media_type', 'Send application/json or application/fhir+json');
+      // Every body route declares JSON, and @hono/zod-openapi's gate lets any `application/*+json` through.
+      return new ApiError('unsupported_media_type', 'Send application/json or application/fhir+json', {
+        accepted: ACCEPTED_BODY_TYPES,
+      });
     default:
       return undefined;
   }
@@ -213,9 +222,7 @@ function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<A
     const header = c.req.header('authorization') ?? '';
     const token = /^Bearer ([A-Za-z0-9\-_.]+)$/.exec(header)?.[1];
     if (!token) {
-      throw new ApiError('unauthenticated', 'A bearer token is required', undefined, {
-        'WWW-Authenticate': 'Bearer error="invalid_token"',
-      });
+      throw unauthenticated(header ? 'invalid_token' : 'missing_token', 'A bearer token is required');
     }
     c.set('session', await verify(token));
     c.set('medplum', medplumForRequest(deps.medplum, token, deps.limits.upstreamTimeoutMs));

@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, customFetch, errors, type JWTPayload, jwtVerify } from 'jose';
-import { ApiError } from '../errors';
+import { ApiError, forbidden, unauthenticated } from '../errors';
 
 export interface SessionClaims {
   /** `Patient/<id>`: the only profile the API serves. */
@@ -11,9 +11,6 @@ export interface SessionClaims {
 }
 
 export type TokenVerifier = (token: string) => Promise<SessionClaims>;
-
-const unauthenticated = (message: string) =>
-  new ApiError('unauthenticated', message, undefined, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
 
 /** The algorithms of Medplum's signing keys (RS256 before 2025, then ES256, now ES384); never `none` or HMAC. */
 const MEDPLUM_ALGORITHMS = ['RS256', 'ES256', 'ES384'];
@@ -72,21 +69,21 @@ export function createTokenVerifier(options: {
       if (err instanceof errors.JWKSTimeout || (err instanceof TypeError && !(err instanceof errors.JOSEError))) {
         throw new ApiError('upstream_unavailable', 'The sign-in service is unreachable');
       }
-      throw unauthenticated(
-        err instanceof errors.JWTExpired ? 'The session has expired' : 'The access token is not valid',
-      );
+      throw err instanceof errors.JWTExpired
+        ? unauthenticated('expired', 'The session has expired')
+        : unauthenticated('invalid_token', 'The access token is not valid');
     }
     if (!issuedForThisApi(payload)) {
-      throw unauthenticated('The access token is not valid');
+      throw unauthenticated('invalid_token', 'The access token is not valid');
     }
     const profile = typeof payload.profile === 'string' ? payload.profile : '';
     const loginId = typeof payload.login_id === 'string' ? payload.login_id : '';
     if (!profile || !loginId || typeof payload.scope !== 'string') {
-      throw unauthenticated('The access token is not a session token');
+      throw unauthenticated('invalid_token', 'The access token is not a session token');
     }
     const patient = /^Patient\/([A-Za-z0-9\-.]{1,64})$/.exec(profile);
     if (!patient) {
-      throw new ApiError('forbidden', 'Only patient sessions may use this API');
+      throw forbidden('not_a_patient', 'Only patient sessions may use this API');
     }
     const clientId = typeof payload.client_id === 'string' ? payload.client_id : undefined;
     return { session: { profile, patientId: patient[1], loginId, clientId }, expiresAt: (payload.exp ?? 0) * 1000 };

@@ -1,6 +1,6 @@
 import { getStatus, isOperationOutcome, OperationOutcomeError } from '@medplum/core';
 import type { OperationOutcome } from '@medplum/fhirtypes';
-import { ApiError } from '../errors';
+import { ApiError, forbidden, unauthenticated } from '../errors';
 import { hasBufferedBody, withBufferedBody } from '../shared/buffered-body';
 
 /** Thrown by the gateway's fetch when Medplum itself failed; never a client mistake. */
@@ -77,6 +77,10 @@ function isBinary(input: RequestInfo | URL): boolean {
   return /\/Binary\//.test(url);
 }
 
+/** What a 429 asks the client to wait: MedplumClient's error keeps none of Medplum's headers to pass on. */
+const RETRY_AFTER_SECONDS = 1;
+const RETRY_AFTER = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
+
 /** Maps what a MedplumClient call threw to the public error; undefined when it is not Medplum's (a bug). */
 export function toApiError(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) {
@@ -107,20 +111,20 @@ export function toApiError(err: unknown): ApiError | undefined {
         })),
       });
     case 401:
-      return new ApiError('unauthenticated', 'The session is no longer valid', undefined, {
-        'WWW-Authenticate': 'Bearer error="invalid_token"',
-      });
+      // The token passed the gateway's own checks, so Medplum refused the session itself: it has ended.
+      return unauthenticated('revoked', 'The session is no longer valid');
     case 403:
-      return new ApiError('forbidden', 'Not allowed');
+      return forbidden('access_policy', 'Not allowed');
     case 404:
     case 410:
       return new ApiError('not_found', 'Not found');
     case 409:
       return new ApiError('invalid_state', 'The resource changed state', { state: 'conflict' });
     case 412:
+      // The route that sent the If-Match adds it to the details (src/routes/fhir.ts).
       return new ApiError('version_conflict', 'If-Match does not match the current version');
     case 429:
-      return new ApiError('rate_limited', 'Too many requests', undefined, { 'Retry-After': '1' });
+      return new ApiError('rate_limited', 'Too many requests', { retryAfter: RETRY_AFTER_SECONDS }, RETRY_AFTER);
     default:
       return new ApiError('upstream_error', 'The record service failed');
   }

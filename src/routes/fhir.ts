@@ -19,8 +19,9 @@ import {
 import { isCountryCode } from '../../contracts/iso3166';
 import type { App, AppEnv } from '../app-env';
 import { publicUrl } from '../edge/request';
-import { ApiError, notFound } from '../errors';
+import { ApiError, forbidden, notFound } from '../errors';
 import { readThrough } from '../medplum/passthrough';
+import { toApiError } from '../medplum/upstream';
 import { fhirResponse, routeResponse } from './respond';
 
 export function registerFhirRoutes(app: App): void {
@@ -70,8 +71,7 @@ export function registerFhirRoutes(app: App): void {
         path: addresses.length === 0 ? 'address' : `address.${invalid}.country`,
       });
     }
-    const updated = await c.get('medplum').updateResource(body as Resource, ifMatch(c));
-    return fhirResponse(c, updated);
+    return fhirResponse(c, await update(c, body as Resource));
   });
 
   app.openapi(createQuestionnaireResponseRoute, async (c) => {
@@ -90,8 +90,7 @@ export function registerFhirRoutes(app: App): void {
         issues: [{ path: 'id', message: 'must equal the path id' }],
       });
     }
-    const updated = await c.get('medplum').updateResource({ ...answers, id }, ifMatch(c));
-    return fhirResponse(c, updated);
+    return fhirResponse(c, await update(c, { ...answers, id }));
   });
 
   for (const route of [refusedCreateRoute, refusedUpdateRoute, refusedPatchRoute, refusedDeleteRoute]) {
@@ -100,12 +99,12 @@ export function registerFhirRoutes(app: App): void {
       await c.get('medplum').readResource('Patient', c.get('session').patientId);
       const { type } = c.req.valid('param') as { type: string; id?: string };
       const allowed = PATIENT_METHODS[type] ?? { collection: ['GET'], instance: ['GET'] };
-      const allow = (route.path.endsWith('{id}') ? allowed.instance : allowed.collection).join(', ');
+      const allow = route.path.endsWith('{id}') ? allowed.instance : allowed.collection;
       throw new ApiError(
         'method_not_allowed',
         `${c.req.method} is not allowed here; this change belongs to a workflow endpoint`,
-        { use: WRITE_OWNERS[type] ?? NO_PATIENT_WRITE },
-        { Allow: allow },
+        { use: WRITE_OWNERS[type] ?? NO_PATIENT_WRITE, allow },
+        { Allow: allow.join(', ') },
       );
     });
   }
@@ -116,14 +115,29 @@ function ownAnswers(c: Context<AppEnv>, answers: QuestionnaireResponse): Questio
   const patient = c.get('session').profile;
   const subject = answers.subject?.reference;
   if (subject !== undefined && subject !== patient) {
-    throw new ApiError('forbidden', "Answers can only be written for the signed-in patient's own record");
+    throw forbidden('not_own_record', "Answers can only be written for the signed-in patient's own record");
   }
   return { ...answers, subject: { reference: patient } };
 }
 
-function ifMatch(c: Context<AppEnv>): { headers: Record<string, string> } | undefined {
-  const value = c.req.header('if-match');
-  return value ? { headers: { 'If-Match': value } } : undefined;
+/** Longest If-Match echoed in a 412 (`W/"<uuid>"` is 41). */
+const MAX_ECHOED_IF_MATCH = 100;
+
+/**
+ * An update, conditional on the client's If-Match when it sent one (FHIR's rule): a stale version is
+ * 412 with `details.ifMatch`, what was sent, so the client can tell which write lost.
+ */
+async function update<T extends Resource>(c: Context<AppEnv>, resource: T): Promise<T> {
+  const sent = c.req.header('if-match');
+  try {
+    return await c.get('medplum').updateResource(resource, sent ? { headers: { 'If-Match': sent } } : undefined);
+  } catch (err) {
+    const known = toApiError(err);
+    if (known?.code === 'version_conflict') {
+      throw new ApiError(known.code, known.message, { ifMatch: sent?.slice(0, MAX_ECHOED_IF_MATCH) });
+    }
+    throw err;
+  }
 }
 
 /**

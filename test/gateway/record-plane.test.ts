@@ -284,7 +284,11 @@ describe('record plane writes', () => {
         const res = await gw.call(method, path, { body });
         expect(res.status, label).toBe(405);
         expect(res.body, label).toEqual({
-          error: { code: 'method_not_allowed', message: expect.any(String), details: { use } },
+          error: {
+            code: 'method_not_allowed',
+            message: expect.any(String),
+            details: { use, allow: expectedAllow.split(', '), requestId: res.headers.get('x-request-id') },
+          },
         });
         expect(res.headers.get('allow'), label).toBe(expectedAllow);
         checked.push(label);
