@@ -52,7 +52,15 @@ export const ConfigSchema = z
       .object({
         steps: z.array(z.string()),
       })
-      .openapi({ description: 'The registration flow, in order.' }),
+      .openapi({
+        description:
+          "The registration flow, in order (Medplum's; `clientId` is the patient app's own, fixed when it is built).",
+      }),
+    signIn: z
+      .object({
+        steps: z.array(z.string()),
+      })
+      .openapi({ description: "Signing in a registered patient, in order (Medplum's password login with PKCE)." }),
   })
   .openapi('Config');
 

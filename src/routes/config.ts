@@ -15,6 +15,13 @@ export function registerConfigRoutes(app: App, deps: AppDeps): void {
             'POST /v1/patient/home (once)',
           ],
         },
+        signIn: {
+          steps: [
+            'POST {medplumBaseUrl}auth/login {email, password, projectId, clientId, codeChallenge, codeChallengeMethod: "S256"} -> {code}',
+            'POST {medplumBaseUrl}oauth2/token grant_type=authorization_code&code&code_verifier -> {access_token, refresh_token?}',
+            'GET /v1/patient/profile (the session check)',
+          ],
+        },
       },
       200,
     ),

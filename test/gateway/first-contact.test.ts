@@ -44,6 +44,8 @@ afterAll(async () => {
 interface Config {
   projectId: string;
   medplumBaseUrl: string;
+  registration: { steps: string[] };
+  signIn: { steps: string[] };
 }
 
 const config = async (): Promise<Config> => (await fetch(`${started.gatewayUrl}/v1/config`)).json() as Promise<Config>;
@@ -53,8 +55,10 @@ const gateway = (token: string, path: string, method = 'GET') =>
 
 describe('a new patient app against npm start', () => {
   it('learns a reachable Medplum from /v1/config, and the demo client ids and password are printed', async () => {
-    const { medplumBaseUrl, projectId } = await config();
+    const { medplumBaseUrl, projectId, registration, signIn } = await config();
     expect(medplumBaseUrl).toBe(started.medplumUrl);
+    expect(registration.steps[0]).toMatch(/^POST \{medplumBaseUrl\}auth\/newuser /);
+    expect(signIn.steps[0]).toMatch(/^POST \{medplumBaseUrl\}auth\/login /);
     const keys = await fetch(new URL('.well-known/jwks.json', medplumBaseUrl));
     expect(keys.status).toBe(200);
     expect(((await keys.json()) as { keys: unknown[] }).keys.length).toBeGreaterThan(0);
