@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { FHIR_JSON, FhirResourceSchema, IdParam, ResourceTypeParam, secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
+import { isKnownResourceType, UNKNOWN_RESOURCE_TYPE } from './resource-types';
 
 export const MAX_COUNT = 100;
 export const DEFAULT_COUNT = 20;
@@ -50,6 +51,18 @@ const SearchQuery = z
     description: `Standard FHIR search parameters of the type, plus \`status\` and \`_compartment\`. At most ${MAX_QUERY_BYTES} bytes once percent-encoded.`,
   });
 
+/**
+ * The `{type}` of every record-plane path: a type the record service does not know is 400 whatever the
+ * method, the same answer for a read as for a write, with `details.issues[0].path` = `type`.
+ */
+export const RecordTypeParam = ResourceTypeParam.refine(isKnownResourceType, {
+  message: UNKNOWN_RESOURCE_TYPE,
+}).openapi({
+  param: { name: 'type', in: 'path' },
+  example: 'Observation',
+  description: 'A FHIR R4 resource type. Any other is 400 `invalid_request`, whatever the method.',
+});
+
 const fhirContent = <T extends z.ZodType>(schema: T) => ({ [FHIR_JSON]: { schema } });
 
 const OPERATIONS_NOTE =
@@ -63,7 +76,7 @@ export const searchRoute = createRoute({
   summary: "Search the patient's record",
   description: `Standard FHIR search over the signed-in patient's own record and their organization's catalog. Results of other patients never appear. The query is forwarded percent-encoded (\`,\` \`:\` \`|\` \`/\` take 3 bytes each); encoded, \`_count\` included, it may be at most ${MAX_QUERY_BYTES} bytes, which the record service accepts with room to spare. A longer query is 400 \`invalid_request\` with \`details.limit\` (bytes). ${OPERATIONS_NOTE}`,
   security: secured,
-  request: { params: z.object({ type: ResourceTypeParam }), query: SearchQuery },
+  request: { params: z.object({ type: RecordTypeParam }), query: SearchQuery },
   responses: {
     200: { description: 'A searchset Bundle.', content: fhirContent(BundleSchema) },
     ...errorResponses(400, 404, ...SECURED_STATUSES),
@@ -78,7 +91,7 @@ export const readRoute = createRoute({
   summary: 'Read one resource',
   description: `Reads one resource of the patient's record. Another patient's resource is 404, exactly like one that does not exist. ${OPERATIONS_NOTE}`,
   security: secured,
-  request: { params: z.object({ type: ResourceTypeParam, id: IdParam }) },
+  request: { params: z.object({ type: RecordTypeParam, id: IdParam }) },
   responses: {
     200: { description: 'The resource.', content: fhirContent(FhirResourceSchema) },
     ...errorResponses(400, 404, ...SECURED_STATUSES),
@@ -232,7 +245,8 @@ export const updateQuestionnaireResponseRoute = createRoute({
 
 /**
  * The one table of who owns writes of each resource type (spec rule 2). A record-plane write to
- * anything here, or to any type not listed, is refused with 405 and `details.use`.
+ * anything here, or to any other known type, is refused with 405 and `details.use`; to an unknown
+ * type, with 400 (RecordTypeParam).
  */
 export const WRITE_OWNERS: Record<string, string> = {
   Observation: 'POST /v1/tasks/{id}/complete',
@@ -269,12 +283,12 @@ const refusal = (method: 'post' | 'put' | 'patch' | 'delete', path: string, oper
     tags: ['Record plane'],
     summary,
     description:
-      'Record-plane writes other than the ones listed are refused: 405 `method_not_allowed`, with `details.use` naming the endpoint that owns the change, `details.allow` and an `Allow` header.',
+      'Record-plane writes other than the ones listed are refused: 405 `method_not_allowed`, with `details.use` naming the endpoint that owns the change, `details.allow` and an `Allow` header. A type the record service does not know is 400 `invalid_request`, as it is for a read.',
     security: secured,
     request: {
       params: path.includes('{id}')
-        ? z.object({ type: ResourceTypeParam, id: IdParam })
-        : z.object({ type: ResourceTypeParam }),
+        ? z.object({ type: RecordTypeParam, id: IdParam })
+        : z.object({ type: RecordTypeParam }),
     },
     responses: errorResponses(400, 404, 405, ...SECURED_STATUSES),
   });

@@ -17,6 +17,7 @@ import {
   WRITE_OWNERS,
 } from '../../contracts/fhir';
 import { isCountryCode } from '../../contracts/iso3166';
+import { isKnownResourceType, UNKNOWN_RESOURCE_TYPE } from '../../contracts/resource-types';
 import type { App, AppEnv } from '../app-env';
 import { publicUrl } from '../edge/request';
 import { ApiError, forbidden, notFound } from '../errors';
@@ -25,11 +26,20 @@ import { toApiError } from '../medplum/upstream';
 import { fhirResponse, routeResponse } from './respond';
 
 export function registerFhirRoutes(app: App): void {
-  // `$` operations first: whatever the method, they do not exist here (spec rule 9).
+  // `$` operations first: whatever the method, they do not exist here (spec rule 9). Then the type:
+  // one the record service does not know is 400 whatever the method, also one no route has (PUT on a
+  // collection), which would otherwise be a 405 naming methods of a type that does not exist.
   app.use('/v1/fhir/*', async (c, next) => {
-    const operation = c.req.path.split('/').find((segment) => segment.startsWith('$'));
+    const segments = c.req.path.split('/');
+    const operation = segments.find((segment) => segment.startsWith('$'));
     if (operation) {
       throw new ApiError('not_found', 'FHIR operations are not available', { operation });
+    }
+    const type = segments[3];
+    if (type && !isKnownResourceType(type)) {
+      throw new ApiError('invalid_request', 'The request is not valid', {
+        issues: [{ path: 'type', message: UNKNOWN_RESOURCE_TYPE }],
+      });
     }
     return next();
   });

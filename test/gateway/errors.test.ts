@@ -2,6 +2,7 @@ import type { Patient } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPTED_BODY_TYPES, FORBIDDEN_REASONS, UNAUTHENTICATED_REASONS } from '../../contracts/errors';
 import { WRITE_OWNERS } from '../../contracts/fhir';
+import { UNKNOWN_RESOURCE_TYPE } from '../../contracts/resource-types';
 import { DEFAULT_LIMITS } from '../../src/app';
 import { type ApiResponse, startTestGateway, type TestGateway } from '../support/gateway';
 import { badTokens } from '../support/tokens';
@@ -148,5 +149,39 @@ describe('every error has details', () => {
     const res = await gw.call('POST', '/v1/agreements/acceptances', { body: { agreements: [] } });
     const issues = failure(res, 400, 'invalid_request').details.issues as { path: string; message: string }[];
     expect(issues.map((i) => i.path)).toEqual(['agreements']);
+  });
+});
+
+describe('a resource type the record service does not know', () => {
+  const unknownType = (res: ApiResponse, label: string) => {
+    const { details } = failure(res, 400, 'invalid_request', label);
+    expect(details.issues, label).toEqual([{ path: 'type', message: UNKNOWN_RESOURCE_TYPE }]);
+  };
+
+  it('is 400 invalid_request naming `type`, on a search and a read', async () => {
+    unknownType(await gw.call('GET', '/v1/fhir/NotAType'), 'search');
+    unknownType(await gw.call('GET', '/v1/fhir/NotAType/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e'), 'read');
+  });
+
+  it('is the same 400 for every write, with and without an id, never 405', async () => {
+    const writes = [
+      { method: 'POST', path: '/v1/fhir/NotAType' },
+      { method: 'PUT', path: '/v1/fhir/NotAType' },
+      { method: 'PATCH', path: '/v1/fhir/NotAType' },
+      { method: 'DELETE', path: '/v1/fhir/NotAType' },
+      { method: 'POST', path: '/v1/fhir/NotAType/abc' },
+      { method: 'PUT', path: '/v1/fhir/NotAType/abc' },
+      { method: 'PATCH', path: '/v1/fhir/NotAType/abc' },
+      { method: 'DELETE', path: '/v1/fhir/NotAType/abc' },
+    ];
+    for (const { method, path } of writes) {
+      const body = method === 'DELETE' ? undefined : { resourceType: 'NotAType', id: 'abc' };
+      unknownType(await gw.call(method, path, { body }), `${method} ${path}`);
+    }
+  });
+
+  it('a known type not writable by patients stays 405', async () => {
+    const res = await gw.call('DELETE', '/v1/fhir/Bot/abc');
+    expect(failure(res, 405, 'method_not_allowed').details.use).toMatch(/^none/);
   });
 });
