@@ -55,7 +55,10 @@ export const RequirementsQuerySchema = z.object({
   healthcareService: reference('HealthcareService'),
   carePlan: reference('CarePlan'),
   task: reference('Task'),
-  protocol: Coordinate.optional().openapi({ description: 'A protocol or assessment canonical, `url|version`.' }),
+  protocol: Coordinate.optional().openapi({
+    description: 'A protocol or assessment canonical, `url|version`.',
+    example: 'https://patient-care.example/assessments/weight-intake|1',
+  }),
 });
 
 export const requirementsRoute = createRoute({

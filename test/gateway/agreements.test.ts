@@ -83,6 +83,16 @@ describe('requirement resolution rules on the demo catalog', () => {
     expect(carol.unmet[2].sourceUrl).toBe(`${A}/weight-program/1.html`);
   });
 
+  it("rule 1: the document's protocol example, an assessment canonical, brings that assessment's agreement", async () => {
+    const parameters = (gw.doc.paths?.['/v1/agreements/requirements']?.get?.parameters ?? []) as {
+      name: string;
+      schema: { example?: string };
+    }[];
+    const example = parameters.find((p) => p.name === 'protocol')?.schema.example as string;
+    const carol = await requirements(demo('carol'), `?${new URLSearchParams({ protocol: example })}`);
+    expect(coords(carol.unmet)).toEqual([`${A}/terms|2026-01`, `${A}/privacy|2026-01`, `${A}/weight-program|1`]);
+  });
+
   it("rule 2: filtered by the patient's state; moving the patient changes the requirements", async () => {
     const mover = await freshPatient(gw.backend, { tenant: 'southridge', state: 'NY' });
     expect((await requirements(mover)).unmet.some((u) => u.category === 'state-specific')).toBe(false);

@@ -2,10 +2,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { PlanDefinition } from '@medplum/fhirtypes';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { describe, expect, it } from 'vitest';
 import { ERROR_STATUS } from '../../contracts/errors';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { demoAssessment } from '../../src/provision/agreements';
 import { openApiDocument } from '../../src/routes/docs';
 
 /** The document exactly as GET /v1/openapi.json serves it (no backend needed to generate it). */
@@ -66,9 +68,31 @@ describe('the OpenAPI document', () => {
       }
     }
     const errorSchema = doc.components?.schemas?.Error as {
-      properties: { error: { properties: { code: { enum: string[] } } } };
+      properties: {
+        error: {
+          required: string[];
+          properties: { code: { enum: string[] }; details: { required: string[] } };
+        };
+      };
     };
     const codes = errorSchema.properties.error.properties.code.enum;
     expect(codes.sort()).toEqual(Object.keys(ERROR_STATUS).sort());
+    // DESIGN section 4's envelope is {code, message, details}, and every details names its request.
+    expect(errorSchema.properties.error.required.sort()).toEqual(['code', 'details', 'message']);
+    expect(errorSchema.properties.error.properties.details.required).toEqual(['requestId']);
+  });
+
+  it('the protocol example of GET /v1/agreements/requirements is an assessment canonical the demo publishes', () => {
+    const doc = generatedDocument();
+    const parameters = (doc.paths?.['/v1/agreements/requirements']?.get?.parameters ?? []) as {
+      name: string;
+      schema: { example?: string };
+    }[];
+    const example = parameters.find((p) => p.name === 'protocol')?.schema.example;
+    const published = demoAssessment()
+      .map(({ resource }) => resource)
+      .filter((r): r is PlanDefinition => r.resourceType === 'PlanDefinition')
+      .map((plan) => `${plan.url}|${plan.version}`);
+    expect(published).toContain(example);
   });
 });
