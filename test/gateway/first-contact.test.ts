@@ -1,8 +1,6 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { MedplumClient } from '@medplum/core';
 import type { Patient } from '@medplum/fhirtypes';
 import { chromium } from 'playwright-core';
@@ -90,11 +88,7 @@ describe('a new patient app against npm start', () => {
     expect(home.status).toBe(200);
     const homed = (await home.json()) as { organization: string; patient: string };
     // Southridge's, as Carol's (a demo patient of Southridge) is.
-    const tokens = JSON.parse(await readFile(join(started.cwd, '.data', 'demo-tokens.json'), 'utf8')) as Record<
-      string,
-      string
-    >;
-    const carol = (await (await gateway(tokens.carol, '/v1/patient/profile')).json()) as Patient;
+    const carol = (await (await gateway(started.tokens.carol, '/v1/patient/profile')).json()) as Patient;
     expect(homed.organization).toBe(carol.managingOrganization?.reference);
 
     const profile = await gateway(token, '/v1/patient/profile');

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NpmStart, startNpmStart } from './npm-start';
+import { type NpmStart, startNpmStart } from '../support/npm-start';
 
 const run = promisify(execFile);
 const SDK = resolve('packages/sdk');
@@ -56,7 +56,7 @@ async function runAs(patient: string, script: string): Promise<Record<string, un
     cwd: app,
     env: {
       PATH: process.env.PATH,
-      PATIENT_CARE_URL: gateway?.baseUrl,
+      PATIENT_CARE_URL: gateway?.gatewayUrl,
       PATIENT_TOKEN: gateway?.tokens[patient],
     },
   });
@@ -65,7 +65,7 @@ async function runAs(patient: string, script: string): Promise<Record<string, un
 
 /** The gateway's own `GET /v1/config` project, which a script must have read through the SDK. */
 async function projectId(): Promise<string> {
-  const response = await fetch(`${gateway?.baseUrl}/v1/config`);
+  const response = await fetch(`${gateway?.gatewayUrl}/v1/config`);
   return ((await response.json()) as { projectId: string }).projectId;
 }
 

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -39,6 +39,8 @@ export interface NpmStart {
   medplumUrl: string;
   /** The demo patient's token it printed. */
   token: string;
+  /** Every demo patient's token, by key (`alice`, ...), as it wrote them to `.data/demo-tokens.json`. */
+  tokens: Record<string, string>;
   stdout(): string;
   exited: Promise<number | null>;
   /** Kills it and removes its directory (which holds live demo tokens). */
@@ -76,8 +78,15 @@ export async function startNpmStart(env: Record<string, string> = {}): Promise<N
     errors += chunk.toString();
   });
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let running = true;
+  exited.then(() => {
+    running = false;
+  });
   const stop = async () => {
-    child.kill('SIGKILL');
+    if (running) {
+      child.kill('SIGKILL');
+      await exited;
+    }
     await rm(cwd, { recursive: true, force: true });
   };
   try {
@@ -94,12 +103,18 @@ export async function startNpmStart(env: Record<string, string> = {}): Promise<N
         fail(new Error(`npm start exited with ${code}: ${errors}`));
       });
     });
+    // Written just after the banner.
+    let tokens: Record<string, string> = {};
+    await eventually(async () => {
+      tokens = JSON.parse(await readFile(join(cwd, '.data', 'demo-tokens.json'), 'utf8')) as Record<string, string>;
+    }, 10_000);
     return {
       child,
       cwd,
       gatewayUrl: `http://127.0.0.1:${port}`,
       medplumUrl: `http://localhost:${medplumPort}/`,
       token,
+      tokens,
       stdout: () => output,
       exited,
       stop,
