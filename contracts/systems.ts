@@ -29,7 +29,17 @@ export const SYSTEMS = {
   phone: 'urn:ietf:rfc:3966',
   /** Subdivision codes such as US-CA (ISO 3166-2). */
   jurisdiction: 'urn:iso:std:iso:3166:-2',
+  /** Country codes such as US (ISO 3166-1 alpha-2), as Patient.address.country holds them. */
+  country: 'urn:iso:std:iso:3166',
+  /** What a PlanDefinition is (PlanDefinition.type): one of PLAN_TYPES. */
+  planType: `${BASE}/plan-type`,
+  /** The kind of a patient task (Task.code) and of the plan action that issues it: questionnaire, measurement. */
+  taskKind: `${BASE}/task-kind`,
 } as const;
+
+/** The kinds of plan the catalog fronts (PlanDefinition.type under SYSTEMS.planType). */
+export const PLAN_TYPES = ['assessment', 'program', 'clinical-protocol'] as const;
+export type PlanType = (typeof PLAN_TYPES)[number];
 
 export const EXTENSIONS = {
   /** On a patient ClientApplication: the tenant Organization whose app it is. */
@@ -42,6 +52,11 @@ export const EXTENSIONS = {
   agreementRequired: `${BASE}/fhir/StructureDefinition/agreement-required`,
   /** On an agreement DocumentReference: what stops working if it is withdrawn (valueString). */
   agreementWithdrawalConsequence: `${BASE}/fhir/StructureDefinition/agreement-withdrawal-consequence`,
+  /**
+   * On an ObservationDefinition.qualifiedInterval: the country where it applies (valueCodeableConcept,
+   * SYSTEMS.country); an interval without it applies wherever no country-specific one does.
+   */
+  intervalJurisdiction: `${BASE}/fhir/StructureDefinition/jurisdiction`,
   /** On a HealthcareService: the PlanDefinition it fronts (valueCanonical `url|version`). */
   frontsPlan: `${BASE}/fhir/StructureDefinition/fronts-plan`,
   /** On an SMS/voice Consent: the channel it covers (valueContactPoint, E.164). */

@@ -1,4 +1,4 @@
-import type { DocumentReference, HealthcareService, Organization, PlanDefinition } from '@medplum/fhirtypes';
+import type { DocumentReference, Organization } from '@medplum/fhirtypes';
 import type { AgreementCategory } from '../../bots/lib/agreement-rules';
 import { CATALOG, EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { KeyedResource } from './definition';
@@ -167,32 +167,3 @@ export const DEMO_AGREEMENTS: AgreementSpec[] = [
     withdrawalConsequence: 'The weight-management assessment cannot continue.',
   },
 ];
-
-/** An assessment (PlanDefinition, type assessment) with an attached agreement, fronted by a public HealthcareService. */
-export function demoAssessment(): KeyedResource[] {
-  const plan: PlanDefinition = {
-    resourceType: 'PlanDefinition',
-    meta: { tag: [PLATFORM_CATALOG_TAG] },
-    url: 'https://patient-care.example/assessments/weight-intake',
-    version: '1',
-    name: 'WeightIntake',
-    title: 'Weight-management intake',
-    status: 'active',
-    type: { coding: [{ system: 'https://patient-care.example/plan-type', code: 'assessment' }] },
-    // FHIR-natural attachment of an agreement: the plan depends on it (canonical of the agreement url).
-    relatedArtifact: [{ type: 'depends-on', label: 'agreement', resource: `${BASE}/weight-program` }],
-  };
-  const service: HealthcareService = {
-    resourceType: 'HealthcareService',
-    meta: { tag: [PLATFORM_CATALOG_TAG] },
-    name: 'Weight-management assessment',
-    active: true,
-    extension: [
-      { url: EXTENSIONS.frontsPlan, valueCanonical: 'https://patient-care.example/assessments/weight-intake|1' },
-    ],
-  };
-  return [
-    { key: 'assessment-weight-intake', resource: plan },
-    { key: 'service-weight-intake', resource: service },
-  ];
-}

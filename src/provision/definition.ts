@@ -96,6 +96,8 @@ const PATIENT_READONLY_TYPES = [
  * The catalog: definitions a patient may read only when published (a catalog tag that provisioning
  * alone writes), to their tenant or to every tenant. Agreement documents are DocumentReferences, so
  * DocumentReference is here too: a patient never reads a tenant's documents just for being in it.
+ * Location: the jurisdictions an offering is restricted to (HealthcareService.coverageArea), never a
+ * tenant's sites or anyone's address.
  */
 export const CATALOG_TYPES = [
   'HealthcareService',
@@ -103,6 +105,7 @@ export const CATALOG_TYPES = [
   'ActivityDefinition',
   'Questionnaire',
   'ObservationDefinition',
+  'Location',
   'DocumentReference',
 ] as const;
 

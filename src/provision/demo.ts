@@ -1,7 +1,8 @@
 import type { Observation, Organization, Patient, Practitioner } from '@medplum/fhirtypes';
 import { SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
-import { agreementDocument, DEMO_AGREEMENTS, demoAssessment } from './agreements';
+import { agreementDocument, DEMO_AGREEMENTS } from './agreements';
 import type { MemberResource } from './apply';
+import { demoCatalog } from './catalog';
 import type { KeyedResource, ProvisionDefinition } from './definition';
 import { keyRef, platformDefinition, tenantResources } from './definition';
 
@@ -162,7 +163,7 @@ export function demoDefinition(): ProvisionDefinition {
       ...DEMO_PATIENTS.flatMap(demoPatientResources),
       ...DEMO_TENANTS.flatMap(demoClinicianResources),
       ...DEMO_AGREEMENTS.map(agreementDocument),
-      ...demoAssessment(),
+      ...demoCatalog(),
     ],
   };
 }

@@ -7,7 +7,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { describe, expect, it } from 'vitest';
 import { ERROR_STATUS } from '../../contracts/errors';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
-import { demoAssessment } from '../../src/provision/agreements';
+import { demoCatalog } from '../../src/provision/catalog';
 import { openApiDocument } from '../../src/routes/docs';
 
 /** The document exactly as GET /v1/openapi.json serves it (no backend needed to generate it). */
@@ -89,7 +89,7 @@ describe('the OpenAPI document', () => {
       schema: { example?: string };
     }[];
     const example = parameters.find((p) => p.name === 'protocol')?.schema.example;
-    const published = demoAssessment()
+    const published = demoCatalog()
       .map(({ resource }) => resource)
       .filter((r): r is PlanDefinition => r.resourceType === 'PlanDefinition')
       .map((plan) => `${plan.url}|${plan.version}`);

@@ -1,0 +1,128 @@
+import type {
+  ActivityDefinition,
+  HealthcareService,
+  Location,
+  Patient,
+  PlanDefinition,
+  PlanDefinitionAction,
+} from '@medplum/fhirtypes';
+import { EXTENSIONS, PLAN_TYPES, type PlanType, SYSTEMS } from '../../contracts/systems';
+
+/**
+ * The catalog's rules, shared by the gateway (`GET /v1/protocols`) and the workflow bots that start
+ * what it lists, so that what a patient is shown and what they may start can never disagree.
+ */
+
+/** The plan a service fronts, `url|version` (its fronts-plan extension). */
+export function frontedCanonical(service: HealthcareService): string | undefined {
+  const canonical = service.extension?.find((e) => e.url === EXTENSIONS.frontsPlan)?.valueCanonical;
+  return canonical && /^\S+\|\S+$/.test(canonical) ? canonical : undefined;
+}
+
+/** The platform's plan type of a PlanDefinition (its `type` coding under SYSTEMS.planType). */
+export function planTypeOf(plan: PlanDefinition): PlanType | undefined {
+  const code = plan.type?.coding?.find((c) => c.system === SYSTEMS.planType)?.code;
+  return (PLAN_TYPES as readonly string[]).includes(code ?? '') ? (code as PlanType) : undefined;
+}
+
+/** Where a patient is, as the agreement rules read it: `Patient.address[0]` country and state. */
+export interface Whereabouts {
+  country?: string;
+  state?: string;
+}
+
+export function whereaboutsOf(patient: Patient): Whereabouts {
+  const address = patient.address?.[0];
+  return { country: address?.country?.toUpperCase(), state: address?.state?.toUpperCase() };
+}
+
+/**
+ * Whether an offering is available where the patient is. No `coverageArea`: everywhere. Otherwise one of
+ * its jurisdiction Locations must match: its country, and its state when it names one. A coverage area
+ * that cannot be read (not published, gone) matches nobody: a restriction never fails open.
+ */
+export function isAvailableTo(
+  service: HealthcareService,
+  locations: ReadonlyMap<string, Location>,
+  where: Whereabouts,
+): boolean {
+  const areas = service.coverageArea ?? [];
+  if (areas.length === 0) {
+    return true;
+  }
+  return areas.some((area) => {
+    const address = locations.get(area.reference ?? '')?.address;
+    if (!address?.country || !where.country || address.country.toUpperCase() !== where.country) {
+      return false;
+    }
+    return !address.state || address.state.toUpperCase() === where.state;
+  });
+}
+
+/** What an assessment plan's action is, by its code (SYSTEMS.taskKind): the kind of task it issues. */
+export function actionKind(action: PlanDefinitionAction): string | undefined {
+  return action.code?.flatMap((c) => c.coding ?? []).find((c) => c.system === SYSTEMS.taskKind)?.code;
+}
+
+/** Definitions an assessment plan's actions point at, by `url|version`. */
+export interface AssessmentDefinitions {
+  questionnaires: ReadonlySet<string>;
+  activities: ReadonlyMap<string, ActivityDefinition>;
+}
+
+/**
+ * JOURNEY A's lint of an assessment ("one-time", "never pre-binds candidate conditions"): only
+ * questionnaire and measurement actions, each pinned (`url|version`) to a published definition; no timing
+ * anywhere; no condition focus (useContext focus, goal addresses, action reasons). Empty when it passes.
+ */
+export function assessmentPlanIssues(plan: PlanDefinition, definitions: AssessmentDefinitions): string[] {
+  const issues: string[] = [];
+  if (planTypeOf(plan) !== 'assessment') {
+    issues.push('type is not assessment');
+  }
+  if (plan.useContext?.some((u) => u.code?.code === 'focus')) {
+    issues.push('useContext binds a focus');
+  }
+  if (plan.goal?.some((g) => (g.addresses ?? []).length > 0)) {
+    issues.push('a goal addresses a condition');
+  }
+  if ((plan.action ?? []).length === 0) {
+    issues.push('no actions');
+  }
+  for (const [index, action] of (plan.action ?? []).entries()) {
+    const at = `action[${index}]`;
+    const kind = actionKind(action);
+    const canonical = action.definitionCanonical ?? '';
+    if (action.timingTiming || action.timingDateTime || action.timingDuration || action.timingRange) {
+      issues.push(`${at} has timing`);
+    }
+    if (action.timingAge || action.timingPeriod) {
+      issues.push(`${at} has timing`);
+    }
+    if ((action.reason ?? []).length > 0) {
+      issues.push(`${at} has a reason (a condition focus)`);
+    }
+    if ((action.action ?? []).length > 0) {
+      issues.push(`${at} has sub-actions`);
+    }
+    if (!/^\S+\|\S+$/.test(canonical)) {
+      issues.push(`${at} is not pinned to url|version`);
+    } else if (kind === 'questionnaire') {
+      if (!definitions.questionnaires.has(canonical)) {
+        issues.push(`${at} names no published Questionnaire ${canonical}`);
+      }
+    } else if (kind === 'measurement') {
+      const activity = definitions.activities.get(canonical);
+      if (!activity || (activity.observationRequirement ?? []).length === 0) {
+        issues.push(`${at} names no published measurement ActivityDefinition ${canonical}`);
+      } else if (activity.timingTiming || activity.timingDateTime || activity.timingPeriod || activity.timingRange) {
+        issues.push(`${at}'s ActivityDefinition has timing`);
+      } else if (activity.timingAge || activity.timingDuration) {
+        issues.push(`${at}'s ActivityDefinition has timing`);
+      }
+    } else {
+      issues.push(`${at} is neither a questionnaire nor a measurement`);
+    }
+  }
+  return issues;
+}

@@ -1,0 +1,468 @@
+import type {
+  ActivityDefinition,
+  CodeableConcept,
+  HealthcareService,
+  Location,
+  Meta,
+  ObservationDefinition,
+  ObservationDefinitionQualifiedInterval,
+  Organization,
+  PlanDefinition,
+  PlanDefinitionAction,
+  Quantity,
+  Questionnaire,
+  QuestionnaireItem,
+  Timing,
+} from '@medplum/fhirtypes';
+import { EXTENSIONS, type PlanType, SYSTEMS } from '../../contracts/systems';
+import { PLATFORM_CATALOG_TAG, TENANT_CATALOG_TAG } from './agreements';
+import type { KeyedResource } from './definition';
+import { keyRef } from './definition';
+
+/**
+ * The demo care catalog (issue 14, JOURNEY A): what `GET /v1/protocols` lists and the intake, program and
+ * spine workflows start. Encoding:
+ * - an offering is a HealthcareService (`active`, catalog tag, `fronts-plan` = the plan's `url|version`,
+ *   `coverageArea` = jurisdiction Locations when it is restricted);
+ * - a plan is a PlanDefinition whose `type` carries SYSTEMS.planType (assessment | program |
+ *   clinical-protocol); its actions carry the kind of task they issue (`code`, SYSTEMS.taskKind) and
+ *   point at a pinned Questionnaire or ActivityDefinition (`definitionCanonical`, `url|version`);
+ * - a measurement is an ActivityDefinition (kind Task, code measurement) naming its ObservationDefinitions
+ *   (`observationRequirement`); a treatment option an ActivityDefinition of kind MedicationRequest with
+ *   its RxNorm product (JOURNEY D.2);
+ * - an ObservationDefinition's `quantitativeDetails.unit` is the unit readings are stored in; a reading in
+ *   `customaryUnit` converts as value / `conversionFactor` (R4: customary = unit x conversionFactor); the
+ *   `absolute` interval bounds what can be recorded; `reference` (and `critical`) intervals interpret it,
+ *   the ones with EXTENSIONS.intervalJurisdiction only for patients of that country.
+ * Everything pinned by version (Questionnaire, ActivityDefinition, PlanDefinition `url|version`;
+ * ObservationDefinition by its id's version) is write-once: a change is a new version under a new key.
+ */
+
+const BASE = 'https://patient-care.example';
+const LOINC = 'http://loinc.org';
+const UCUM = 'http://unitsofmeasure.org';
+const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
+const HL7_PLAN_TYPE = 'http://terminology.hl7.org/CodeSystem/plan-definition-type';
+const LOCATION_TYPE = 'http://terminology.hl7.org/CodeSystem/location-physical-type';
+const RANGE_MEANING = 'http://terminology.hl7.org/CodeSystem/referencerange-meaning';
+const OBSERVATION_CATEGORY = 'http://terminology.hl7.org/CodeSystem/observation-category';
+
+/** Who publishes an item: a tenant (its key), or the platform (undefined). */
+type Publisher = string | undefined;
+
+function published(tenant: Publisher): Meta {
+  return tenant
+    ? { accounts: [keyRef<Organization>(`org-${tenant}`)], tag: [TENANT_CATALOG_TAG] }
+    : { tag: [PLATFORM_CATALOG_TAG] };
+}
+
+const keyOf = (tenant: Publisher, name: string): string => (tenant ? `catalog-${tenant}-${name}` : `catalog-${name}`);
+const urlOf = (tenant: Publisher, path: string): string => (tenant ? `${BASE}/${tenant}/${path}` : `${BASE}/${path}`);
+const coding = (system: string, code: string, display?: string): CodeableConcept => ({
+  coding: [{ system, code, ...(display ? { display } : {}) }],
+});
+const quantity = (value: number, unit: string): Quantity => ({ value, unit, system: UCUM, code: unit });
+
+// ------------------------------------------------------------------ measurements
+
+interface Interval {
+  low?: number;
+  high?: number;
+  /** ISO 3166-1 alpha-2: the interval applies to patients of this country only. */
+  country?: string;
+}
+
+interface MeasurementSpec {
+  name: string;
+  loinc: string;
+  display: string;
+  unit: string;
+  customary?: { unit: string; factor: number };
+  absolute: Required<Pick<Interval, 'low' | 'high'>>;
+  reference?: Interval[];
+  critical?: Interval[];
+}
+
+function interval(category: 'absolute' | 'reference' | 'critical', unit: string, spec: Interval) {
+  const result: ObservationDefinitionQualifiedInterval = {
+    category,
+    range: {
+      ...(spec.low === undefined ? {} : { low: quantity(spec.low, unit) }),
+      ...(spec.high === undefined ? {} : { high: quantity(spec.high, unit) }),
+    },
+  };
+  if (category === 'reference') {
+    result.context = coding(RANGE_MEANING, 'normal', 'Normal Range');
+  }
+  if (spec.country) {
+    result.extension = [
+      { url: EXTENSIONS.intervalJurisdiction, valueCodeableConcept: coding(SYSTEMS.country, spec.country) },
+    ];
+  }
+  return result;
+}
+
+function observationDefinition(tenant: Publisher, spec: MeasurementSpec): KeyedResource {
+  const resource: ObservationDefinition = {
+    resourceType: 'ObservationDefinition',
+    meta: published(tenant),
+    category: [coding(OBSERVATION_CATEGORY, 'vital-signs', 'Vital Signs')],
+    code: coding(LOINC, spec.loinc, spec.display),
+    permittedDataType: ['Quantity'],
+    quantitativeDetails: {
+      unit: coding(UCUM, spec.unit),
+      ...(spec.customary
+        ? { customaryUnit: coding(UCUM, spec.customary.unit), conversionFactor: spec.customary.factor }
+        : {}),
+      decimalPrecision: 1,
+    },
+    qualifiedInterval: [
+      interval('absolute', spec.unit, spec.absolute),
+      ...(spec.reference ?? []).map((r) => interval('reference', spec.unit, r)),
+      ...(spec.critical ?? []).map((r) => interval('critical', spec.unit, r)),
+    ],
+  };
+  return { key: keyOf(tenant, `measure-${spec.name}`), resource, writeOnce: true };
+}
+
+const BODY_WEIGHT: MeasurementSpec = {
+  name: 'body-weight',
+  loinc: '29463-7',
+  display: 'Body weight',
+  unit: 'kg',
+  customary: { unit: '[lb_av]', factor: 2.20462 },
+  absolute: { low: 20, high: 400 },
+};
+
+// ACC/AHA 2017 (US) calls under 120/80 normal; elsewhere (ESC, WHO) under 140/90 is the usual bound.
+const SYSTOLIC: MeasurementSpec = {
+  name: 'systolic',
+  loinc: '8480-6',
+  display: 'Systolic blood pressure',
+  unit: 'mm[Hg]',
+  customary: { unit: 'kPa', factor: 0.133322 },
+  absolute: { low: 50, high: 300 },
+  reference: [{ high: 120, country: 'US' }, { high: 140 }],
+  critical: [{ low: 180 }],
+};
+
+const DIASTOLIC: MeasurementSpec = {
+  name: 'diastolic',
+  loinc: '8462-4',
+  display: 'Diastolic blood pressure',
+  unit: 'mm[Hg]',
+  customary: { unit: 'kPa', factor: 0.133322 },
+  absolute: { low: 30, high: 200 },
+  reference: [{ high: 80, country: 'US' }, { high: 90 }],
+  critical: [{ low: 120 }],
+};
+
+// ------------------------------------------------------------------ questionnaires and activities
+
+interface Definition {
+  key: string;
+  canonical: string;
+  title: string;
+  resources: KeyedResource[];
+}
+
+function questionnaire(tenant: Publisher, name: string, title: string, item: QuestionnaireItem[]): Definition {
+  const url = urlOf(tenant, `questionnaires/${name}`);
+  const resource: Questionnaire = {
+    resourceType: 'Questionnaire',
+    meta: published(tenant),
+    url,
+    version: '1',
+    name: title.replace(/[^A-Za-z0-9]/g, ''),
+    title,
+    status: 'active',
+    subjectType: ['Patient'],
+    item,
+  };
+  const key = keyOf(tenant, `questionnaire-${name}`);
+  return { key, canonical: `${url}|1`, title, resources: [{ key, resource, writeOnce: true }] };
+}
+
+/** A measurement the patient takes: a Task naming the ObservationDefinitions its readings must meet. */
+function measurement(tenant: Publisher, name: string, title: string, specs: MeasurementSpec[]): Definition {
+  const definitions = specs.map((spec) => observationDefinition(tenant, spec));
+  const url = urlOf(tenant, `activities/${name}`);
+  const resource: ActivityDefinition = {
+    resourceType: 'ActivityDefinition',
+    meta: published(tenant),
+    url,
+    version: '1',
+    name: title.replace(/[^A-Za-z0-9]/g, ''),
+    title,
+    status: 'active',
+    kind: 'Task',
+    code: coding(SYSTEMS.taskKind, 'measurement'),
+    observationRequirement: definitions.map((d) => keyRef<ObservationDefinition>(d.key)),
+  };
+  const key = keyOf(tenant, `activity-${name}`);
+  return { key, canonical: `${url}|1`, title, resources: [...definitions, { key, resource, writeOnce: true }] };
+}
+
+interface TreatmentSpec {
+  name: string;
+  title: string;
+  rxnorm: string;
+  product: string;
+  dosage: string;
+}
+
+/** A treatment option (JOURNEY D.2): a MedicationRequest template with its RxNorm product and dosage. */
+function treatmentOption(tenant: Publisher, spec: TreatmentSpec): Definition {
+  const url = urlOf(tenant, `treatment-options/${spec.name}`);
+  const resource: ActivityDefinition = {
+    resourceType: 'ActivityDefinition',
+    meta: published(tenant),
+    url,
+    version: '1',
+    name: spec.title.replace(/[^A-Za-z0-9]/g, ''),
+    title: spec.title,
+    status: 'active',
+    kind: 'MedicationRequest',
+    intent: 'proposal',
+    productCodeableConcept: coding(RXNORM, spec.rxnorm, spec.product),
+    dosage: [
+      {
+        text: spec.dosage,
+        timing: { repeat: { frequency: 1, period: 1, periodUnit: 'd' } },
+        doseAndRate: [{ doseQuantity: { value: 1, unit: 'tablet', system: UCUM, code: '{tbl}' } }],
+      },
+    ],
+  };
+  const key = keyOf(tenant, `option-${spec.name}`);
+  return { key, canonical: `${url}|1`, title: spec.title, resources: [{ key, resource, writeOnce: true }] };
+}
+
+// ------------------------------------------------------------------ plans and offerings
+
+const kind = (code: 'questionnaire' | 'measurement') => [coding(SYSTEMS.taskKind, code)];
+const WEEKLY: Timing = { repeat: { frequency: 1, period: 1, periodUnit: 'wk' } };
+const MONTHLY: Timing = { repeat: { frequency: 1, period: 1, periodUnit: 'mo' } };
+
+const answer = (definition: Definition, title: string, timing?: Timing): PlanDefinitionAction => ({
+  title,
+  code: kind('questionnaire'),
+  definitionCanonical: definition.canonical,
+  ...(timing ? { timingTiming: timing } : {}),
+});
+
+const measure = (definition: Definition, title: string, timing?: Timing): PlanDefinitionAction => ({
+  title,
+  code: kind('measurement'),
+  definitionCanonical: definition.canonical,
+  ...(timing ? { timingTiming: timing } : {}),
+});
+
+interface OfferingSpec {
+  name: string;
+  /** The plan's url path under the publisher, e.g. `assessments/weight-intake`. */
+  path: string;
+  type: PlanType;
+  title: string;
+  service: string;
+  comment: string;
+  action: PlanDefinitionAction[];
+  /** Agreement urls the plan depends on (spec: agreements attached to the assessment or care plan). */
+  agreements?: string[];
+  /** Jurisdiction Location keys the offering is restricted to. */
+  coverage?: string[];
+  /** Keys kept from before this file existed (tests and stores know them). */
+  keys?: { plan: string; service: string };
+}
+
+function offering(tenant: Publisher, spec: OfferingSpec): KeyedResource[] {
+  const url = urlOf(tenant, spec.path);
+  const plan: PlanDefinition = {
+    resourceType: 'PlanDefinition',
+    meta: published(tenant),
+    url,
+    version: '1',
+    name: spec.title.replace(/[^A-Za-z0-9]/g, ''),
+    title: spec.title,
+    status: 'active',
+    type: {
+      coding: [
+        { system: SYSTEMS.planType, code: spec.type },
+        ...(spec.type === 'clinical-protocol' ? [{ system: HL7_PLAN_TYPE, code: 'clinical-protocol' }] : []),
+      ],
+    },
+    ...(spec.agreements
+      ? {
+          // FHIR-natural attachment of an agreement: the plan depends on it (the agreement's url).
+          relatedArtifact: spec.agreements.map((resource) => ({
+            type: 'depends-on' as const,
+            label: 'agreement',
+            resource,
+          })),
+        }
+      : {}),
+    action: spec.action,
+  };
+  const service: HealthcareService = {
+    resourceType: 'HealthcareService',
+    meta: published(tenant),
+    active: true,
+    name: spec.service,
+    comment: spec.comment,
+    ...(tenant ? { providedBy: keyRef<Organization>(`org-${tenant}`) } : {}),
+    ...(spec.coverage ? { coverageArea: spec.coverage.map((key) => keyRef<Location>(key)) } : {}),
+    extension: [{ url: EXTENSIONS.frontsPlan, valueCanonical: `${url}|1` }],
+  };
+  return [
+    { key: spec.keys?.plan ?? keyOf(tenant, `plan-${spec.name}`), resource: plan, writeOnce: true },
+    { key: spec.keys?.service ?? keyOf(tenant, `service-${spec.name}`), resource: service },
+  ];
+}
+
+/** A jurisdiction an offering may be restricted to: a Location of kind jurisdiction (physicalType jdn). */
+function jurisdiction(country: string, state: string, name: string): KeyedResource {
+  const resource: Location = {
+    resourceType: 'Location',
+    meta: published(undefined),
+    identifier: [{ system: SYSTEMS.jurisdiction, value: `${country}-${state}` }],
+    status: 'active',
+    mode: 'kind',
+    name,
+    physicalType: coding(LOCATION_TYPE, 'jdn', 'Jurisdiction'),
+    address: { state, country },
+  };
+  return { key: jurisdictionKey(country, state), resource };
+}
+
+const jurisdictionKey = (country: string, state: string) => `catalog-jurisdiction-${country}-${state}`.toLowerCase();
+
+const JURISDICTIONS = [
+  jurisdiction('US', 'CA', 'California'),
+  jurisdiction('US', 'NY', 'New York'),
+  jurisdiction('US', 'TX', 'Texas'),
+];
+
+/** The platform's assessment with an attached agreement: weight-management intake, every tenant's. */
+function platformCatalog(): KeyedResource[] {
+  const history = questionnaire(undefined, 'weight-history', 'Weight history', [
+    { linkId: 'goal', text: 'What weight would you like to reach (kg)?', type: 'decimal' },
+    {
+      linkId: 'previous-programs',
+      text: 'Have you taken part in a weight-management program before?',
+      type: 'boolean',
+      required: true,
+    },
+    { linkId: 'lab-results', text: 'Recent lab results, if you have them (PDF or image)', type: 'attachment' },
+  ]);
+  const weight = measurement(undefined, 'body-weight', 'Body weight', [BODY_WEIGHT]);
+  return [
+    ...history.resources,
+    ...weight.resources,
+    ...offering(undefined, {
+      name: 'weight-intake',
+      path: 'assessments/weight-intake',
+      type: 'assessment',
+      title: 'Weight-management intake',
+      service: 'Weight-management assessment',
+      comment: 'A short questionnaire and your current weight, reviewed by a clinician.',
+      agreements: [`${BASE}/agreements/weight-program`],
+      action: [answer(history, 'Your weight history'), measure(weight, 'Your current weight')],
+      keys: { plan: 'assessment-weight-intake', service: 'service-weight-intake' },
+    }),
+  ];
+}
+
+/**
+ * A tenant's own catalog: a blood-pressure assessment (questionnaire and measurements), a monitoring
+ * program and a treatment protocol with two options. Treatment is prescribed under a state licence, so
+ * the protocol is offered only where the tenant is licensed (`licensedIn`, a jurisdiction Location).
+ */
+function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
+  const history = questionnaire(tenant, 'blood-pressure-history', 'Blood pressure history', [
+    {
+      linkId: 'diagnosed',
+      text: 'Has a clinician ever told you that you have high blood pressure?',
+      type: 'boolean',
+      required: true,
+    },
+    { linkId: 'medication', text: 'Do you take medicine for your blood pressure?', type: 'boolean', required: true },
+    { linkId: 'symptoms', text: 'Headaches, dizziness or other symptoms you have noticed', type: 'text' },
+  ]);
+  const checkIn = questionnaire(tenant, 'monthly-check-in', 'Monthly check-in', [
+    { linkId: 'side-effects', text: 'Have you had side effects from your treatment?', type: 'boolean' },
+    { linkId: 'notes', text: 'Anything your care team should know', type: 'text' },
+  ]);
+  const reading = measurement(tenant, 'blood-pressure', 'Blood pressure reading', [SYSTOLIC, DIASTOLIC]);
+  const options = [
+    treatmentOption(tenant, {
+      name: 'lisinopril-10',
+      title: 'Lisinopril 10 mg daily',
+      rxnorm: '314076',
+      product: 'lisinopril 10 MG Oral Tablet',
+      dosage: 'One tablet by mouth once a day',
+    }),
+    treatmentOption(tenant, {
+      name: 'amlodipine-5',
+      title: 'Amlodipine 5 mg daily',
+      rxnorm: '197361',
+      product: 'amlodipine 5 MG Oral Tablet',
+      dosage: 'One tablet by mouth once a day',
+    }),
+  ];
+  return [
+    ...history.resources,
+    ...checkIn.resources,
+    ...reading.resources,
+    ...options.flatMap((o) => o.resources),
+    ...offering(tenant, {
+      name: 'blood-pressure-check',
+      path: 'assessments/blood-pressure-check',
+      type: 'assessment',
+      title: 'Blood pressure check',
+      service: 'Blood pressure check',
+      comment: 'A few questions and two blood pressure readings, reviewed by a clinician.',
+      action: [answer(history, 'Your blood pressure history'), measure(reading, 'Your blood pressure')],
+    }),
+    ...offering(tenant, {
+      name: 'blood-pressure-monitoring',
+      path: 'programs/blood-pressure-monitoring',
+      type: 'program',
+      title: 'Blood pressure monitoring',
+      service: 'Blood pressure monitoring program',
+      comment: 'A weekly reading and a monthly check-in with your care team.',
+      action: [measure(reading, 'Weekly blood pressure', WEEKLY), answer(checkIn, 'Monthly check-in', MONTHLY)],
+    }),
+    ...offering(tenant, {
+      name: 'hypertension-treatment',
+      path: 'protocols/hypertension-treatment',
+      type: 'clinical-protocol',
+      title: 'Hypertension treatment',
+      service: 'Hypertension treatment',
+      comment: 'Medication for high blood pressure, chosen by a clinician, with weekly readings.',
+      coverage: [licensedIn],
+      action: [
+        {
+          title: 'Treatment',
+          groupingBehavior: 'logical-group',
+          selectionBehavior: 'exactly-one',
+          action: options.map((o) => ({ title: o.title, definitionCanonical: o.canonical })),
+        },
+        measure(reading, 'Weekly blood pressure', WEEKLY),
+      ],
+    }),
+  ];
+}
+
+/** Where each demo tenant is licensed to treat: one restricted offering each, so the filter shows. */
+const DEMO_LICENCES: Record<string, string> = {
+  northwind: jurisdictionKey('US', 'CA'),
+  southridge: jurisdictionKey('US', 'NY'),
+};
+
+/** The platform's catalog and each demo tenant's own, in the order provisioning must apply them. */
+export function demoCatalog(): KeyedResource[] {
+  return [
+    ...JURISDICTIONS,
+    ...platformCatalog(),
+    ...Object.entries(DEMO_LICENCES).flatMap(([tenant, licensedIn]) => tenantCatalog(tenant, licensedIn)),
+  ];
+}
