@@ -16,6 +16,7 @@ import { registerConfigRoutes } from './routes/config';
 import { registerDocsRoutes } from './routes/docs';
 import { registerFhirRoutes } from './routes/fhir';
 import { registerPatientRoutes } from './routes/patient';
+import { registerProtocolRoutes } from './routes/protocols';
 
 export { DEFAULT_LIMITS } from './app-env';
 export type { AccessLogEntry, App, AppDeps, AppEnv, Limits };
@@ -46,6 +47,7 @@ export function createApp(deps: AppDeps): App {
 
   registerConfigRoutes(app, deps);
   registerPatientRoutes(app);
+  registerProtocolRoutes(app);
   registerAgreementRoutes(app, deps.edgeSigner);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {

@@ -20,6 +20,7 @@ import {
   updateQuestionnaireResponseRoute,
 } from '../../contracts/fhir';
 import { ConfigSchema, configRoute, homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
+import { ProtocolsSchema, protocolsRoute } from '../../contracts/protocols';
 
 /** A failure answered by the API: the error envelope, with its HTTP status. */
 export class PatientCareApiError extends Error {
@@ -114,6 +115,9 @@ export function createPatientCareClient(options: ClientOptions) {
     patient: {
       profile: async () => (await call(profileRoute)) as Patient,
       home: async () => PatientHomeSchema.parse(await call(homeRoute)),
+    },
+    protocols: {
+      list: async () => ProtocolsSchema.parse(await call(protocolsRoute)),
     },
     agreements: {
       requirements: takes(RequirementsQuerySchema)(async (context = {}) =>

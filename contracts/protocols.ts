@@ -1,0 +1,101 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { secured } from './common';
+import { errorResponses, SECURED_STATUSES } from './errors';
+import type { PlanType } from './systems';
+
+/** The endpoint that starts each kind of offering (JOURNEY A). Clinical protocols are requested, never self-enrolled. */
+export const START_ENDPOINT = {
+  assessment: 'POST /v1/assessments',
+  program: 'POST /v1/enrollments',
+  'clinical-protocol': 'POST /v1/requests',
+} as const satisfies Record<PlanType, string>;
+
+const Canonical = z
+  .string()
+  .regex(/^\S+\|\S+$/)
+  .openapi({ description: 'The pinned plan this offering fronts, `url|version`.' });
+
+const offering = {
+  healthcareService: z
+    .string()
+    .regex(/^HealthcareService\/[^/]+$/)
+    .openapi({
+      description: 'The offering: pass it to the start endpoint as it is.',
+      example: 'HealthcareService/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
+    }),
+  name: z.string(),
+  description: z.string().optional(),
+};
+
+const AssessmentOfferingSchema = z
+  .object({
+    ...offering,
+    type: z.literal('assessment'),
+    assessment: Canonical.openapi({ example: 'https://patient-care.example/assessments/weight-intake|1' }),
+    start: z.literal(START_ENDPOINT.assessment),
+  })
+  .openapi('AssessmentOffering', { description: 'A one-time assessment: questionnaires and measurements.' });
+
+const ProgramOfferingSchema = z
+  .object({
+    ...offering,
+    type: z.literal('program'),
+    protocol: Canonical,
+    start: z.literal(START_ENDPOINT.program),
+  })
+  .openapi('ProgramOffering', { description: 'A program the patient enrolls in.' });
+
+const ClinicalProtocolOfferingSchema = z
+  .object({
+    ...offering,
+    type: z.literal('clinical-protocol'),
+    protocol: Canonical,
+    start: z.literal(START_ENDPOINT['clinical-protocol']),
+  })
+  .openapi('ClinicalProtocolOffering', {
+    description:
+      'A treatment protocol: it is requested for clinician review, never self-enrolled (care starts only through the clinical spine).',
+  });
+
+export const ProtocolSchema = z
+  .discriminatedUnion('type', [AssessmentOfferingSchema, ProgramOfferingSchema, ClinicalProtocolOfferingSchema])
+  .openapi('Protocol');
+
+export const ProtocolsSchema = z.object({ protocols: z.array(ProtocolSchema) }).openapi('Protocols', {
+  example: {
+    protocols: [
+      {
+        healthcareService: 'HealthcareService/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
+        name: 'Weight-management assessment',
+        type: 'assessment',
+        assessment: 'https://patient-care.example/assessments/weight-intake|1',
+        start: 'POST /v1/assessments',
+      },
+      {
+        healthcareService: 'HealthcareService/5b0e8c1a-0d2c-4b4c-9a45-5fe8c1a5f3e1',
+        name: 'Hypertension treatment',
+        type: 'clinical-protocol',
+        protocol: 'https://patient-care.example/northwind/protocols/hypertension-treatment|1',
+        start: 'POST /v1/requests',
+      },
+    ],
+  },
+});
+
+export const protocolsRoute = createRoute({
+  method: 'get',
+  path: '/v1/protocols',
+  operationId: 'protocols.list',
+  tags: ['Catalog'],
+  summary: 'The care catalog',
+  description:
+    "The offerings published to the signed-in patient: their organization's own and the platform's (never another organization's), each an active HealthcareService fronting a published, active PlanDefinition through its `fronts-plan` extension, with the plan's pinned `url|version` (`assessment` for assessments, `protocol` for programs and clinical protocols) and the endpoint that starts it (`start`). An offering restricted to jurisdictions (`HealthcareService.coverageArea`: Locations naming a country and, optionally, a state) is listed only to a patient whose first address (`Patient.address[0]`, country and state: the jurisdiction agreements use) is inside one of them; a patient without that address sees only unrestricted offerings. Sorted by type (assessment, program, clinical-protocol), then name. At most 100 offerings. 404: the signed-in patient's own Patient no longer exists (as `GET /v1/patient/profile`).",
+  security: secured,
+  responses: {
+    200: { description: 'The catalog.', content: { 'application/json': { schema: ProtocolsSchema } } },
+    ...errorResponses(404, ...SECURED_STATUSES),
+  },
+});
+
+export type Protocol = z.infer<typeof ProtocolSchema>;
+export type Protocols = z.infer<typeof ProtocolsSchema>;

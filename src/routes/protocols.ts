@@ -1,0 +1,11 @@
+import { ProtocolsSchema, protocolsRoute } from '../../contracts/protocols';
+import type { App } from '../app-env';
+import { publishedOfferings } from '../medplum/catalog';
+
+export function registerProtocolRoutes(app: App): void {
+  app.openapi(protocolsRoute, async (c) => {
+    const { patientId } = c.get('session');
+    const protocols = await publishedOfferings(c.get('medplum'), patientId);
+    return c.json(ProtocolsSchema.parse({ protocols }), 200);
+  });
+}
