@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { Coordinate, RequirementsQuerySchema, WithdrawalRequestSchema } from './agreements';
+import { StartAssessmentRequestSchema } from './assessments';
 
 /**
  * What each bot accepts as `event.input`. A bot's input is untrusted (anyone who can read the Bot can
@@ -36,6 +37,7 @@ export const BOT_INPUTS = {
     .object({ agreements: z.array(Coordinate).min(1).max(20), edge: EdgeStatementToken.optional() })
     .strict(),
   'withdraw-agreement': WithdrawalRequestSchema.strict(),
+  'start-assessment': StartAssessmentRequestSchema.strict(),
   /** Nothing: the tenant is decided from what the patient registered through, never from input. */
   'patient-home': z.object({}).strict(),
   /** A subscription delivery: the Communication that was written; the bot re-reads it by id. */

@@ -27,6 +27,15 @@ export const SYSTEMS = {
   communicationCategory: `${BASE}/communication-category`,
   /** Phone numbers as logical references (Communication.sender.identifier), E.164. */
   phone: 'urn:ietf:rfc:3966',
+  /**
+   * The journey join key (JOURNEY section 0): every resource of one journey carries the tag
+   * `<episode>|EpisodeOfCare/<id>`, so `?_tag=` finds them on any type.
+   */
+  episode: `${BASE}/episode`,
+  /** The EpisodeOfCare's own idempotency key: `Patient/<id>;<plan url>` (EpisodeOfCare.identifier). */
+  episodeKey: `${BASE}/episode-key`,
+  /** Patient-facing tasks carry `<taskAudience>|patient` (spec: "tagged patient"); others are clinicians'. */
+  taskAudience: `${BASE}/task-audience`,
   /** Subdivision codes such as US-CA (ISO 3166-2). */
   jurisdiction: 'urn:iso:std:iso:3166:-2',
   /** Country codes such as US (ISO 3166-1 alpha-2), as Patient.address.country holds them. */
@@ -57,6 +66,10 @@ export const EXTENSIONS = {
    * SYSTEMS.country); an interval without it applies wherever no country-specific one does.
    */
   intervalJurisdiction: `${BASE}/fhir/StructureDefinition/jurisdiction`,
+  /** On an Observation whose reading was entered in another unit: what the patient entered (valueQuantity). */
+  enteredQuantity: `${BASE}/fhir/StructureDefinition/entered-quantity`,
+  /** On an EpisodeOfCare: the plan it instantiates, pinned when it was started (valueCanonical `url|version`). */
+  episodePlan: `${BASE}/fhir/StructureDefinition/episode-plan`,
   /** On a HealthcareService: the PlanDefinition it fronts (valueCanonical `url|version`). */
   frontsPlan: `${BASE}/fhir/StructureDefinition/fronts-plan`,
   /** On an SMS/voice Consent: the channel it covers (valueContactPoint, E.164). */

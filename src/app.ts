@@ -12,6 +12,7 @@ import { ApiError, unauthenticated } from './errors';
 import { medplumForRequest } from './medplum/client';
 import { toApiError } from './medplum/upstream';
 import { registerAgreementRoutes } from './routes/agreements';
+import { registerAssessmentRoutes } from './routes/assessments';
 import { registerConfigRoutes } from './routes/config';
 import { registerDocsRoutes } from './routes/docs';
 import { registerFhirRoutes } from './routes/fhir';
@@ -49,6 +50,7 @@ export function createApp(deps: AppDeps): App {
   registerPatientRoutes(app);
   registerProtocolRoutes(app);
   registerAgreementRoutes(app, deps.edgeSigner);
+  registerAssessmentRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
     type: 'http',

@@ -11,6 +11,7 @@ import {
   WithdrawnSchema,
   withdrawalsRoute,
 } from '../../contracts/agreements';
+import { AssessmentSchema, StartAssessmentRequestSchema, startAssessmentRoute } from '../../contracts/assessments';
 import { ErrorEnvelopeSchema } from '../../contracts/errors';
 import {
   createQuestionnaireResponseRoute,
@@ -118,6 +119,12 @@ export function createPatientCareClient(options: ClientOptions) {
     },
     protocols: {
       list: async () => ProtocolsSchema.parse(await call(protocolsRoute)),
+    },
+    assessments: {
+      /** Starts or resumes the assessment an offering of `protocols.list()` fronts (the same answer when resumed). */
+      start: takes(StartAssessmentRequestSchema)(async (request) =>
+        AssessmentSchema.parse(await call(startAssessmentRoute, { body: request })),
+      ),
     },
     agreements: {
       requirements: takes(RequirementsQuerySchema)(async (context = {}) =>

@@ -1,0 +1,123 @@
+import type { MedplumClient } from '@medplum/core';
+import type {
+  ActivityDefinition,
+  CodeableConcept,
+  Coding,
+  EpisodeOfCare,
+  ObservationDefinition,
+  PlanDefinition,
+  Questionnaire,
+  Reference,
+  Task,
+} from '@medplum/fhirtypes';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import type { PatientTask, TaskKind } from '../../contracts/tasks';
+import { isPublishedTo } from './agreements';
+import { allowedUnits, definitionCode } from './measurements';
+import { searchAll } from './search';
+
+/**
+ * One journey's conventions (JOURNEY section 0), shared by every bot that starts or advances one:
+ * the EpisodeOfCare as the join key (a tag on every resource of the journey), its idempotency key,
+ * and how a patient task is issued and shown.
+ */
+
+/** `Patient/<id>;<plan url>`: one episode per patient and plan, whatever version (no `|` or `,`: FHIR search splits on them). */
+export const episodeKey = (patientId: string, planUrl: string): string => `Patient/${patientId};${planUrl}`;
+
+export const episodeTag = (episodeId: string): Coding => ({
+  system: SYSTEMS.episode,
+  code: `EpisodeOfCare/${episodeId}`,
+});
+
+/** The plan an episode instantiates, pinned when it was claimed (`url|version`). */
+export const episodePlan = (episode: EpisodeOfCare): string | undefined =>
+  episode.extension?.find((e) => e.url === EXTENSIONS.episodePlan)?.valueCanonical;
+
+export const PATIENT_TASK_TAG: Coding = { system: SYSTEMS.taskAudience, code: 'patient' };
+
+export async function episodeByKey(medplum: MedplumClient, key: string): Promise<EpisodeOfCare | undefined> {
+  return medplum.searchOne('EpisodeOfCare', { identifier: `${SYSTEMS.episodeKey}|${key}` }, { cache: 'no-cache' });
+}
+
+/** The tasks of an episode, oldest first (the order they were issued in). */
+export async function episodeTasks(medplum: MedplumClient, episodeId: string): Promise<Task[]> {
+  const tag = episodeTag(episodeId);
+  const tasks = await searchAll(medplum, 'Task', { _tag: `${tag.system}|${tag.code}` });
+  return tasks.sort(
+    (a, b) => (a.authoredOn ?? '').localeCompare(b.authoredOn ?? '') || (a.id ?? '').localeCompare(b.id ?? ''),
+  );
+}
+
+/**
+ * A catalog definition by its pinned `url|version`, published to this tenant (or the platform): what a
+ * patient of the tenant may read, whatever more the bot itself can.
+ */
+export async function publishedDefinition<T extends PlanDefinition | Questionnaire | ActivityDefinition>(
+  medplum: MedplumClient,
+  resourceType: T['resourceType'],
+  canonical: string,
+  organization: string | undefined,
+): Promise<T | undefined> {
+  const [url, version] = canonical.split('|');
+  if (!url || !version) {
+    return undefined;
+  }
+  const found = (await medplum.searchResources(resourceType, { url, version }, { cache: 'no-cache' })) as T[];
+  return found.find((resource) => isPublishedTo(resource, organization));
+}
+
+/** The kind of a task (Task.code under SYSTEMS.taskKind). */
+export function taskKind(task: Task): TaskKind | undefined {
+  const code = task.code?.coding?.find((c) => c.system === SYSTEMS.taskKind)?.code;
+  return code === 'questionnaire' || code === 'measurement' ? code : undefined;
+}
+
+/** The pinned Questionnaire of a questionnaire task (`url|version`, its input). */
+export const taskQuestionnaire = (task: Task): string | undefined =>
+  task.input?.find((i) => i.type.coding?.some((c) => c.code === 'questionnaire'))?.valueCanonical;
+
+/** The definition a task was issued from (`url|version`): its Questionnaire or its ActivityDefinition. */
+export const taskDefinition = (task: Task): string | undefined =>
+  task.input?.find((i) => i.type.coding?.some((c) => c.code === 'questionnaire' || c.code === 'activity-definition'))
+    ?.valueCanonical;
+
+/** The versioned ObservationDefinitions a measurement task asks for (its inputs). */
+export const taskObservationDefinitions = (task: Task): Reference<ObservationDefinition>[] =>
+  (task.input ?? [])
+    .filter((i) => i.type.coding?.some((c) => c.code === 'observation-definition'))
+    .map((i) => i.valueReference as Reference<ObservationDefinition>);
+
+/** Reads a versioned reference (`Type/<id>/_history/<vid>`) as it was then. */
+export async function readVersioned<T extends ObservationDefinition>(
+  medplum: MedplumClient,
+  reference: Reference<T>,
+): Promise<T> {
+  const [type, id, , versionId] = (reference.reference ?? '').split('/');
+  return (await medplum.readVersion(type as 'ObservationDefinition', id, versionId)) as T;
+}
+
+/** A task as the patient sees it in the action plane. */
+export async function patientTaskView(medplum: MedplumClient, task: Task): Promise<PatientTask> {
+  const kind = taskKind(task) ?? 'questionnaire';
+  const view: PatientTask = {
+    task: `Task/${task.id}`,
+    kind,
+    status: task.status as PatientTask['status'],
+    ...(task.description ? { description: task.description } : {}),
+  };
+  if (kind === 'questionnaire') {
+    view.questionnaire = taskQuestionnaire(task);
+  } else {
+    const definitions = await Promise.all(taskObservationDefinitions(task).map((r) => readVersioned(medplum, r)));
+    view.measurements = definitions.map((d) => ({ code: definitionCode(d), units: allowedUnits(d) }));
+  }
+  return view;
+}
+
+/** The input types of a patient task (Task.input.type): what each input of the task is. */
+export type TaskInputKind = 'questionnaire' | 'activity-definition' | 'observation-definition';
+
+export const taskInputType = (kind: TaskInputKind): CodeableConcept => ({
+  coding: [{ system: SYSTEMS.taskKind, code: kind }],
+});

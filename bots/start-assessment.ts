@@ -1,0 +1,314 @@
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type {
+  ActivityDefinition,
+  Bundle,
+  EpisodeOfCare,
+  HealthcareService,
+  Location,
+  ObservationDefinition,
+  Patient,
+  PlanDefinition,
+  PlanDefinitionAction,
+  Questionnaire,
+  Task,
+  TaskInput,
+} from '@medplum/fhirtypes';
+import { START_ENDPOINT } from '../contracts/protocols';
+import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import type { PatientTask } from '../contracts/tasks';
+import { contextNotFound, isPublishedTo, requireAgreements } from './lib/agreements';
+import { actionKind, frontedCanonical, isAvailableTo, planTypeOf, whereaboutsOf } from './lib/catalog';
+import {
+  episodeByKey,
+  episodeKey,
+  episodePlan,
+  episodeTag,
+  episodeTasks,
+  PATIENT_TASK_TAG,
+  patientTaskView,
+  publishedDefinition,
+  taskDefinition,
+  taskInputType,
+} from './lib/journey';
+import { lostRace } from './lib/races';
+import { type BotResult, fail } from './lib/result';
+import { patientWorkflow } from './lib/trust';
+
+export type StartAssessmentResult = BotResult<{
+  created: boolean;
+  episodeOfCare: string;
+  assessment: string;
+  status: 'active' | 'finished';
+  tasks: PatientTask[];
+}>;
+
+/**
+ * POST /v1/assessments: starts the assessment a catalog offering fronts, or resumes it (JOURNEY B).
+ * Checks (nothing is written before all pass): the offering is published to the patient's tenant and
+ * available where she lives, it fronts an assessment, and the gate (required agreements) is met. Then,
+ * in two steps, because a conditional entry makes a transaction serializable on Medplum:
+ * 1. a conditional create of the EpisodeOfCare (`planned`), keyed (patient, plan url): the claim;
+ * 2. one transaction that moves it `planned -> active` under If-Match and issues the tasks.
+ * Whoever loses either step (a concurrent identical call) re-reads and answers the winner's episode.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<StartAssessmentResult> {
+  const start = await patientWorkflow(medplum, event, 'start-assessment');
+  if (!start.ok) {
+    return start;
+  }
+  const { patientId } = start.caller;
+  const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
+  const organization = patient.managingOrganization?.reference;
+  const offered = await offeredPlan(medplum, start.input.healthcareService, patient);
+  if (!offered) {
+    return contextNotFound();
+  }
+  const { plan, canonical } = offered;
+  const type = planTypeOf(plan);
+  if (type !== 'assessment') {
+    return fail(409, 'invalid_state', 'This offering is not an assessment', {
+      state: type ?? 'unknown',
+      ...(type ? { use: START_ENDPOINT[type] } : {}),
+    });
+  }
+  const gate = await requireAgreements(medplum, patientId, { healthcareService: start.input.healthcareService });
+  if (gate) {
+    return gate;
+  }
+  const key = episodeKey(patientId, plan.url as string);
+  const existing = await episodeByKey(medplum, key);
+  if (existing?.status === 'active' || existing?.status === 'finished') {
+    return answer(medplum, existing, false);
+  }
+  // Everything the tasks need is read before anything is written: a broken definition writes nothing.
+  const issued = await tasksOf(medplum, plan, organization);
+  if (!issued) {
+    return fail(409, 'invalid_state', 'This assessment cannot be started: its definitions are not published', {
+      state: 'unavailable',
+    });
+  }
+  const claimed = existing ?? (await claimEpisode(medplum, patient, key, canonical));
+  if (!claimed) {
+    return raceLost();
+  }
+  if (claimed.status !== 'planned') {
+    return answer(medplum, claimed, false);
+  }
+  const tag = episodeTag(claimed.id as string);
+  const now = new Date().toISOString();
+  const bundle: Bundle = {
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: [
+      {
+        resource: {
+          ...claimed,
+          status: 'active',
+          period: { start: now },
+          meta: { ...claimed.meta, tag: withTag(claimed.meta?.tag, tag) },
+        } as EpisodeOfCare,
+        request: { method: 'PUT', url: `EpisodeOfCare/${claimed.id}`, ifMatch: `W/"${claimed.meta?.versionId}"` },
+      },
+      ...issued.map((task) => ({
+        resource: {
+          ...task,
+          for: { reference: `Patient/${patientId}` },
+          owner: { reference: `Patient/${patientId}` },
+          authoredOn: now,
+          meta: { tag: [PATIENT_TASK_TAG, tag] },
+        } as Task,
+        request: { method: 'POST' as const, url: 'Task' },
+      })),
+    ],
+  };
+  try {
+    await medplum.executeBatch(bundle);
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    const winner = await episodeByKey(medplum, key);
+    return winner?.status === 'active' ? answer(medplum, winner, false) : raceLost();
+  }
+  const started = await episodeByKey(medplum, key);
+  return started ? answer(medplum, started, true) : raceLost();
+}
+
+/** The published, available offering's plan, or undefined (unknown, another tenant's, another place's). */
+async function offeredPlan(
+  medplum: MedplumClient,
+  reference: string,
+  patient: Patient,
+): Promise<{ plan: PlanDefinition; canonical: string } | undefined> {
+  const organization = patient.managingOrganization?.reference;
+  const id = reference.split('/')[1];
+  const service = (await medplum.readResource('HealthcareService', id).catch(() => undefined)) as
+    | HealthcareService
+    | undefined;
+  if (!service || service.active === false || !isPublishedTo(service, organization)) {
+    return undefined;
+  }
+  const locations = new Map<string, Location>();
+  for (const area of service.coverageArea ?? []) {
+    const location = (await medplum.readReference(area).catch(() => undefined)) as Location | undefined;
+    if (location && area.reference && isPublishedTo(location, organization)) {
+      locations.set(area.reference, location);
+    }
+  }
+  if (!isAvailableTo(service, locations, whereaboutsOf(patient))) {
+    return undefined;
+  }
+  const canonical = frontedCanonical(service);
+  const plan =
+    canonical && (await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization));
+  return plan && canonical ? { plan, canonical } : undefined;
+}
+
+/** The tasks an assessment plan's actions issue (unsaved), or undefined when a definition is missing. */
+async function tasksOf(
+  medplum: MedplumClient,
+  plan: PlanDefinition,
+  organization: string | undefined,
+): Promise<Task[] | undefined> {
+  const tasks: Task[] = [];
+  for (const action of plan.action ?? []) {
+    const task = await taskFor(medplum, action, organization);
+    if (!task) {
+      return undefined;
+    }
+    tasks.push(task);
+  }
+  return tasks.length > 0 ? tasks : undefined;
+}
+
+async function taskFor(
+  medplum: MedplumClient,
+  action: PlanDefinitionAction,
+  organization: string | undefined,
+): Promise<Task | undefined> {
+  const kind = actionKind(action);
+  const canonical = action.definitionCanonical;
+  if (!canonical) {
+    return undefined;
+  }
+  const base: Task = {
+    resourceType: 'Task',
+    status: 'ready',
+    intent: 'order',
+    code: { coding: [{ system: SYSTEMS.taskKind, code: kind }] },
+    description: action.title ?? action.description,
+  };
+  if (kind === 'questionnaire') {
+    const questionnaire = await publishedDefinition<Questionnaire>(medplum, 'Questionnaire', canonical, organization);
+    if (!questionnaire) {
+      return undefined;
+    }
+    return {
+      ...base,
+      focus: { reference: `Questionnaire/${questionnaire.id}/_history/${questionnaire.meta?.versionId}` },
+      input: [{ type: taskInputType('questionnaire'), valueCanonical: canonical }],
+    };
+  }
+  if (kind === 'measurement') {
+    const activity = await publishedDefinition<ActivityDefinition>(
+      medplum,
+      'ActivityDefinition',
+      canonical,
+      organization,
+    );
+    const requirements = activity?.observationRequirement ?? [];
+    if (!activity || requirements.length === 0) {
+      return undefined;
+    }
+    const inputs: TaskInput[] = [{ type: taskInputType('activity-definition'), valueCanonical: canonical }];
+    for (const requirement of requirements) {
+      const definition = (await medplum.readReference(requirement).catch(() => undefined)) as
+        | ObservationDefinition
+        | undefined;
+      if (!definition || !isPublishedTo(definition, organization)) {
+        return undefined;
+      }
+      inputs.push({
+        type: taskInputType('observation-definition'),
+        valueReference: { reference: `ObservationDefinition/${definition.id}/_history/${definition.meta?.versionId}` },
+      });
+    }
+    return { ...base, input: inputs };
+  }
+  return undefined;
+}
+
+/** Step 1: the EpisodeOfCare, created once per key (a concurrent call gets the same one). */
+async function claimEpisode(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  key: string,
+  canonical: string,
+): Promise<EpisodeOfCare | undefined> {
+  const organization = patient.managingOrganization?.reference;
+  const episode: EpisodeOfCare = {
+    resourceType: 'EpisodeOfCare',
+    status: 'planned',
+    identifier: [{ system: SYSTEMS.episodeKey, value: key }],
+    extension: [{ url: EXTENSIONS.episodePlan, valueCanonical: canonical }],
+    patient: { reference: `Patient/${patient.id}` },
+    ...(organization ? { managingOrganization: { reference: organization } } : {}),
+  };
+  try {
+    await medplum.executeBatch({
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: [
+        {
+          resource: episode,
+          request: {
+            method: 'POST',
+            url: 'EpisodeOfCare',
+            ifNoneExist: `identifier=${encodeURIComponent(`${SYSTEMS.episodeKey}|${key}`)}`,
+          },
+        },
+      ],
+    });
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+  }
+  return episodeByKey(medplum, key);
+}
+
+async function answer(
+  medplum: MedplumClient,
+  episode: EpisodeOfCare,
+  created: boolean,
+): Promise<StartAssessmentResult> {
+  const tasks = await inPlanOrder(medplum, episodePlan(episode), await episodeTasks(medplum, episode.id as string));
+  return {
+    ok: true,
+    created,
+    episodeOfCare: `EpisodeOfCare/${episode.id}`,
+    assessment: episodePlan(episode) ?? '',
+    status: episode.status === 'finished' ? 'finished' : 'active',
+    tasks: await Promise.all(tasks.map((task) => patientTaskView(medplum, task))),
+  };
+}
+
+/** The tasks in the order of the plan's actions (the order a patient meets them in). */
+async function inPlanOrder(medplum: MedplumClient, canonical: string | undefined, tasks: Task[]): Promise<Task[]> {
+  const [url, version] = (canonical ?? '').split('|');
+  const plan = url && version ? await medplum.searchOne('PlanDefinition', { url, version }) : undefined;
+  const order = (plan?.action ?? []).map((a) => a.definitionCanonical);
+  const position = (task: Task) => {
+    const at = order.indexOf(taskDefinition(task));
+    return at === -1 ? order.length : at;
+  };
+  return [...tasks].sort((a, b) => position(a) - position(b));
+}
+
+const raceLost = () =>
+  fail(409, 'invalid_state', 'This assessment changed while it was being started; try again', { state: 'conflict' });
+
+function withTag<T extends { system?: string; code?: string }>(tags: T[] | undefined, tag: T): T[] {
+  const kept = (tags ?? []).filter((t) => t.system !== tag.system);
+  return [...kept, tag];
+}

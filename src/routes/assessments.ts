@@ -1,0 +1,18 @@
+import { AssessmentSchema, startAssessmentRoute } from '../../contracts/assessments';
+import { SYSTEMS } from '../../contracts/systems';
+import type { App } from '../app-env';
+import { callBot } from '../medplum/bots';
+
+export function registerAssessmentRoutes(app: App): void {
+  app.openapi(startAssessmentRoute, async (c) => {
+    const { healthcareService } = c.req.valid('json');
+    const result = await callBot(
+      c.get('medplum'),
+      { system: SYSTEMS.bots, value: 'start-assessment' },
+      { healthcareService },
+    );
+    // 201 when this call started it, 200 when it resumed what was there (the bot knows which).
+    const { created, ...assessment } = result as { created?: unknown };
+    return c.json(AssessmentSchema.parse(assessment), created === true ? 201 : 200);
+  });
+}
