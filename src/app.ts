@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit as honoBodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { BEARER } from '../contracts/common';
+import { uploadDocumentRoute } from '../contracts/documents';
 import { ACCEPTED_BODY_TYPES } from '../contracts/errors';
 import type { AccessLogEntry, App, AppDeps, AppEnv, Limits } from './app-env';
 import { createTokenVerifier, type TokenVerifier } from './auth/verify';
@@ -12,9 +13,9 @@ import { ApiError, unauthenticated } from './errors';
 import { medplumForRequest } from './medplum/client';
 import { toApiError } from './medplum/upstream';
 import { registerAgreementRoutes } from './routes/agreements';
-import { registerAssessmentRoutes } from './routes/assessments';
 import { registerConfigRoutes } from './routes/config';
 import { registerDocsRoutes } from './routes/docs';
+import { registerDocumentRoutes } from './routes/documents';
 import { registerFhirRoutes } from './routes/fhir';
 import { registerPatientRoutes } from './routes/patient';
 import { registerProtocolRoutes } from './routes/protocols';
@@ -24,6 +25,9 @@ export type { AccessLogEntry, App, AppDeps, AppEnv, Limits };
 
 /** Characters of an unknown route's path echoed in its 404. */
 const MAX_ECHOED_PATH = 256;
+
+/** Routes that limit their own body (uploads, larger than any JSON body). */
+const OWN_BODY_LIMIT = new Set<string>([uploadDocumentRoute.path]);
 
 /** Routes that need no session. */
 const PUBLIC_PATHS = new Set(['/v1/config', '/v1/openapi.json', '/']);
@@ -50,7 +54,7 @@ export function createApp(deps: AppDeps): App {
   registerPatientRoutes(app);
   registerProtocolRoutes(app);
   registerAgreementRoutes(app, deps.edgeSigner);
-  registerAssessmentRoutes(app);
+  registerDocumentRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
     type: 'http',
@@ -214,8 +218,10 @@ function limitBody(limit: number): MiddlewareHandler<AppEnv> {
       ),
   });
   // No route reads the body of a GET or HEAD, so there is nothing to limit there; and asking the
-  // request for its body stream would cost every read a full Request object on Node.
-  return (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limited(c, next));
+  // request for its body stream would cost every read a full Request object on Node. An upload counts
+  // its own body against its own documented limit.
+  return (c, next) =>
+    c.req.method === 'GET' || c.req.method === 'HEAD' || OWN_BODY_LIMIT.has(c.req.path) ? next() : limited(c, next);
 }
 
 function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<AppEnv> {

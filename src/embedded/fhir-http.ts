@@ -63,10 +63,14 @@ async function readBody(call: FhirCall, resourcePath: string, maxBytes: number):
     throw new BodyError(badRequest(`Request body exceeds ${maxBytes} bytes`), 413);
   }
   if (resourcePath === 'Binary' && method === 'POST' && !isJson) {
+    // The upload's security context comes from X-Security-Context (packages/server/src/fhir/binary.ts,
+    // uploadBinaryData); the caller's policy then judges the Binary like any write.
+    const securityContext = call.headers['x-security-context'];
     const binary: Binary = {
       resourceType: 'Binary',
       contentType: contentType || 'application/octet-stream',
       data: Buffer.from(bytes).toString('base64'),
+      ...(securityContext ? { securityContext: { reference: securityContext } } : {}),
     };
     return binary;
   }

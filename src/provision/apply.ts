@@ -293,6 +293,7 @@ export async function applyDefinition(
       await medplum.post(medplum.fhirUrl('Bot', saved.id, '$deploy'), { code, filename: `${bot.key}.js` });
       report.deployed.push(bot.key);
     }
+    await sealBotCode(medplum, saved.id, getReferenceString(project));
     await membership(
       `membership-bot-${bot.key}`,
       plainReference(saved),
@@ -406,4 +407,26 @@ function pickTags(meta: unknown): unknown {
 /** `{ reference }` only: a display would make a stored copy differ from the definition on every run. */
 function plainReference<T extends Resource>(resource: WithId<T>): Reference<T> {
   return { reference: getReferenceString(resource) } as Reference<T>;
+}
+
+/**
+ * A bot's code is readable by project admins only: its Binary's securityContext is the Project, which no
+ * patient or clinician may read, and Medplum lets a Binary be read only by whoever can read its context
+ * (packages/server/src/fhir/binary-utils.ts). `$deploy` writes the code without one, and patients and
+ * clinicians may read Binaries (uploads, POST /v1/documents), so unsealed code would be theirs to read
+ * by its id. Sealing an already sealed Binary writes nothing.
+ */
+async function sealBotCode(medplum: MedplumClient, botId: string, context: string): Promise<void> {
+  const bot = await medplum.readResource('Bot', botId, { cache: 'no-cache' });
+  const url = bot.executableCode?.url;
+  if (!url?.startsWith('Binary/')) {
+    return;
+  }
+  const binary = await medplum.readResource('Binary', url.slice('Binary/'.length), { cache: 'no-cache' });
+  if (binary.securityContext?.reference === context) {
+    return;
+  }
+  // Medplum answers a Binary with a download `url`, which is no element of the resource.
+  const { url: _download, ...stored } = binary as typeof binary & { url?: string };
+  await medplum.updateResource({ ...stored, securityContext: { reference: context } });
 }

@@ -157,6 +157,12 @@ function patientPolicy(): AccessPolicyResource[] {
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     ...CATALOG_TYPES.flatMap(catalogReads),
     ...TENANT_DIRECTORY_TYPES.map((type) => ({ resourceType: type, criteria: inTenant(type), readonly: true })),
+    // Own uploads (POST /v1/documents). A Binary belongs to a record only through its securityContext,
+    // which must be the patient herself; Medplum lets a Binary be read only by whoever can read that
+    // context (packages/server/src/fhir/binary-utils.ts). Criteria are not written: they do not apply to
+    // Binary (@medplum/core satisfiedAccessPolicy). Read only, no vread, history or search: Medplum
+    // checks the context on `GET Binary/:id`.
+    { resourceType: 'Binary', interaction: ['create', 'read'], writeConstraint: [OWN_SECURITY_CONTEXT] },
     // Only the workflow bots meant for patients ($execute needs read access to the Bot); never their code.
     {
       resourceType: 'Bot',
@@ -168,6 +174,12 @@ function patientPolicy(): AccessPolicyResource[] {
 }
 
 const ownCompartment = (type: string): string => `${type}?_compartment=%patient`;
+
+/** A patient's upload is hers: its security context (who may read it) is the patient herself. */
+const OWN_SECURITY_CONTEXT = {
+  language: 'text/fhirpath' as const,
+  expression: "%after.securityContext.reference = '%patient'",
+};
 
 /**
  * A Consent's proof and what it pins are immutable: an update may only change `status` (and only to
@@ -300,6 +312,9 @@ function clinicianPolicy(): AccessPolicyResource[] {
       readonly: true,
     })),
     ...CATALOG_TYPES.filter((type) => type !== 'DocumentReference').flatMap(catalogReads),
+    // Patients' uploads: readable when their security context, a Patient, is of the clinician's tenant
+    // (the Patient entry above decides; packages/server/src/fhir/binary-utils.ts).
+    { resourceType: 'Binary', interaction: ['read'] },
   ];
 }
 
@@ -372,23 +387,6 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
-      key: 'bot-start-assessment',
-      policy: {
-        name: 'Bot: start an assessment',
-        // It reads what the patient may start (it checks publication and tenant itself) and writes only
-        // the journey it starts: the EpisodeOfCare and its tasks, never anything else.
-        resource: [
-          ...agreementReads(),
-          ...['ActivityDefinition', 'Questionnaire', 'ObservationDefinition', 'Location'].map((resourceType) => ({
-            resourceType,
-            interaction: ['read' as const, 'search' as const, 'vread' as const],
-          })),
-          { resourceType: 'EpisodeOfCare', interaction: ['create', 'read', 'search', 'update'] },
-          { resourceType: 'Task', interaction: ['create', 'read', 'search'] },
-        ],
-      },
-    },
-    {
       key: 'integration-sms',
       policy: {
         name: 'SMS integration: writes inbound messages',
@@ -414,12 +412,6 @@ export const platformDefinition: ProvisionDefinition = {
       patient: true,
       description: 'POST /v1/agreements/withdrawals: the Consent becomes inactive.',
       accessPolicy: 'bot-withdraw-agreement',
-    },
-    {
-      key: 'start-assessment',
-      patient: true,
-      description: 'POST /v1/assessments: starts or resumes an assessment (EpisodeOfCare and intake tasks).',
-      accessPolicy: 'bot-start-assessment',
     },
     {
       key: 'sms-opt-out',

@@ -11,7 +11,7 @@ import {
   WithdrawnSchema,
   withdrawalsRoute,
 } from '../../contracts/agreements';
-import { AssessmentSchema, StartAssessmentRequestSchema, startAssessmentRoute } from '../../contracts/assessments';
+import { DocumentAttachmentSchema, uploadDocumentRoute } from '../../contracts/documents';
 import { ErrorEnvelopeSchema } from '../../contracts/errors';
 import {
   createQuestionnaireResponseRoute,
@@ -72,7 +72,14 @@ export function createPatientCareClient(options: ClientOptions) {
 
   async function call(
     route: Route,
-    input: { params?: Record<string, string>; query?: Query; body?: unknown; headers?: Record<string, string> } = {},
+    input: {
+      params?: Record<string, string>;
+      query?: Query;
+      body?: unknown;
+      /** A body sent as it is (an upload's bytes) with its media type, instead of JSON. */
+      raw?: { data: BodyInit; contentType: string };
+      headers?: Record<string, string>;
+    } = {},
   ) {
     const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(input.params?.[name] ?? ''));
     const search = new URLSearchParams();
@@ -88,12 +95,15 @@ export function createPatientCareClient(options: ClientOptions) {
     if (input.body !== undefined) {
       headers['content-type'] = 'application/json';
     }
+    if (input.raw) {
+      headers['content-type'] = input.raw.contentType;
+    }
     // Not `search.size`: browsers before 2023 lack it, and the query would be dropped.
     const queryString = search.toString();
     const response = await fetchImpl(`${base}${path}${queryString ? `?${queryString}` : ''}`, {
       method: route.method.toUpperCase(),
       headers,
-      body: input.body === undefined ? undefined : JSON.stringify(input.body),
+      body: input.raw ? input.raw.data : input.body === undefined ? undefined : JSON.stringify(input.body),
     });
     const body = (await response.json()) as unknown;
     if (!response.ok) {
@@ -120,11 +130,22 @@ export function createPatientCareClient(options: ClientOptions) {
     protocols: {
       list: async () => ProtocolsSchema.parse(await call(protocolsRoute)),
     },
-    assessments: {
-      /** Starts or resumes the assessment an offering of `protocols.list()` fronts (the same answer when resumed). */
-      start: takes(StartAssessmentRequestSchema)(async (request) =>
-        AssessmentSchema.parse(await call(startAssessmentRoute, { body: request })),
-      ),
+    documents: {
+      /**
+       * Uploads a file: a Blob or File (its type and name are used unless given), or bytes with their
+       * `contentType`. Answers the attachment to put as it is in a `valueAttachment` answer.
+       */
+      upload: async (
+        file: Blob | ArrayBuffer | Uint8Array<ArrayBuffer>,
+        options: { contentType?: string; filename?: string } = {},
+      ) => {
+        const blob = typeof Blob !== 'undefined' && file instanceof Blob ? file : undefined;
+        const contentType = options.contentType ?? blob?.type ?? 'application/octet-stream';
+        const filename = options.filename ?? (blob && 'name' in blob ? String(blob.name) : undefined);
+        return DocumentAttachmentSchema.parse(
+          await call(uploadDocumentRoute, { query: { filename }, raw: { data: file, contentType } }),
+        );
+      },
     },
     agreements: {
       requirements: takes(RequirementsQuerySchema)(async (context = {}) =>

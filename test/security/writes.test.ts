@@ -314,10 +314,14 @@ describe('what the spec lets a patient write, directly on Medplum', () => {
 });
 
 describe("a patient's own record: no writes beyond what the spec gives them", () => {
-  /** The spec's patient writes (spec rule 2): own demographics, own answers. Nothing else, even on their own record. */
+  /**
+   * The spec's patient writes (spec rule 2): own demographics, own answers, own uploads (`POST /v1/documents`
+   * stores a Binary with the patient's token). Nothing else, even on their own record.
+   */
   const SPEC_WRITES: Record<string, WriteRequest['kind'][]> = {
     Patient: ['update'],
     QuestionnaireResponse: ['create', 'update'],
+    Binary: ['create'],
   };
 
   it.each(TYPES)('%s', async (type) => {

@@ -168,7 +168,7 @@ export type BotInput = { value: unknown } | { raw: string };
 
 // ------------------------------------------------------------------ what the provisioning definition names
 
-/** Types written or read only by the platform: attacked, never seeded with made-up instances. */
+/** Types written or read only by the platform: attacked, never seeded with made-up instances (but Binary, a patient's upload). */
 export const PLATFORM_TYPES = [
   'Bot',
   'AccessPolicy',
@@ -254,8 +254,16 @@ export function botRanSince(backend: TestBackend, mark: number, botId: string): 
 const compartmentOf = (resource: Resource | undefined): string[] =>
   (resource?.meta?.compartment ?? []).map((c) => c.reference ?? '');
 
-const patientsOf = (resource: Resource | undefined): string[] =>
-  compartmentOf(resource).filter((c) => c.startsWith('Patient/'));
+/**
+ * The patients whose record a resource is in: its patient compartments, and for a Binary (in no
+ * compartment) the patient its security context names, who decides who may read it (Medplum's
+ * packages/server/src/fhir/binary-utils.ts).
+ */
+const patientsOf = (resource: Resource | undefined): string[] => {
+  const context = resource?.resourceType === 'Binary' ? resource.securityContext?.reference : undefined;
+  const patients = compartmentOf(resource).filter((c) => c.startsWith('Patient/'));
+  return context?.startsWith('Patient/') && !patients.includes(context) ? [...patients, context] : patients;
+};
 
 /** In the patient's own record and nobody else's. */
 export function inOwnRecord(resource: Resource | undefined, patientId: string | undefined): boolean {
@@ -624,6 +632,8 @@ const INVARIANTS: Record<string, (resource: Record<string, unknown>, targets: Re
     },
   }),
   Consent: () => ({ policyRule: { text: 'seeded' } }),
+  // A Binary is in no compartment: its security context names the record it belongs to.
+  Binary: (_resource, targets) => ({ securityContext: { reference: targets.patient } }),
   RequestGroup: (resource, targets) => ({
     action: [
       {
@@ -671,10 +681,21 @@ export const secretOf = (type: string, owner: string): string => `secret ${type}
 export async function seedRecord(backend: TestBackend, owner: Owner, types: string[]): Promise<Resource[]> {
   const seeded: Resource[] = [];
   for (const type of types) {
+    const marker = { url: SECRET_URL, valueString: secretOf(type, owner.key) };
+    if (type === 'Binary') {
+      // A patient's upload (POST /v1/documents): the secret travels in its bytes.
+      const data = Buffer.from(marker.valueString).toString('base64');
+      const upload = {
+        ...minimalResource(type, { ...owner, project: `Project/${backend.project.id}` }, marker),
+        contentType: 'text/plain',
+        data,
+      };
+      seeded.push(await backend.systemRepo.createResource({ ...upload, meta: { project: backend.project.id } }));
+      continue;
+    }
     if (PLATFORM_TYPES.includes(type) || type === 'Patient') {
       continue;
     }
-    const marker = { url: SECRET_URL, valueString: secretOf(type, owner.key) };
     const resource = minimalResource(type, { ...owner, project: `Project/${backend.project.id}` }, marker);
     const meta: Meta = {
       project: backend.project.id,

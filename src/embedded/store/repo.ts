@@ -117,7 +117,20 @@ export class SqliteRepository extends FhirRepository {
       throw new OperationOutcomeError(this.isDeleted(resourceType, id) ? gone : notFound);
     }
     const policy = this.matchPolicy(resource, AccessPolicyInteraction.READ);
+    await this.checkBinarySecurityContext(resource);
     return this.present(resource, policy);
+  }
+
+  /**
+   * A Binary is readable only to whoever can read its `securityContext` (Medplum's readAuthorizedBinary,
+   * packages/server/src/fhir/binary-utils.ts): policy criteria do not apply to Binary (@medplum/core's
+   * satisfiedAccessPolicy matches any Binary entry), so the context is what ties it to a record. Medplum
+   * checks it on `GET Binary/:id`; here every read of a Binary checks it (batch, vread, history too).
+   */
+  private async checkBinarySecurityContext(resource: Resource): Promise<void> {
+    if (resource.resourceType === 'Binary' && resource.securityContext && !this.caller.system) {
+      await this.readReference(resource.securityContext);
+    }
   }
 
   async readReference<T extends Resource>(reference: Reference<T>): Promise<WithId<T>> {
@@ -164,7 +177,9 @@ export class SqliteRepository extends FhirRepository {
       throw new OperationOutcomeError(notFound);
     }
     // History stays readable after a delete, to whoever could read the last version.
-    this.matchPolicy(JSON.parse(latest.content) as Resource, AccessPolicyInteraction.HISTORY);
+    const last = JSON.parse(latest.content) as Resource;
+    this.matchPolicy(last, AccessPolicyInteraction.HISTORY);
+    await this.checkBinarySecurityContext(last);
     const limit = Math.min(Math.max(options?.limit ?? 100, 1), 1000);
     const offset = Math.max(options?.offset ?? 0, 0);
     const rows = this.connection()

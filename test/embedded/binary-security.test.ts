@@ -1,0 +1,65 @@
+import { AccessPolicyInteraction, satisfiedAccessPolicy } from '@medplum/core';
+import type { AccessPolicy, Binary, Bot } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { direct, fhirPath } from '../support/attack';
+import { startTestBackend, type TestBackend } from '../support/backend';
+
+/** The Medplum behaviours POST /v1/documents relies on for "readable by the patient and her clinicians only". */
+let backend: TestBackend;
+beforeAll(async () => {
+  backend = await startTestBackend();
+});
+afterAll(() => backend?.close());
+
+const upload = (token: string, headers: Record<string, string> = {}) =>
+  direct(backend, token, 'POST', fhirPath('Binary'), {
+    rawBody: '%PDF-1.7 test',
+    headers: { 'content-type': 'application/pdf', accept: 'application/fhir+json', ...headers },
+  });
+
+describe('Binary access, as on Medplum', () => {
+  it('policy criteria do not apply to a Binary (@medplum/core satisfiedAccessPolicy, packages/core/src/access.ts)', () => {
+    const policy: AccessPolicy = {
+      resourceType: 'AccessPolicy',
+      resource: [{ resourceType: 'Binary', criteria: 'Binary?_id=none', interaction: ['read'] }],
+    };
+    const binary: Binary = { resourceType: 'Binary', id: 'other', contentType: 'application/pdf' };
+    // So the platform's policies write no criteria on Binary: its security context is what binds it.
+    expect(satisfiedAccessPolicy(binary, AccessPolicyInteraction.READ, policy)).toBeDefined();
+  });
+
+  it('a raw upload takes X-Security-Context as its securityContext (packages/server/src/fhir/binary.ts, uploadBinaryData)', async () => {
+    const alice = backend.patients.alice;
+    const res = await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` });
+    expect(res.status, res.text).toBe(201);
+    const stored = await backend.systemRepo.readResource<Binary>('Binary', (res.body as Binary).id as string);
+    expect(stored.securityContext?.reference).toBe(`Patient/${alice.patient.id}`);
+  });
+
+  it('a patient may upload only with herself as the context (the patient policy writeConstraint)', async () => {
+    const { alice, bob } = backend.patients;
+    expect((await upload(alice.token)).status).toBe(403);
+    expect((await upload(alice.token, { 'x-security-context': `Patient/${bob.patient.id}` })).status).toBe(403);
+    expect((await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` })).status).toBe(201);
+  });
+
+  it('a Binary is read only by whoever may read its securityContext (packages/server/src/fhir/binary-utils.ts, readAuthorizedBinary)', async () => {
+    const { alice, bob } = backend.patients;
+    const res = await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` });
+    const path = fhirPath(`Binary/${(res.body as Binary).id}`);
+    expect((await direct(backend, alice.token, 'GET', path)).status).toBe(200);
+    expect((await direct(backend, backend.clinicians.northwind.token, 'GET', path)).status).toBe(200);
+    expect((await direct(backend, bob.token, 'GET', path)).status).toBe(404);
+    expect((await direct(backend, backend.clinicians.southridge.token, 'GET', path)).status).toBe(404);
+  });
+
+  it("so a bot's code is sealed with the Project as its context, which no patient or clinician reads", async () => {
+    const [bot] = await backend.systemRepo.searchResources<Bot>({ resourceType: 'Bot' });
+    const code = bot.executableCode?.url as string;
+    const binary = await backend.systemRepo.readResource<Binary>('Binary', code.split('/')[1]);
+    expect(binary.securityContext?.reference).toBe(`Project/${backend.project.id}`);
+    for (const token of [backend.patients.alice.token, backend.clinicians.northwind.token]) {
+      expect((await direct(backend, token, 'GET', fhirPath(code))).status).toBeGreaterThanOrEqual(400);
+    }
+  });
+});
