@@ -13,6 +13,7 @@ import { ApiError, unauthenticated } from './errors';
 import { medplumForRequest } from './medplum/client';
 import { toApiError } from './medplum/upstream';
 import { registerAgreementRoutes } from './routes/agreements';
+import { registerAssessmentRoutes } from './routes/assessments';
 import { registerConfigRoutes } from './routes/config';
 import { registerDocsRoutes } from './routes/docs';
 import { registerDocumentRoutes } from './routes/documents';
@@ -54,6 +55,7 @@ export function createApp(deps: AppDeps): App {
   registerPatientRoutes(app);
   registerProtocolRoutes(app);
   registerAgreementRoutes(app, deps.edgeSigner);
+  registerAssessmentRoutes(app);
   registerDocumentRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {

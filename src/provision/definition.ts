@@ -387,6 +387,23 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
+      key: 'bot-start-assessment',
+      policy: {
+        name: 'Bot: start an assessment',
+        // It reads what the patient may start (it checks publication and tenant itself) and writes only
+        // the journey it starts: the EpisodeOfCare and its tasks, never anything else.
+        resource: [
+          ...agreementReads(),
+          ...['ActivityDefinition', 'Questionnaire', 'ObservationDefinition', 'Location'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const, 'vread' as const],
+          })),
+          { resourceType: 'EpisodeOfCare', interaction: ['create', 'read', 'search', 'update'] },
+          { resourceType: 'Task', interaction: ['create', 'read', 'search'] },
+        ],
+      },
+    },
+    {
       key: 'integration-sms',
       policy: {
         name: 'SMS integration: writes inbound messages',
@@ -412,6 +429,12 @@ export const platformDefinition: ProvisionDefinition = {
       patient: true,
       description: 'POST /v1/agreements/withdrawals: the Consent becomes inactive.',
       accessPolicy: 'bot-withdraw-agreement',
+    },
+    {
+      key: 'start-assessment',
+      patient: true,
+      description: 'POST /v1/assessments: starts or resumes an assessment (EpisodeOfCare and intake tasks).',
+      accessPolicy: 'bot-start-assessment',
     },
     {
       key: 'sms-opt-out',

@@ -11,6 +11,7 @@ import {
   WithdrawnSchema,
   withdrawalsRoute,
 } from '../../contracts/agreements';
+import { AssessmentSchema, StartAssessmentRequestSchema, startAssessmentRoute } from '../../contracts/assessments';
 import { DocumentAttachmentSchema, uploadDocumentRoute } from '../../contracts/documents';
 import { ErrorEnvelopeSchema } from '../../contracts/errors';
 import {
@@ -146,6 +147,12 @@ export function createPatientCareClient(options: ClientOptions) {
           await call(uploadDocumentRoute, { query: { filename }, raw: { data: file, contentType } }),
         );
       },
+    },
+    assessments: {
+      /** Starts or resumes the assessment an offering of `protocols.list()` fronts (the same answer when resumed). */
+      start: takes(StartAssessmentRequestSchema)(async (request) =>
+        AssessmentSchema.parse(await call(startAssessmentRoute, { body: request })),
+      ),
     },
     agreements: {
       requirements: takes(RequirementsQuerySchema)(async (context = {}) =>
