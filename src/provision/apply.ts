@@ -426,7 +426,8 @@ async function sealBotCode(medplum: MedplumClient, botId: string, context: strin
   if (binary.securityContext?.reference === context) {
     return;
   }
-  // Medplum answers a Binary with a download `url`, which is no element of the resource.
-  const { url: _download, ...stored } = binary as typeof binary & { url?: string };
-  await medplum.updateResource({ ...stored, securityContext: { reference: context } });
+  // A patch, not the whole Binary: its bytes stay where they are (a bundle may exceed the body limit).
+  await medplum.patchResource('Binary', binary.id, [
+    { op: 'add', path: '/securityContext', value: { reference: context } },
+  ]);
 }
