@@ -21,10 +21,11 @@ import { actionKind, frontedCanonical, isAvailableTo, planTypeOf, whereaboutsOf 
 import {
   episodeByKey,
   episodeKey,
+  episodeKeyQuery,
   episodePlan,
   episodeTag,
-  episodeTasks,
   PATIENT_TASK_TAG,
+  patientEpisodeTasks,
   patientTaskView,
   publishedDefinition,
   taskDefinition,
@@ -76,9 +77,9 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return gate;
   }
   const key = episodeKey(patientId, plan.url as string);
-  const existing = await episodeByKey(medplum, key);
+  const existing = await episodeByKey(medplum, patientId, key);
   if (existing?.status === 'active' || existing?.status === 'finished') {
-    return answer(medplum, existing, false);
+    return answer(medplum, patientId, existing, false);
   }
   // Everything the tasks need is read before anything is written: a broken definition writes nothing.
   const issued = await tasksOf(medplum, plan, organization);
@@ -92,7 +93,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return raceLost();
   }
   if (claimed.status !== 'planned') {
-    return answer(medplum, claimed, false);
+    return answer(medplum, patientId, claimed, false);
   }
   const tag = episodeTag(claimed.id as string);
   const now = new Date().toISOString();
@@ -127,11 +128,11 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     if (!lostRace(err)) {
       throw err;
     }
-    const winner = await episodeByKey(medplum, key);
-    return winner?.status === 'active' ? answer(medplum, winner, false) : raceLost();
+    const winner = await episodeByKey(medplum, patientId, key);
+    return winner?.status === 'active' ? answer(medplum, patientId, winner, false) : raceLost();
   }
-  const started = await episodeByKey(medplum, key);
-  return started ? answer(medplum, started, true) : raceLost();
+  const started = await episodeByKey(medplum, patientId, key);
+  return started ? answer(medplum, patientId, started, true) : raceLost();
 }
 
 /** The published, available offering's plan, or undefined (unknown, another tenant's, another place's). */
@@ -264,7 +265,7 @@ async function claimEpisode(
           request: {
             method: 'POST',
             url: 'EpisodeOfCare',
-            ifNoneExist: `identifier=${encodeURIComponent(`${SYSTEMS.episodeKey}|${key}`)}`,
+            ifNoneExist: new URLSearchParams(episodeKeyQuery(patient.id, key)).toString(),
           },
         },
       ],
@@ -274,15 +275,17 @@ async function claimEpisode(
       throw err;
     }
   }
-  return episodeByKey(medplum, key);
+  return episodeByKey(medplum, patient.id, key);
 }
 
 async function answer(
   medplum: MedplumClient,
+  patientId: string,
   episode: EpisodeOfCare,
   created: boolean,
 ): Promise<StartAssessmentResult> {
-  const tasks = await inPlanOrder(medplum, episodePlan(episode), await episodeTasks(medplum, episode.id as string));
+  const own = await patientEpisodeTasks(medplum, episode.id as string, patientId);
+  const tasks = await inPlanOrder(medplum, episodePlan(episode), own);
   return {
     ok: true,
     created,

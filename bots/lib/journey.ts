@@ -36,8 +36,24 @@ export const episodePlan = (episode: EpisodeOfCare): string | undefined =>
 
 export const PATIENT_TASK_TAG: Coding = { system: SYSTEMS.taskAudience, code: 'patient' };
 
-export async function episodeByKey(medplum: MedplumClient, key: string): Promise<EpisodeOfCare | undefined> {
-  return medplum.searchOne('EpisodeOfCare', { identifier: `${SYSTEMS.episodeKey}|${key}` }, { cache: 'no-cache' });
+/**
+ * The patient's episode under a key: hers alone (its patient, whom the key also names), so an episode of
+ * anyone else under the same identifier (another tenant's) is never resumed, nor blocks her claim.
+ */
+export const episodeKeyQuery = (patientId: string, key: string): Record<string, string> => ({
+  identifier: `${SYSTEMS.episodeKey}|${key}`,
+  patient: `Patient/${patientId}`,
+});
+
+export async function episodeByKey(
+  medplum: MedplumClient,
+  patientId: string,
+  key: string,
+): Promise<EpisodeOfCare | undefined> {
+  const found = await medplum.searchResources('EpisodeOfCare', episodeKeyQuery(patientId, key), {
+    cache: 'no-cache',
+  });
+  return found.find((episode) => episode.patient?.reference === `Patient/${patientId}`);
 }
 
 /** The tasks of an episode, oldest first (the order they were issued in). */
@@ -46,6 +62,23 @@ export async function episodeTasks(medplum: MedplumClient, episodeId: string): P
   const tasks = await searchAll(medplum, 'Task', { _tag: `${tag.system}|${tag.code}` });
   return tasks.sort(
     (a, b) => (a.authoredOn ?? '').localeCompare(b.authoredOn ?? '') || (a.id ?? '').localeCompare(b.id ?? ''),
+  );
+}
+
+/**
+ * The patient's own tasks of her episode, as she is shown them: issued for her and tagged as hers to do.
+ * The episode tag alone is data anyone with a Task write could have set; clinician tasks of the episode
+ * (a review) are not hers to do.
+ */
+export async function patientEpisodeTasks(
+  medplum: MedplumClient,
+  episodeId: string,
+  patientId: string,
+): Promise<Task[]> {
+  return (await episodeTasks(medplum, episodeId)).filter(
+    (task) =>
+      task.for?.reference === `Patient/${patientId}` &&
+      (task.meta?.tag ?? []).some((t) => t.system === PATIENT_TASK_TAG.system && t.code === PATIENT_TASK_TAG.code),
   );
 }
 

@@ -145,14 +145,14 @@ function patientPolicy(): AccessPolicyResource[] {
       criteria: 'Patient?_id=%patient.id',
       interaction: ['read', 'search', 'update', 'history', 'vread'],
       readonlyFields: ['managingOrganization', 'identifier', 'link', 'generalPractitioner'],
-      writeConstraint: [SERVER_OWNED_TAGS],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS],
     },
     // Own answers: created and updated by the patient, never deleted, never about or by anyone else.
     {
       resourceType: 'QuestionnaireResponse',
       criteria: 'QuestionnaireResponse?subject=%patient',
       interaction: ['read', 'search', 'create', 'update', 'history', 'vread'],
-      writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS],
+      writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS, JOURNEY_KEYS],
     },
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     ...CATALOG_TYPES.flatMap(catalogReads),
@@ -267,6 +267,32 @@ const SERVER_OWNED_TAGS = {
 };
 
 /**
+ * The journey's keys are the workflow bots' alone (JOURNEY section 0): the EpisodeOfCare's idempotency
+ * key (start-assessment resumes the episode it finds under it) and the tags every bot reads a journey by
+ * (the episode join tag, the patient-task tag). A patient or clinician who could add one would put their
+ * own episode or task into a patient's journey, from another tenant too (the bots read project-wide);
+ * one who could strip or change one would fork it. A write must keep them exactly as they were (on
+ * create: none); an update that keeps them (a clinician claiming or pausing a task) is untouched.
+ */
+const JOURNEY_KEYS = {
+  language: 'text/fhirpath' as const,
+  expression: [
+    unchangedCodes('meta.tag', SYSTEMS.episode, 'code'),
+    unchangedCodes('meta.tag', SYSTEMS.taskAudience, 'code'),
+    unchangedCodes('identifier', SYSTEMS.episodeKey, 'value'),
+  ].join(' and '),
+};
+
+/** `%after` and `%before` hold the same values of `path` under `system`, both ways. */
+function unchangedCodes(path: string, system: string, field: 'code' | 'value'): string {
+  const values = (side: string) => `%${side}.${path}.where(system = '${system}').${field}`;
+  return (
+    `${values('after')}.all(${values('before')} contains $this) and ` +
+    `${values('before')}.all(${values('after')} contains $this)`
+  );
+}
+
+/**
  * A clinician's write stays in their tenant: every account it carries is theirs. The criteria alone
  * pass a resource that names a patient of theirs AND one of another tenant (its accounts are then
  * both tenants', and one of them matches).
@@ -288,7 +314,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
       resourceType,
       criteria: inTenant(resourceType),
       interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
-      writeConstraint: [SERVER_OWNED_TAGS, ONLY_OWN_TENANT],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
     })),
     ...['MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
@@ -297,6 +323,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
       interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
       writeConstraint: [
         SERVER_OWNED_TAGS,
+        JOURNEY_KEYS,
         ONLY_OWN_TENANT,
         { language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" },
       ],
