@@ -13,8 +13,7 @@ import type {
   Task,
   TaskInput,
 } from '@medplum/fhirtypes';
-import { START_ENDPOINT } from '../contracts/protocols';
-import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { EXTENSIONS, START_ENDPOINT, SYSTEMS } from '../contracts/systems';
 import type { PatientTask } from '../contracts/tasks';
 import { contextNotFound, isPublishedTo, requireAgreements } from './lib/agreements';
 import { actionKind, frontedCanonical, isAvailableTo, planTypeOf, whereaboutsOf } from './lib/catalog';
@@ -78,7 +77,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   }
   const key = episodeKey(patientId, plan.url as string);
   const existing = await episodeByKey(medplum, patientId, key);
-  if (existing?.status === 'active' || existing?.status === 'finished') {
+  if (existing && existing.status !== 'planned') {
     return answer(medplum, patientId, existing, false);
   }
   // Everything the tasks need is read before anything is written: a broken definition writes nothing.
@@ -278,12 +277,19 @@ async function claimEpisode(
   return episodeByKey(medplum, patient.id, key);
 }
 
+/**
+ * The episode as the patient is answered it: active or finished, with her tasks. One her clinician stopped
+ * (cancelled, entered-in-error, on hold...) is not hers to resume, and is never reported as active.
+ */
 async function answer(
   medplum: MedplumClient,
   patientId: string,
   episode: EpisodeOfCare,
   created: boolean,
 ): Promise<StartAssessmentResult> {
+  if (episode.status !== 'active' && episode.status !== 'finished') {
+    return fail(409, 'invalid_state', 'This assessment was stopped by the care team', { state: episode.status });
+  }
   const own = await patientEpisodeTasks(medplum, episode.id as string, patientId);
   const tasks = await inPlanOrder(medplum, episodePlan(episode), own);
   return {

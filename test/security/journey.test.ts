@@ -170,6 +170,23 @@ describe('the journey keys are the workflow bots’ alone', () => {
 });
 
 describe('start-assessment believes only the caller’s own episode and tasks', () => {
+  it('an episode her clinician cancelled (keys kept, as the policy lets them) is not answered as active: 409 invalid_state', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const weight = await weightIntake(patient);
+    const started = (await start(patient, weight.healthcareService)).body as Assessment;
+    const clinician = clinicianActor(gw.backend, 'northwind');
+    for (const status of ['cancelled', 'entered-in-error'] as const) {
+      const episode = await gw.backend.systemRepo.readReference<EpisodeOfCare>({ reference: started.episodeOfCare });
+      const path = fhirPath(`EpisodeOfCare/${episode.id}`);
+      expect((await direct(gw.backend, clinician.token, 'PUT', path, { body: { ...episode, status } })).status).toBe(
+        200,
+      );
+      const resumed = await start(patient, weight.healthcareService);
+      expect(resumed.status, status).toBe(409);
+      expect(resumed.body).toMatchObject({ error: { code: 'invalid_state', details: { state: status } } });
+    }
+  });
+
   it('an episode under her key that is not hers, or a task tagged with her episode that is not hers, is never answered', async () => {
     // Data the policies now refuse to patients and clinicians, as it could stand in a store written before
     // them (or by another bot): the bot must not resume it, nor show it.
