@@ -19,12 +19,10 @@ export const AssessmentSchema = z
       description:
         'The journey this assessment belongs to: every resource of it carries the tag `https://patient-care.example/episode|EpisodeOfCare/<id>`, so `GET /v1/fhir/{type}?_tag=…` finds them.',
     }),
-    assessment: z
-      .string()
-      .openapi({
-        description: 'The pinned assessment, `url|version`.',
-        example: 'https://patient-care.example/assessments/weight-intake|1',
-      }),
+    assessment: z.string().openapi({
+      description: 'The pinned assessment, `url|version`.',
+      example: 'https://patient-care.example/assessments/weight-intake|1',
+    }),
     status: z.enum(['active', 'finished']),
     tasks: z.array(PatientTaskSchema),
   })

@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { Coordinate, RequirementsQuerySchema, WithdrawalRequestSchema } from './agreements';
 import { StartAssessmentRequestSchema } from './assessments';
+import { MeasurementCompletionSchema, QuestionnaireCompletionSchema } from './tasks';
 
 /**
  * What each bot accepts as `event.input`. A bot's input is untrusted (anyone who can read the Bot can
@@ -38,6 +39,11 @@ export const BOT_INPUTS = {
     .strict(),
   'withdraw-agreement': WithdrawalRequestSchema.strict(),
   'start-assessment': StartAssessmentRequestSchema.strict(),
+  /** The task (its id, from the path) and what completes it. */
+  'complete-task': z.union([
+    QuestionnaireCompletionSchema.extend({ task: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/) }).strict(),
+    MeasurementCompletionSchema.extend({ task: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/) }).strict(),
+  ]),
   /** Nothing: the tenant is decided from what the patient registered through, never from input. */
   'patient-home': z.object({}).strict(),
   /** A subscription delivery: the Communication that was written; the bot re-reads it by id. */

@@ -1,14 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
-import type { PlanType } from './systems';
+import { START_ENDPOINT } from './systems';
 
-/** The endpoint that starts each kind of offering (JOURNEY A). Clinical protocols are requested, never self-enrolled. */
-export const START_ENDPOINT = {
-  assessment: 'POST /v1/assessments',
-  program: 'POST /v1/enrollments',
-  'clinical-protocol': 'POST /v1/requests',
-} as const satisfies Record<PlanType, string>;
+export { START_ENDPOINT };
 
 const Canonical = z
   .string()

@@ -36,6 +36,8 @@ export const SYSTEMS = {
   episodeKey: `${BASE}/episode-key`,
   /** Patient-facing tasks carry `<taskAudience>|patient` (spec: "tagged patient"); others are clinicians'. */
   taskAudience: `${BASE}/task-audience`,
+  /** A tenant's clinician work queues (CareTeam.category), e.g. `<careQueue>|intake-review`. */
+  careQueue: `${BASE}/care-queue`,
   /** Subdivision codes such as US-CA (ISO 3166-2). */
   jurisdiction: 'urn:iso:std:iso:3166:-2',
   /** Country codes such as US (ISO 3166-1 alpha-2), as Patient.address.country holds them. */
@@ -49,6 +51,16 @@ export const SYSTEMS = {
 /** The kinds of plan the catalog fronts (PlanDefinition.type under SYSTEMS.planType). */
 export const PLAN_TYPES = ['assessment', 'program', 'clinical-protocol'] as const;
 export type PlanType = (typeof PLAN_TYPES)[number];
+
+/**
+ * The endpoint that starts each kind of offering (JOURNEY A). Clinical protocols are requested, never
+ * self-enrolled. Here, not beside the catalog's contract, because bots use it and must not bundle zod.
+ */
+export const START_ENDPOINT = {
+  assessment: 'POST /v1/assessments',
+  program: 'POST /v1/enrollments',
+  'clinical-protocol': 'POST /v1/requests',
+} as const satisfies Record<PlanType, string>;
 
 export const EXTENSIONS = {
   /** On a patient ClientApplication: the tenant Organization whose app it is. */
@@ -70,6 +82,13 @@ export const EXTENSIONS = {
   enteredQuantity: `${BASE}/fhir/StructureDefinition/entered-quantity`,
   /** On an EpisodeOfCare: the plan it instantiates, pinned when it was started (valueCanonical `url|version`). */
   episodePlan: `${BASE}/fhir/StructureDefinition/episode-plan`,
+  /**
+   * On an EpisodeOfCare: its revision (valueInteger), bumped under If-Match by every workflow that
+   * advances the journey, so two concurrent steps cannot both miss each other (JOURNEY section 0).
+   */
+  journeyRevision: `${BASE}/fhir/StructureDefinition/journey-revision`,
+  /** On a completed Task: the fingerprint of the payload that completed it (a repeat replays, another conflicts). */
+  completionDigest: `${BASE}/fhir/StructureDefinition/completion-digest`,
   /** On a HealthcareService: the PlanDefinition it fronts (valueCanonical `url|version`). */
   frontsPlan: `${BASE}/fhir/StructureDefinition/fronts-plan`,
   /** On an SMS/voice Consent: the channel it covers (valueContactPoint, E.164). */

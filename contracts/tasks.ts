@@ -1,4 +1,6 @@
-import { z } from '@hono/zod-openapi';
+import { createRoute, z } from '@hono/zod-openapi';
+import { IdParam, secured } from './common';
+import { errorResponses, SECURED_STATUSES } from './errors';
 
 /** `Type/<id>`, as every resource field of the action plane holds it (spec rule 8). */
 export const referenceTo = (type: string) =>
@@ -47,3 +49,96 @@ export const PatientTaskSchema = z
   .openapi('PatientTask');
 
 export type PatientTask = z.infer<typeof PatientTaskSchema>;
+
+export const ReadingSchema = z
+  .object({
+    code: z
+      .string()
+      .regex(/^\S+\|\S+$/)
+      .max(256)
+      .openapi({ example: 'http://loinc.org|29463-7' }),
+    value: z.number().finite().openapi({ example: 82.4 }),
+    unit: z
+      .string()
+      .min(1)
+      .max(64)
+      .openapi({ description: 'A UCUM code the task allows (its `units`).', example: 'kg' }),
+    effective: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/)
+      .optional()
+      .openapi({
+        description: 'When it was taken; default: now. Never in the future.',
+        example: '2026-11-25T08:00:00Z',
+      }),
+  })
+  .strict()
+  .openapi('Reading');
+
+export const QuestionnaireCompletionSchema = z
+  .object({
+    questionnaireResponse: referenceTo('QuestionnaireResponse').openapi({
+      description:
+        "The patient's own completed answers (`POST /v1/fhir/QuestionnaireResponse`), answering exactly the task's pinned Questionnaire `url|version`.",
+    }),
+  })
+  .strict()
+  .openapi('QuestionnaireCompletion');
+
+export const MeasurementCompletionSchema = z
+  .object({
+    measurements: z
+      .array(ReadingSchema)
+      .min(1)
+      .max(20)
+      .openapi({ description: 'One reading per measurement the task asks for (its `measurements`).' }),
+  })
+  .strict()
+  .openapi('MeasurementCompletion');
+
+export const CompleteTaskRequestSchema = z
+  .union([QuestionnaireCompletionSchema, MeasurementCompletionSchema])
+  .openapi('CompleteTaskRequest', {
+    example: { measurements: [{ code: 'http://loinc.org|29463-7', value: 82.4, unit: 'kg' }] },
+  });
+
+export const CompletedTaskSchema = z
+  .object({
+    task: referenceTo('Task'),
+    status: z.literal('completed'),
+    questionnaireResponse: z
+      .string()
+      .optional()
+      .openapi({ description: 'Questionnaire tasks: the answers, pinned to the version completed.' }),
+    observations: z
+      .array(referenceTo('Observation'))
+      .optional()
+      .openapi({ description: 'Measurement tasks: the Observations the platform wrote, one per reading.' }),
+  })
+  .openapi('CompletedTask');
+
+const COMPLETE = `Completes one of the patient's tasks; the payload matches the task's kind.
+- Questionnaire task: \`{questionnaireResponse}\`, her own answers, \`completed\`, answering exactly the pinned Questionnaire (\`url|version\`); every attachment an answer uses must be her own upload (\`POST /v1/documents\`). The task's output pins the answers' version, and submitted answers can no longer be changed.
+- Measurement task: \`{measurements: [{code, value, unit, effective?}]}\`, one reading per measurement the task asks for, each checked against its ObservationDefinition: a code the task asks for, a UCUM unit it allows (a customary unit is converted: the Observation holds the stored unit and what was entered), a value inside the absolute range, not in the future. Any problem: 422 \`invalid_measurement\` with \`details.issues[{index, code, reason, allowedUnits?, range?}]\` and nothing written. The platform writes one \`final\` Observation per reading (performer: the patient), interpreted against the reference range for the patient's country (L/N/H; LL/HH for a critical value, which also issues an urgent task to the care team), in the same transaction that completes the task.
+Task statuses (R4 task-status): \`ready\` -> \`completed\` here; \`cancelled\` (unenrolled, revoked, superseded) and \`on-hold\` (a clinician paused the plan) are set by the platform. Repeating the same completion answers 200 with the same result; a different payload for a completed task, or any payload for a cancelled or on-hold one, is 409 \`invalid_state\` with \`details.state\`. A payload of the other kind is 400. Gated: unmet required agreements -> 409 \`consent_required\`, nothing written. When the last task of an assessment completes, a review task is issued to the tenant's clinician queue. Another patient's task, or one that does not exist: 404.`;
+
+export const completeTaskRoute = createRoute({
+  method: 'post',
+  path: '/v1/tasks/{id}/complete',
+  operationId: 'tasks.complete',
+  tags: ['Tasks'],
+  summary: 'Complete a task',
+  description: COMPLETE,
+  security: secured,
+  request: {
+    params: z.object({ id: IdParam }),
+    body: { required: true, content: { 'application/json': { schema: CompleteTaskRequestSchema } } },
+  },
+  responses: {
+    200: {
+      description: 'Completed (or already completed with this payload).',
+      content: { 'application/json': { schema: CompletedTaskSchema } },
+    },
+    ...errorResponses(400, 404, 409, 413, 415, 422, ...SECURED_STATUSES),
+  },
+});

@@ -20,6 +20,7 @@ import { registerDocumentRoutes } from './routes/documents';
 import { registerFhirRoutes } from './routes/fhir';
 import { registerPatientRoutes } from './routes/patient';
 import { registerProtocolRoutes } from './routes/protocols';
+import { registerTaskRoutes } from './routes/tasks';
 
 export { DEFAULT_LIMITS } from './app-env';
 export type { AccessLogEntry, App, AppDeps, AppEnv, Limits };
@@ -56,6 +57,7 @@ export function createApp(deps: AppDeps): App {
   registerProtocolRoutes(app);
   registerAgreementRoutes(app, deps.edgeSigner);
   registerAssessmentRoutes(app);
+  registerTaskRoutes(app);
   registerDocumentRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {

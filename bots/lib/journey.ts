@@ -126,8 +126,11 @@ export async function readVersioned<T extends ObservationDefinition>(
   medplum: MedplumClient,
   reference: Reference<T>,
 ): Promise<T> {
-  const [type, id, , versionId] = (reference.reference ?? '').split('/');
-  return (await medplum.readVersion(type as 'ObservationDefinition', id, versionId)) as T;
+  const [type, id, history, versionId] = (reference.reference ?? '').split('/');
+  if (type !== 'ObservationDefinition' || history !== '_history' || !id || !versionId) {
+    throw new Error('not a versioned ObservationDefinition reference');
+  }
+  return (await medplum.readVersion('ObservationDefinition', id, versionId)) as T;
 }
 
 /** A task as the patient sees it in the action plane. */

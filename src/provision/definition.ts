@@ -137,6 +137,15 @@ const ONLY_SELF_REFERENCES = {
     "%after.author.all(reference = '%patient') and %after.source.all(reference = '%patient')",
 };
 
+/**
+ * Submitted answers are final (JOURNEY B): an update is allowed only while the stored version is still
+ * `in-progress`. On create `%before` is empty, so any status may be created.
+ */
+const ANSWERS_FROZEN_ONCE_SUBMITTED = {
+  language: 'text/fhirpath' as const,
+  expression: "%before.exists().not() or %before.status = 'in-progress'",
+};
+
 function patientPolicy(): AccessPolicyResource[] {
   return [
     // Own demographics: readable and updatable; tenancy and identity stay server-owned.
@@ -147,12 +156,13 @@ function patientPolicy(): AccessPolicyResource[] {
       readonlyFields: ['managingOrganization', 'identifier', 'link', 'generalPractitioner'],
       writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS],
     },
-    // Own answers: created and updated by the patient, never deleted, never about or by anyone else.
+    // Own answers: created and updated by the patient, never deleted, never about or by anyone else;
+    // once submitted (no longer in-progress) they are frozen: a completed task points at what was answered.
     {
       resourceType: 'QuestionnaireResponse',
       criteria: 'QuestionnaireResponse?subject=%patient',
       interaction: ['read', 'search', 'create', 'update', 'history', 'vread'],
-      writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS, JOURNEY_KEYS],
+      writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS, JOURNEY_KEYS, ANSWERS_FROZEN_ONCE_SUBMITTED],
     },
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     ...CATALOG_TYPES.flatMap(catalogReads),
@@ -431,6 +441,24 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
+      key: 'bot-complete-task',
+      policy: {
+        name: 'Bot: complete a task',
+        // It checks that the task, answers and uploads are the requester's own; it writes the task, the
+        // Observations of readings, the episode's revision and the clinician's review tasks.
+        resource: [
+          ...agreementReads(),
+          { resourceType: 'Task', interaction: ['read', 'search', 'create', 'update'] },
+          { resourceType: 'QuestionnaireResponse', interaction: ['read'] },
+          { resourceType: 'ObservationDefinition', interaction: ['read', 'vread'] },
+          { resourceType: 'Observation', interaction: ['create', 'read'] },
+          { resourceType: 'EpisodeOfCare', interaction: ['read', 'update'] },
+          { resourceType: 'CareTeam', interaction: ['read', 'search'] },
+          { resourceType: 'Binary', interaction: ['read'] },
+        ],
+      },
+    },
+    {
       key: 'integration-sms',
       policy: {
         name: 'SMS integration: writes inbound messages',
@@ -462,6 +490,12 @@ export const platformDefinition: ProvisionDefinition = {
       patient: true,
       description: 'POST /v1/assessments: starts or resumes an assessment (EpisodeOfCare and intake tasks).',
       accessPolicy: 'bot-start-assessment',
+    },
+    {
+      key: 'complete-task',
+      patient: true,
+      description: 'POST /v1/tasks/{id}/complete: completes a questionnaire or measurement task.',
+      accessPolicy: 'bot-complete-task',
     },
     {
       key: 'sms-opt-out',
@@ -515,6 +549,17 @@ export function tenantResources(key: string, name: string, appId?: string): Keye
         name,
         identifier: [{ system: SYSTEMS.tenant, value: key }],
         active: true,
+      },
+    },
+    {
+      key: `queue-${key}-intake-review`,
+      resource: {
+        resourceType: 'CareTeam',
+        meta: { accounts: [keyRef(`org-${key}`)] },
+        status: 'active',
+        name: `${name} intake review`,
+        category: [{ coding: [{ system: SYSTEMS.careQueue, code: 'intake-review' }] }],
+        managingOrganization: [keyRef(`org-${key}`)],
       },
     },
     {

@@ -23,6 +23,7 @@ import {
 } from '../../contracts/fhir';
 import { ConfigSchema, configRoute, homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
 import { ProtocolsSchema, protocolsRoute } from '../../contracts/protocols';
+import { CompletedTaskSchema, CompleteTaskRequestSchema, completeTaskRoute } from '../../contracts/tasks';
 
 /** A failure answered by the API: the error envelope, with its HTTP status. */
 export class PatientCareApiError extends Error {
@@ -60,6 +61,12 @@ type Query = Record<string, string | number | undefined>;
 const takes =
   <S extends z.ZodType>(_schema: S) =>
   <M extends (input: z.input<S>) => unknown>(method: M) =>
+    method;
+
+/** `takes` for a method on one resource: its id first (the path's `{id}`), then the contract's input. */
+const takesForId =
+  <S extends z.ZodType>(_schema: S) =>
+  <M extends (id: string, input: z.input<S>) => unknown>(method: M) =>
     method;
 
 /**
@@ -152,6 +159,12 @@ export function createPatientCareClient(options: ClientOptions) {
       /** Starts or resumes the assessment an offering of `protocols.list()` fronts (the same answer when resumed). */
       start: takes(StartAssessmentRequestSchema)(async (request) =>
         AssessmentSchema.parse(await call(startAssessmentRoute, { body: request })),
+      ),
+    },
+    tasks: {
+      /** Completes a task: `{questionnaireResponse}` or `{measurements: [...]}`, as its kind asks. */
+      complete: takesForId(CompleteTaskRequestSchema)(async (id, request) =>
+        CompletedTaskSchema.parse(await call(completeTaskRoute, { params: { id }, body: request })),
       ),
     },
     agreements: {

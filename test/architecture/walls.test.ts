@@ -49,6 +49,15 @@ describe('walls between the layers', () => {
     }
   });
 
+  it('bot bundles carry no zod: a contract module a bot imports at run time is zod-free (contracts/systems.ts)', () => {
+    // zod costs 12-19 ms to compile in every vmcontext run (README); bots check input as JSON Schema.
+    for (const bot of platformDefinition.bots) {
+      const bundle = readFileSync(join('dist', 'bots', `${bot.key}.js`), 'utf8');
+      expect(bundle.includes('ZodError'), `${bot.key} bundles zod (${bundle.length} bytes)`).toBe(false);
+      expect(bundle.length, bot.key).toBeLessThan(200_000);
+    }
+  });
+
   it('route modules never import app.ts, the embedded Medplum, or each other', () => {
     for (const file of files('src/routes')) {
       for (const target of importsOf(file)) {

@@ -121,7 +121,11 @@ describe('measurement readings', () => {
       ],
     });
     // Within the minute of clock skew is not the future.
-    const skewed = checkReadings([{ code: HEART_RATE, value: 60, unit: '/min', effective: '2026-11-25T12:00:30Z' }], [heartRate], NOW);
+    const skewed = checkReadings(
+      [{ code: HEART_RATE, value: 60, unit: '/min', effective: '2026-11-25T12:00:30Z' }],
+      [heartRate],
+      NOW,
+    );
     expect(skewed.ok).toBe(true);
   });
 

@@ -1,5 +1,6 @@
-import type { Bundle, Observation, QuestionnaireResponse, Resource } from '@medplum/fhirtypes';
+import type { Bundle, Observation, QuestionnaireResponse, Resource, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { bodyFor, operationsOf } from '../support/operations';
 
@@ -19,10 +20,21 @@ beforeAll(async () => {
     status: 'completed',
     subject: { reference: `Patient/${alice.patient.id}` },
   });
+  // A task of hers to do, as the assessment bot issues them.
+  const task = await gw.backend.systemRepo.createResource<Task>({
+    resourceType: 'Task',
+    meta: { tag: [{ system: SYSTEMS.taskAudience, code: 'patient' }] },
+    status: 'ready',
+    intent: 'order',
+    code: { coding: [{ system: SYSTEMS.taskKind, code: 'measurement' }] },
+    for: { reference: `Patient/${alice.patient.id}` },
+    owner: { reference: `Patient/${alice.patient.id}` },
+  });
   aliceResources = [
     { type: 'Patient', id: alice.patient.id },
     { type: 'Observation', id: observation.id as string },
     { type: 'QuestionnaireResponse', id: answers.id as string },
+    { type: 'Task', id: task.id as string },
   ];
 });
 afterAll(() => gw?.close());
@@ -53,7 +65,7 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
         (o.template.includes('{id}') || o.operationId === 'fhir.search'),
     );
     expect(operations.map((o) => o.operationId).sort()).toEqual(
-      ['fhir.read', 'fhir.search', 'fhir.updatePatient', 'fhir.updateQuestionnaireResponse'].sort(),
+      ['fhir.read', 'fhir.search', 'fhir.updatePatient', 'fhir.updateQuestionnaireResponse', 'tasks.complete'].sort(),
     );
     const intruders = ['bob', 'carol'];
     const watched = [
@@ -68,11 +80,10 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
       const { token } = gw.backend.patients[intruder];
       for (const op of operations) {
         for (const target of aliceResources) {
-          if (
-            !op.template.includes('{type}') &&
-            op.template.includes('{id}') &&
-            !op.template.includes(`/${target.type}/`)
-          ) {
+          // An action-plane path names its type in the plural: /v1/tasks/{id} is a Task.
+          const namesType =
+            op.template.includes(`/${target.type}/`) || op.template.includes(`/${target.type.toLowerCase()}s/`);
+          if (!op.template.includes('{type}') && op.template.includes('{id}') && !namesType) {
             continue;
           }
           const path = op.template.includes('{id}')

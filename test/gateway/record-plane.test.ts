@@ -209,22 +209,27 @@ describe('record plane writes', () => {
     expect(created.status).toBe(201);
     const qr = created.body as QuestionnaireResponse;
     expect(qr.subject?.reference).toBe(`Patient/${alice().patient.id}`);
+    // The body's id is optional (the document says so): the path names the resource.
+    const { id: _omitted, ...withoutId } = qr;
+    const answered = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${qr.id}`, {
+      body: { ...withoutId, item: [{ linkId: 'mood', answer: [{ valueString: 'fine' }] }] },
+    });
+    expect(answered.status, answered.text).toBe(200);
+    expect(answered.body as QuestionnaireResponse).toMatchObject({ id: qr.id, status: 'in-progress' });
+    const elsewhere = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${qr.id}`, {
+      body: { ...withoutId, id: 'another-id', status: 'completed' },
+    });
+    expect(elsewhere.status).toBe(400);
     const updated = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${qr.id}`, {
-      body: { ...qr, status: 'completed' },
+      body: { ...(answered.body as QuestionnaireResponse), status: 'completed' },
     });
     expect(updated.status).toBe(200);
     expect((updated.body as QuestionnaireResponse).status).toBe('completed');
-    // The body's id is optional (the document says so): the path names the resource.
-    const { id: _omitted, ...withoutId } = updated.body as QuestionnaireResponse;
-    const again = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${qr.id}`, {
-      body: { ...withoutId, status: 'amended' },
+    // Submitted answers are frozen (the patient policy's writeConstraint): a task may point at them.
+    const amended = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${qr.id}`, {
+      body: { ...(updated.body as QuestionnaireResponse), status: 'amended' },
     });
-    expect(again.status, again.text).toBe(200);
-    expect(again.body as QuestionnaireResponse).toMatchObject({ id: qr.id, status: 'amended' });
-    const elsewhere = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${qr.id}`, {
-      body: { ...withoutId, id: 'another-id', status: 'amended' },
-    });
-    expect(elsewhere.status).toBe(400);
+    expect(amended.status).toBe(403);
     const forOther = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
       body: {
         resourceType: 'QuestionnaireResponse',

@@ -1,0 +1,405 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type {
+  Attachment,
+  Bundle,
+  BundleEntry,
+  CareTeam,
+  EpisodeOfCare,
+  Observation,
+  Patient,
+  QuestionnaireResponse,
+  Reference,
+  Task,
+} from '@medplum/fhirtypes';
+import { attachmentProblems } from '../contracts/attachments';
+import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { contextNotFound, requireAgreements } from './lib/agreements';
+import {
+  episodePlan,
+  episodeTasks,
+  PATIENT_TASK_TAG,
+  readVersioned,
+  taskKind,
+  taskObservationDefinitions,
+  taskQuestionnaire,
+} from './lib/journey';
+import { checkReadings, interpret, isCritical, observationFor, type Reading } from './lib/measurements';
+import { lostRace } from './lib/races';
+import { type BotResult, fail } from './lib/result';
+import { patientWorkflow } from './lib/trust';
+
+export type CompleteTaskResult = BotResult<{
+  task: string;
+  status: 'completed';
+  questionnaireResponse?: string;
+  observations?: string[];
+}>;
+
+/** Clinician queue work this bot issues (Task.code under SYSTEMS.taskKind, as the patient kinds). */
+const REVIEW_INTAKE = 'review-intake';
+const REVIEW_READING = 'review-reading';
+
+/**
+ * POST /v1/tasks/{id}/complete (JOURNEY C). Checks first (the task is the patient's own and `ready`,
+ * the payload is of its kind and valid, the gate is met), then writes everything in ONE transaction:
+ * the task `completed` under If-Match (the anchor: of 20 identical calls one wins, the others re-read),
+ * the Observations of a measurement task, the episode's revision bumped under If-Match (two different
+ * last tasks completing at once cannot both miss each other), and, when this was the last intake task,
+ * the clinician's review task; a critical reading also issues an urgent one.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<CompleteTaskResult> {
+  const start = await patientWorkflow(medplum, event, 'complete-task');
+  if (!start.ok) {
+    return start;
+  }
+  const { patientId } = start.caller;
+  const { task: taskId, ...payload } = start.input;
+  const digest = payloadDigest(payload);
+  for (let attempt = 0; ; attempt++) {
+    const task = (await medplum.readResource('Task', taskId).catch(() => undefined)) as Task | undefined;
+    if (!task || task.for?.reference !== `Patient/${patientId}` || !isPatientTask(task)) {
+      return contextNotFound();
+    }
+    if (task.status === 'completed') {
+      return completionDigest(task) === digest
+        ? completed(task)
+        : fail(409, 'invalid_state', 'This task is already completed, with another payload', { state: 'completed' });
+    }
+    if (task.status !== 'ready') {
+      return fail(409, 'invalid_state', `This task is ${task.status}`, { state: task.status });
+    }
+    const kind = taskKind(task);
+    if (!kind) {
+      return fail(409, 'invalid_state', 'This task is not completed here', { state: task.status });
+    }
+    const expected = kind === 'questionnaire' ? 'questionnaireResponse' : 'measurements';
+    if (!(expected in payload)) {
+      return fail(400, 'invalid_request', `A ${kind} task is completed with ${expected}`, {
+        issues: [{ path: expected, message: `required for a ${kind} task` }],
+      });
+    }
+    const episode = await episodeOf(medplum, task);
+    const gate = await requireAgreements(medplum, patientId, {
+      task: `Task/${task.id}`,
+      ...(episode && episodePlan(episode) ? { protocol: episodePlan(episode) } : {}),
+    });
+    if (gate) {
+      return gate;
+    }
+    const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
+    const work =
+      'questionnaireResponse' in payload
+        ? await answersWork(medplum, task, patientId, payload.questionnaireResponse)
+        : await readingsWork(medplum, task, patient, payload.measurements);
+    if (!work.ok) {
+      return work;
+    }
+    const bundle = await completionBundle(medplum, { task, patient, episode, digest, work });
+    try {
+      const response = await medplum.executeBatch(bundle);
+      const saved = response.entry?.[0]?.resource as Task | undefined;
+      return completed(saved ?? (await medplum.readResource('Task', taskId)));
+    } catch (err) {
+      // Someone else completed it (same payload: their result is ours) or moved the episode on
+      // (another task completed at the same moment): read again, decide again, once.
+      if (!lostRace(err) || attempt > 0) {
+        if (lostRace(err)) {
+          return fail(409, 'invalid_state', 'This task changed while it was being completed; try again', {
+            state: 'conflict',
+          });
+        }
+        throw err;
+      }
+    }
+  }
+}
+
+type Work =
+  | { ok: true; output: Task['output']; entries: BundleEntry[]; critical: Reference<Observation>[] }
+  | ReturnType<typeof fail>;
+
+/** A questionnaire task: her own completed answers to exactly the pinned Questionnaire. */
+async function answersWork(medplum: MedplumClient, task: Task, patientId: string, reference: string): Promise<Work> {
+  const id = reference.split('/')[1];
+  const answers = (await medplum.readResource('QuestionnaireResponse', id).catch(() => undefined)) as
+    | QuestionnaireResponse
+    | undefined;
+  const own = `Patient/${patientId}`;
+  if (!answers || answers.subject?.reference !== own) {
+    return fail(400, 'invalid_request', 'These answers are not yours, or do not exist', {
+      issues: [{ path: 'questionnaireResponse', message: 'not found' }],
+    });
+  }
+  const problems: { path: string; message: string }[] = [];
+  if (answers.status !== 'completed') {
+    problems.push({ path: 'questionnaireResponse', message: `status is ${answers.status}, not completed` });
+  }
+  const pinned = taskQuestionnaire(task);
+  if (!pinned || answers.questionnaire !== pinned) {
+    problems.push({ path: 'questionnaireResponse', message: `must answer ${pinned}, not ${answers.questionnaire}` });
+  }
+  if (problems.length > 0) {
+    return fail(400, 'invalid_request', 'These answers cannot complete this task', { issues: problems });
+  }
+  // Answers and uploads can be written straight to Medplum: every attachment is checked again here.
+  const attachments: { linkId: string; url?: string; problems: string[] }[] = [];
+  for (const { linkId, attachment } of attachmentsOf(answers.item ?? [])) {
+    const found = await attachmentProblemsOf(medplum, attachment, own);
+    if (found.length > 0) {
+      attachments.push({ linkId, url: attachment.url, problems: found });
+    }
+  }
+  if (attachments.length > 0) {
+    return fail(422, 'invalid_attachment', 'These answers use files that are not your own uploads as they were', {
+      issues: attachments,
+    });
+  }
+  const pinnedAnswers = `QuestionnaireResponse/${answers.id}/_history/${answers.meta?.versionId}`;
+  return {
+    ok: true,
+    output: [{ type: { text: 'questionnaire-response' }, valueReference: { reference: pinnedAnswers } }],
+    entries: [],
+    critical: [],
+  };
+}
+
+/** A measurement task: every reading valid against its definition, or 422 with each problem. */
+async function readingsWork(
+  medplum: MedplumClient,
+  task: Task,
+  patient: Patient & { id: string },
+  readings: Reading[],
+): Promise<Work> {
+  const definitions = await Promise.all(taskObservationDefinitions(task).map((r) => readVersioned(medplum, r)));
+  const checked = checkReadings(readings, definitions, new Date());
+  if (!checked.ok) {
+    return fail(422, 'invalid_measurement', 'These readings cannot be recorded', { issues: checked.issues });
+  }
+  const entries: BundleEntry[] = [];
+  const critical: Reference<Observation>[] = [];
+  for (const reading of checked.readings) {
+    const interpretation = interpret(reading.definition, patient, reading.value);
+    const fullUrl = `urn:uuid:${randomUUID()}`;
+    entries.push({
+      fullUrl,
+      resource: { ...observationFor(reading, patient, interpretation), meta: { tag: tagsOf(task) } },
+      request: { method: 'POST', url: 'Observation' },
+    });
+    if (isCritical(interpretation)) {
+      critical.push({ reference: fullUrl });
+    }
+  }
+  return {
+    ok: true,
+    output: entries.map((e) => ({ type: { text: 'observation' }, valueReference: { reference: e.fullUrl } })),
+    entries,
+    critical,
+  };
+}
+
+/** The one transaction: the task (anchor), what it produced, the episode bump, the clinician's work. */
+async function completionBundle(
+  medplum: MedplumClient,
+  {
+    task,
+    patient,
+    episode,
+    digest,
+    work,
+  }: {
+    task: Task;
+    patient: Patient & { id: string };
+    episode: EpisodeOfCare | undefined;
+    digest: string;
+    work: Extract<Work, { ok: true }>;
+  },
+): Promise<Bundle> {
+  const now = new Date().toISOString();
+  const entries: BundleEntry[] = [
+    {
+      resource: {
+        ...task,
+        status: 'completed',
+        lastModified: now,
+        executionPeriod: { ...task.executionPeriod, end: now },
+        output: work.output,
+        extension: [
+          ...(task.extension ?? []).filter((e) => e.url !== EXTENSIONS.completionDigest),
+          { url: EXTENSIONS.completionDigest, valueString: digest },
+        ],
+      },
+      request: { method: 'PUT', url: `Task/${task.id}`, ifMatch: `W/"${task.meta?.versionId}"` },
+    },
+    ...work.entries,
+  ];
+  const queue = work.critical.length > 0 || episode ? await intakeQueue(medplum, patient) : undefined;
+  for (const observation of work.critical) {
+    entries.push(
+      clinicianTask(REVIEW_READING, 'A critical reading to review', patient, queue, task, observation, 'urgent'),
+    );
+  }
+  if (episode) {
+    entries.push({
+      resource: {
+        ...episode,
+        extension: [
+          ...(episode.extension ?? []).filter((e) => e.url !== EXTENSIONS.journeyRevision),
+          { url: EXTENSIONS.journeyRevision, valueInteger: revisionOf(episode) + 1 },
+        ],
+      },
+      request: { method: 'PUT', url: `EpisodeOfCare/${episode.id}`, ifMatch: `W/"${episode.meta?.versionId}"` },
+    });
+    // Only what was issued for her counts (a tag is data): her tasks, and a review issued about her.
+    const mine = (await episodeTasks(medplum, episode.id as string)).filter(
+      (t) => t.for?.reference === `Patient/${patient.id}`,
+    );
+    const lastOpen = mine.filter(isPatientTask).every((t) => t.id === task.id || t.status === 'completed');
+    const reviewIssued = mine.some((t) =>
+      t.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === REVIEW_INTAKE),
+    );
+    if (lastOpen && !reviewIssued) {
+      entries.push(
+        clinicianTask(REVIEW_INTAKE, 'Review the completed intake', patient, queue, task, {
+          reference: `EpisodeOfCare/${episode.id}`,
+        }),
+      );
+    }
+  }
+  return { resourceType: 'Bundle', type: 'transaction', entry: entries };
+}
+
+/** A task for the tenant's clinician queue (JOURNEY C: `ready`, owned by the CareTeam until claimed). */
+function clinicianTask(
+  code: string,
+  description: string,
+  patient: Patient & { id: string },
+  queue: CareTeam | undefined,
+  from: Task,
+  focus: Reference,
+  priority: Task['priority'] = 'routine',
+): BundleEntry {
+  const task: Task = {
+    resourceType: 'Task',
+    meta: { tag: (from.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode) },
+    status: 'ready',
+    intent: 'order',
+    priority,
+    code: { coding: [{ system: SYSTEMS.taskKind, code }] },
+    description,
+    for: { reference: `Patient/${patient.id}` },
+    focus,
+    authoredOn: new Date().toISOString(),
+    ...(queue ? { owner: { reference: `CareTeam/${queue.id}` } } : {}),
+  };
+  return { resource: task, request: { method: 'POST', url: 'Task' } };
+}
+
+/** The tenant's intake review queue (a provisioned CareTeam of the patient's organization). */
+async function intakeQueue(medplum: MedplumClient, patient: Patient): Promise<CareTeam | undefined> {
+  const organization = patient.managingOrganization?.reference;
+  if (!organization) {
+    return undefined;
+  }
+  const teams = await medplum.searchResources(
+    'CareTeam',
+    { category: `${SYSTEMS.careQueue}|intake-review`, _compartment: organization },
+    { cache: 'no-cache' },
+  );
+  return teams.find((t) => t.managingOrganization?.some((o) => o.reference === organization));
+}
+
+async function episodeOf(medplum: MedplumClient, task: Task): Promise<EpisodeOfCare | undefined> {
+  const code = task.meta?.tag?.find((t) => t.system === SYSTEMS.episode)?.code;
+  const id = code?.startsWith('EpisodeOfCare/') ? code.slice('EpisodeOfCare/'.length) : undefined;
+  const episode = id
+    ? ((await medplum.readResource('EpisodeOfCare', id).catch(() => undefined)) as EpisodeOfCare | undefined)
+    : undefined;
+  // Only the patient's own episode counts (a tag is data; the episode's patient is the check).
+  return episode?.patient?.reference === task.for?.reference ? episode : undefined;
+}
+
+const isPatientTask = (task: Task): boolean =>
+  (task.meta?.tag ?? []).some((t) => t.system === PATIENT_TASK_TAG.system && t.code === PATIENT_TASK_TAG.code);
+
+const tagsOf = (task: Task) => (task.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
+
+const revisionOf = (episode: EpisodeOfCare): number =>
+  episode.extension?.find((e) => e.url === EXTENSIONS.journeyRevision)?.valueInteger ?? 0;
+
+/** The payload's fingerprint: a repeat with the same payload replays, another payload is a conflict. */
+function payloadDigest(payload: unknown): string {
+  return createHash('sha256').update(canonicalJson(payload)).digest('base64url');
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) {
+    return `[${value.map(canonicalJson).join(',')}]`;
+  }
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const completionDigest = (task: Task): string | undefined =>
+  task.extension?.find((e) => e.url === EXTENSIONS.completionDigest)?.valueString;
+
+function completed(task: Task): CompleteTaskResult {
+  const outputs = (task.output ?? []).map((o) => o.valueReference?.reference ?? '');
+  const answers = outputs.find((r) => r.startsWith('QuestionnaireResponse/'));
+  const observations = outputs.filter((r) => r.startsWith('Observation/'));
+  return {
+    ok: true,
+    task: `Task/${task.id}`,
+    status: 'completed',
+    ...(answers ? { questionnaireResponse: answers } : {}),
+    ...(taskKind(task) === 'measurement' ? { observations } : {}),
+  };
+}
+
+/** Every `valueAttachment` in the answers, with the item it answers, nested items included. */
+function attachmentsOf(
+  items: NonNullable<QuestionnaireResponse['item']>,
+): { linkId: string; attachment: Attachment }[] {
+  return items.flatMap((item) => [
+    ...(item.answer ?? []).flatMap((a) => [
+      ...(a.valueAttachment ? [{ linkId: item.linkId, attachment: a.valueAttachment }] : []),
+      ...attachmentsOf(a.item ?? []),
+    ]),
+    ...attachmentsOf(item.item ?? []),
+  ]);
+}
+
+/**
+ * Why an attachment may not stand in her answer (contracts/attachments.ts): it must name a Binary
+ * (`Binary/<id>`) that is her own upload, of an accepted type whose bytes carry its signature, and be
+ * what the attachment claims (type, size, hash). The bytes are read and hashed here.
+ */
+async function attachmentProblemsOf(
+  medplum: MedplumClient,
+  attachment: Attachment,
+  patient: string,
+): Promise<string[]> {
+  const match = /^Binary\/([A-Za-z0-9\-.]{1,64})$/.exec(attachment.url ?? '');
+  const binary = match ? await medplum.readResource('Binary', match[1]).catch(() => undefined) : undefined;
+  if (!binary) {
+    return ['not_own_document'];
+  }
+  const bytes = new Uint8Array(
+    await (await medplum.download(medplum.fhirUrl('Binary', binary.id as string))).arrayBuffer(),
+  );
+  return attachmentProblems(
+    attachment,
+    {
+      contentType: binary.contentType,
+      securityContext: binary.securityContext?.reference,
+      bytes,
+      sha1: createHash('sha1').update(bytes).digest('base64'),
+    },
+    patient,
+  );
+}

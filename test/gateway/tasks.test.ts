@@ -1,0 +1,344 @@
+import type { CareTeam, Observation, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import type { DemoActor } from '../support/backend';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { freshPatient } from '../support/patients';
+
+/** POST /v1/tasks/{id}/complete (bots/complete-task.ts) on the intake tasks of a started assessment. */
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startTestGateway();
+});
+afterAll(() => gw?.close());
+
+const WEIGHT = 'http://loinc.org|29463-7';
+const SYSTOLIC = 'http://loinc.org|8480-6';
+const DIASTOLIC = 'http://loinc.org|8462-4';
+
+interface Started {
+  episodeOfCare: string;
+  tasks: { task: string; kind: string; questionnaire?: string; measurements?: { code: string }[] }[];
+}
+
+/** A fresh patient who has accepted what she must and started an assessment (by its catalog path). */
+async function startedAssessment(path: string, tenant: 'northwind' | 'southridge' = 'northwind') {
+  const patient = await freshPatient(gw.backend, { tenant, state: tenant === 'northwind' ? 'CA' : 'NY' });
+  const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
+    protocols: { healthcareService: string; assessment?: string }[];
+  };
+  const offering = protocols.find((p) => p.assessment?.includes(path));
+  const context = `healthcareService=${encodeURIComponent(offering?.healthcareService as string)}`;
+  const { unmet } = (await gw.call('GET', `/v1/agreements/requirements?${context}`, { token: patient.token })).body as {
+    unmet: unknown[];
+  };
+  if (unmet.length > 0) {
+    await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
+  }
+  const started = await gw.call('POST', '/v1/assessments', {
+    token: patient.token,
+    body: { healthcareService: offering?.healthcareService },
+  });
+  expect(started.status).toBe(201);
+  const assessment = started.body as Started;
+  const task = (kind: string) => assessment.tasks.find((t) => t.kind === kind) as Started['tasks'][number];
+  return { patient, assessment, questionnaireTask: task('questionnaire'), measurementTask: task('measurement') };
+}
+
+const complete = (patient: DemoActor, task: string, body: unknown) =>
+  gw.call('POST', `/v1/${task.replace('Task/', 'tasks/')}/complete`, { token: patient.token, body });
+
+/** Every version of every record except the audit trail: "nothing written" means this is equal. */
+const store = () => ({
+  counts: gw.backend.db.reader
+    .prepare("SELECT type, count(*) AS n FROM resource WHERE type NOT IN ('AuditEvent', 'Login') GROUP BY type")
+    .all(),
+  versions: gw.backend.db.reader
+    .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
+    .get(),
+});
+
+async function answers(patient: DemoActor, questionnaire: string, status: QuestionnaireResponse['status']) {
+  const created = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
+    token: patient.token,
+    body: {
+      resourceType: 'QuestionnaireResponse',
+      status,
+      questionnaire,
+      author: { reference: `Patient/${patient.patient.id}` },
+      source: { reference: `Patient/${patient.patient.id}` },
+      item: [{ linkId: 'previous-programs', answer: [{ valueBoolean: false }] }],
+    },
+  });
+  expect(created.status).toBe(201);
+  return created.body as QuestionnaireResponse;
+}
+
+const reviewTasks = (episode: string, code: string) =>
+  gw.backend.systemRepo.searchResources<Task>({
+    resourceType: 'Task',
+    filters: [
+      { code: '_tag', operator: 'eq', value: `${SYSTEMS.episode}|${episode}` },
+      { code: 'code', operator: 'eq', value: `${SYSTEMS.taskKind}|${code}` },
+    ],
+  });
+
+describe('questionnaire tasks', () => {
+  it('complete with her own completed answers to exactly the pinned version; anything else is 400 and writes nothing', async () => {
+    const { patient, questionnaireTask } = await startedAssessment('assessments/weight-intake');
+    const pinned = questionnaireTask.questionnaire as string;
+    const draft = await answers(patient, pinned, 'in-progress');
+    const otherVersion = await answers(patient, pinned.replace(/\|1$/, '|2'), 'completed');
+    const someoneElses = await answers(gw.backend.patients.alice, pinned, 'completed');
+    const before = store();
+    for (const [body, why] of [
+      [{ questionnaireResponse: `QuestionnaireResponse/${draft.id}` }, 'in-progress'],
+      [{ questionnaireResponse: `QuestionnaireResponse/${otherVersion.id}` }, 'another version'],
+      [{ questionnaireResponse: `QuestionnaireResponse/${someoneElses.id}` }, 'another patient’s'],
+      [{ measurements: [{ code: WEIGHT, value: 80, unit: 'kg' }] }, 'the other kind'],
+    ] as const) {
+      const refused = await complete(patient, questionnaireTask.task, body);
+      expect(refused.status, why).toBe(400);
+      expect(refused.body).toMatchObject({ error: { code: 'invalid_request' } });
+    }
+    expect(store()).toEqual(before);
+
+    const submitted = await answers(patient, pinned, 'completed');
+    const done = await complete(patient, questionnaireTask.task, {
+      questionnaireResponse: `QuestionnaireResponse/${submitted.id}`,
+    });
+    expect(done.status).toBe(200);
+    expect(done.body).toEqual({
+      task: questionnaireTask.task,
+      status: 'completed',
+      questionnaireResponse: `QuestionnaireResponse/${submitted.id}/_history/${submitted.meta?.versionId}`,
+    });
+    // The same again replays; other answers after completion are a conflict.
+    expect(
+      (
+        await complete(patient, questionnaireTask.task, {
+          questionnaireResponse: `QuestionnaireResponse/${submitted.id}`,
+        })
+      ).body,
+    ).toEqual(done.body);
+    const again = await complete(patient, questionnaireTask.task, {
+      questionnaireResponse: `QuestionnaireResponse/${draft.id}`,
+    });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ error: { code: 'invalid_state', details: { state: 'completed' } } });
+    // Submitted answers are frozen (the patient policy), so the task points at what was answered.
+    const edit = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${submitted.id}`, {
+      token: patient.token,
+      body: { ...submitted, item: [{ linkId: 'previous-programs', answer: [{ valueBoolean: true }] }] },
+    });
+    expect(edit.status).toBe(403);
+    const draftEdit = await gw.call('PUT', `/v1/fhir/QuestionnaireResponse/${draft.id}`, {
+      token: patient.token,
+      body: { ...draft, status: 'completed' },
+    });
+    expect(draftEdit.status).toBe(200);
+  });
+});
+
+describe('answers with attachments', () => {
+  const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 73, 72, 68, 82]);
+  const upload = async (patient: DemoActor) => {
+    const response = await gw.app.request('http://gateway.test/v1/documents?filename=labs.png', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${patient.token}`, 'content-type': 'image/png' },
+      body: PNG,
+    });
+    expect(response.status).toBe(201);
+    return (await response.json()) as { url: string; contentType: string; size: number; hash: string };
+  };
+  const withFile = async (patient: DemoActor, questionnaire: string, attachment: unknown) => {
+    const created = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
+      token: patient.token,
+      body: {
+        resourceType: 'QuestionnaireResponse',
+        status: 'completed',
+        questionnaire,
+        item: [
+          { linkId: 'previous-programs', answer: [{ valueBoolean: true }] },
+          { linkId: 'lab-results', answer: [{ valueAttachment: attachment }] },
+        ],
+      },
+    });
+    expect(created.status).toBe(201);
+    return `QuestionnaireResponse/${(created.body as QuestionnaireResponse).id}`;
+  };
+
+  it('complete only with her own uploads as they were answered; another’s file or a changed claim is 422 invalid_attachment', async () => {
+    const { patient, questionnaireTask } = await startedAssessment('assessments/weight-intake');
+    const pinned = questionnaireTask.questionnaire as string;
+    const own = await upload(patient);
+    const theirs = await upload(gw.backend.patients.bob);
+    const before = store();
+    for (const [attachment, problem] of [
+      [theirs, 'not_own_document'],
+      [{ ...own, hash: theirs.hash === own.hash ? 'AAAA' : theirs.hash }, 'hash_mismatch'],
+      [{ ...own, contentType: 'application/pdf' }, 'content_type_mismatch'],
+      [{ ...own, url: 'https://elsewhere.example/labs.png' }, 'not_own_document'],
+    ] as const) {
+      const answersRef = await withFile(patient, pinned, attachment);
+      const mark = store();
+      const refused = await complete(patient, questionnaireTask.task, { questionnaireResponse: answersRef });
+      expect(refused.status, problem).toBe(422);
+      expect(refused.body).toMatchObject({
+        error: {
+          code: 'invalid_attachment',
+          details: { issues: [{ linkId: 'lab-results', problems: expect.arrayContaining([problem]) }] },
+        },
+      });
+      expect(store()).toEqual(mark);
+    }
+    expect(store()).not.toEqual(before);
+    const done = await complete(patient, questionnaireTask.task, {
+      questionnaireResponse: await withFile(patient, pinned, own),
+    });
+    expect(done.status).toBe(200);
+  });
+});
+
+describe('measurement tasks', () => {
+  it('refuse invalid readings with 422 and every problem, writing nothing', async () => {
+    const { patient, measurementTask } = await startedAssessment('assessments/weight-intake');
+    const before = store();
+    const refused = await complete(patient, measurementTask.task, {
+      measurements: [
+        { code: WEIGHT, value: 80, unit: 'g' },
+        { code: SYSTOLIC, value: 120, unit: 'mm[Hg]' },
+      ],
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({
+      error: {
+        code: 'invalid_measurement',
+        details: {
+          issues: [
+            { index: 0, code: WEIGHT, reason: 'unit_not_allowed', allowedUnits: ['kg', '[lb_av]'] },
+            { index: 1, code: SYSTOLIC, reason: 'not_requested' },
+          ],
+        },
+      },
+    });
+    const range = await complete(patient, measurementTask.task, {
+      measurements: [{ code: WEIGHT, value: 2000, unit: 'kg' }],
+    });
+    expect(range.status).toBe(422);
+    expect(range.body).toMatchObject({ error: { details: { issues: [{ reason: 'out_of_range' }] } } });
+    const future = await complete(patient, measurementTask.task, {
+      measurements: [{ code: WEIGHT, value: 80, unit: 'kg', effective: '2999-01-01T00:00:00Z' }],
+    });
+    expect(future.body).toMatchObject({ error: { details: { issues: [{ reason: 'in_future' }] } } });
+    expect(store()).toEqual(before);
+  });
+
+  it('write one final Observation per reading (a customary unit converted), and the last intake task issues the review', async () => {
+    const { patient, assessment, questionnaireTask, measurementTask } =
+      await startedAssessment('assessments/weight-intake');
+    const submitted = await answers(patient, questionnaireTask.questionnaire as string, 'completed');
+    expect(
+      (
+        await complete(patient, questionnaireTask.task, {
+          questionnaireResponse: `QuestionnaireResponse/${submitted.id}`,
+        })
+      ).status,
+    ).toBe(200);
+    expect(await reviewTasks(assessment.episodeOfCare, 'review-intake')).toHaveLength(0);
+
+    const done = await complete(patient, measurementTask.task, {
+      measurements: [{ code: WEIGHT, value: 180, unit: '[lb_av]', effective: '2026-11-20T08:00:00Z' }],
+    });
+    expect(done.status).toBe(200);
+    const { observations } = done.body as { observations: string[] };
+    expect(observations).toHaveLength(1);
+    const observation = (await gw.call('GET', `/v1/fhir/${observations[0]}`, { token: patient.token }))
+      .body as Observation;
+    expect(observation).toMatchObject({
+      status: 'final',
+      subject: { reference: `Patient/${patient.patient.id}` },
+      performer: [{ reference: `Patient/${patient.patient.id}` }],
+      valueQuantity: { value: 81.6, code: 'kg' },
+      effectiveDateTime: '2026-11-20T08:00:00.000Z',
+      extension: [{ url: EXTENSIONS.enteredQuantity, valueQuantity: { value: 180, code: '[lb_av]' } }],
+    });
+    // Body weight has no reference range, so no interpretation (blood pressure below has one).
+    expect(observation.interpretation).toBeUndefined();
+    expect(observation.meta?.tag).toEqual(
+      expect.arrayContaining([{ system: SYSTEMS.episode, code: assessment.episodeOfCare }]),
+    );
+    // The clinician's review task: in the tenant's intake queue, for her, about the episode.
+    const [review] = await reviewTasks(assessment.episodeOfCare, 'review-intake');
+    const queue = (await gw.backend.systemRepo.readReference(review.owner as never)) as CareTeam;
+    expect(queue.category?.[0]?.coding?.[0]).toEqual({ system: SYSTEMS.careQueue, code: 'intake-review' });
+    expect(queue.managingOrganization).toEqual([patient.patient.managingOrganization]);
+    expect(review).toMatchObject({
+      status: 'ready',
+      for: { reference: `Patient/${patient.patient.id}` },
+      focus: { reference: assessment.episodeOfCare },
+    });
+    expect(review.meta?.tag?.some((t) => t.system === SYSTEMS.taskAudience)).toBe(false);
+    // Not hers to do: the patient's own view of tasks does not list it as a patient task.
+    expect(review.meta?.accounts).toEqual([patient.patient.managingOrganization]);
+  });
+
+  it('a critical reading also issues an urgent review; 20 concurrent completions write one set of Observations', async () => {
+    const { patient, assessment, measurementTask } = await startedAssessment(
+      'southridge/assessments/blood-pressure-check',
+      'southridge',
+    );
+    const body = {
+      measurements: [
+        { code: SYSTOLIC, value: 190, unit: 'mm[Hg]' },
+        { code: DIASTOLIC, value: 95, unit: 'mm[Hg]' },
+      ],
+    };
+    const answersOf20 = await Promise.all(
+      Array.from({ length: 20 }, () => complete(patient, measurementTask.task, body)),
+    );
+    expect(answersOf20.map((a) => a.status)).toEqual(Array(20).fill(200));
+    expect(new Set(answersOf20.map((a) => JSON.stringify(a.body))).size).toBe(1);
+    const stored = await gw.backend.systemRepo.searchResources<Observation>({
+      resourceType: 'Observation',
+      filters: [{ code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+    });
+    expect(stored).toHaveLength(2);
+    expect(stored.map((o) => o.interpretation?.[0]?.coding?.[0]?.code).sort()).toEqual(['H', 'HH']);
+    const urgent = await reviewTasks(assessment.episodeOfCare, 'review-reading');
+    expect(urgent).toHaveLength(1);
+    expect(urgent[0].priority).toBe('urgent');
+  });
+
+  it('another patient’s task is 404; a cancelled task is 409; unmet agreements are 409 consent_required', async () => {
+    const { patient, measurementTask } = await startedAssessment('assessments/weight-intake');
+    const reading = { measurements: [{ code: WEIGHT, value: 80, unit: 'kg' }] };
+    const stranger = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    expect((await complete(stranger, measurementTask.task, reading)).status).toBe(404);
+    expect((await complete(patient, 'Task/00000000-0000-4000-8000-000000000000', reading)).status).toBe(404);
+
+    // She withdraws a required agreement: the gate stops the completion, and nothing is written.
+    const consents = (
+      (await gw.call('GET', '/v1/fhir/Consent?status=active', { token: patient.token })).body as {
+        entry: { resource: { policy: { uri: string }[] } }[];
+      }
+    ).entry;
+    const [url] = consents[0].resource.policy[0].uri.split('|');
+    const withdrawn = await gw.call('POST', '/v1/agreements/withdrawals', {
+      token: patient.token,
+      body: { agreementUrl: url, acknowledgeConsequence: true },
+    });
+    expect(withdrawn.status).toBe(200);
+    const before = store();
+    const gated = await complete(patient, measurementTask.task, reading);
+    expect(gated.status).toBe(409);
+    expect(gated.body).toMatchObject({ error: { code: 'consent_required' } });
+    expect(store()).toEqual(before);
+
+    const task = await gw.backend.systemRepo.readReference<Task>({ reference: measurementTask.task });
+    await gw.backend.systemRepo.updateResource<Task>({ ...task, status: 'cancelled' });
+    const cancelled = await complete(patient, measurementTask.task, reading);
+    expect(cancelled.status).toBe(409);
+    expect(cancelled.body).toMatchObject({ error: { code: 'invalid_state', details: { state: 'cancelled' } } });
+  });
+});
