@@ -145,7 +145,8 @@ async function offeredPlan(
   const service = (await medplum.readResource('HealthcareService', id).catch(() => undefined)) as
     | HealthcareService
     | undefined;
-  if (!service || service.active === false || !isPublishedTo(service, organization)) {
+  // What GET /v1/protocols lists, and nothing else: an active offering of an active plan.
+  if (!service || service.active !== true || !isPublishedTo(service, organization)) {
     return undefined;
   }
   const locations = new Map<string, Location>();
@@ -161,7 +162,7 @@ async function offeredPlan(
   const canonical = frontedCanonical(service);
   const plan =
     canonical && (await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization));
-  return plan && canonical ? { plan, canonical } : undefined;
+  return plan && canonical && plan.status === 'active' ? { plan, canonical } : undefined;
 }
 
 /** The tasks an assessment plan's actions issue (unsaved), or undefined when a definition is missing. */

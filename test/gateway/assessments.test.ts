@@ -1,6 +1,6 @@
-import type { EpisodeOfCare, Task } from '@medplum/fhirtypes';
+import type { EpisodeOfCare, HealthcareService, PlanDefinition, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { freshPatient } from '../support/patients';
@@ -164,6 +164,33 @@ describe('POST /v1/assessments', () => {
     expect((await start(patient, theirs?.healthcareService as string)).status).toBe(404);
     expect((await start(patient, 'HealthcareService/00000000-0000-4000-8000-000000000000')).status).toBe(404);
     expect(store()).toEqual(before);
+
+    // What the catalog does not list cannot be started: an inactive offering, or one of a retired plan.
+    const weight = await offering(patient, 'assessments/weight-intake');
+    const listed = await gw.backend.systemRepo.readReference<HealthcareService>({
+      reference: weight.healthcareService,
+    });
+    const plan = (await gw.backend.systemRepo.searchOne<PlanDefinition>({
+      resourceType: 'PlanDefinition',
+      filters: [{ code: 'url', operator: 'eq', value: (weight.assessment as string).split('|')[0] }],
+    })) as PlanDefinition;
+    const { id: _service, ...serviceFields } = listed;
+    const { id: _plan, ...planFields } = plan;
+    const inactive = await gw.backend.systemRepo.createResource<HealthcareService>({ ...serviceFields, active: false });
+    const retiredPlan = await gw.backend.systemRepo.createResource<PlanDefinition>({
+      ...planFields,
+      url: `${plan.url}-retired`,
+      status: 'retired',
+    });
+    const ofRetired = await gw.backend.systemRepo.createResource<HealthcareService>({
+      ...serviceFields,
+      extension: [{ url: EXTENSIONS.frontsPlan, valueCanonical: `${retiredPlan.url}|${retiredPlan.version}` }],
+    });
+    const listedNow = (await catalog(patient)).map((o) => o.healthcareService);
+    for (const hidden of [inactive, ofRetired]) {
+      expect(listedNow).not.toContain(`HealthcareService/${hidden.id}`);
+      expect((await start(patient, `HealthcareService/${hidden.id}`)).status).toBe(404);
+    }
   });
 
   it('20 concurrent identical starts make one episode and one set of tasks, and all answer it', async () => {
