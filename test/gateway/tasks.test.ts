@@ -1,4 +1,4 @@
-import type { CareTeam, Observation, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import type { CareTeam, Observation, Patient, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
@@ -308,6 +308,53 @@ describe('measurement tasks', () => {
     const urgent = await reviewTasks(assessment.episodeOfCare, 'review-reading');
     expect(urgent).toHaveLength(1);
     expect(urgent[0].priority).toBe('urgent');
+  });
+
+  it('interpret a reading against the reference range of the patient’s country', async () => {
+    const interpretations = async (country: string) => {
+      const patient = await freshPatient(gw.backend, { tenant: 'southridge', state: 'NY' });
+      if (country !== 'US') {
+        const stored = await gw.backend.systemRepo.readReference<Patient>({
+          reference: `Patient/${patient.patient.id}`,
+        });
+        await gw.backend.systemRepo.updateResource<Patient>({
+          ...stored,
+          address: [{ line: ['1 Test Street'], city: 'Toronto', state: 'ON', postalCode: 'M5V', country }],
+        });
+      }
+      const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
+        protocols: { healthcareService: string; assessment?: string }[];
+      };
+      const bp = protocols.find((p) => p.assessment?.includes('southridge/assessments/blood-pressure-check'));
+      const context = `healthcareService=${encodeURIComponent(bp?.healthcareService as string)}`;
+      const { unmet } = (await gw.call('GET', `/v1/agreements/requirements?${context}`, { token: patient.token }))
+        .body as { unmet: unknown[] };
+      if (unmet.length > 0) {
+        await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
+      }
+      const started = (
+        await gw.call('POST', '/v1/assessments', {
+          token: patient.token,
+          body: { healthcareService: bp?.healthcareService },
+        })
+      ).body as Started;
+      const task = started.tasks.find((t) => t.kind === 'measurement') as Started['tasks'][number];
+      const done = await complete(patient, task.task, {
+        measurements: [
+          { code: SYSTOLIC, value: 130, unit: 'mm[Hg]' },
+          { code: DIASTOLIC, value: 85, unit: 'mm[Hg]' },
+        ],
+      });
+      expect(done.status).toBe(200);
+      const observations = await gw.backend.systemRepo.searchResources<Observation>({
+        resourceType: 'Observation',
+        filters: [{ code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+      });
+      return observations.map((o) => o.interpretation?.[0]?.coding?.[0]?.code);
+    };
+    // ACC/AHA (US): 130/85 is high; elsewhere (under 140/90) it is normal.
+    expect(await interpretations('US')).toEqual(['H', 'H']);
+    expect(await interpretations('CA')).toEqual(['N', 'N']);
   });
 
   it('another patient’s task is 404; a cancelled task is 409; unmet agreements are 409 consent_required', async () => {
