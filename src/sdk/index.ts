@@ -162,9 +162,14 @@ export function createPatientCareClient(options: ClientOptions) {
       ),
     },
     tasks: {
-      /** Completes a task: `{questionnaireResponse}` or `{measurements: [...]}`, as its kind asks. */
-      complete: takesForId(CompleteTaskRequestSchema)(async (id, request) =>
-        CompletedTaskSchema.parse(await call(completeTaskRoute, { params: { id }, body: request })),
+      /**
+       * Completes a task: `{questionnaireResponse}` or `{measurements: [...]}`, as its kind asks. The task
+       * as an answer names it (`Task/<id>`) or its id alone.
+       */
+      complete: takesForId(CompleteTaskRequestSchema)(async (task, request) =>
+        CompletedTaskSchema.parse(
+          await call(completeTaskRoute, { params: { id: task.replace(/^Task\//, '') }, body: request }),
+        ),
       ),
     },
     agreements: {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPatientCareClient, PatientCareApiError } from '../../src/sdk';
 import { createResponseValidator, startTestGateway, type TestGateway } from '../support/gateway';
 import { operationsOf } from '../support/operations';
+import { freshPatient } from '../support/patients';
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -51,6 +52,45 @@ describe('SDK', () => {
     expect(observations.entry?.length).toBe(1);
     const updated = await sdk.fhir.updatePatient({ ...me, id: me.id as string, gender: 'female' });
     expect(updated.gender).toBe('female');
+  });
+
+  it('runs an intake as the README shows it: catalog, start, upload, answers, readings', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const sdk = client(patient.token);
+    const { protocols } = await sdk.protocols.list();
+    const offering = protocols.find((p) => p.type === 'assessment' && p.assessment.includes('weight-intake'));
+    if (offering?.type !== 'assessment') {
+      throw new Error('the demo catalog lists the weight intake');
+    }
+    const { unmet } = await sdk.agreements.requirements({ healthcareService: offering.healthcareService });
+    await sdk.agreements.accept(unmet);
+    const { tasks } = await sdk.assessments.start({ healthcareService: offering.healthcareService });
+    const pdf = new TextEncoder().encode('%PDF-1.7\n%demo\n');
+    for (const task of tasks) {
+      if (task.kind === 'questionnaire') {
+        const file = await sdk.documents.upload(pdf, { contentType: 'application/pdf', filename: 'labs.pdf' });
+        const answers = await sdk.fhir.createQuestionnaireResponse({
+          resourceType: 'QuestionnaireResponse',
+          status: 'completed',
+          questionnaire: task.questionnaire,
+          item: [
+            { linkId: 'previous-programs', answer: [{ valueBoolean: false }] },
+            { linkId: 'lab-results', answer: [{ valueAttachment: file }] },
+          ],
+        });
+        const done = await sdk.tasks.complete(task.task, {
+          questionnaireResponse: `QuestionnaireResponse/${answers.id}`,
+        });
+        expect(done.status).toBe('completed');
+      } else {
+        const done = await sdk.tasks.complete(task.task, {
+          measurements: (task.measurements ?? []).map((m) => ({ code: m.code, value: 80, unit: m.units[0] })),
+        });
+        expect(done.observations).toHaveLength(1);
+      }
+    }
+    const resumed = await sdk.assessments.start({ healthcareService: offering.healthcareService });
+    expect(resumed.tasks.map((t) => t.status)).toEqual(['completed', 'completed']);
   });
 
   it('throws the error envelope as PatientCareApiError', async () => {
