@@ -4,7 +4,6 @@ import type {
   Attachment,
   Bundle,
   BundleEntry,
-  CareTeam,
   EpisodeOfCare,
   Observation,
   Patient,
@@ -25,6 +24,7 @@ import {
   taskQuestionnaire,
 } from './lib/journey';
 import { checkReadings, interpret, isCritical, observationFor, type Reading } from './lib/measurements';
+import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
@@ -233,10 +233,19 @@ async function completionBundle(
     },
     ...work.entries,
   ];
-  const queue = work.critical.length > 0 || episode ? await intakeQueue(medplum, patient) : undefined;
+  const queue = work.critical.length > 0 || episode ? await tenantQueue(medplum, patient) : undefined;
+  const tags = tagsOf(task);
   for (const observation of work.critical) {
     entries.push(
-      clinicianTask(REVIEW_READING, 'A critical reading to review', patient, queue, task, observation, 'urgent'),
+      clinicianTask({
+        code: REVIEW_READING,
+        description: 'A critical reading to review',
+        patient,
+        queue,
+        focus: observation,
+        priority: 'urgent',
+        tags,
+      }),
     );
   }
   if (episode) {
@@ -260,53 +269,18 @@ async function completionBundle(
     );
     if (lastOpen && !reviewIssued) {
       entries.push(
-        clinicianTask(REVIEW_INTAKE, 'Review the completed intake', patient, queue, task, {
-          reference: `EpisodeOfCare/${episode.id}`,
+        clinicianTask({
+          code: REVIEW_INTAKE,
+          description: 'Review the completed intake',
+          patient,
+          queue,
+          focus: { reference: `EpisodeOfCare/${episode.id}` },
+          tags,
         }),
       );
     }
   }
   return { resourceType: 'Bundle', type: 'transaction', entry: entries };
-}
-
-/** A task for the tenant's clinician queue (JOURNEY C: `ready`, owned by the CareTeam until claimed). */
-function clinicianTask(
-  code: string,
-  description: string,
-  patient: Patient & { id: string },
-  queue: CareTeam | undefined,
-  from: Task,
-  focus: Reference,
-  priority: Task['priority'] = 'routine',
-): BundleEntry {
-  const task: Task = {
-    resourceType: 'Task',
-    meta: { tag: (from.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode) },
-    status: 'ready',
-    intent: 'order',
-    priority,
-    code: { coding: [{ system: SYSTEMS.taskKind, code }] },
-    description,
-    for: { reference: `Patient/${patient.id}` },
-    focus,
-    authoredOn: new Date().toISOString(),
-    ...(queue ? { owner: { reference: `CareTeam/${queue.id}` } } : {}),
-  };
-  return { resource: task, request: { method: 'POST', url: 'Task' } };
-}
-
-/** The tenant's intake review queue (a provisioned CareTeam of the patient's organization). */
-async function intakeQueue(medplum: MedplumClient, patient: Patient): Promise<CareTeam | undefined> {
-  const organization = patient.managingOrganization?.reference;
-  if (!organization) {
-    return undefined;
-  }
-  const teams = await medplum.searchResources(
-    'CareTeam',
-    { category: `${SYSTEMS.careQueue}|intake-review`, _compartment: organization },
-    { cache: 'no-cache' },
-  );
-  return teams.find((t) => t.managingOrganization?.some((o) => o.reference === organization));
 }
 
 async function episodeOf(medplum: MedplumClient, task: Task): Promise<EpisodeOfCare | undefined> {
