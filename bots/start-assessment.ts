@@ -146,7 +146,7 @@ async function offeredPlan(
     | HealthcareService
     | undefined;
   // What GET /v1/protocols lists, and nothing else: an active offering of an active plan.
-  if (!service || service.active !== true || !isPublishedTo(service, organization)) {
+  if (service?.active !== true || !isPublishedTo(service, organization)) {
     return undefined;
   }
   const locations = new Map<string, Location>();

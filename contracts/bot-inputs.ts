@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { Coordinate, RequirementsQuerySchema, WithdrawalRequestSchema } from './agreements';
 import { StartAssessmentRequestSchema } from './assessments';
+import { PatientRequestSchema } from './requests';
 import { MeasurementCompletionSchema, QuestionnaireCompletionSchema } from './tasks';
 
 /**
@@ -39,6 +40,7 @@ export const BOT_INPUTS = {
     .strict(),
   'withdraw-agreement': WithdrawalRequestSchema.strict(),
   'start-assessment': StartAssessmentRequestSchema.strict(),
+  'request-review': PatientRequestSchema,
   /** The task (its id, from the path) and what completes it. */
   'complete-task': z.union([
     QuestionnaireCompletionSchema.extend({ task: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/) }).strict(),

@@ -36,6 +36,8 @@ export const SYSTEMS = {
   episodeKey: `${BASE}/episode-key`,
   /** Patient-facing tasks carry `<taskAudience>|patient` (spec: "tagged patient"); others are clinicians'. */
   taskAudience: `${BASE}/task-audience`,
+  /** A patient's open request for review: `Patient/<id>;<kind>;<item>` (the proposal's and its review task's identifier). */
+  patientRequest: `${BASE}/patient-request`,
   /** A tenant's clinician work queues (CareTeam.category), e.g. `<careQueue>|intake-review`. */
   careQueue: `${BASE}/care-queue`,
   /** Subdivision codes such as US-CA (ISO 3166-2). */

@@ -20,6 +20,7 @@ import { registerDocumentRoutes } from './routes/documents';
 import { registerFhirRoutes } from './routes/fhir';
 import { registerPatientRoutes } from './routes/patient';
 import { registerProtocolRoutes } from './routes/protocols';
+import { registerRequestRoutes } from './routes/requests';
 import { registerTaskRoutes } from './routes/tasks';
 
 export { DEFAULT_LIMITS } from './app-env';
@@ -58,6 +59,7 @@ export function createApp(deps: AppDeps): App {
   registerAgreementRoutes(app, deps.edgeSigner);
   registerAssessmentRoutes(app);
   registerTaskRoutes(app);
+  registerRequestRoutes(app);
   registerDocumentRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {

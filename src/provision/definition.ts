@@ -459,6 +459,26 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
+      key: 'bot-request-review',
+      policy: {
+        name: 'Bot: a patient request for review',
+        // It reads what the patient may ask for (it checks publication and tenant itself) and writes only
+        // her proposal and the review task for the queue.
+        resource: [
+          { resourceType: 'Patient', interaction: ['read'] },
+          ...['PlanDefinition', 'ActivityDefinition', 'HealthcareService', 'Location', 'CareTeam'].map(
+            (resourceType) => ({ resourceType, interaction: ['read' as const, 'search' as const] }),
+          ),
+          ...['MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
+            resourceType,
+            interaction: ['create' as const, 'read' as const, 'search' as const],
+            writeConstraint: [{ language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" }],
+          })),
+          { resourceType: 'Task', interaction: ['create', 'read', 'search'] },
+        ],
+      },
+    },
+    {
       key: 'integration-sms',
       policy: {
         name: 'SMS integration: writes inbound messages',
@@ -496,6 +516,12 @@ export const platformDefinition: ProvisionDefinition = {
       patient: true,
       description: 'POST /v1/tasks/{id}/complete: completes a questionnaire or measurement task.',
       accessPolicy: 'bot-complete-task',
+    },
+    {
+      key: 'request-review',
+      patient: true,
+      description: 'POST /v1/requests: a patient proposes a medication, protocol or treatment option for review.',
+      accessPolicy: 'bot-request-review',
     },
     {
       key: 'sms-opt-out',

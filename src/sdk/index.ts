@@ -23,6 +23,7 @@ import {
 } from '../../contracts/fhir';
 import { ConfigSchema, configRoute, homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
 import { ProtocolsSchema, protocolsRoute } from '../../contracts/protocols';
+import { createRequestRoute, PatientRequestAnswerSchema, PatientRequestSchema } from '../../contracts/requests';
 import { CompletedTaskSchema, CompleteTaskRequestSchema, completeTaskRoute } from '../../contracts/tasks';
 
 /** A failure answered by the API: the error envelope, with its HTTP status. */
@@ -159,6 +160,12 @@ export function createPatientCareClient(options: ClientOptions) {
       /** Starts or resumes the assessment an offering of `protocols.list()` fronts (the same answer when resumed). */
       start: takes(StartAssessmentRequestSchema)(async (request) =>
         AssessmentSchema.parse(await call(startAssessmentRoute, { body: request })),
+      ),
+    },
+    requests: {
+      /** Proposes a medication, protocol or treatment option for review (the open one again when it exists). */
+      create: takes(PatientRequestSchema)(async (request) =>
+        PatientRequestAnswerSchema.parse(await call(createRequestRoute, { body: request })),
       ),
     },
     tasks: {

@@ -1,0 +1,251 @@
+import { randomUUID } from 'node:crypto';
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type {
+  ActivityDefinition,
+  Bundle,
+  BundleEntry,
+  HealthcareService,
+  Location,
+  MedicationRequest,
+  Patient,
+  PlanDefinition,
+  ServiceRequest,
+  Task,
+} from '@medplum/fhirtypes';
+import { CATALOG, SYSTEMS } from '../contracts/systems';
+import { isPublishedTo } from './lib/agreements';
+import { frontedCanonical, isAvailableTo, planTypeOf, whereaboutsOf } from './lib/catalog';
+import { publishedDefinition } from './lib/journey';
+import { clinicianTask, tenantQueue } from './lib/queues';
+import { lostRace } from './lib/races';
+import { type BotResult, fail } from './lib/result';
+import { searchAll } from './lib/search';
+import { patientWorkflow } from './lib/trust';
+
+export type RequestReviewResult = BotResult<{ created: boolean; request: string; task: string }>;
+
+const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
+const REVIEW_REQUEST = 'review-request';
+
+type Proposal = MedicationRequest | ServiceRequest;
+
+/**
+ * POST /v1/requests (JOURNEY F): a patient proposes a medication, a treatment option or a protocol for
+ * review. One transaction of two conditional creates on the same key (patient, item): the proposal
+ * (`intent` proposal, requester the patient) and the review task in the tenant's queue; an open
+ * request for the same item is answered as it is. It changes nothing of her care: the clinician's
+ * review decides, and treatment still starts only through the spine.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<RequestReviewResult> {
+  const start = await patientWorkflow(medplum, event, 'request-review');
+  if (!start.ok) {
+    return start;
+  }
+  const { patientId } = start.caller;
+  const input = start.input;
+  const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
+  const resolved = await proposalFor(medplum, patient, input);
+  if (!resolved.ok) {
+    return resolved;
+  }
+  const { proposal, key } = resolved;
+  const identifier = { system: SYSTEMS.patientRequest, value: key };
+  const open = await openRequest(medplum, proposal.resourceType, key, patientId);
+  if (open) {
+    return { ok: true, created: false, ...open };
+  }
+  const queue = await tenantQueue(medplum, patient);
+  const proposalUrl = `urn:uuid:${randomUUID()}`;
+  const review = clinicianTask({
+    code: REVIEW_REQUEST,
+    description: 'Review a patient’s request',
+    patient,
+    queue,
+    focus: { reference: proposalUrl },
+  });
+  const onlyWhileOpen = `identifier=${encodeURIComponent(`${identifier.system}|${key}`)}&status=active`;
+  const note = 'note' in input && input.note ? [{ text: input.note }] : undefined;
+  const bundle: Bundle = {
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: [
+      {
+        fullUrl: proposalUrl,
+        resource: {
+          ...proposal,
+          identifier: [identifier],
+          ...(note ? { note } : {}),
+          status: 'active',
+          intent: 'proposal',
+          subject: { reference: `Patient/${patientId}` },
+          requester: { reference: `Patient/${patientId}` },
+          authoredOn: new Date().toISOString(),
+        } as Proposal,
+        request: { method: 'POST', url: proposal.resourceType, ifNoneExist: onlyWhileOpen },
+      },
+      {
+        ...review,
+        resource: { ...(review.resource as Task), identifier: [identifier] },
+        request: {
+          method: 'POST',
+          url: 'Task',
+          ifNoneExist: `identifier=${encodeURIComponent(`${identifier.system}|${key}`)}&status=ready,in-progress`,
+        },
+      } as BundleEntry,
+    ],
+  };
+  try {
+    const response = await medplum.executeBatch(bundle);
+    const [made, task] = response.entry ?? [];
+    return {
+      ok: true,
+      created: (made?.response?.status ?? '').startsWith('201'),
+      request: `${proposal.resourceType}/${made?.resource?.id}`,
+      task: `Task/${task?.resource?.id}`,
+    };
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    // The same request, at the same moment: its answer is ours.
+    const winner = await openRequest(medplum, proposal.resourceType, key, patientId);
+    return winner
+      ? { ok: true, created: false, ...winner }
+      : fail(409, 'invalid_state', 'This request changed while it was being made; try again', { state: 'conflict' });
+  }
+}
+
+type Resolved = { ok: true; proposal: Proposal; key: string } | ReturnType<typeof fail>;
+
+/** What the patient asks for, as a proposal; a catalog item must be one her catalog offers her. */
+async function proposalFor(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  input: { medication?: string; treatmentOption?: string; protocol?: string },
+): Promise<Resolved> {
+  const organization = patient.managingOrganization?.reference;
+  const keyOf = (kind: string, item: string) => `Patient/${patient.id};${kind};${item.replace('|', ';')}`;
+  if (input.medication) {
+    const code = input.medication.split('|')[1];
+    return {
+      ok: true,
+      key: keyOf('medication', input.medication),
+      proposal: {
+        resourceType: 'MedicationRequest',
+        medicationCodeableConcept: { coding: [{ system: RXNORM, code }] },
+      } as MedicationRequest,
+    };
+  }
+  if (input.treatmentOption) {
+    const option = await publishedDefinition<ActivityDefinition>(
+      medplum,
+      'ActivityDefinition',
+      input.treatmentOption,
+      organization,
+    );
+    if (
+      !option ||
+      option.status !== 'active' ||
+      option.kind !== 'MedicationRequest' ||
+      !option.productCodeableConcept
+    ) {
+      return notOffered('treatmentOption', input.treatmentOption);
+    }
+    return {
+      ok: true,
+      key: keyOf('treatment-option', input.treatmentOption),
+      proposal: {
+        resourceType: 'MedicationRequest',
+        instantiatesCanonical: [input.treatmentOption],
+        medicationCodeableConcept: option.productCodeableConcept,
+      } as MedicationRequest,
+    };
+  }
+  const canonical = input.protocol as string;
+  const plan = await offeredProtocol(medplum, patient, canonical);
+  if (!plan) {
+    return notOffered('protocol', canonical);
+  }
+  return {
+    ok: true,
+    key: keyOf('protocol', canonical),
+    proposal: {
+      resourceType: 'ServiceRequest',
+      instantiatesCanonical: [canonical],
+      code: { text: plan.title ?? plan.name ?? canonical },
+    } as ServiceRequest,
+  };
+}
+
+/**
+ * A protocol is requestable when `GET /v1/protocols` lists it to her: an active offering published to her
+ * tenant, available where she lives, fronting this active protocol or program.
+ */
+async function offeredProtocol(
+  medplum: MedplumClient,
+  patient: Patient,
+  canonical: string,
+): Promise<PlanDefinition | undefined> {
+  const organization = patient.managingOrganization?.reference;
+  const plan = await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization);
+  const type = plan ? planTypeOf(plan) : undefined;
+  if (!plan || plan.status !== 'active' || (type !== 'clinical-protocol' && type !== 'program')) {
+    return undefined;
+  }
+  const services = (
+    await Promise.all(
+      [CATALOG.tenant, CATALOG.platform].map((code) =>
+        searchAll(medplum, 'HealthcareService', { _tag: `${CATALOG.system}|${code}`, active: 'true' }),
+      ),
+    )
+  )
+    .flat()
+    .filter((s) => frontedCanonical(s) === canonical && isPublishedTo(s, organization));
+  for (const service of services) {
+    if (await availableTo(medplum, service, patient)) {
+      return plan;
+    }
+  }
+  return undefined;
+}
+
+async function availableTo(medplum: MedplumClient, service: HealthcareService, patient: Patient): Promise<boolean> {
+  const organization = patient.managingOrganization?.reference;
+  const locations = new Map<string, Location>();
+  for (const area of service.coverageArea ?? []) {
+    const location = (await medplum.readReference(area).catch(() => undefined)) as Location | undefined;
+    if (location && area.reference && isPublishedTo(location, organization)) {
+      locations.set(area.reference, location);
+    }
+  }
+  return isAvailableTo(service, locations, whereaboutsOf(patient));
+}
+
+/** Her open request for this item and its review task, if there is one. */
+async function openRequest(
+  medplum: MedplumClient,
+  resourceType: Proposal['resourceType'],
+  key: string,
+  patientId: string,
+): Promise<{ request: string; task: string } | undefined> {
+  const identifier = `${SYSTEMS.patientRequest}|${key}`;
+  const [proposal] = (await medplum.searchResources(
+    resourceType,
+    { identifier, status: 'active' },
+    { cache: 'no-cache' },
+  )) as Proposal[];
+  if (!proposal || proposal.subject?.reference !== `Patient/${patientId}`) {
+    return undefined;
+  }
+  const [task] = await medplum.searchResources(
+    'Task',
+    { identifier, focus: `${resourceType}/${proposal.id}` },
+    { cache: 'no-cache' },
+  );
+  return task ? { request: `${resourceType}/${proposal.id}`, task: `Task/${task.id}` } : undefined;
+}
+
+const notOffered = (path: string, value: string) =>
+  fail(400, 'invalid_request', 'This is not offered to you', {
+    issues: [{ path, message: `${value} is not in your catalog` }],
+  });

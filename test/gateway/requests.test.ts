@@ -1,0 +1,131 @@
+import type { CareTeam, MedicationRequest, ServiceRequest, Task } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
+import type { DemoActor } from '../support/backend';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { freshPatient } from '../support/patients';
+
+/** POST /v1/requests (bots/request-review.ts): a patient's proposal for review, and its queue task. */
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startTestGateway();
+});
+afterAll(() => gw?.close());
+
+const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
+const NORTHWIND_PROTOCOL = 'https://patient-care.example/northwind/protocols/hypertension-treatment|1';
+const NORTHWIND_OPTION = 'https://patient-care.example/northwind/treatment-options/lisinopril-10|1';
+const SOUTHRIDGE_OPTION = 'https://patient-care.example/southridge/treatment-options/lisinopril-10|1';
+
+interface Answer {
+  request: string;
+  task: string;
+}
+
+const request = (patient: DemoActor, body: unknown) => gw.call('POST', '/v1/requests', { token: patient.token, body });
+
+/** Every version of every record except the audit trail: "nothing written" means this is equal. */
+const store = () => ({
+  counts: gw.backend.db.reader
+    .prepare("SELECT type, count(*) AS n FROM resource WHERE type NOT IN ('AuditEvent', 'Login') GROUP BY type")
+    .all(),
+  versions: gw.backend.db.reader
+    .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
+    .get(),
+});
+
+describe('POST /v1/requests', () => {
+  it('proposes a medication (201) with a review task in her tenant’s queue; asking again answers the open one (200)', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const made = await request(patient, { medication: `${RXNORM}|197361`, note: 'My sister takes this' });
+    expect(made.status).toBe(201);
+    const answer = made.body as Answer;
+    expect(answer.request).toMatch(/^MedicationRequest\//);
+    const proposal = await gw.backend.systemRepo.readReference<MedicationRequest>({ reference: answer.request });
+    expect(proposal).toMatchObject({
+      status: 'active',
+      intent: 'proposal',
+      subject: { reference: `Patient/${patient.patient.id}` },
+      requester: { reference: `Patient/${patient.patient.id}` },
+      medicationCodeableConcept: { coding: [{ system: RXNORM, code: '197361' }] },
+      note: [{ text: 'My sister takes this' }],
+    });
+    expect(proposal.meta?.accounts).toEqual([patient.patient.managingOrganization]);
+    const task = await gw.backend.systemRepo.readReference<Task>({ reference: answer.task });
+    expect(task).toMatchObject({
+      status: 'ready',
+      code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-request' }] },
+      for: { reference: `Patient/${patient.patient.id}` },
+      focus: { reference: answer.request },
+    });
+    const queue = (await gw.backend.systemRepo.readReference(task.owner as never)) as CareTeam;
+    expect(queue.managingOrganization).toEqual([patient.patient.managingOrganization]);
+    // She sees her own request in her record.
+    const mine = await gw.call('GET', `/v1/fhir/${answer.request}`, { token: patient.token });
+    expect(mine.status).toBe(200);
+
+    const again = await request(patient, { medication: `${RXNORM}|197361` });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(answer);
+  });
+
+  it('proposes a treatment option or protocol of her catalog, pinned by its canonical', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const option = await request(patient, { treatmentOption: NORTHWIND_OPTION });
+    expect(option.status).toBe(201);
+    const medication = await gw.backend.systemRepo.readReference<MedicationRequest>({
+      reference: (option.body as Answer).request,
+    });
+    expect(medication.instantiatesCanonical).toEqual([NORTHWIND_OPTION]);
+    expect(medication.medicationCodeableConcept?.coding?.[0]).toMatchObject({ system: RXNORM, code: '314076' });
+
+    const protocol = await request(patient, { protocol: NORTHWIND_PROTOCOL });
+    expect(protocol.status).toBe(201);
+    const service = await gw.backend.systemRepo.readReference<ServiceRequest>({
+      reference: (protocol.body as Answer).request,
+    });
+    expect(service).toMatchObject({
+      resourceType: 'ServiceRequest',
+      intent: 'proposal',
+      instantiatesCanonical: [NORTHWIND_PROTOCOL],
+    });
+  });
+
+  it('refuses what her catalog does not offer her, and anything but exactly one item, writing nothing', async () => {
+    const texan = await freshPatient(gw.backend, { tenant: 'northwind', state: 'TX' });
+    const before = store();
+    for (const [body, why] of [
+      [{ protocol: NORTHWIND_PROTOCOL }, 'a protocol not offered in her state'],
+      [{ treatmentOption: SOUTHRIDGE_OPTION }, 'another tenant’s option'],
+      [{ protocol: 'https://patient-care.example/assessments/weight-intake|1' }, 'an assessment is not requested'],
+      [{ treatmentOption: 'https://example.org/nothing|1' }, 'unknown'],
+      [{ medication: `${RXNORM}|197361`, protocol: NORTHWIND_PROTOCOL }, 'two items'],
+      [{}, 'no item'],
+      [{ medication: 'http://snomed.info/sct|123' }, 'not RxNorm'],
+    ] as const) {
+      const refused = await request(texan, body);
+      expect(refused.status, why).toBe(400);
+      expect(refused.body).toMatchObject({ error: { code: 'invalid_request' } });
+    }
+    expect(store()).toEqual(before);
+  });
+
+  it('20 concurrent identical requests make one proposal and one review task', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'southridge', state: 'NY' });
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => request(patient, { treatmentOption: SOUTHRIDGE_OPTION })),
+    );
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
+    expect(new Set(answers.map((a) => JSON.stringify(a.body))).size).toBe(1);
+    const proposals = await gw.backend.systemRepo.searchResources<MedicationRequest>({
+      resourceType: 'MedicationRequest',
+      filters: [{ code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+    });
+    expect(proposals).toHaveLength(1);
+    const tasks = await gw.backend.systemRepo.searchResources<Task>({
+      resourceType: 'Task',
+      filters: [{ code: 'focus', operator: 'eq', value: `MedicationRequest/${proposals[0].id}` }],
+    });
+    expect(tasks).toHaveLength(1);
+  });
+});
