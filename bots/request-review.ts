@@ -143,12 +143,7 @@ async function proposalFor(
       input.treatmentOption,
       organization,
     );
-    if (
-      !option ||
-      option.status !== 'active' ||
-      option.kind !== 'MedicationRequest' ||
-      !option.productCodeableConcept
-    ) {
+    if (option?.status !== 'active' || option.kind !== 'MedicationRequest' || !option.productCodeableConcept) {
       return notOffered('treatmentOption', input.treatmentOption);
     }
     return {
@@ -189,7 +184,7 @@ async function offeredProtocol(
   const organization = patient.managingOrganization?.reference;
   const plan = await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization);
   const type = plan ? planTypeOf(plan) : undefined;
-  if (!plan || plan.status !== 'active' || (type !== 'clinical-protocol' && type !== 'program')) {
+  if (plan?.status !== 'active' || (type !== 'clinical-protocol' && type !== 'program')) {
     return undefined;
   }
   const services = (
