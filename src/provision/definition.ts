@@ -1,4 +1,11 @@
-import type { AccessPolicy, AccessPolicyResource, Project, Reference, Resource } from '@medplum/fhirtypes';
+import type {
+  AccessPolicy,
+  AccessPolicyResource,
+  Practitioner,
+  Project,
+  Reference,
+  Resource,
+} from '@medplum/fhirtypes';
 import { BOT_AUDIENCE, CATALOG, EXTENSIONS, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 
 /**
@@ -312,6 +319,57 @@ const ONLY_OWN_TENANT = {
   expression: `%after.meta.accounts.all(reference = '%${TENANT_PARAMETER}')`,
 };
 
+/** A Task's owner as one string ('' when it has none), so comparisons never meet an empty collection. */
+const ownerOf = (side: 'before' | 'after'): string => `iif(%${side}.owner.exists(), %${side}.owner.reference, '')`;
+const ME = "'%profile'";
+/** Claimed by another clinician (a Practitioner or PractitionerRole who is not the writer). */
+const othersClaim = (side: 'before' | 'after'): string =>
+  `(${ownerOf(side)}.startsWith('Practitioner') and ${ownerOf(side)} != ${ME})`;
+
+/**
+ * Care-team queues (JOURNEY C and F): clinician work is owned by a queue (a CareTeam) while `ready`, and
+ * by the one clinician who claimed it while `in-progress`. As writeConstraints on the clinician's Task
+ * entry they hold for every write Medplum's app can make, not only for our helper (src/clinician/).
+ * Medplum evaluates them on the written result with `%before` the stored version (empty on create)
+ * and `%profile` substituted with the clinician's own Practitioner (packages/server/src/fhir/repo.ts,
+ * accesspolicy.ts). An update is one of:
+ * - claim: owner a CareTeam -> herself, ready -> in-progress. Two clinicians claiming at once: the
+ *   second is a 412 under If-Match, and without it a 403, since `%before.owner` is no longer a team;
+ * - unclaim: owner herself -> a CareTeam, in-progress -> ready;
+ * - her own work (owned by her before and after): any status but `ready` (completing, with `output`,
+ *   cancelling, pausing); completing or cancelling anything therefore requires owning it;
+ * - pausing or resuming (ready <-> on-hold) a task no clinician or queue owns (a patient's task);
+ * - any other edit that keeps owner and status, except on a task another clinician has claimed.
+ * A FHIRPath constraint cannot resolve a reference, so "a CareTeam" is not checked to be one whose
+ * participant she is: criteria keep every Task of hers in her tenant, and bots put work only in the
+ * tenant's queues. Membership decides what the queue view lists (src/clinician/).
+ */
+const QUEUE_TRANSITIONS = {
+  language: 'text/fhirpath' as const,
+  expression: [
+    '%before.exists().not()',
+    `(${ownerOf('before')}.startsWith('CareTeam/') and ${ownerOf('after')} = ${ME} and ` +
+      "%before.status = 'ready' and %after.status = 'in-progress')",
+    `(${ownerOf('before')} = ${ME} and ${ownerOf('after')}.startsWith('CareTeam/') and ` +
+      "%before.status = 'in-progress' and %after.status = 'ready')",
+    `(${ownerOf('before')} = ${ME} and ${ownerOf('after')} = ${ME} and %after.status != 'ready')`,
+    `(${ownerOf('after')} = ${ownerOf('before')} and (%before.status | %after.status).subsetOf('ready' | 'on-hold') and ` +
+      `${ownerOf('before')}.startsWith('CareTeam/').not() and ${ownerOf('before')}.startsWith('Practitioner').not())`,
+    `(${ownerOf('after')} = ${ownerOf('before')} and %after.status = %before.status and ${othersClaim('before')}.not())`,
+  ].join(' or '),
+};
+
+/**
+ * Work a clinician creates is not already someone else's: no other clinician as owner, and a task
+ * created in progress or done is her own (a queue's work starts `ready`, JOURNEY C).
+ */
+const QUEUE_CREATES = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `%before.exists() or (${othersClaim('after')}.not() and ` +
+    `(%after.status in ('draft' | 'requested' | 'received' | 'accepted' | 'ready' | 'on-hold') or ${ownerOf('after')} = ${ME}))`,
+};
+
 /**
  * Clinicians (Medplum's app): their tenant only, in EVERY entry (`%organization`); what they create
  * about a patient inherits that patient's tenant, so a write for another tenant's patient fails the
@@ -324,7 +382,12 @@ function clinicianPolicy(): AccessPolicyResource[] {
       resourceType,
       criteria: inTenant(resourceType),
       interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
-      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT],
+      writeConstraint: [
+        SERVER_OWNED_TAGS,
+        JOURNEY_KEYS,
+        ONLY_OWN_TENANT,
+        ...(resourceType === 'Task' ? [QUEUE_TRANSITIONS, QUEUE_CREATES] : []),
+      ],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
     })),
     ...['MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
@@ -565,8 +628,17 @@ export const platformDefinition: ProvisionDefinition = {
   integrations: [{ key: 'integration-sms', accessPolicy: 'integration-sms' }],
 };
 
-/** A tenant: its Organization and its patient app (whose extension names the tenant). */
-export function tenantResources(key: string, name: string, appId?: string): KeyedResource[] {
+/**
+ * A tenant: its Organization, its staff (people who sign in: applied after the Organization they belong
+ * to and before the queues they are members of), its work queues (CareTeams: `participant` are the
+ * queue's members, JOURNEY F) and its patient app (whose extension names the tenant).
+ */
+export function tenantResources(
+  key: string,
+  name: string,
+  appId?: string,
+  staff: KeyedResource[] = [],
+): KeyedResource[] {
   return [
     {
       key: `org-${key}`,
@@ -577,6 +649,7 @@ export function tenantResources(key: string, name: string, appId?: string): Keye
         active: true,
       },
     },
+    ...staff,
     {
       key: `queue-${key}-intake-review`,
       resource: {
@@ -586,6 +659,9 @@ export function tenantResources(key: string, name: string, appId?: string): Keye
         name: `${name} intake review`,
         category: [{ coding: [{ system: SYSTEMS.careQueue, code: 'intake-review' }] }],
         managingOrganization: [keyRef(`org-${key}`)],
+        ...(staff.length > 0
+          ? { participant: staff.map((member) => ({ member: keyRef<Practitioner>(member.key) })) }
+          : {}),
       },
     },
     {

@@ -159,9 +159,9 @@ export function demoDefinition(): ProvisionDefinition {
     ...platformDefinition,
     resources: [
       ...platformDefinition.resources,
-      ...DEMO_TENANTS.flatMap((t) => tenantResources(t.key, t.name, t.appId)),
+      // Each tenant's demo clinician is a member of its intake-review queue.
+      ...DEMO_TENANTS.flatMap((t) => tenantResources(t.key, t.name, t.appId, demoClinicianResources(t))),
       ...DEMO_PATIENTS.flatMap(demoPatientResources),
-      ...DEMO_TENANTS.flatMap(demoClinicianResources),
       ...DEMO_AGREEMENTS.map(agreementDocument),
       ...demoCatalog(),
     ],

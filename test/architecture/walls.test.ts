@@ -70,6 +70,15 @@ describe('walls between the layers', () => {
     }
   });
 
+  it('the clinician helper speaks only to Medplum: no embedded Medplum, gateway or bots (JOURNEY J)', () => {
+    for (const file of files('src/clinician')) {
+      for (const target of importsOf(file)) {
+        const ours = target.startsWith('src/') || within(target, 'bots');
+        expect(ours && !within(target, 'src/clinician'), `${file} imports ${target}`).toBe(false);
+      }
+    }
+  });
+
   it('the embedded Medplum never imports the gateway', () => {
     for (const file of files('src/embedded')) {
       for (const target of importsOf(file)) {

@@ -1,0 +1,138 @@
+import { createReference, getReferenceString, MedplumClient, type WithId } from '@medplum/core';
+import type { CareTeam, Practitioner, Reference, Task, TaskOutput } from '@medplum/fhirtypes';
+
+/**
+ * The clinician's side (JOURNEY J): what a clinician does in Medplum's app, as a small typed helper for
+ * the tests and the demo. Every write is a plain FHIR update with the clinician's own token, under
+ * If-Match, that Medplum's app could make; the clinician AccessPolicy (src/provision/definition.ts,
+ * QUEUE_TRANSITIONS) is what allows or refuses it, never this helper. The checks here only turn a
+ * request that policy would refuse anyway into a clear error before it is sent.
+ */
+export interface Clinician {
+  medplum: MedplumClient;
+  profile: Reference<Practitioner>;
+  /** The queues she is a member of (CareTeam.participant). */
+  queues(): Promise<WithId<CareTeam>[]>;
+  /** The `ready` work of her queues, most urgent first, then oldest first. */
+  queue(): Promise<WithId<Task>[]>;
+  /** The work she has claimed and not finished (`in-progress`, owned by her). */
+  claimed(): Promise<WithId<Task>[]>;
+  /** Owner queue -> herself, ready -> in-progress. A concurrent claim that got there first: 412. */
+  claim(taskId: string): Promise<WithId<Task>>;
+  /** Back to the queue it was claimed from, in-progress -> ready. */
+  unclaim(taskId: string): Promise<WithId<Task>>;
+  /** in-progress -> completed with its outputs (e.g. the Condition she assigned); she must own it. */
+  complete(taskId: string, outputs: TaskOutput[]): Promise<WithId<Task>>;
+}
+
+export interface ClinicianSignIn {
+  /** Medplum's base URL (the embedded Medplum's, or a real one's). */
+  baseUrl: string;
+  /** Any fetch (the embedded Medplum's in-process one, in tests). */
+  fetch?: typeof fetch;
+  email: string;
+  password: string;
+  projectId: string;
+}
+
+/** Signs in through Medplum's own login (email and password, then the code for a token), as its app does. */
+export async function signInClinician(signIn: ClinicianSignIn): Promise<Clinician> {
+  const medplum = new MedplumClient({ baseUrl: signIn.baseUrl, fetch: signIn.fetch, cacheTime: 0 });
+  const login = await medplum.startLogin({
+    email: signIn.email,
+    password: signIn.password,
+    projectId: signIn.projectId,
+  });
+  if (!login.code) {
+    throw new Error('Medplum asked for more than a password (MFA or a project choice): not supported here');
+  }
+  await medplum.processCode(login.code);
+  return clinicianOf(medplum);
+}
+
+/** The helper over a MedplumClient already signed in as a practitioner (e.g. from a token). */
+export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
+  const me = await medplum.getProfileAsync();
+  if (me?.resourceType !== 'Practitioner') {
+    throw new Error(`Signed in as ${me ? getReferenceString(me) : 'nobody'}, not a practitioner`);
+  }
+  const profile = createReference(me as WithId<Practitioner>);
+  const mine = getReferenceString(me);
+  const fresh = { cache: 'no-cache' } as const;
+
+  const read = (taskId: string) => medplum.readResource('Task', taskId, fresh);
+
+  /** One If-Match PUT: the version she read is the one she changes, or nothing changes (412). */
+  const write = (task: WithId<Task>, change: Partial<Task>) =>
+    medplum.updateResource<Task>(
+      { ...task, ...change, lastModified: new Date().toISOString() },
+      { headers: { 'If-Match': `W/"${task.meta?.versionId}"` } },
+    ) as Promise<WithId<Task>>;
+
+  const expectState = (task: Task, status: Task['status'], owner: (reference: string) => boolean, what: string) => {
+    const current = task.owner?.reference ?? '';
+    if (task.status !== status || !owner(current)) {
+      throw new Error(`Task/${task.id} cannot be ${what}: it is ${task.status}, owned by ${current || 'nobody'}`);
+    }
+  };
+  const isQueue = (reference: string) => reference.startsWith('CareTeam/');
+
+  const queues = () => medplum.searchResources('CareTeam', { participant: mine, status: 'active' }, fresh);
+
+  return {
+    medplum,
+    profile,
+    queues,
+    async queue() {
+      const teams = await queues();
+      if (teams.length === 0) {
+        return [];
+      }
+      const tasks = await medplum.searchResources(
+        'Task',
+        { owner: teams.map(getReferenceString).join(','), status: 'ready', _count: '100' },
+        fresh,
+      );
+      return tasks.sort(
+        (a, b) =>
+          PRIORITY.indexOf(a.priority ?? 'routine') - PRIORITY.indexOf(b.priority ?? 'routine') ||
+          (a.authoredOn ?? '').localeCompare(b.authoredOn ?? ''),
+      );
+    },
+    claimed: () => medplum.searchResources('Task', { owner: mine, status: 'in-progress', _count: '100' }, fresh),
+    async claim(taskId) {
+      const task = await read(taskId);
+      expectState(task, 'ready', isQueue, 'claimed');
+      return write(task, {
+        owner: profile,
+        status: 'in-progress',
+        executionPeriod: { ...task.executionPeriod, start: new Date().toISOString() },
+      });
+    },
+    async unclaim(taskId) {
+      const task = await read(taskId);
+      expectState(task, 'in-progress', (owner) => owner === mine, 'unclaimed');
+      // The queue it came from: the last version a team owned (history is a plain read in Medplum's app).
+      const history = await medplum.readHistory('Task', taskId, undefined, fresh);
+      const queue = history.entry
+        ?.map((entry) => entry.resource?.owner)
+        .find((owner) => owner?.reference && isQueue(owner.reference));
+      if (!queue) {
+        throw new Error(`Task/${taskId} was never in a queue`);
+      }
+      return write(task, { owner: { reference: queue.reference }, status: 'ready' });
+    },
+    async complete(taskId, outputs) {
+      const task = await read(taskId);
+      expectState(task, 'in-progress', (owner) => owner === mine, 'completed');
+      return write(task, {
+        status: 'completed',
+        output: [...(task.output ?? []), ...outputs],
+        executionPeriod: { ...task.executionPeriod, end: new Date().toISOString() },
+      });
+    },
+  };
+}
+
+/** Task.priority, most urgent first. */
+const PRIORITY: NonNullable<Task['priority']>[] = ['stat', 'asap', 'urgent', 'routine'];

@@ -1,0 +1,321 @@
+import { normalizeErrorString } from '@medplum/core';
+import type { Condition, Task } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
+import type { Clinician } from '../../src/clinician';
+import { changesSince, describeChange, direct, fhirPath, storedResource, storeMark } from '../support/attack';
+import type { DemoActor } from '../support/backend';
+import { demoClinician, freshClinician, intakeQueue, reviewTask } from '../support/clinicians';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { freshPatient } from '../support/patients';
+
+/**
+ * Care-team queues (issue 15 items 7 and 9, JOURNEY C, F, J): clinician work owned by the tenant's queue
+ * is claimed by one member, unclaimed back, completed by its owner; every step a plain FHIR write with
+ * the clinician's own token, as Medplum's app makes it, allowed or refused by the clinician policy
+ * (src/provision/definition.ts QUEUE_TRANSITIONS) and nothing else.
+ */
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startTestGateway();
+});
+afterAll(() => gw?.close());
+
+/** What a refused write answers, directly on Medplum: its HTTP status. */
+async function refused(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (err) {
+    return normalizeErrorString(err);
+  }
+  throw new Error('the write was accepted');
+}
+
+/** A raw PUT of the task as Medplum's app could send it, with the clinician's token. */
+const put = (clinician: Clinician, task: Task, ifMatch = true) =>
+  direct(gw.backend, clinician.medplum.getAccessToken() as string, 'PUT', fhirPath(`Task/${task.id}`), {
+    body: task,
+    headers: ifMatch ? { 'if-match': `W/"${task.meta?.versionId}"` } : {},
+  });
+
+/** Versions written of a task since the mark (every write is one history row). */
+const versionsSince = (mark: number, task: Task): number =>
+  (
+    gw.backend.db.reader
+      .prepare("SELECT count(*) AS n FROM history WHERE seq > ? AND type = 'Task' AND id = ?")
+      .get(mark, task.id as string) as { n: number }
+  ).n;
+
+/**
+ * A fresh patient of northwind who has done the weight intake through the gateway (answers, then her
+ * weight), as test/gateway/tasks.test.ts does: her last task issues the review in the intake queue.
+ */
+async function completedIntake(): Promise<DemoActor> {
+  const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
+    protocols: { healthcareService: string; assessment?: string }[];
+  };
+  const offering = protocols.find((p) => p.assessment?.includes('assessments/weight-intake'));
+  const context = `healthcareService=${encodeURIComponent(offering?.healthcareService as string)}`;
+  const { unmet } = (await gw.call('GET', `/v1/agreements/requirements?${context}`, { token: patient.token })).body as {
+    unmet: unknown[];
+  };
+  if (unmet.length > 0) {
+    await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
+  }
+  const started = await gw.call('POST', '/v1/assessments', {
+    token: patient.token,
+    body: { healthcareService: offering?.healthcareService },
+  });
+  const { tasks } = started.body as { tasks: { task: string; kind: string; questionnaire?: string }[] };
+  for (const task of tasks) {
+    let body: unknown = { measurements: [{ code: 'http://loinc.org|29463-7', value: 80, unit: 'kg' }] };
+    if (task.kind === 'questionnaire') {
+      const answers = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
+        token: patient.token,
+        body: {
+          resourceType: 'QuestionnaireResponse',
+          status: 'completed',
+          questionnaire: task.questionnaire,
+          author: { reference: `Patient/${patient.patient.id}` },
+          source: { reference: `Patient/${patient.patient.id}` },
+          item: [{ linkId: 'previous-programs', answer: [{ valueBoolean: false }] }],
+        },
+      });
+      body = { questionnaireResponse: `QuestionnaireResponse/${(answers.body as { id: string }).id}` };
+    }
+    const done = await gw.call('POST', `/v1/${task.task.replace('Task/', 'tasks/')}/complete`, {
+      token: patient.token,
+      body,
+    });
+    expect(done.status, `${task.kind} ${done.text}`).toBe(200);
+  }
+  return patient;
+}
+
+const stored = (task: Task) => storedResource(gw.backend, 'Task', task.id as string) as Task;
+
+describe('a demo clinician works her tenant’s queue', () => {
+  it('signs in through Medplum’s login, sees the intake review the patient’s last task issued, claims it, assigns a Condition and completes it', async () => {
+    const patient = await completedIntake();
+
+    const clinician = await demoClinician(gw.backend, 'northwind');
+    const queue = await intakeQueue(gw.backend, 'northwind');
+    expect((await clinician.queues()).map((q) => q.id)).toEqual([queue.id]);
+    const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${patient.patient.id}`);
+    expect(review).toMatchObject({
+      status: 'ready',
+      owner: { reference: `CareTeam/${queue.id}` },
+      code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-intake' }] },
+    });
+    const taskId = review?.id as string;
+
+    const claimed = await clinician.claim(taskId);
+    expect(claimed).toMatchObject({ status: 'in-progress', owner: clinician.profile });
+    expect((await clinician.queue()).map((t) => t.id)).not.toContain(taskId);
+    expect((await clinician.claimed()).map((t) => t.id)).toContain(taskId);
+
+    // The review's outcome: a Condition she writes for her patient (a plain FHIR create), then the task's output.
+    const condition = await clinician.medplum.createResource<Condition>({
+      resourceType: 'Condition',
+      subject: { reference: `Patient/${patient.patient.id}` },
+      code: { coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'I10' }] },
+      verificationStatus: {
+        coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status', code: 'confirmed' }],
+      },
+    });
+    const completed = await clinician.complete(taskId, [
+      { type: { text: 'condition' }, valueReference: { reference: `Condition/${condition.id}` } },
+    ]);
+    expect(completed).toMatchObject({
+      status: 'completed',
+      owner: clinician.profile,
+      output: [{ valueReference: { reference: `Condition/${condition.id}` } }],
+    });
+    expect(stored(completed).meta?.versionId).toBe(completed.meta?.versionId);
+  });
+
+  it('unclaims: the task goes back to the queue it came from, ready, for any member to claim', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const task = await reviewTask(gw.backend, patient);
+    const [me, colleague] = [
+      await demoClinician(gw.backend, 'northwind'),
+      await freshClinician(gw.backend, 'northwind'),
+    ];
+    await me.claim(task.id);
+    const back = await me.unclaim(task.id);
+    expect(back).toMatchObject({ status: 'ready', owner: task.owner });
+    expect((await colleague.queue()).map((t) => t.id)).toContain(task.id);
+    expect(await colleague.claim(task.id)).toMatchObject({ status: 'in-progress', owner: colleague.profile });
+  });
+});
+
+describe('two clinicians claim one task at once', () => {
+  it('exactly one owner; the other is refused (412 when both read the ready version, else refused before writing) and nothing else changed', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    for (let round = 0; round < 5; round++) {
+      const task = await reviewTask(gw.backend, patient);
+      const [a, b] = [await demoClinician(gw.backend, 'northwind'), await freshClinician(gw.backend, 'northwind')];
+      const mark = storeMark(gw.backend);
+      const results = await Promise.allSettled([a.claim(task.id), b.claim(task.id)]);
+      const won = results.filter((r) => r.status === 'fulfilled');
+      const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      expect(won).toHaveLength(1);
+      expect(lost).toHaveLength(1);
+      const winner = results[0].status === 'fulfilled' ? a : b;
+      expect(stored(task)).toMatchObject({ status: 'in-progress', owner: winner.profile });
+      // 412 when both read the ready version; 403 or the helper's refusal when the loser read after the win.
+      expect(normalizeErrorString(lost[0].reason)).toMatch(/Precondition Failed|version|Forbidden|cannot be claimed/i);
+      expect(changesSince(gw.backend, mark).map((c) => `${c.type}/${c.id}`)).toEqual([`Task/${task.id}`]);
+      expect(versionsSince(mark, task)).toBe(1);
+    }
+  });
+
+  it('20 members claiming one task at once: one owner, the task written once', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'southridge', state: 'NY' });
+    const task = await reviewTask(gw.backend, patient);
+    const members = await Promise.all(Array.from({ length: 20 }, () => freshClinician(gw.backend, 'southridge')));
+    const mark = storeMark(gw.backend);
+    const results = await Promise.allSettled(members.map((m) => m.claim(task.id)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const owner = stored(task).owner?.reference;
+    expect(members.map((m) => m.profile.reference)).toContain(owner);
+    expect(changesSince(gw.backend, mark).map((c) => `${c.type}/${c.id}`)).toEqual([`Task/${task.id}`]);
+    expect(versionsSince(mark, task)).toBe(1);
+  });
+
+  it('a second claim without If-Match, after the first, is 403: the owner is no longer a queue (%before is the stored version, packages/server/src/fhir/repo.ts)', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const task = await reviewTask(gw.backend, patient);
+    const [a, b] = [await demoClinician(gw.backend, 'northwind'), await freshClinician(gw.backend, 'northwind')];
+    const stale = await b.medplum.readResource('Task', task.id);
+    await a.claim(task.id);
+    const mark = storeMark(gw.backend);
+    const answer = await put(b, { ...stale, owner: b.profile, status: 'in-progress' }, false);
+    expect(answer.status).toBe(403);
+    expect(changesSince(gw.backend, mark)).toEqual([]);
+    expect(stored(task).owner).toEqual(a.profile);
+  });
+});
+
+describe('what a clinician of the same tenant cannot do, directly on Medplum (QUEUE_TRANSITIONS: %before and %after bound as packages/server/src/fhir/repo.ts binds them, %profile substituted as packages/server/src/fhir/accesspolicy.ts does)', () => {
+  it('claim for someone else, steal a claimed task, complete or unclaim a task she does not own, complete without claiming', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const ready = await reviewTask(gw.backend, patient);
+    const [me, colleague] = [
+      await demoClinician(gw.backend, 'northwind'),
+      await freshClinician(gw.backend, 'northwind'),
+    ];
+    const claimedByColleague = await colleague.claim((await reviewTask(gw.backend, patient)).id);
+    const mark = storeMark(gw.backend);
+    const attempts: [string, Task][] = [
+      ['claim for a colleague', { ...ready, owner: colleague.profile, status: 'in-progress' }],
+      ['claim without moving to in-progress', { ...ready, owner: me.profile }],
+      ['in progress while the queue owns it', { ...ready, status: 'in-progress' }],
+      ['complete without claiming', { ...ready, status: 'completed' }],
+      ['claim and complete in one write', { ...ready, owner: me.profile, status: 'completed' }],
+      ['cancel queue work', { ...ready, status: 'cancelled' }],
+      ['steal a claimed task', { ...claimedByColleague, owner: me.profile }],
+      ['complete a colleague’s task', { ...claimedByColleague, status: 'completed' }],
+      ['unclaim a colleague’s task', { ...claimedByColleague, owner: ready.owner, status: 'ready' }],
+      ['edit a colleague’s task', { ...claimedByColleague, description: 'mine now' }],
+      ['hand a colleague’s task to a third', { ...claimedByColleague, owner: { reference: 'Practitioner/someone' } }],
+    ];
+    for (const [why, body] of attempts) {
+      const answer = await put(me, body);
+      expect(answer.status, why).toBe(403);
+    }
+    expect(changesSince(gw.backend, mark).map(describeChange)).toEqual([]);
+    // The helper refuses the same before sending anything.
+    expect(await refused(me.complete(ready.id, []))).toMatch(/cannot be completed/);
+    expect(await refused(me.unclaim(claimedByColleague.id))).toMatch(/cannot be unclaimed/);
+    expect(await refused(me.claim(claimedByColleague.id))).toMatch(/cannot be claimed/);
+  });
+
+  it('creates no work already in a colleague’s hands, nor in progress for a queue', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const [me, colleague] = [
+      await demoClinician(gw.backend, 'northwind'),
+      await freshClinician(gw.backend, 'northwind'),
+    ];
+    const queue = await intakeQueue(gw.backend, 'northwind');
+    const base: Task = {
+      resourceType: 'Task',
+      intent: 'order',
+      status: 'ready',
+      for: { reference: `Patient/${patient.patient.id}` },
+    };
+    const token = me.medplum.getAccessToken() as string;
+    const create = (task: Task) => direct(gw.backend, token, 'POST', fhirPath('Task'), { body: task });
+    expect((await create({ ...base, owner: colleague.profile })).status).toBe(403);
+    expect(
+      (await create({ ...base, status: 'in-progress', owner: { reference: `CareTeam/${queue.id}` } })).status,
+    ).toBe(403);
+    expect((await create({ ...base, status: 'completed' })).status).toBe(403);
+    // Her own, or the queue's ready work: allowed.
+    expect((await create({ ...base, owner: { reference: `CareTeam/${queue.id}` } })).status).toBe(201);
+    expect((await create({ ...base, status: 'in-progress', owner: me.profile })).status).toBe(201);
+  });
+
+  it('still pauses and resumes a patient’s task (ready <-> on-hold), and cannot complete it (she does not own it)', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const me = await demoClinician(gw.backend, 'northwind');
+    const task = await gw.backend.systemRepo.createResource<Task>({
+      resourceType: 'Task',
+      meta: {
+        project: gw.backend.project.id,
+        accounts: [patient.patient.managingOrganization as { reference: string }],
+      },
+      status: 'ready',
+      intent: 'order',
+      for: { reference: `Patient/${patient.patient.id}` },
+      owner: { reference: `Patient/${patient.patient.id}` },
+    });
+    const paused = await put(me, { ...task, status: 'on-hold' });
+    expect(paused.status).toBe(200);
+    const resumed = await put(me, { ...(paused.body as Task), status: 'ready' });
+    expect(resumed.status).toBe(200);
+    expect((await put(me, { ...(resumed.body as Task), status: 'completed' })).status).toBe(403);
+    expect((await put(me, { ...(resumed.body as Task), owner: me.profile, status: 'in-progress' })).status).toBe(403);
+  });
+});
+
+describe('nobody outside the queue’s tenant, and no patient, touches its work', () => {
+  it('the clinician of the other tenant neither sees it in her queue nor reads, searches, claims or completes it', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const task = await reviewTask(gw.backend, patient);
+    const other = await demoClinician(gw.backend, 'southridge');
+    const token = other.medplum.getAccessToken() as string;
+    expect((await other.queue()).map((t) => t.id)).not.toContain(task.id);
+    expect((await direct(gw.backend, token, 'GET', fhirPath(`Task/${task.id}`))).status).toBe(404);
+    const search = await direct(gw.backend, token, 'GET', fhirPath(`Task?_id=${task.id}`));
+    expect((search.body as { entry?: unknown[] }).entry ?? []).toEqual([]);
+    const mark = storeMark(gw.backend);
+    for (const body of [
+      { ...task, owner: other.profile, status: 'in-progress' },
+      { ...task, status: 'completed' },
+    ] as Task[]) {
+      expect([403, 404]).toContain((await put(other, body)).status);
+    }
+    expect(await refused(other.claim(task.id))).toMatch(/not found/i);
+    expect(changesSince(gw.backend, mark)).toEqual([]);
+  });
+
+  it('the patient it is about cannot claim, complete or edit it, directly on Medplum or through the gateway', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const task = await reviewTask(gw.backend, patient);
+    const mark = storeMark(gw.backend);
+    for (const body of [
+      { ...task, owner: { reference: `Patient/${patient.patient.id}` }, status: 'in-progress' },
+      { ...task, status: 'completed' },
+      { ...task, description: 'done' },
+    ] as Task[]) {
+      const headers = { 'if-match': `W/"${task.meta?.versionId}"` };
+      const around = await direct(gw.backend, patient.token, 'PUT', fhirPath(`Task/${task.id}`), { body, headers });
+      expect(around.status).toBe(403);
+      const viaGateway = await gw.call('PUT', `/v1/fhir/Task/${task.id}`, { token: patient.token, body, headers });
+      expect(viaGateway.status).toBe(405);
+    }
+    expect(changesSince(gw.backend, mark)).toEqual([]);
+  });
+});

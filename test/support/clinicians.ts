@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import type { WithId } from '@medplum/core';
+import type { AccessPolicy, CareTeam, Organization, Task } from '@medplum/fhirtypes';
+import { SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
+import { type Clinician, signInClinician } from '../../src/clinician';
+import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
+import type { DemoActor, TestBackend } from './backend';
+
+/** Clinicians as they work in Medplum's app: signed in through Medplum's login, writing plain FHIR. */
+
+type Tenant = 'northwind' | 'southridge';
+
+/** The demo clinician of a tenant, signed in with the printed email and password. */
+export function demoClinician(backend: TestBackend, tenant: Tenant): Promise<Clinician> {
+  return signInClinician({
+    baseUrl: backend.baseUrl,
+    fetch: backend.fetch,
+    email: demoEmail('clinician', tenant),
+    password: DEMO_PASSWORD,
+    projectId: backend.project.id,
+  });
+}
+
+/** The tenant's intake-review queue, as provisioned (src/provision/definition.ts tenantResources). */
+export async function intakeQueue(backend: TestBackend, tenant: Tenant): Promise<WithId<CareTeam>> {
+  return (await backend.admin.searchOne(
+    'CareTeam',
+    { _tag: `${SYSTEMS.provisioning}|queue-${tenant}-intake-review` },
+    { cache: 'no-cache' },
+  )) as WithId<CareTeam>;
+}
+
+/**
+ * A colleague of the demo clinician for one test: invited through Medplum's admin API as provisioning
+ * invites the demo clinicians (clinician policy, the tenant as `organization`), and, unless `member` is
+ * false, added to the tenant's intake queue by a project admin (a plain FHIR update of the CareTeam).
+ */
+export async function freshClinician(
+  backend: TestBackend,
+  tenant: Tenant,
+  options: { member?: boolean } = {},
+): Promise<Clinician> {
+  const email = `clinician-${randomUUID()}@${tenant}.example`;
+  const organization = (await backend.admin.searchOne('Organization', {
+    identifier: `${SYSTEMS.tenant}|${tenant}`,
+  })) as WithId<Organization>;
+  const policy = (await backend.admin.searchOne('AccessPolicy', {
+    _tag: `${SYSTEMS.provisioning}|policy-clinician`,
+  })) as WithId<AccessPolicy>;
+  await backend.admin.post(`admin/projects/${backend.project.id}/invite`, {
+    resourceType: 'Practitioner',
+    firstName: 'Fresh',
+    lastName: 'Colleague',
+    email,
+    password: DEMO_PASSWORD,
+    scope: 'project',
+    sendEmail: false,
+    membership: {
+      access: [
+        {
+          policy: { reference: `AccessPolicy/${policy.id}` },
+          parameter: [{ name: TENANT_PARAMETER, valueReference: { reference: `Organization/${organization.id}` } }],
+        },
+      ],
+    },
+  });
+  const clinician = await signInClinician({
+    baseUrl: backend.baseUrl,
+    fetch: backend.fetch,
+    email,
+    password: DEMO_PASSWORD,
+    projectId: backend.project.id,
+  });
+  if (options.member !== false) {
+    const queue = await intakeQueue(backend, tenant);
+    await backend.admin.updateResource<CareTeam>({
+      ...queue,
+      participant: [...(queue.participant ?? []), { member: clinician.profile }],
+    });
+  }
+  return clinician;
+}
+
+/**
+ * Review work for a patient, in the shape bots/lib/queues.ts issues it (ready, owned by the tenant's
+ * queue, for her), written as a bot writes it (here by the system). Tests that need the whole intake
+ * first use test/gateway/tasks.test.ts's path instead.
+ */
+export async function reviewTask(backend: TestBackend, patient: DemoActor): Promise<WithId<Task>> {
+  const queue = await intakeQueue(backend, patient.tenant as Tenant);
+  return backend.systemRepo.createResource<Task>({
+    resourceType: 'Task',
+    meta: { project: backend.project.id, accounts: [patient.patient.managingOrganization as { reference: string }] },
+    status: 'ready',
+    intent: 'order',
+    priority: 'routine',
+    code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-intake' }] },
+    description: 'Review the completed intake',
+    for: { reference: `Patient/${patient.patient.id}` },
+    authoredOn: new Date().toISOString(),
+    owner: { reference: `CareTeam/${queue.id}` },
+  }) as Promise<WithId<Task>>;
+}
