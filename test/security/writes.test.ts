@@ -62,8 +62,11 @@ const transaction = (type: 'transaction' | 'batch', method: string, url: string,
   entry: [{ request: { method, url }, ...(resource ? { resource } : {}) }],
 });
 
-/** Every way to change an existing resource: plain, conditional, patched, inside a transaction or batch. */
-function changesOf(target: Resource): WriteRequest[] {
+/**
+ * Every way to change an existing resource: plain, conditional, patched, inside a transaction or batch;
+ * for a Task, also claiming it for `claimant` (owner -> them, in-progress: JOURNEY F) and completing it.
+ */
+function changesOf(target: Resource, claimant?: string): WriteRequest[] {
   const { resourceType: type, id } = target;
   const changed = {
     ...target,
@@ -74,7 +77,15 @@ function changesOf(target: Resource): WriteRequest[] {
       ? { op: 'add', path: '/extension/-', value: PLANTED }
       : { op: 'add', path: '/extension', value: [PLANTED] },
   ];
+  const work =
+    type === 'Task'
+      ? ([
+          ['claim', { ...target, status: 'in-progress', ...(claimant ? { owner: { reference: claimant } } : {}) }],
+          ['complete', { ...target, status: 'completed' }],
+        ] as const)
+      : [];
   return [
+    ...work.map(([name, body]): WriteRequest => ({ name, kind: 'update', method: 'PUT', path: `${type}/${id}`, body })),
     { name: 'update', kind: 'update', method: 'PUT', path: `${type}/${id}`, body: changed },
     { name: 'conditional update', kind: 'update', method: 'PUT', path: `${type}?_id=${id}`, body: changed },
     { name: 'patch', kind: 'update', method: 'PATCH', path: `${type}/${id}`, body: patch, headers: JSON_PATCH },
@@ -329,7 +340,7 @@ describe("a patient's own record: no writes beyond what the spec gives them", ()
     const self = targetsFor(ownerOf(gw.backend, 'alice'));
     const [seeded] = type === 'Patient' ? [] : await seedRecord(gw.backend, ownerOf(gw.backend, 'alice'), [type]);
     const own = type === 'Patient' ? storedResource(gw.backend, 'Patient', alice.patientId as string) : seeded;
-    const requests = [...createsOf(plantedFor(type, self)), ...(own ? changesOf(own) : [])].filter(
+    const requests = [...createsOf(plantedFor(type, self)), ...(own ? changesOf(own, alice.profile) : [])].filter(
       (r) => !SPEC_WRITES[type]?.includes(r.kind),
     );
     const problems: string[] = [];
@@ -348,7 +359,7 @@ describe.each(TYPES)('writes of %s aimed at the victim', (type) => {
     const attacker = attackerFor(gw.backend, VICTIM, role);
     const requests = [
       ...createsOf(plantedFor(type, targetsFor(scene.owner))),
-      ...targetsOf(gw.backend, type, attacker, scene.owner).flatMap(changesOf),
+      ...targetsOf(gw.backend, type, attacker, scene.owner).flatMap((target) => changesOf(target, attacker.profile)),
     ];
     const problems: string[] = [];
     for (const request of requests) {

@@ -445,6 +445,8 @@ export interface ReferenceTargets {
   organization: string;
   practitioner: string;
   project: string;
+  /** `CareTeam/<id>`: the tenant's queue, which a seeded Task is clinician work of. */
+  queue?: string;
 }
 
 let valueSets: Map<string, ValueSet | CodeSystem> | undefined;
@@ -632,6 +634,16 @@ const INVARIANTS: Record<string, (resource: Record<string, unknown>, targets: Re
     },
   }),
   Consent: () => ({ policyRule: { text: 'seeded' } }),
+  // Clinician work waiting in the tenant's queue (JOURNEY F), as bots/lib/queues.ts issues it: what a
+  // patient or another tenant's clinician must not claim, complete or change.
+  Task: (_resource, targets) =>
+    targets.queue
+      ? {
+          status: 'ready',
+          code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-intake' }] },
+          owner: { reference: targets.queue },
+        }
+      : {},
   // A Binary is in no compartment: its security context names the record it belongs to.
   Binary: (_resource, targets) => ({ securityContext: { reference: targets.patient } }),
   RequestGroup: (resource, targets) => ({
@@ -659,15 +671,22 @@ export interface Owner {
   patient: string;
   organization: string;
   practitioner: string;
+  /** `CareTeam/<id>`: the tenant's intake queue, provisioned (src/provision/definition.ts tenantResources). */
+  queue?: string;
 }
 
 export function ownerOf(backend: TestBackend, key: string): Owner {
   const actor = backend.patients[key];
+  const organization = actor.patient.managingOrganization?.reference as string;
+  const queue = storedResources(backend, 'CareTeam').find((team) =>
+    team.meta?.tag?.some((t) => t.system === SYSTEMS.provisioning && t.code === `queue-${actor.tenant}-intake-review`),
+  );
   return {
     key,
     patient: `Patient/${actor.patient.id}`,
-    organization: actor.patient.managingOrganization?.reference as string,
+    organization,
     practitioner: `Practitioner/${backend.clinicians[actor.tenant].practitioner.id}`,
+    ...(queue ? { queue: `CareTeam/${queue.id}` } : {}),
   };
 }
 
