@@ -4,15 +4,36 @@ import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
 import { runEmbeddedStoreBench } from './embedded-store';
 import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway';
+import { runIntakeBench } from './intake';
+import type { Round } from './paired';
 import { runTrustCheckBench } from './trust-checks';
 import { runRequirementsStoreSizeBench, runWorkflowBench } from './workflows';
 
 /**
  * `npm run bench`: figures measured in ONE run on this machine; the targets are ratios within it.
  * BENCH_PATIENTS (default 10000, ~500,000 resources) sizes the large store; BENCH_LAYOUTS picks the
- * gateway-vs-direct layouts (`none`: none); BENCH_SKIP_WORKFLOWS and BENCH_SKIP_STORE skip sections.
+ * gateway-vs-direct layouts (`none`: none); BENCH_SECTIONS runs only the sections it lists, and
+ * BENCH_SKIP_WORKFLOWS, BENCH_SKIP_INTAKE and BENCH_SKIP_STORE skip one (docs/benchmarks.md, Knobs).
  */
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+
+const SECTIONS = ['gateway', 'workflows', 'intake', 'trust', 'embedded', 'store'] as const;
+type Section = (typeof SECTIONS)[number];
+const SKIPPED_BY: Partial<Record<Section, string>> = {
+  workflows: 'BENCH_SKIP_WORKFLOWS',
+  intake: 'BENCH_SKIP_INTAKE',
+  store: 'BENCH_SKIP_STORE',
+};
+
+function runs(section: Section): boolean {
+  const listed = process.env.BENCH_SECTIONS?.split(',').map((s) => s.trim());
+  const unknown = listed?.filter((s) => !SECTIONS.includes(s as Section));
+  if (unknown?.length) {
+    throw new Error(`BENCH_SECTIONS: unknown ${unknown.join(', ')} (known: ${SECTIONS.join(', ')})`);
+  }
+  const skip = SKIPPED_BY[section];
+  return (listed?.includes(section) ?? true) && !(skip && process.env[skip]);
+}
 
 const LAYOUT_TITLES: Record<Layout, string> = {
   'gateway-own-cpu': 'gateway alone on CPU 0; Medplum + load generator on CPU 1 (both rounds)',
@@ -24,11 +45,13 @@ const LAYOUT_TITLES: Record<Layout, string> = {
 
 async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
-  const layouts: Layout[] = process.env.BENCH_LAYOUTS
-    ? (process.env.BENCH_LAYOUTS.split(',').filter((l) => l !== 'none') as Layout[])
-    : canPin()
-      ? ['medplum-own-cpu', 'shared', 'npm-start']
-      : ['shared', 'npm-start'];
+  const layouts: Layout[] = !runs('gateway')
+    ? []
+    : process.env.BENCH_LAYOUTS
+      ? (process.env.BENCH_LAYOUTS.split(',').filter((l) => l !== 'none') as Layout[])
+      : canPin()
+        ? ['medplum-own-cpu', 'shared', 'npm-start']
+        : ['shared', 'npm-start'];
   for (const layout of layouts) {
     const { pairs } = await runGatewayBench(seconds, layout);
     console.log(`## Gateway vs direct: ${LAYOUT_TITLES[layout]}`);
@@ -56,10 +79,24 @@ async function main(): Promise<void> {
     }
   }
 
-  if (!process.env.BENCH_SKIP_WORKFLOWS) {
+  if (runs('workflows')) {
     await printWorkflowBench(seconds);
   }
+  if (runs('intake')) {
+    await printIntakeBench(seconds);
+  }
+  if (runs('trust')) {
+    await printTrustCheckBench();
+  }
+  if (runs('embedded')) {
+    await printEmbeddedStartup();
+  }
+  if (runs('store')) {
+    await printStoreBench();
+  }
+}
 
+async function printTrustCheckBench(): Promise<void> {
   const trust = await runTrustCheckBench();
   console.log('## Trust checks in a workflow bot: GET /v1/agreements/requirements');
   console.log(
@@ -71,7 +108,9 @@ async function main(): Promise<void> {
   console.log(
     `  ratio after/before: ${trust.ratio.toFixed(2)}x (target <= 1.10) ${trust.ratio <= 1.1 ? 'MET' : 'NOT MET'}`,
   );
+}
 
+async function printEmbeddedStartup(): Promise<void> {
   const schemaStart = performance.now();
   loadFhirSchema();
   const schemaMs = performance.now() - schemaStart;
@@ -81,10 +120,10 @@ async function main(): Promise<void> {
   embedded.close();
   console.log('## Embedded Medplum');
   console.log(`start-up with demo data (schema already loaded): ${fmt(startupMs)}; FHIR schema load: ${fmt(schemaMs)}`);
+}
 
-  if (process.env.BENCH_SKIP_STORE) {
-    return;
-  }
+async function printStoreBench(): Promise<void> {
+  console.log("## The embedded Medplum's store");
   const largePatients = Number(process.env.BENCH_PATIENTS ?? 10_000);
   const store = await runEmbeddedStoreBench({ largePatients, iterations: 500 });
   console.log(`patient-scoped search (policy-restricted, _sort=-date, _count=20):`);
@@ -103,6 +142,9 @@ async function main(): Promise<void> {
   );
 }
 
+const cell = (r: Round) =>
+  `${r.requestsPerSecond.toFixed(0).padStart(5)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms${r.failures ? ` (${r.failures} failed)` : ''}`;
+
 async function printWorkflowBench(seconds: number): Promise<void> {
   const rounds = Number(process.env.BENCH_WORKFLOW_ROUNDS ?? 3);
   const wf = await runWorkflowBench(seconds, rounds);
@@ -110,8 +152,6 @@ async function printWorkflowBench(seconds: number): Promise<void> {
   console.log(
     `   ${rounds} paired rounds of ${seconds} s; cost = profile req/s / workflow req/s (median of pairs); target at concurrency 16 <= 3x`,
   );
-  const cell = (r: { requestsPerSecond: number; p50: number; p99: number; failures: number }) =>
-    `${r.requestsPerSecond.toFixed(0).padStart(5)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms${r.failures ? ` (${r.failures} failed)` : ''}`;
   for (const f of wf.figures) {
     const verdict = f.concurrency === 16 ? (f.costRatio <= 3 ? ' MET' : ' NOT MET') : '';
     console.log(`  c=${String(f.concurrency).padEnd(2)} ${f.name}`);
@@ -127,6 +167,36 @@ async function printWorkflowBench(seconds: number): Promise<void> {
   console.log(
     `  requirements ($execute, sequential p50): ${fmt(size.small)} with ${size.smallDocuments} DocumentReferences, ${fmt(size.large)} with ${size.largeDocuments}: ${size.ratio.toFixed(2)}x (target <= 1.3) ${size.ratio <= 1.3 ? 'MET' : 'NOT MET'}`,
   );
+}
+
+async function printIntakeBench(seconds: number): Promise<void> {
+  const rounds = Number(process.env.BENCH_WORKFLOW_ROUNDS ?? 3);
+  const intake = await runIntakeBench({
+    seconds,
+    rounds,
+    largePatients: Number(process.env.BENCH_INTAKE_PATIENTS ?? 10_000),
+    firstPerRound: Number(process.env.BENCH_INTAKE_FIRST ?? 150),
+  });
+  const { small, large } = intake.stores;
+  console.log('## Intake workflows (issue 14)');
+  console.log(
+    `   \`npm start\` layout, concurrency ${intake.concurrency}, ${large.patients} patients (${large.resources} resources, built in ${large.seedSeconds.toFixed(0)} s); ${rounds} paired rounds against a profile read: ${seconds} s each, FIRST completions ${intake.firstPerRound} distinct ready tasks a round; cost = profile req/s / workflow req/s (median of pairs); target <= 4x`,
+  );
+  for (const f of intake.figures) {
+    console.log(`  ${f.name}`);
+    console.log(
+      `       workflow ${cell(f.workflow)} | profile ${cell(f.profile)} | cost ${f.costRatio.toFixed(2)}x ${f.costRatio <= 4 ? 'MET' : 'NOT MET'}`,
+    );
+  }
+  console.log(
+    `   store size: ${small.patients} patients (${small.resources} resources) vs ${large.patients} (${large.resources}), both served, rounds alternating; FIRST rounds of ${intake.firstPerStoreSizeRound} tasks; ratio = large p50 / small p50 (median of pairs); target <= 1.5x`,
+  );
+  for (const f of intake.storeSize) {
+    console.log(`  ${f.name}`);
+    console.log(
+      `       ${small.patients} ${cell(f.small)} | ${large.patients} ${cell(f.large)} | p50 ${f.p50Ratio.toFixed(2)}x ${f.p50Ratio <= 1.5 ? 'MET' : 'NOT MET'}`,
+    );
+  }
 }
 
 main().catch((err: unknown) => {

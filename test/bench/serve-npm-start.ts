@@ -1,22 +1,32 @@
 import { serve } from '@hono/node-server';
 import { stdoutAccessLog } from '../../src/access-log-node';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { nodePeerAddress } from '../../src/edge/node-peer';
+import { createEdgeSigner } from '../../src/edge/statement';
 import { startMedplumThread } from '../../src/embedded/thread';
 import { DEMO_PATIENTS } from '../../src/provision/demo';
 
 /**
  * Bench helper process, set up as `npm start` sets itself up: the gateway on this thread, the
  * embedded Medplum on a thread of its own, which here also serves its HTTP API for the direct rounds.
+ * BENCH_DB: a store file prepared beforehand (intake-store.ts), instead of a fresh in-memory one.
  */
 const medplumPort = Number(process.env.PORT);
 const baseUrl = `http://127.0.0.1:${medplumPort}/`;
-const medplum = await startMedplumThread({ dbPath: ':memory:', baseUrl, httpPort: medplumPort });
+const medplum = await startMedplumThread({
+  dbPath: process.env.BENCH_DB ?? ':memory:',
+  baseUrl,
+  httpPort: medplumPort,
+});
 const gateway = createApp({
   medplum: { baseUrl, fetch: medplum.fetch },
   issuer: baseUrl,
   projectId: medplum.projectId,
   limits: DEFAULT_LIMITS,
   log: stdoutAccessLog(),
+  // As src/node.ts: acceptances carry the gateway's signed edge statement.
+  edgeSigner: createEdgeSigner(medplum.edgeStatementKey),
+  peerAddress: nodePeerAddress,
 });
 const server = serve({ fetch: gateway.fetch, port: Number(process.env.GATEWAY_PORT), hostname: '127.0.0.1' });
 await new Promise((resolve) => server.once('listening', resolve));

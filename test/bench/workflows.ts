@@ -1,25 +1,12 @@
 import type { DocumentReference } from '@medplum/fhirtypes';
-import autocannon from 'autocannon';
 import { SYSTEMS } from '../../contracts/systems';
 import { startTestBackend } from '../support/backend';
 import { NPM_START_ENV, start } from './gateway';
+import { type Call, median, type PairedFigures, pairedRounds } from './paired';
 
-/** One load round's figures. */
-export interface Round {
-  requestsPerSecond: number;
-  p50: number;
-  p99: number;
-  /** Answers other than the expected 200 (a bench of failures measures nothing). */
-  failures: number;
-}
-
-export interface WorkflowFigures {
+export interface WorkflowFigures extends PairedFigures {
   name: string;
   concurrency: number;
-  profile: Round;
-  workflow: Round;
-  /** Median over paired rounds of profile throughput / workflow throughput (the workflow's cost in reads). */
-  costRatio: number;
 }
 
 export interface WorkflowBenchResult {
@@ -27,36 +14,6 @@ export interface WorkflowBenchResult {
   rssIdleMiB: number;
   rssAfterMiB: number;
   workflowSeconds: number;
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const medianRound = (rounds: Round[]) =>
-  [...rounds].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(rounds.length / 2)];
-
-interface Call {
-  method: 'GET' | 'POST';
-  path: string;
-  body?: string;
-}
-
-async function load(baseUrl: string, token: string, call: Call, connections: number, seconds: number): Promise<Round> {
-  const result = await autocannon({
-    url: `${baseUrl}${call.path}`,
-    method: call.method,
-    body: call.body,
-    connections,
-    duration: seconds,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(call.body ? { 'content-type': 'application/json' } : {}),
-    },
-  });
-  return {
-    requestsPerSecond: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    failures: result.non2xx + result.errors,
-  };
 }
 
 /** What serve-npm-start reports first, and then per IPC message. */
@@ -113,28 +70,17 @@ export async function runWorkflowBench(seconds: number, rounds: number): Promise
     let workflowSeconds = 0;
     for (const concurrency of [1, 16]) {
       for (const { name, call } of workflows) {
-        // Warm both paths (JIT tiers, the bot's compiled bundle, caches) before measuring.
-        await load(base, token, profile, concurrency, 1);
-        await load(base, token, call, concurrency, 1);
-        workflowSeconds += 1;
-        const profileRounds: Round[] = [];
-        const workflowRounds: Round[] = [];
-        const ratios: number[] = [];
-        for (let round = 0; round < rounds; round++) {
-          const p = await load(base, token, profile, concurrency, seconds);
-          const w = await load(base, token, call, concurrency, seconds);
-          workflowSeconds += seconds;
-          profileRounds.push(p);
-          workflowRounds.push(w);
-          ratios.push(p.requestsPerSecond / w.requestsPerSecond);
-        }
-        figures.push({
-          name,
+        const paired = await pairedRounds({
+          baseUrl: base,
+          token,
+          profile,
+          workflow: { call },
           concurrency,
-          profile: medianRound(profileRounds),
-          workflow: medianRound(workflowRounds),
-          costRatio: median(ratios),
+          seconds,
+          rounds,
         });
+        workflowSeconds += 1 + rounds * seconds;
+        figures.push({ name, concurrency, ...paired });
       }
     }
     return { figures, rssIdleMiB, rssAfterMiB: await rss(), workflowSeconds };
