@@ -7,6 +7,7 @@ import { changesSince, describeChange, direct, fhirPath, storedResource, storeMa
 import type { DemoActor } from '../support/backend';
 import { demoClinician, freshClinician, intakeQueue, reviewTask } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { startAssessment } from '../support/journey';
 import { freshPatient } from '../support/patients';
 
 /**
@@ -52,22 +53,7 @@ const versionsSince = (mark: number, task: Task): number =>
  */
 async function completedIntake(): Promise<DemoActor> {
   const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
-  const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
-    protocols: { healthcareService: string; assessment?: string }[];
-  };
-  const offering = protocols.find((p) => p.assessment?.includes('assessments/weight-intake'));
-  const context = `healthcareService=${encodeURIComponent(offering?.healthcareService as string)}`;
-  const { unmet } = (await gw.call('GET', `/v1/agreements/requirements?${context}`, { token: patient.token })).body as {
-    unmet: unknown[];
-  };
-  if (unmet.length > 0) {
-    await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
-  }
-  const started = await gw.call('POST', '/v1/assessments', {
-    token: patient.token,
-    body: { healthcareService: offering?.healthcareService },
-  });
-  const { tasks } = started.body as { tasks: { task: string; kind: string; questionnaire?: string }[] };
+  const { tasks } = await startAssessment(gw, patient, 'assessments/weight-intake');
   for (const task of tasks) {
     let body: unknown = { measurements: [{ code: 'http://loinc.org|29463-7', value: 80, unit: 'kg' }] };
     if (task.kind === 'questionnaire') {

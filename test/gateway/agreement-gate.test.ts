@@ -4,6 +4,7 @@ import { SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
 import { deployFixtureBot } from '../support/bots';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { storeSnapshot } from '../support/journey';
 import { freshPatient } from '../support/patients';
 
 let gw: TestGateway;
@@ -29,15 +30,7 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
-/** Every version of every record except the audit trail: "byte-for-byte unchanged" means this is equal. */
-const store = () => ({
-  counts: gw.backend.db.reader
-    .prepare("SELECT type, count(*) AS n FROM resource WHERE type NOT IN ('AuditEvent', 'Login') GROUP BY type")
-    .all(),
-  versions: gw.backend.db.reader
-    .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
-    .get(),
-});
+const store = () => storeSnapshot(gw.backend);
 
 describe('the consent_required gate, called through the bot library', () => {
   it('assessment start and visit start answer 409 with exactly the unmet entries, and change nothing; after acceptance they proceed', async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { storeSnapshot } from '../support/journey';
 import { freshPatient } from '../support/patients';
 
 /** POST /v1/assessments (bots/start-assessment.ts): start, resume, the gate, the wrong offerings, races. */
@@ -50,15 +51,7 @@ const offering = async (patient: DemoActor, assessmentPath: string): Promise<Off
 const start = (patient: DemoActor, healthcareService: string) =>
   gw.call('POST', '/v1/assessments', { token: patient.token, body: { healthcareService } });
 
-/** Every version of every record except the audit trail: "nothing written" means this is equal. */
-const store = () => ({
-  counts: gw.backend.db.reader
-    .prepare("SELECT type, count(*) AS n FROM resource WHERE type NOT IN ('AuditEvent', 'Login') GROUP BY type")
-    .all(),
-  versions: gw.backend.db.reader
-    .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
-    .get(),
-});
+const store = () => storeSnapshot(gw.backend);
 
 async function acceptAll(patient: DemoActor, context: Record<string, string>): Promise<void> {
   const query = new URLSearchParams(context).toString();

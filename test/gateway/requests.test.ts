@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { storeSnapshot } from '../support/journey';
 import { freshPatient } from '../support/patients';
 
 /** POST /v1/requests (bots/request-review.ts): a patient's proposal for review, and its queue task. */
@@ -24,15 +25,7 @@ interface Answer {
 
 const request = (patient: DemoActor, body: unknown) => gw.call('POST', '/v1/requests', { token: patient.token, body });
 
-/** Every version of every record except the audit trail: "nothing written" means this is equal. */
-const store = () => ({
-  counts: gw.backend.db.reader
-    .prepare("SELECT type, count(*) AS n FROM resource WHERE type NOT IN ('AuditEvent', 'Login') GROUP BY type")
-    .all(),
-  versions: gw.backend.db.reader
-    .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
-    .get(),
-});
+const store = () => storeSnapshot(gw.backend);
 
 describe('POST /v1/requests', () => {
   it('proposes a medication (201) with a review task in her tenant’s queue; asking again answers the open one (200)', async () => {

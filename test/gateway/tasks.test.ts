@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { type StartedAssessment, startAssessment, storeSnapshot } from '../support/journey';
 import { freshPatient } from '../support/patients';
 
 /** POST /v1/tasks/{id}/complete (bots/complete-task.ts) on the intake tasks of a started assessment. */
@@ -16,47 +17,18 @@ const WEIGHT = 'http://loinc.org|29463-7';
 const SYSTOLIC = 'http://loinc.org|8480-6';
 const DIASTOLIC = 'http://loinc.org|8462-4';
 
-interface Started {
-  episodeOfCare: string;
-  tasks: { task: string; kind: string; questionnaire?: string; measurements?: { code: string }[] }[];
-}
-
 /** A fresh patient who has accepted what she must and started an assessment (by its catalog path). */
 async function startedAssessment(path: string, tenant: 'northwind' | 'southridge' = 'northwind') {
   const patient = await freshPatient(gw.backend, { tenant, state: tenant === 'northwind' ? 'CA' : 'NY' });
-  const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
-    protocols: { healthcareService: string; assessment?: string }[];
-  };
-  const offering = protocols.find((p) => p.assessment?.includes(path));
-  const context = `healthcareService=${encodeURIComponent(offering?.healthcareService as string)}`;
-  const { unmet } = (await gw.call('GET', `/v1/agreements/requirements?${context}`, { token: patient.token })).body as {
-    unmet: unknown[];
-  };
-  if (unmet.length > 0) {
-    await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
-  }
-  const started = await gw.call('POST', '/v1/assessments', {
-    token: patient.token,
-    body: { healthcareService: offering?.healthcareService },
-  });
-  expect(started.status).toBe(201);
-  const assessment = started.body as Started;
-  const task = (kind: string) => assessment.tasks.find((t) => t.kind === kind) as Started['tasks'][number];
+  const assessment = await startAssessment(gw, patient, path);
+  const task = (kind: string) => assessment.tasks.find((t) => t.kind === kind) as StartedAssessment['tasks'][number];
   return { patient, assessment, questionnaireTask: task('questionnaire'), measurementTask: task('measurement') };
 }
 
 const complete = (patient: DemoActor, task: string, body: unknown) =>
   gw.call('POST', `/v1/${task.replace('Task/', 'tasks/')}/complete`, { token: patient.token, body });
 
-/** Every version of every record except the audit trail: "nothing written" means this is equal. */
-const store = () => ({
-  counts: gw.backend.db.reader
-    .prepare("SELECT type, count(*) AS n FROM resource WHERE type NOT IN ('AuditEvent', 'Login') GROUP BY type")
-    .all(),
-  versions: gw.backend.db.reader
-    .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
-    .get(),
-});
+const store = () => storeSnapshot(gw.backend);
 
 async function answers(patient: DemoActor, questionnaire: string, status: QuestionnaireResponse['status']) {
   const created = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
@@ -322,23 +294,8 @@ describe('measurement tasks', () => {
           address: [{ line: ['1 Test Street'], city: 'Toronto', state: 'ON', postalCode: 'M5V', country }],
         });
       }
-      const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
-        protocols: { healthcareService: string; assessment?: string }[];
-      };
-      const bp = protocols.find((p) => p.assessment?.includes('southridge/assessments/blood-pressure-check'));
-      const context = `healthcareService=${encodeURIComponent(bp?.healthcareService as string)}`;
-      const { unmet } = (await gw.call('GET', `/v1/agreements/requirements?${context}`, { token: patient.token }))
-        .body as { unmet: unknown[] };
-      if (unmet.length > 0) {
-        await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
-      }
-      const started = (
-        await gw.call('POST', '/v1/assessments', {
-          token: patient.token,
-          body: { healthcareService: bp?.healthcareService },
-        })
-      ).body as Started;
-      const task = started.tasks.find((t) => t.kind === 'measurement') as Started['tasks'][number];
+      const started = await startAssessment(gw, patient, 'southridge/assessments/blood-pressure-check');
+      const task = started.tasks.find((t) => t.kind === 'measurement') as StartedAssessment['tasks'][number];
       const done = await complete(patient, task.task, {
         measurements: [
           { code: SYSTOLIC, value: 130, unit: 'mm[Hg]' },

@@ -1,0 +1,55 @@
+import { expect } from 'vitest';
+import type { DemoActor, TestBackend } from './backend';
+import type { TestGateway } from './gateway';
+
+/**
+ * Every version of every record except the audit trail (AuditEvents, Logins): "nothing written" means
+ * this is equal before and after.
+ */
+export function storeSnapshot(backend: TestBackend) {
+  return {
+    counts: backend.db.reader
+      .prepare("SELECT type, count(*) AS n FROM resource WHERE type NOT IN ('AuditEvent', 'Login') GROUP BY type")
+      .all(),
+    versions: backend.db.reader
+      .prepare("SELECT count(*) AS n, max(seq) AS s FROM history WHERE type NOT IN ('AuditEvent', 'Login')")
+      .get(),
+  };
+}
+
+export interface StartedAssessment {
+  episodeOfCare: string;
+  assessment: string;
+  tasks: {
+    task: string;
+    kind: string;
+    status: string;
+    questionnaire?: string;
+    measurements?: { code: string; units: string[] }[];
+  }[];
+}
+
+/**
+ * What a patient app does to start an assessment of her catalog (the offering whose canonical contains
+ * `path`): accept what the requirements check asks for, then `POST /v1/assessments` (201).
+ */
+export async function startAssessment(gw: TestGateway, patient: DemoActor, path: string): Promise<StartedAssessment> {
+  const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
+    protocols: { healthcareService: string; assessment?: string }[];
+  };
+  const offering = protocols.find((p) => p.assessment?.includes(path));
+  expect(offering, `${path} is in the catalog`).toBeDefined();
+  const context = `healthcareService=${encodeURIComponent(offering?.healthcareService as string)}`;
+  const { unmet } = (await gw.call('GET', `/v1/agreements/requirements?${context}`, { token: patient.token })).body as {
+    unmet: unknown[];
+  };
+  if (unmet.length > 0) {
+    await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
+  }
+  const started = await gw.call('POST', '/v1/assessments', {
+    token: patient.token,
+    body: { healthcareService: offering?.healthcareService },
+  });
+  expect(started.status).toBe(201);
+  return started.body as StartedAssessment;
+}
