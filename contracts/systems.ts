@@ -38,6 +38,14 @@ export const SYSTEMS = {
   taskAudience: `${BASE}/task-audience`,
   /** A patient's open request for review: `Patient/<id>;<kind>;<item>` (the proposal's and its review task's identifier). */
   patientRequest: `${BASE}/patient-request`,
+  /** The selection task that answers an intake review: `Task/<review id>` (its idempotency key). */
+  eligibilityKey: `${BASE}/eligibility-key`,
+  /** The rules of treatment options, by code (DetectedIssue.code: the rule that fired). */
+  eligibilityRule: `${BASE}/eligibility-rule`,
+  /** Names a tenant's condition catalog ValueSet (`<conditionCatalog>|conditions`). */
+  conditionCatalog: `${BASE}/condition-catalog`,
+  /** The platform's software devices (Device.identifier), e.g. `<device>|eligibility-engine`. */
+  device: `${BASE}/device`,
   /** A tenant's clinician work queues (CareTeam.category), e.g. `<careQueue>|intake-review`. */
   careQueue: `${BASE}/care-queue`,
   /** Subdivision codes such as US-CA (ISO 3166-2). */
@@ -91,6 +99,16 @@ export const EXTENSIONS = {
   journeyRevision: `${BASE}/fhir/StructureDefinition/journey-revision`,
   /** On a completed Task: the fingerprint of the payload that completed it (a repeat replays, another conflicts). */
   completionDigest: `${BASE}/fhir/StructureDefinition/completion-digest`,
+  /**
+   * On a treatment option (ActivityDefinition): one eligibility rule (complex: `code`, `kind`
+   * contraindication | interaction | prerequisite, `description`, `expression` a text/fhirpath Expression
+   * over the patient's record that is true when the rule fires).
+   */
+  eligibilityRule: `${BASE}/fhir/StructureDefinition/eligibility-rule`,
+  /** On a protocol's option action and a selection task's input: the guideline's first choice (a label, valueBoolean). */
+  guidelinePreferred: `${BASE}/fhir/StructureDefinition/guideline-preferred`,
+  /** On a selection task's input: whether the option is eligible for the patient (valueBoolean; advisory). */
+  eligible: `${BASE}/fhir/StructureDefinition/eligible`,
   /** On a HealthcareService: the PlanDefinition it fronts (valueCanonical `url|version`). */
   frontsPlan: `${BASE}/fhir/StructureDefinition/fronts-plan`,
   /** On an SMS/voice Consent: the channel it covers (valueContactPoint, E.164). */
@@ -98,6 +116,12 @@ export const EXTENSIONS = {
   /** On a Consent: the server-stamped clickwrap proof (complex extension). */
   clickwrapProof: `${BASE}/fhir/StructureDefinition/clickwrap-proof`,
 } as const;
+
+/**
+ * The eligibility engine's version: the provisioned Device (`SYSTEMS.device|eligibility-engine`) carries
+ * it, and every finding names that Device as its author. Rules themselves are versioned with the options.
+ */
+export const ELIGIBILITY_ENGINE_VERSION = '1';
 
 /** The access-policy parameter that carries a member's tenant Organization (`%organization`). */
 export const TENANT_PARAMETER = 'organization';

@@ -67,6 +67,9 @@ export async function buildBot(entry: string, outfile: string): Promise<void> {
     sourcemap: false,
     logLevel: 'warning',
     footer: { js: 'Object.assign(exports, module.exports);' },
+    // Medplum's vmcontext `require` is the server's own (packages/server/src/bots/vmcontext.ts:
+    // createRequire), which has @medplum/core: a bot takes it from there rather than bundling it.
+    external: ['@medplum/core'],
     define: { BOT_INPUT_SCHEMAS: botInputSchemas() },
   });
 }

@@ -1,6 +1,7 @@
 import type {
   ActivityDefinition,
   CodeableConcept,
+  Extension,
   HealthcareService,
   Location,
   Meta,
@@ -13,6 +14,7 @@ import type {
   Questionnaire,
   QuestionnaireItem,
   Timing,
+  ValueSet,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, type PlanType, SYSTEMS } from '../../contracts/systems';
 import { PLATFORM_CATALOG_TAG, TENANT_CATALOG_TAG } from './agreements';
@@ -203,12 +205,63 @@ function measurement(tenant: Publisher, name: string, title: string, specs: Meas
   return { key, canonical: `${url}|1`, title, resources: [...definitions, { key, resource, writeOnce: true }] };
 }
 
+/**
+ * An eligibility rule of a treatment option (JOURNEY D.2), as data on the option: a FHIRPath expression
+ * over the patient's record (a Bundle of her Patient, Conditions, Observations, MedicationRequests and
+ * AllergyIntolerances) that is true when the rule FIRES, i.e. the option is not safe for her for this
+ * reason: a contraindication or an interaction she has, or a prerequisite she lacks.
+ */
+interface RuleSpec {
+  code: string;
+  kind: 'contraindication' | 'interaction' | 'prerequisite';
+  description: string;
+  expression: string;
+}
+
 interface TreatmentSpec {
   name: string;
   title: string;
   rxnorm: string;
   product: string;
   dosage: string;
+  rules: RuleSpec[];
+}
+
+const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
+
+/** An active Condition of hers with one of these ICD-10-CM codes (a code ending in `*`: that prefix). */
+const hasCondition = (...codes: string[]): string =>
+  `entry.resource.ofType(Condition).where(clinicalStatus.coding.code = 'active' and code.coding.where(system = '${ICD10CM}' and (${codes
+    .map((c) => (c.endsWith('*') ? `code.startsWith('${c.slice(0, -1)}')` : `code = '${c}'`))
+    .join(' or ')})).exists()).exists()`;
+
+/** An active order of hers for one of these RxNorm codes. */
+const takes = (...codes: string[]): string =>
+  `entry.resource.ofType(MedicationRequest).where(status = 'active' and intent = 'order' and medicationCodeableConcept.coding.where(system = '${RXNORM}' and (${codes
+    .map((c) => `code = '${c}'`)
+    .join(' or ')})).exists()).exists()`;
+
+/** No systolic blood pressure reading of hers is on record. */
+const NO_BLOOD_PRESSURE =
+  "entry.resource.ofType(Observation).where(code.coding.where(code = '8480-6').exists()).exists().not()";
+
+const RECENT_READING: RuleSpec = {
+  code: 'blood-pressure-on-record',
+  kind: 'prerequisite',
+  description: 'A blood pressure reading must be on record before an antihypertensive is started.',
+  expression: NO_BLOOD_PRESSURE,
+};
+
+function eligibilityRule(rule: RuleSpec): Extension {
+  return {
+    url: EXTENSIONS.eligibilityRule,
+    extension: [
+      { url: 'code', valueCode: rule.code },
+      { url: 'kind', valueCode: rule.kind },
+      { url: 'description', valueString: rule.description },
+      { url: 'expression', valueExpression: { language: 'text/fhirpath', expression: rule.expression } },
+    ],
+  };
 }
 
 /** A treatment option (JOURNEY D.2): a MedicationRequest template with its RxNorm product and dosage. */
@@ -224,6 +277,7 @@ function treatmentOption(tenant: Publisher, spec: TreatmentSpec): Definition {
     status: 'active',
     kind: 'MedicationRequest',
     intent: 'proposal',
+    extension: spec.rules.map(eligibilityRule),
     productCodeableConcept: coding(RXNORM, spec.rxnorm, spec.product),
     dosage: [
       {
@@ -270,6 +324,8 @@ interface OfferingSpec {
   agreements?: string[];
   /** Jurisdiction Location keys the offering is restricted to. */
   coverage?: string[];
+  /** ICD-10-CM codes of the conditions a protocol treats (its goal's `addresses`). */
+  treats?: string[];
   /** Keys kept from before this file existed (tests and stores know them). */
   keys?: { plan: string; service: string };
 }
@@ -298,6 +354,16 @@ function offering(tenant: Publisher, spec: OfferingSpec): KeyedResource[] {
             label: 'agreement',
             resource,
           })),
+        }
+      : {}),
+    ...(spec.treats
+      ? {
+          goal: [
+            {
+              description: { text: `Treat ${spec.title.toLowerCase()}` },
+              addresses: spec.treats.map((code) => coding(ICD10CM, code)),
+            },
+          ],
         }
       : {}),
     action: spec.action,
@@ -399,6 +465,21 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
       rxnorm: '314076',
       product: 'lisinopril 10 MG Oral Tablet',
       dosage: 'One tablet by mouth once a day',
+      rules: [
+        {
+          code: 'pregnancy',
+          kind: 'contraindication',
+          description: 'ACE inhibitors are contraindicated in pregnancy.',
+          expression: hasCondition('Z33.1', 'O*'),
+        },
+        {
+          code: 'potassium-sparing-diuretic',
+          kind: 'interaction',
+          description: 'With spironolactone (a potassium-sparing diuretic): risk of hyperkalaemia.',
+          expression: takes('9997', '313096'),
+        },
+        RECENT_READING,
+      ],
     }),
     treatmentOption(tenant, {
       name: 'amlodipine-5',
@@ -406,9 +487,19 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
       rxnorm: '197361',
       product: 'amlodipine 5 MG Oral Tablet',
       dosage: 'One tablet by mouth once a day',
+      rules: [
+        {
+          code: 'aortic-stenosis',
+          kind: 'contraindication',
+          description: 'Dihydropyridine calcium-channel blockers are contraindicated in severe aortic stenosis.',
+          expression: hasCondition('I35.0'),
+        },
+        RECENT_READING,
+      ],
     }),
   ];
   return [
+    conditionCatalog(tenant),
     ...history.resources,
     ...checkIn.resources,
     ...reading.resources,
@@ -439,17 +530,53 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
       service: 'Hypertension treatment',
       comment: 'Medication for high blood pressure, chosen by a clinician, with weekly readings.',
       coverage: [licensedIn],
+      treats: ['I10'],
       action: [
         {
           title: 'Treatment',
           groupingBehavior: 'logical-group',
           selectionBehavior: 'exactly-one',
-          action: options.map((o) => ({ title: o.title, definitionCanonical: o.canonical })),
+          // The guideline's first choice is a label for the clinician, never a preselection (spec step 4).
+          action: options.map((o, i) => ({
+            title: o.title,
+            definitionCanonical: o.canonical,
+            ...(i === 0 ? { extension: [{ url: EXTENSIONS.guidelinePreferred, valueBoolean: true }] } : {}),
+          })),
         },
         measure(reading, 'Weekly blood pressure', WEEKLY),
       ],
     }),
   ];
+}
+
+/**
+ * The tenant's condition catalog (JOURNEY D.1): the ICD-10-CM codes its clinicians assign, a published,
+ * versioned ValueSet (`SYSTEMS.conditionCatalog|conditions` names its role).
+ */
+function conditionCatalog(tenant: string): KeyedResource {
+  const resource: ValueSet = {
+    resourceType: 'ValueSet',
+    meta: published(tenant),
+    url: urlOf(tenant, 'valuesets/conditions'),
+    version: '1',
+    identifier: [{ system: SYSTEMS.conditionCatalog, value: 'conditions' }],
+    name: 'ConditionCatalog',
+    title: 'Conditions our clinicians assign',
+    status: 'active',
+    compose: {
+      include: [
+        {
+          system: ICD10CM,
+          concept: [
+            { code: 'I10', display: 'Essential (primary) hypertension' },
+            { code: 'R03.0', display: 'Elevated blood-pressure reading, without diagnosis of hypertension' },
+            { code: 'E66.9', display: 'Obesity, unspecified' },
+          ],
+        },
+      ],
+    },
+  };
+  return { key: keyOf(tenant, 'conditions'), resource, writeOnce: true };
 }
 
 /** Where each demo tenant is licensed to treat: one restricted offering each, so the filter shows. */

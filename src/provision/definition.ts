@@ -6,7 +6,14 @@ import type {
   Reference,
   Resource,
 } from '@medplum/fhirtypes';
-import { BOT_AUDIENCE, CATALOG, EXTENSIONS, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
+import {
+  BOT_AUDIENCE,
+  CATALOG,
+  ELIGIBILITY_ENGINE_VERSION,
+  EXTENSIONS,
+  SYSTEMS,
+  TENANT_PARAMETER,
+} from '../../contracts/systems';
 
 /**
  * A declarative description of everything a Medplum project needs for this platform. Applied
@@ -113,6 +120,7 @@ export const CATALOG_TYPES = [
   'Questionnaire',
   'ObservationDefinition',
   'Location',
+  'ValueSet',
   'DocumentReference',
 ] as const;
 
@@ -264,7 +272,17 @@ const CLINICIAN_WRITABLE_TYPES = [
 ] as const;
 
 /** Written only by the platform's bots: a clinician reads them in their tenant, never writes them. */
-const CLINICIAN_READONLY_TYPES = ['CarePlan', 'RequestGroup', 'Consent', 'CareTeam', 'Slot', 'Schedule'] as const;
+const CLINICIAN_READONLY_TYPES = [
+  'CarePlan',
+  'RequestGroup',
+  'Consent',
+  'CareTeam',
+  'Slot',
+  'Schedule',
+  // The eligibility engine's advisory findings and their provenance (JOURNEY D.2).
+  'DetectedIssue',
+  'Provenance',
+] as const;
 
 /**
  * Catalog and provisioning tags are provisioning's alone, for patients and clinicians in every write:
@@ -542,6 +560,35 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
+      key: 'bot-eligibility',
+      policy: {
+        name: 'Bot: treatment eligibility',
+        // Woken by a completed intake review: it reads the patient's record and the catalog, and writes
+        // the clinician's selection task with its advisory findings and their provenance.
+        resource: [
+          ...[
+            'Task',
+            'Condition',
+            'Patient',
+            'Observation',
+            'MedicationRequest',
+            'AllergyIntolerance',
+            'PlanDefinition',
+            'ActivityDefinition',
+            'ValueSet',
+            'Device',
+            'CareTeam',
+          ].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const, 'vread' as const],
+          })),
+          { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search'] },
+          { resourceType: 'DetectedIssue', interaction: ['create', 'read'] },
+          { resourceType: 'Provenance', interaction: ['create', 'read'] },
+        ],
+      },
+    },
+    {
       key: 'integration-sms',
       policy: {
         name: 'SMS integration: writes inbound messages',
@@ -587,6 +634,11 @@ export const platformDefinition: ProvisionDefinition = {
       accessPolicy: 'bot-request-review',
     },
     {
+      key: 'eligibility',
+      description: 'A completed intake review: eligibility of each treatment option, offered for selection.',
+      accessPolicy: 'bot-eligibility',
+    },
+    {
       key: 'sms-opt-out',
       description: 'Inbound SMS STOP: the matching SMS Consent becomes inactive.',
       accessPolicy: 'bot-sms-opt-out',
@@ -607,6 +659,13 @@ export const platformDefinition: ProvisionDefinition = {
   ],
   subscriptions: [
     {
+      key: 'review-intake-completed',
+      bot: 'eligibility',
+      criteria: `Task?code=${SYSTEMS.taskKind}|review-intake&status=completed`,
+      interaction: 'update',
+      reason: 'Eligibility after a clinician assigns a condition (JOURNEY D.1)',
+    },
+    {
       key: 'inbound-sms',
       bot: 'sms-opt-out',
       criteria: `Communication?category=${SYSTEMS.communicationCategory}|inbound-sms`,
@@ -615,6 +674,16 @@ export const platformDefinition: ProvisionDefinition = {
     },
   ],
   resources: [
+    {
+      key: 'device-eligibility-engine',
+      resource: {
+        resourceType: 'Device',
+        identifier: [{ system: SYSTEMS.device, value: 'eligibility-engine' }],
+        status: 'active',
+        deviceName: [{ name: 'Patient Care eligibility engine', type: 'user-friendly-name' }],
+        version: [{ value: ELIGIBILITY_ENGINE_VERSION }],
+      },
+    },
     {
       key: 'integration-sms',
       resource: {

@@ -1,0 +1,418 @@
+import { randomUUID } from 'node:crypto';
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import { evalFhirPath } from '@medplum/core';
+import type {
+  ActivityDefinition,
+  Bundle,
+  BundleEntry,
+  Condition,
+  DetectedIssue,
+  Device,
+  Extension,
+  GuidanceResponse,
+  Parameters,
+  ParametersParameter,
+  Patient,
+  PlanDefinition,
+  Provenance,
+  Reference,
+  Resource,
+  Task,
+  TaskInput,
+  ValueSet,
+} from '@medplum/fhirtypes';
+import { CATALOG, EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { isPublishedTo } from './lib/agreements';
+import { planTypeOf } from './lib/catalog';
+import { readInput } from './lib/input';
+import { clinicianTask, tenantQueue } from './lib/queues';
+import { lostRace } from './lib/races';
+import { fail } from './lib/result';
+import { searchAll } from './lib/search';
+
+const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
+const SELECT_TREATMENT = 'select-treatment';
+
+/**
+ * Subscription bot (JOURNEY D.2): an intake review completed by the clinician who owned it, with the
+ * Condition she assigned as its `assigned-condition` output, is answered with the eligibility of each
+ * treatment option of every protocol of her tenant that treats that condition, for her queue to select
+ * from (task `select-treatment`). Each option's rules (contraindications, interactions, prerequisites:
+ * FHIRPath over the patient's own record) are evaluated; every rule that fires is a DetectedIssue. The
+ * results are advisory and carry machine provenance: the engine (a provisioned Device and its version),
+ * what was read (the Condition's, protocol's and options' pinned versions), in a contained
+ * GuidanceResponse and a Provenance. The guideline's preferred option is a label on its input, never a
+ * selection. Nothing is written about a condition that is not in the tenant's condition catalog.
+ *
+ * Believes only its own reads: the task is re-read by id; the requester (the author of the completing
+ * write, set by Medplum) must be the Practitioner who owns it. Idempotent (duplicate deliveries): the
+ * selection task is claimed first by a conditional create on the review it answers (`draft`), and the
+ * findings are written with it made `ready` under If-Match, in one transaction; whoever loses writes nothing.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
+  const input = readInput('eligibility', event.input);
+  if (!input.ok) {
+    return input;
+  }
+  const review = (await medplum.readResource('Task', input.value.id).catch(() => undefined)) as Task | undefined;
+  const requester = event.requester?.reference;
+  if (
+    !review?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === 'review-intake') ||
+    review.status !== 'completed' ||
+    !requester?.startsWith('Practitioner/') ||
+    review.owner?.reference !== requester
+  ) {
+    return fail(403, 'forbidden', 'Only an intake review completed by the clinician who owns it is acted on');
+  }
+  const patientRef = review.for?.reference ?? '';
+  const condition = await assignedCondition(medplum, review, patientRef);
+  if (!condition) {
+    return { ok: true, offered: false, reason: 'no assigned condition of this patient' };
+  }
+  const patient = (await medplum.readReference({ reference: patientRef } as Reference<Patient>)) as Patient & {
+    id: string;
+  };
+  const organization = patient.managingOrganization?.reference;
+  const code = condition.code?.coding?.find((c) => c.system === ICD10CM)?.code;
+  if (!code || !(await inConditionCatalog(medplum, code, organization))) {
+    return { ok: true, offered: false, reason: 'the condition is not in the tenant’s condition catalog' };
+  }
+  const key = `Task/${review.id}`;
+  const existing = await selectionOf(medplum, key);
+  if (existing && existing.status !== 'draft') {
+    return { ok: true, offered: true, task: `Task/${existing.id}`, replay: true };
+  }
+  const [device, protocols, record] = await Promise.all([
+    medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }),
+    treatingProtocols(medplum, code, organization),
+    patientRecord(medplum, patient),
+  ]);
+  if (!device) {
+    throw new Error('the eligibility engine Device is not provisioned');
+  }
+  const options = await optionsOf(medplum, protocols, organization);
+  if (options.length === 0) {
+    return { ok: true, offered: false, reason: 'no protocol of the tenant treats this condition' };
+  }
+  const claimed = existing ?? (await claimSelection(medplum, review, patient, key));
+  if (claimed?.status !== 'draft') {
+    return { ok: true, offered: true, replay: true };
+  }
+  const findings = assess(options, record);
+  const bundle = findingsBundle({ claimed, patient, condition, device, options, findings });
+  try {
+    await medplum.executeBatch(bundle);
+  } catch (err) {
+    if (lostRace(err)) {
+      return { ok: true, offered: true, replay: true };
+    }
+    throw err;
+  }
+  return { ok: true, offered: true, task: `Task/${claimed.id}` };
+}
+
+/** The review's `assigned-condition` output: a Condition of this patient (as it is now). */
+async function assignedCondition(
+  medplum: MedplumClient,
+  review: Task,
+  patientRef: string,
+): Promise<(Condition & { id: string }) | undefined> {
+  const output = review.output?.find(
+    (o) => o.type.text === 'assigned-condition' || o.type.coding?.some((c) => c.code === 'assigned-condition'),
+  );
+  const reference = output?.valueReference?.reference ?? '';
+  const [type, id] = reference.split('/');
+  if (type !== 'Condition' || !id) {
+    return undefined;
+  }
+  const condition = (await medplum.readResource('Condition', id).catch(() => undefined)) as
+    | (Condition & { id: string })
+    | undefined;
+  return condition?.subject?.reference === patientRef ? condition : undefined;
+}
+
+async function inConditionCatalog(medplum: MedplumClient, code: string, organization: string | undefined) {
+  const catalogs = (await medplum.searchResources('ValueSet', {
+    identifier: `${SYSTEMS.conditionCatalog}|conditions`,
+    status: 'active',
+  })) as ValueSet[];
+  return catalogs
+    .filter((v) => isPublishedTo(v, organization))
+    .some((v) =>
+      (v.compose?.include ?? []).some(
+        (include) => include.system === ICD10CM && (include.concept ?? []).some((c) => c.code === code),
+      ),
+    );
+}
+
+/** The active clinical protocols published to the tenant whose goal addresses this ICD-10-CM code. */
+async function treatingProtocols(
+  medplum: MedplumClient,
+  code: string,
+  organization: string | undefined,
+): Promise<PlanDefinition[]> {
+  const plans = (
+    await Promise.all(
+      [CATALOG.tenant, CATALOG.platform].map((tag) =>
+        searchAll(medplum, 'PlanDefinition', { _tag: `${CATALOG.system}|${tag}`, status: 'active' }),
+      ),
+    )
+  ).flat();
+  return plans.filter(
+    (plan) =>
+      isPublishedTo(plan, organization) &&
+      planTypeOf(plan) === 'clinical-protocol' &&
+      (plan.goal ?? []).some((g) =>
+        (g.addresses ?? []).some((a) => a.coding?.some((c) => c.system === ICD10CM && c.code === code)),
+      ),
+  );
+}
+
+interface Option {
+  protocol: PlanDefinition;
+  option: ActivityDefinition;
+  canonical: string;
+  preferred: boolean;
+}
+
+/** Each protocol's options: the sub-actions of its choice group (`selectionBehavior` exactly-one). */
+async function optionsOf(
+  medplum: MedplumClient,
+  protocols: PlanDefinition[],
+  organization: string | undefined,
+): Promise<Option[]> {
+  const options: Option[] = [];
+  for (const protocol of protocols) {
+    const choice = (protocol.action ?? []).find((a) => a.selectionBehavior === 'exactly-one');
+    for (const action of choice?.action ?? []) {
+      const canonical = action.definitionCanonical ?? '';
+      const [url, version] = canonical.split('|');
+      const [option] = (await medplum.searchResources('ActivityDefinition', { url, version })) as ActivityDefinition[];
+      if (option && isPublishedTo(option, organization) && option.status === 'active') {
+        const preferred = action.extension?.some((e) => e.url === EXTENSIONS.guidelinePreferred && e.valueBoolean);
+        options.push({ protocol, option, canonical, preferred: preferred === true });
+      }
+    }
+  }
+  return options;
+}
+
+/** The patient's own record, as the rules read it: a collection Bundle. */
+async function patientRecord(medplum: MedplumClient, patient: Patient & { id: string }): Promise<Bundle> {
+  const subject = `Patient/${patient.id}`;
+  const [conditions, observations, medications, allergies] = await Promise.all([
+    searchAll(medplum, 'Condition', { subject }),
+    searchAll(medplum, 'Observation', { subject }),
+    searchAll(medplum, 'MedicationRequest', { subject }),
+    searchAll(medplum, 'AllergyIntolerance', { patient: subject }),
+  ]);
+  const resources: Resource[] = [patient, ...conditions, ...observations, ...medications, ...allergies];
+  return { resourceType: 'Bundle', type: 'collection', entry: resources.map((resource) => ({ resource })) };
+}
+
+interface Finding {
+  option: Option;
+  fired: { code: string; kind: string; description: string }[];
+}
+
+/** Every rule of every option, evaluated over her record: the rules that fire. */
+function assess(options: Option[], record: Bundle): Finding[] {
+  return options.map((option) => ({
+    option,
+    fired: (option.option.extension ?? [])
+      .filter((e) => e.url === EXTENSIONS.eligibilityRule)
+      .map(ruleOf)
+      .filter((rule) => rule.expression && fires(rule.expression, record)),
+  }));
+}
+
+function ruleOf(extension: Extension) {
+  const part = (url: string) => extension.extension?.find((e) => e.url === url);
+  return {
+    code: part('code')?.valueCode ?? '',
+    kind: part('kind')?.valueCode ?? '',
+    description: part('description')?.valueString ?? '',
+    expression: part('expression')?.valueExpression?.expression ?? '',
+  };
+}
+
+/** A rule fires when its expression is `true`; one that cannot be evaluated fires (fail closed). */
+function fires(expression: string, record: Bundle): boolean {
+  try {
+    const result = evalFhirPath(expression, record);
+    return !(result.length === 1 && result[0] === false);
+  } catch {
+    return true;
+  }
+}
+
+async function selectionOf(medplum: MedplumClient, key: string): Promise<Task | undefined> {
+  return medplum.searchOne('Task', { identifier: `${SYSTEMS.eligibilityKey}|${key}` }, { cache: 'no-cache' });
+}
+
+/** Step 1: the selection task, claimed once per review (a duplicate delivery finds the same one). */
+async function claimSelection(
+  medplum: MedplumClient,
+  review: Task,
+  patient: Patient & { id: string },
+  key: string,
+): Promise<Task | undefined> {
+  const queue = await tenantQueue(medplum, patient);
+  const entry = clinicianTask({
+    code: SELECT_TREATMENT,
+    description: 'Select a treatment option',
+    patient,
+    queue,
+    focus: { reference: `Task/${review.id}` },
+    tags: (review.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode),
+  });
+  const draft: Task = {
+    ...(entry.resource as Task),
+    status: 'draft',
+    identifier: [{ system: SYSTEMS.eligibilityKey, value: key }],
+  };
+  try {
+    await medplum.executeBatch({
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: [
+        {
+          resource: draft,
+          request: {
+            method: 'POST',
+            url: 'Task',
+            ifNoneExist: `identifier=${encodeURIComponent(`${SYSTEMS.eligibilityKey}|${key}`)}`,
+          },
+        },
+      ],
+    });
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+  }
+  return selectionOf(medplum, key);
+}
+
+const versioned = (resource: Resource): Reference => ({
+  reference: `${resource.resourceType}/${resource.id}/_history/${resource.meta?.versionId}`,
+});
+
+/** Step 2: the findings, the selection task made ready under If-Match, and the provenance: one transaction. */
+function findingsBundle({
+  claimed,
+  patient,
+  condition,
+  device,
+  options,
+  findings,
+}: {
+  claimed: Task;
+  patient: Patient & { id: string };
+  condition: Condition & { id: string };
+  device: Device;
+  options: Option[];
+  findings: Finding[];
+}): Bundle {
+  const now = new Date().toISOString();
+  const author = { reference: `Device/${device.id}` };
+  const issueEntries: BundleEntry[] = [];
+  const issuesByOption = new Map<string, string[]>();
+  for (const finding of findings) {
+    for (const rule of finding.fired) {
+      const fullUrl = `urn:uuid:${randomUUID()}`;
+      const issue: DetectedIssue = {
+        resourceType: 'DetectedIssue',
+        meta: { tag: claimed.meta?.tag },
+        status: 'preliminary',
+        code: { coding: [{ system: SYSTEMS.eligibilityRule, code: rule.code }], text: rule.kind },
+        severity: rule.kind === 'prerequisite' ? 'moderate' : 'high',
+        patient: { reference: `Patient/${patient.id}` },
+        identifiedDateTime: now,
+        author,
+        implicated: [versioned(finding.option.option)],
+        detail: rule.description,
+      };
+      issueEntries.push({ fullUrl, resource: issue, request: { method: 'POST', url: 'DetectedIssue' } });
+      issuesByOption.set(finding.option.canonical, [...(issuesByOption.get(finding.option.canonical) ?? []), fullUrl]);
+    }
+  }
+  const results: Parameters = {
+    resourceType: 'Parameters',
+    id: 'results',
+    parameter: findings.map(
+      (f): ParametersParameter => ({
+        name: 'option',
+        part: [
+          { name: 'option', valueCanonical: f.option.canonical },
+          { name: 'protocol', valueCanonical: `${f.option.protocol.url}|${f.option.protocol.version}` },
+          { name: 'eligible', valueBoolean: f.fired.length === 0 },
+          { name: 'preferred', valueBoolean: f.option.preferred },
+          ...f.fired.map((r) => ({ name: 'issue', valueCode: r.code })),
+        ],
+      }),
+    ),
+  };
+  const guidance: GuidanceResponse = {
+    resourceType: 'GuidanceResponse',
+    id: 'eligibility',
+    status: 'success',
+    moduleUri: `${SYSTEMS.device}/eligibility-engine`,
+    subject: { reference: `Patient/${patient.id}` },
+    occurrenceDateTime: now,
+    performer: author,
+    reasonReference: [versioned(condition) as Reference<Condition>],
+    outputParameters: { reference: '#results' },
+  };
+  const inputs: TaskInput[] = findings.map((f) => ({
+    type: { coding: [{ system: SYSTEMS.taskKind, code: 'treatment-option' }] },
+    valueCanonical: f.option.canonical,
+    extension: [
+      { url: EXTENSIONS.eligible, valueBoolean: f.fired.length === 0 },
+      ...(f.option.preferred ? [{ url: EXTENSIONS.guidelinePreferred, valueBoolean: true }] : []),
+    ],
+  }));
+  const selection: Task = {
+    ...claimed,
+    status: 'ready',
+    contained: [results, guidance],
+    focus: versioned(condition),
+    input: inputs,
+    note: [{ text: 'Eligibility is advisory (see the contained GuidanceResponse and the DetectedIssues).' }],
+  };
+  const provenance: Provenance = {
+    resourceType: 'Provenance',
+    target: [
+      { reference: `Patient/${patient.id}` },
+      { reference: `Task/${claimed.id}` },
+      ...issueEntries.map((e) => ({ reference: e.fullUrl })),
+    ],
+    recorded: now,
+    activity: { text: 'treatment eligibility' },
+    agent: [
+      {
+        type: {
+          coding: [{ system: 'http://terminology.hl7.org/CodeSystem/provenance-participant-type', code: 'author' }],
+        },
+        who: author,
+      },
+    ],
+    entity: [
+      { role: 'source', what: versioned(condition) },
+      ...[...new Set(options.map((o) => o.protocol))].map((p) => ({ role: 'source' as const, what: versioned(p) })),
+      ...options.map((o) => ({ role: 'source' as const, what: versioned(o.option) })),
+    ],
+  };
+  return {
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: [
+      {
+        resource: selection,
+        request: { method: 'PUT', url: `Task/${claimed.id}`, ifMatch: `W/"${claimed.meta?.versionId}"` },
+      },
+      ...issueEntries,
+      { resource: provenance, request: { method: 'POST', url: 'Provenance' } },
+    ],
+  };
+}

@@ -1,0 +1,197 @@
+import type { WithId } from '@medplum/core';
+import type {
+  Condition,
+  DetectedIssue,
+  Device,
+  GuidanceResponse,
+  MedicationRequest,
+  Parameters,
+  Provenance,
+  Task,
+} from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import type { Clinician } from '../../src/clinician';
+import type { DemoActor } from '../support/backend';
+import { demoClinician } from '../support/clinicians';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { startAssessment } from '../support/journey';
+import { freshPatient } from '../support/patients';
+
+/**
+ * bots/eligibility.ts (issue 15 items 1-2, JOURNEY D.1-2): a clinician completes an intake review with
+ * the Condition she assigned; the platform answers with each treatment option's eligibility, advisory
+ * and with machine provenance, as a selection task in her queue.
+ */
+let gw: TestGateway;
+let clinician: Clinician;
+beforeAll(async () => {
+  gw = await startTestGateway();
+  clinician = await demoClinician(gw.backend, 'northwind');
+});
+afterAll(() => gw?.close());
+
+const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
+const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
+const LISINOPRIL = 'https://patient-care.example/northwind/treatment-options/lisinopril-10|1';
+const AMLODIPINE = 'https://patient-care.example/northwind/treatment-options/amlodipine-5|1';
+
+/** A northwind patient who did the blood-pressure check; the review it issued, as her clinician sees it. */
+async function reviewedIntake(): Promise<{ patient: DemoActor; review: WithId<Task> }> {
+  const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  const { tasks } = await startAssessment(gw, patient, 'northwind/assessments/blood-pressure-check');
+  for (const task of tasks) {
+    let body: unknown = {
+      measurements: [
+        { code: 'http://loinc.org|8480-6', value: 150, unit: 'mm[Hg]' },
+        { code: 'http://loinc.org|8462-4', value: 95, unit: 'mm[Hg]' },
+      ],
+    };
+    if (task.kind === 'questionnaire') {
+      const answers = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
+        token: patient.token,
+        body: {
+          resourceType: 'QuestionnaireResponse',
+          status: 'completed',
+          questionnaire: task.questionnaire,
+          item: [{ linkId: 'diagnosed', answer: [{ valueBoolean: true }] }],
+        },
+      });
+      body = { questionnaireResponse: `QuestionnaireResponse/${(answers.body as { id: string }).id}` };
+    }
+    const done = await gw.call('POST', `/v1/${task.task.replace('Task/', 'tasks/')}/complete`, {
+      token: patient.token,
+      body,
+    });
+    expect(done.status).toBe(200);
+  }
+  const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${patient.patient.id}`);
+  expect(review, 'the review is in her queue').toBeDefined();
+  return { patient, review: review as WithId<Task> };
+}
+
+/** What the clinician does in Medplum's app: claim, write the Condition, complete with it. */
+async function assign(review: WithId<Task>, patient: DemoActor, code: string): Promise<WithId<Condition>> {
+  await clinician.claim(review.id);
+  const condition = (await clinician.medplum.createResource<Condition>({
+    resourceType: 'Condition',
+    subject: { reference: `Patient/${patient.patient.id}` },
+    clinicalStatus: {
+      coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }],
+    },
+    verificationStatus: {
+      coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status', code: 'confirmed' }],
+    },
+    code: { coding: [{ system: ICD10CM, code }] },
+  })) as WithId<Condition>;
+  await clinician.complete(review.id, [
+    { type: { text: 'assigned-condition' }, valueReference: { reference: `Condition/${condition.id}` } },
+  ]);
+  await gw.backend.subscriptions.idle();
+  return condition;
+}
+
+const selectionFor = (review: Task) =>
+  gw.backend.systemRepo.searchResources<Task>({
+    resourceType: 'Task',
+    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
+  });
+
+const issuesOf = (patient: DemoActor) =>
+  gw.backend.systemRepo.searchResources<DetectedIssue>({
+    resourceType: 'DetectedIssue',
+    filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+  });
+
+const option = (selection: Task, canonical: string) => {
+  const input = selection.input?.find((i) => i.valueCanonical === canonical);
+  return {
+    eligible: input?.extension?.find((e) => e.url === EXTENSIONS.eligible)?.valueBoolean,
+    preferred: input?.extension?.some((e) => e.url === EXTENSIONS.guidelinePreferred && e.valueBoolean) ?? false,
+  };
+};
+
+describe('eligibility after review', () => {
+  it('offers both options for selection, advisory, with the engine and the pinned versions as provenance', async () => {
+    const { patient, review } = await reviewedIntake();
+    const condition = await assign(review, patient, 'I10');
+    const [selection] = await selectionFor(review);
+    expect(selection).toMatchObject({
+      status: 'ready',
+      code: { coding: [{ system: SYSTEMS.taskKind, code: 'select-treatment' }] },
+      for: { reference: `Patient/${patient.patient.id}` },
+      focus: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
+    });
+    expect(selection.owner?.reference).toMatch(/^CareTeam\//);
+    expect(selection.output).toBeUndefined();
+    // Both eligible (her readings meet the prerequisite); the guideline's choice is a label only.
+    expect(option(selection, LISINOPRIL)).toEqual({ eligible: true, preferred: true });
+    expect(option(selection, AMLODIPINE)).toEqual({ eligible: true, preferred: false });
+    expect(await issuesOf(patient)).toEqual([]);
+    // Machine provenance: the engine (a Device and its version), what was read (pinned versions).
+    const device = (await gw.backend.systemRepo.searchOne<Device>({
+      resourceType: 'Device',
+      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.device}|eligibility-engine` }],
+    })) as Device;
+    const guidance = selection.contained?.find((r) => r.resourceType === 'GuidanceResponse') as GuidanceResponse;
+    expect(guidance).toMatchObject({
+      status: 'success',
+      performer: { reference: `Device/${device.id}` },
+      reasonReference: [{ reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` }],
+    });
+    const results = selection.contained?.find((r) => r.resourceType === 'Parameters') as Parameters;
+    expect(results.parameter).toHaveLength(2);
+    const [provenance] = await gw.backend.systemRepo.searchResources<Provenance>({
+      resourceType: 'Provenance',
+      filters: [{ code: 'target', operator: 'eq', value: `Task/${selection.id}` }],
+    });
+    expect(provenance.agent[0].who).toEqual({ reference: `Device/${device.id}` });
+    const sources = provenance.entity?.map((e) => e.what.reference) ?? [];
+    expect(sources).toContain(`Condition/${condition.id}/_history/${condition.meta?.versionId}`);
+    expect(sources.filter((s) => s?.startsWith('ActivityDefinition/'))).toHaveLength(2);
+    expect(sources.filter((s) => s?.startsWith('PlanDefinition/'))).toHaveLength(1);
+    expect(sources.every((s) => s?.includes('/_history/'))).toBe(true);
+    // In her tenant, readable by the clinician: her queue lists it.
+    expect((await clinician.queue()).map((t) => t.id)).toContain(selection.id);
+  });
+
+  it('marks an option ineligible with the rule that fired (an interaction with her current medication)', async () => {
+    const { patient, review } = await reviewedIntake();
+    // A prior order on record (as an import would bring it): spironolactone.
+    await gw.backend.systemRepo.createResource<MedicationRequest>({
+      resourceType: 'MedicationRequest',
+      meta: { project: gw.backend.project.id },
+      status: 'active',
+      intent: 'order',
+      subject: { reference: `Patient/${patient.patient.id}` },
+      medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997', display: 'spironolactone' }] },
+    });
+    await assign(review, patient, 'I10');
+    const [selection] = await selectionFor(review);
+    expect(option(selection, LISINOPRIL)).toEqual({ eligible: false, preferred: true });
+    expect(option(selection, AMLODIPINE)).toEqual({ eligible: true, preferred: false });
+    const issues = await issuesOf(patient);
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({
+      status: 'preliminary',
+      code: { coding: [{ system: SYSTEMS.eligibilityRule, code: 'potassium-sparing-diuretic' }], text: 'interaction' },
+      severity: 'high',
+    });
+    expect(issues[0].implicated?.[0]?.reference).toMatch(/^ActivityDefinition\/[^/]+\/_history\//);
+    expect(issues[0].author?.reference).toMatch(/^Device\//);
+  });
+
+  it('answers a review once, whatever the deliveries; a condition outside the catalog is offered nothing', async () => {
+    const { patient, review } = await reviewedIntake();
+    await assign(review, patient, 'I10');
+    // Her later edit of the completed review is delivered again (and twice more at once).
+    const completed = await gw.backend.systemRepo.readResource<Task>('Task', review.id);
+    await clinician.medplum.updateResource({ ...completed, note: [{ text: 'Discussed with the patient' }] });
+    await gw.backend.subscriptions.idle();
+    expect(await selectionFor(review)).toHaveLength(1);
+
+    const other = await reviewedIntake();
+    await assign(other.review, other.patient, 'J45.909');
+    expect(await selectionFor(other.review)).toEqual([]);
+  });
+});
