@@ -4,8 +4,6 @@ import type {
   ActivityDefinition,
   Bundle,
   BundleEntry,
-  HealthcareService,
-  Location,
   MedicationRequest,
   Patient,
   PlanDefinition,
@@ -14,7 +12,7 @@ import type {
 } from '@medplum/fhirtypes';
 import { CATALOG, SYSTEMS } from '../contracts/systems';
 import { isPublishedTo } from './lib/agreements';
-import { frontedCanonical, isAvailableTo, planTypeOf, whereaboutsOf } from './lib/catalog';
+import { availableWhereSheLives, frontedCanonical, planTypeOf } from './lib/catalog';
 import { publishedDefinition } from './lib/journey';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
@@ -197,23 +195,11 @@ async function offeredProtocol(
     .flat()
     .filter((s) => frontedCanonical(s) === canonical && isPublishedTo(s, organization));
   for (const service of services) {
-    if (await availableTo(medplum, service, patient)) {
+    if (await availableWhereSheLives(medplum, service, patient)) {
       return plan;
     }
   }
   return undefined;
-}
-
-async function availableTo(medplum: MedplumClient, service: HealthcareService, patient: Patient): Promise<boolean> {
-  const organization = patient.managingOrganization?.reference;
-  const locations = new Map<string, Location>();
-  for (const area of service.coverageArea ?? []) {
-    const location = (await medplum.readReference(area).catch(() => undefined)) as Location | undefined;
-    if (location && area.reference && isPublishedTo(location, organization)) {
-      locations.set(area.reference, location);
-    }
-  }
-  return isAvailableTo(service, locations, whereaboutsOf(patient));
 }
 
 /** Her open request for this item and its review task, if there is one. */

@@ -4,7 +4,6 @@ import type {
   Bundle,
   EpisodeOfCare,
   HealthcareService,
-  Location,
   ObservationDefinition,
   Patient,
   PlanDefinition,
@@ -16,7 +15,7 @@ import type {
 import { EXTENSIONS, START_ENDPOINT, SYSTEMS } from '../contracts/systems';
 import type { PatientTask } from '../contracts/tasks';
 import { contextNotFound, isPublishedTo, requireAgreements } from './lib/agreements';
-import { actionKind, frontedCanonical, isAvailableTo, planTypeOf, whereaboutsOf } from './lib/catalog';
+import { actionKind, availableWhereSheLives, frontedCanonical, planTypeOf } from './lib/catalog';
 import {
   episodeByKey,
   episodeKey,
@@ -149,14 +148,7 @@ async function offeredPlan(
   if (service?.active !== true || !isPublishedTo(service, organization)) {
     return undefined;
   }
-  const locations = new Map<string, Location>();
-  for (const area of service.coverageArea ?? []) {
-    const location = (await medplum.readReference(area).catch(() => undefined)) as Location | undefined;
-    if (location && area.reference && isPublishedTo(location, organization)) {
-      locations.set(area.reference, location);
-    }
-  }
-  if (!isAvailableTo(service, locations, whereaboutsOf(patient))) {
+  if (!(await availableWhereSheLives(medplum, service, patient))) {
     return undefined;
   }
   const canonical = frontedCanonical(service);

@@ -1,3 +1,4 @@
+import type { MedplumClient } from '@medplum/core';
 import type {
   ActivityDefinition,
   HealthcareService,
@@ -7,6 +8,7 @@ import type {
   PlanDefinitionAction,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, PLAN_TYPES, type PlanType, SYSTEMS } from '../../contracts/systems';
+import { isPublishedTo } from './agreements';
 
 /**
  * The catalog's rules, shared by the gateway (`GET /v1/protocols`) and the workflow bots that start
@@ -125,4 +127,24 @@ export function assessmentPlanIssues(plan: PlanDefinition, definitions: Assessme
     }
   }
   return issues;
+}
+
+/**
+ * For a bot: whether an offering is available where the patient lives, its coverage Locations read as
+ * she could read them (published to her tenant or the platform); what the catalog lists, nothing more.
+ */
+export async function availableWhereSheLives(
+  medplum: MedplumClient,
+  service: HealthcareService,
+  patient: Patient,
+): Promise<boolean> {
+  const organization = patient.managingOrganization?.reference;
+  const locations = new Map<string, Location>();
+  for (const area of service.coverageArea ?? []) {
+    const location = (await medplum.readReference(area).catch(() => undefined)) as Location | undefined;
+    if (location && area.reference && isPublishedTo(location, organization)) {
+      locations.set(area.reference, location);
+    }
+  }
+  return isAvailableTo(service, locations, whereaboutsOf(patient));
 }

@@ -15,7 +15,7 @@ import type { Clinician } from '../../src/clinician';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { startAssessment } from '../support/journey';
+import { completeTasks, startAssessment } from '../support/journey';
 import { freshPatient } from '../support/patients';
 
 /**
@@ -40,31 +40,13 @@ const AMLODIPINE = 'https://patient-care.example/northwind/treatment-options/aml
 async function reviewedIntake(): Promise<{ patient: DemoActor; review: WithId<Task> }> {
   const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
   const { tasks } = await startAssessment(gw, patient, 'northwind/assessments/blood-pressure-check');
-  for (const task of tasks) {
-    let body: unknown = {
-      measurements: [
-        { code: 'http://loinc.org|8480-6', value: 150, unit: 'mm[Hg]' },
-        { code: 'http://loinc.org|8462-4', value: 95, unit: 'mm[Hg]' },
-      ],
-    };
-    if (task.kind === 'questionnaire') {
-      const answers = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
-        token: patient.token,
-        body: {
-          resourceType: 'QuestionnaireResponse',
-          status: 'completed',
-          questionnaire: task.questionnaire,
-          item: [{ linkId: 'diagnosed', answer: [{ valueBoolean: true }] }],
-        },
-      });
-      body = { questionnaireResponse: `QuestionnaireResponse/${(answers.body as { id: string }).id}` };
-    }
-    const done = await gw.call('POST', `/v1/${task.task.replace('Task/', 'tasks/')}/complete`, {
-      token: patient.token,
-      body,
-    });
-    expect(done.status).toBe(200);
-  }
+  await completeTasks(
+    gw,
+    patient,
+    tasks,
+    { 'http://loinc.org|8480-6': 150, 'http://loinc.org|8462-4': 95 },
+    { linkId: 'diagnosed', valueBoolean: true },
+  );
   const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${patient.patient.id}`);
   expect(review, 'the review is in her queue').toBeDefined();
   return { patient, review: review as WithId<Task> };

@@ -7,7 +7,7 @@ import { changesSince, describeChange, direct, fhirPath, storedResource, storeMa
 import type { DemoActor } from '../support/backend';
 import { demoClinician, freshClinician, intakeQueue, reviewTask } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { startAssessment } from '../support/journey';
+import { completeTasks, startAssessment } from '../support/journey';
 import { freshPatient } from '../support/patients';
 
 /**
@@ -54,28 +54,7 @@ const versionsSince = (mark: number, task: Task): number =>
 async function completedIntake(): Promise<DemoActor> {
   const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
   const { tasks } = await startAssessment(gw, patient, 'assessments/weight-intake');
-  for (const task of tasks) {
-    let body: unknown = { measurements: [{ code: 'http://loinc.org|29463-7', value: 80, unit: 'kg' }] };
-    if (task.kind === 'questionnaire') {
-      const answers = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
-        token: patient.token,
-        body: {
-          resourceType: 'QuestionnaireResponse',
-          status: 'completed',
-          questionnaire: task.questionnaire,
-          author: { reference: `Patient/${patient.patient.id}` },
-          source: { reference: `Patient/${patient.patient.id}` },
-          item: [{ linkId: 'previous-programs', answer: [{ valueBoolean: false }] }],
-        },
-      });
-      body = { questionnaireResponse: `QuestionnaireResponse/${(answers.body as { id: string }).id}` };
-    }
-    const done = await gw.call('POST', `/v1/${task.task.replace('Task/', 'tasks/')}/complete`, {
-      token: patient.token,
-      body,
-    });
-    expect(done.status, `${task.kind} ${done.text}`).toBe(200);
-  }
+  await completeTasks(gw, patient, tasks, { 'http://loinc.org|29463-7': 80 });
   return patient;
 }
 

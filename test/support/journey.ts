@@ -53,3 +53,39 @@ export async function startAssessment(gw: TestGateway, patient: DemoActor, path:
   expect(started.status).toBe(201);
   return started.body as StartedAssessment;
 }
+
+/**
+ * Completes every task of a started assessment as a patient app does: a questionnaire with her
+ * completed answers (one answer: what the test passes), a measurement task with one reading per
+ * measurement (the value the test gives for its code, in the task's first unit). Each must answer 200.
+ */
+export async function completeTasks(
+  gw: TestGateway,
+  patient: DemoActor,
+  tasks: StartedAssessment['tasks'],
+  readings: Record<string, number>,
+  answer: { linkId: string; valueBoolean: boolean } = { linkId: 'previous-programs', valueBoolean: false },
+): Promise<void> {
+  for (const task of tasks) {
+    let body: unknown = {
+      measurements: (task.measurements ?? []).map((m) => ({ code: m.code, value: readings[m.code], unit: m.units[0] })),
+    };
+    if (task.kind === 'questionnaire') {
+      const answers = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
+        token: patient.token,
+        body: {
+          resourceType: 'QuestionnaireResponse',
+          status: 'completed',
+          questionnaire: task.questionnaire,
+          item: [{ linkId: answer.linkId, answer: [{ valueBoolean: answer.valueBoolean }] }],
+        },
+      });
+      body = { questionnaireResponse: `QuestionnaireResponse/${(answers.body as { id: string }).id}` };
+    }
+    const done = await gw.call('POST', `/v1/${task.task.replace('Task/', 'tasks/')}/complete`, {
+      token: patient.token,
+      body,
+    });
+    expect(done.status, `${task.kind} ${done.text}`).toBe(200);
+  }
+}
