@@ -62,6 +62,13 @@ export const BOT_INPUTS = {
       id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/),
     })
     .passthrough(),
+  /** A subscription delivery: the selection Task that was completed; the bot re-reads it by id. */
+  'compose-offer': z
+    .object({
+      resourceType: z.literal('Task'),
+      id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/),
+    })
+    .passthrough(),
   /** A cron run: Medplum's own input, which the reconciler ignores (it derives its work from the data). */
   reconcile: z.unknown(),
 } as const;

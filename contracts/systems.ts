@@ -42,6 +42,8 @@ export const SYSTEMS = {
   eligibilityKey: `${BASE}/eligibility-key`,
   /** The rules of treatment options, by code (DetectedIssue.code: the rule that fired). */
   eligibilityRule: `${BASE}/eligibility-rule`,
+  /** A consent bundle's group (RequestGroup and MedicationRequest groupIdentifier): `Task/<selection id>`. */
+  offer: `${BASE}/offer`,
   /** Names a tenant's condition catalog ValueSet (`<conditionCatalog>|conditions`). */
   conditionCatalog: `${BASE}/condition-catalog`,
   /** The platform's software devices (Device.identifier), e.g. `<device>|eligibility-engine`. */

@@ -279,8 +279,7 @@ const CLINICIAN_READONLY_TYPES = [
   'CareTeam',
   'Slot',
   'Schedule',
-  // The eligibility engine's advisory findings and their provenance (JOURNEY D.2).
-  'DetectedIssue',
+  // The eligibility engine's provenance (JOURNEY D.2); its findings (DetectedIssue) below.
   'Provenance',
 ] as const;
 
@@ -389,6 +388,26 @@ const QUEUE_CREATES = {
 };
 
 /**
+ * A clinician changes an engine's finding only by adding mitigations, each authored by a clinician (the
+ * selection bot believes only one authored by the clinician who selects): what the engine found stays.
+ */
+const MITIGATION_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression: [
+    '%before.exists()',
+    '%after.status = %before.status',
+    '%after.code = %before.code',
+    '%after.severity = %before.severity',
+    '%after.patient = %before.patient',
+    '%after.author = %before.author',
+    '%after.implicated = %before.implicated',
+    '%after.detail = %before.detail',
+    '%after.mitigation.count() >= %before.mitigation.count()',
+    "%after.mitigation.all(author.reference.startsWith('Practitioner/'))",
+  ].join(' and '),
+};
+
+/**
  * Clinicians (Medplum's app): their tenant only, in EVERY entry (`%organization`); what they create
  * about a patient inherits that patient's tenant, so a write for another tenant's patient fails the
  * criteria (Medplum checks the result of a write against them, packages/server/src/fhir/repo.ts).
@@ -424,6 +443,13 @@ function clinicianPolicy(): AccessPolicyResource[] {
       criteria: inTenant(resourceType),
       readonly: true,
     })),
+    // The engine's findings: read, and overridden only by recording a mitigation (JOURNEY D.2).
+    {
+      resourceType: 'DetectedIssue',
+      criteria: inTenant('DetectedIssue'),
+      interaction: ['read', 'search', 'update', 'vread', 'history'],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, MITIGATION_ONLY],
+    },
     ...['Practitioner', 'PractitionerRole'].map((resourceType) => ({
       resourceType,
       criteria: inTenant(resourceType),
@@ -589,6 +615,27 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
+      key: 'bot-compose-offer',
+      policy: {
+        name: 'Bot: compose the consent bundle',
+        // Woken by a completed selection: it reads the pinned definitions and the findings, and writes the
+        // offer (proposals only), its provenance and the patient's offer task.
+        resource: [
+          ...['PlanDefinition', 'ActivityDefinition', 'Condition', 'DetectedIssue'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const, 'vread' as const],
+          })),
+          { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search'] },
+          ...['RequestGroup', 'MedicationRequest'].map((resourceType) => ({
+            resourceType,
+            interaction: ['create' as const, 'read' as const],
+            writeConstraint: [{ language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" }],
+          })),
+          { resourceType: 'Provenance', interaction: ['create', 'read'] },
+        ],
+      },
+    },
+    {
       key: 'integration-sms',
       policy: {
         name: 'SMS integration: writes inbound messages',
@@ -639,6 +686,11 @@ export const platformDefinition: ProvisionDefinition = {
       accessPolicy: 'bot-eligibility',
     },
     {
+      key: 'compose-offer',
+      description: 'A completed selection: the pinned consent bundle offered to the patient as a task.',
+      accessPolicy: 'bot-compose-offer',
+    },
+    {
       key: 'sms-opt-out',
       description: 'Inbound SMS STOP: the matching SMS Consent becomes inactive.',
       accessPolicy: 'bot-sms-opt-out',
@@ -664,6 +716,13 @@ export const platformDefinition: ProvisionDefinition = {
       criteria: `Task?code=${SYSTEMS.taskKind}|review-intake&status=completed`,
       interaction: 'update',
       reason: 'Eligibility after a clinician assigns a condition (JOURNEY D.1)',
+    },
+    {
+      key: 'select-treatment-completed',
+      bot: 'compose-offer',
+      criteria: `Task?code=${SYSTEMS.taskKind}|select-treatment&status=completed`,
+      interaction: 'update',
+      reason: 'The consent bundle after a clinician selects a treatment (JOURNEY D.3)',
     },
     {
       key: 'inbound-sms',

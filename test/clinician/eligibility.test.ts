@@ -7,6 +7,8 @@ import type {
   MedicationRequest,
   Parameters,
   Provenance,
+  Reference,
+  RequestGroup,
   Task,
 } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -175,5 +177,93 @@ describe('eligibility after review', () => {
     const other = await reviewedIntake();
     await assign(other.review, other.patient, 'J45.909');
     expect(await selectionFor(other.review)).toEqual([]);
+  });
+});
+
+/** The clinician's selection, as Medplum's app makes it: claim the selection task, complete it with the option. */
+async function select(selection: Task, option: string): Promise<void> {
+  await clinician.claim(selection.id as string);
+  await clinician.complete(selection.id as string, [{ type: { text: 'selected-option' }, valueCanonical: option }]);
+  await gw.backend.subscriptions.idle();
+}
+
+const offerTasks = (patient: DemoActor) =>
+  gw.backend.systemRepo.searchResources<Task>({
+    resourceType: 'Task',
+    filters: [
+      { code: 'code', operator: 'eq', value: `${SYSTEMS.taskKind}|treatment-offer` },
+      { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
+    ],
+  });
+
+describe('selection and the consent bundle', () => {
+  it('composes the selected option into a pinned proposal offered to the patient as a task', async () => {
+    const { patient, review } = await reviewedIntake();
+    const condition = await assign(review, patient, 'I10');
+    const [selection] = await selectionFor(review);
+    await select(selection, AMLODIPINE);
+    const [offer] = await offerTasks(patient);
+    expect(offer).toMatchObject({ status: 'ready', owner: { reference: `Patient/${patient.patient.id}` } });
+    const group = await gw.backend.systemRepo.readReference<RequestGroup>(offer.focus as Reference<RequestGroup>);
+    expect(group).toMatchObject({
+      status: 'active',
+      intent: 'proposal',
+      author: { reference: clinician.profile.reference },
+      instantiatesCanonical: ['https://patient-care.example/northwind/protocols/hypertension-treatment|1', AMLODIPINE],
+      reasonReference: [{ reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` }],
+    });
+    const medication = await gw.backend.systemRepo.readReference<MedicationRequest>(
+      group.action?.[0]?.resource as Reference<MedicationRequest>,
+    );
+    expect(medication).toMatchObject({
+      intent: 'proposal',
+      requester: { reference: clinician.profile.reference },
+      medicationCodeableConcept: { coding: [{ system: RXNORM, code: '197361' }] },
+    });
+    // The monitoring commitment travels with it; she sees her offer in her record.
+    expect(group.note?.map((n) => n.text)).toEqual(['Monitoring commitment: Weekly blood pressure']);
+    const mine = await gw.call('GET', `/v1/fhir/RequestGroup/${group.id}`, { token: patient.token });
+    expect(mine.status).toBe(200);
+    const done = await gw.backend.systemRepo.readResource<Task>('Task', selection.id as string);
+    expect(done.businessStatus?.text).toBe('offer-composed');
+  });
+
+  it('refuses an ineligible option without an override, and composes it once its finding is mitigated by her', async () => {
+    const { patient, review } = await reviewedIntake();
+    await gw.backend.systemRepo.createResource<MedicationRequest>({
+      resourceType: 'MedicationRequest',
+      meta: { project: gw.backend.project.id },
+      status: 'active',
+      intent: 'order',
+      subject: { reference: `Patient/${patient.patient.id}` },
+      medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997' }] },
+    });
+    await assign(review, patient, 'I10');
+    const [selection] = await selectionFor(review);
+    await select(selection, LISINOPRIL);
+    expect(await offerTasks(patient)).toEqual([]);
+    expect((await gw.backend.systemRepo.readResource<Task>('Task', selection.id as string)).businessStatus?.text).toBe(
+      'override-required',
+    );
+
+    // A second selection, after she records her reasons on the finding (an update Medplum's app can make).
+    const review2 = await gw.backend.systemRepo.readResource<Task>('Task', selection.id as string);
+    const [issue] = await issuesOf(patient);
+    const mitigated = await clinician.medplum.updateResource<DetectedIssue>({
+      ...issue,
+      mitigation: [
+        {
+          action: { text: 'Spironolactone stopped; potassium to be monitored' },
+          date: new Date().toISOString(),
+          author: { reference: clinician.profile.reference },
+        },
+      ],
+    });
+    expect(mitigated.mitigation).toHaveLength(1);
+    // She cannot rewrite what the engine found.
+    await expect(clinician.medplum.updateResource<DetectedIssue>({ ...mitigated, severity: 'low' })).rejects.toThrow();
+    await clinician.medplum.updateResource<Task>({ ...review2, note: [{ text: 'Override recorded' }] });
+    await gw.backend.subscriptions.idle();
+    expect(await offerTasks(patient)).toHaveLength(1);
   });
 });

@@ -1,0 +1,260 @@
+import { randomUUID } from 'node:crypto';
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type {
+  ActivityDefinition,
+  Bundle,
+  Condition,
+  DetectedIssue,
+  MedicationRequest,
+  Parameters,
+  Patient,
+  PlanDefinition,
+  Provenance,
+  Reference,
+  RequestGroup,
+  Resource,
+  Task,
+} from '@medplum/fhirtypes';
+import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { readInput } from './lib/input';
+import { PATIENT_TASK_TAG } from './lib/journey';
+import { lostRace } from './lib/races';
+import { fail } from './lib/result';
+
+const OFFER_COMPOSED = 'offer-composed';
+const OVERRIDE_REQUIRED = 'override-required';
+
+/**
+ * Subscription bot (JOURNEY D.3): the clinician's selection (a `select-treatment` task completed by the
+ * clinician who owns it, with `output[selected-option]` one of its options) is composed into the consent
+ * bundle offered to the patient: a proposal RequestGroup pinned to the versions of the protocol, the
+ * option and the condition, with the treatment (a MedicationRequest proposal by the selecting clinician)
+ * and the protocol's monitoring commitment as descriptions, and a `treatment-offer` task for the patient.
+ * An option the engine found ineligible is composed only when every finding against it carries a
+ * mitigation recorded by the selecting clinician (an authored override); otherwise the selection is
+ * marked `override-required` and nothing is offered. One transaction, anchored on the selection task's
+ * `businessStatus` under If-Match, so a duplicate delivery composes nothing twice.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
+  const input = readInput('compose-offer', event.input);
+  if (!input.ok) {
+    return input;
+  }
+  const selection = (await medplum.readResource('Task', input.value.id).catch(() => undefined)) as Task | undefined;
+  const clinician = event.requester?.reference;
+  if (
+    !selection?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === 'select-treatment') ||
+    selection.status !== 'completed' ||
+    !clinician?.startsWith('Practitioner/') ||
+    selection.owner?.reference !== clinician
+  ) {
+    return fail(403, 'forbidden', 'Only a selection completed by the clinician who owns it is acted on');
+  }
+  if (selection.businessStatus?.text === OFFER_COMPOSED) {
+    return { ok: true, offered: true, replay: true };
+  }
+  const selected = selection.output?.find(
+    (o) => o.type.text === 'selected-option' || o.type.coding?.some((c) => c.code === 'selected-option'),
+  )?.valueCanonical;
+  const offered = selection.input?.find((i) => i.valueCanonical !== undefined && i.valueCanonical === selected);
+  const results = selection.contained?.find((r) => r.resourceType === 'Parameters') as Parameters | undefined;
+  const result = results?.parameter?.find((p) =>
+    p.part?.some((q) => q.name === 'option' && q.valueCanonical === selected),
+  );
+  const protocolCanonical = result?.part?.find((q) => q.name === 'protocol')?.valueCanonical;
+  const conditionRef = selection.focus?.reference ?? '';
+  if (!selected || !offered || !protocolCanonical || !conditionRef.startsWith('Condition/')) {
+    return mark(medplum, selection, 'not-an-option', 'The selection is not one of the options offered');
+  }
+  const eligible = offered.extension?.find((e) => e.url === EXTENSIONS.eligible)?.valueBoolean === true;
+  if (!eligible && !(await overridden(medplum, selection, selected, clinician))) {
+    return mark(
+      medplum,
+      selection,
+      OVERRIDE_REQUIRED,
+      'An ineligible option needs a recorded mitigation of each finding',
+    );
+  }
+  const [protocol, option, condition] = await Promise.all([
+    pinned<PlanDefinition>(medplum, 'PlanDefinition', protocolCanonical),
+    pinned<ActivityDefinition>(medplum, 'ActivityDefinition', selected),
+    readVersion<Condition>(medplum, conditionRef),
+  ]);
+  if (!protocol || !option || !condition || condition.subject?.reference !== selection.for?.reference) {
+    return mark(medplum, selection, 'unavailable', 'The pinned definitions of this selection cannot be read');
+  }
+  const bundle = offerBundle({ selection, clinician, protocol, option, condition });
+  try {
+    await medplum.executeBatch(bundle);
+  } catch (err) {
+    if (lostRace(err)) {
+      return { ok: true, offered: true, replay: true };
+    }
+    throw err;
+  }
+  return { ok: true, offered: true };
+}
+
+/** Every finding against the option has a mitigation recorded by the selecting clinician. */
+async function overridden(
+  medplum: MedplumClient,
+  selection: Task,
+  selected: string,
+  clinician: string,
+): Promise<boolean> {
+  const [url, version] = selected.split('|');
+  const [option] = (await medplum.searchResources('ActivityDefinition', { url, version })) as ActivityDefinition[];
+  const issues = (await medplum.searchResources('DetectedIssue', {
+    patient: selection.for?.reference ?? '',
+  })) as DetectedIssue[];
+  const against = issues.filter((issue) =>
+    (issue.implicated ?? []).some((r) => r.reference?.startsWith(`ActivityDefinition/${option?.id}/`)),
+  );
+  return (
+    against.length > 0 &&
+    against.every((issue) => (issue.mitigation ?? []).some((m) => m.author?.reference === clinician))
+  );
+}
+
+async function pinned<T extends PlanDefinition | ActivityDefinition>(
+  medplum: MedplumClient,
+  resourceType: T['resourceType'],
+  canonical: string,
+): Promise<T | undefined> {
+  const [url, version] = canonical.split('|');
+  const [found] = (await medplum.searchResources(resourceType, { url, version })) as T[];
+  return found;
+}
+
+async function readVersion<T extends Condition>(medplum: MedplumClient, reference: string): Promise<T | undefined> {
+  const [type, id, , versionId] = reference.split('/');
+  if (type !== 'Condition' || !id || !versionId) {
+    return undefined;
+  }
+  return (await medplum.readVersion('Condition', id, versionId).catch(() => undefined)) as T | undefined;
+}
+
+/** Records why nothing was offered on the selection (its businessStatus), under If-Match. */
+async function mark(medplum: MedplumClient, selection: Task, code: string, text: string): Promise<unknown> {
+  if (selection.businessStatus?.text !== code) {
+    await medplum
+      .updateResource(
+        { ...selection, businessStatus: { coding: [{ system: SYSTEMS.taskKind, code }], text: code } },
+        {
+          headers: { 'If-Match': `W/"${selection.meta?.versionId}"` },
+        },
+      )
+      .catch((err: unknown) => {
+        if (!lostRace(err)) {
+          throw err;
+        }
+      });
+  }
+  return { ok: true, offered: false, reason: text };
+}
+
+const versioned = (resource: Resource): Reference => ({
+  reference: `${resource.resourceType}/${resource.id}/_history/${resource.meta?.versionId}`,
+});
+
+function offerBundle({
+  selection,
+  clinician,
+  protocol,
+  option,
+  condition,
+}: {
+  selection: Task;
+  clinician: string;
+  protocol: PlanDefinition;
+  option: ActivityDefinition;
+  condition: Condition;
+}): Bundle {
+  const now = new Date().toISOString();
+  const patient = selection.for as Reference<Patient>;
+  const episodeTags = (selection.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
+  const offerKey = { system: SYSTEMS.offer, value: `Task/${selection.id}` };
+  const [groupUrl, medicationUrl] = [`urn:uuid:${randomUUID()}`, `urn:uuid:${randomUUID()}`];
+  const medication: MedicationRequest = {
+    resourceType: 'MedicationRequest',
+    meta: { tag: episodeTags },
+    status: 'active',
+    intent: 'proposal',
+    subject: patient,
+    requester: { reference: clinician },
+    authoredOn: now,
+    groupIdentifier: offerKey,
+    instantiatesCanonical: [`${option.url}|${option.version}`],
+    medicationCodeableConcept: option.productCodeableConcept,
+    dosageInstruction: option.dosage,
+    reasonReference: [versioned(condition) as Reference<Condition>],
+  };
+  // The monitoring commitment the patient also consents to, as descriptions (R4 rqg-1: an action of a
+  // RequestGroup needs a resource; these are issued as tasks when the plan starts, not offered as orders).
+  const monitoring = (protocol.action ?? [])
+    .filter((a) => a.selectionBehavior !== 'exactly-one')
+    .map((a) => ({ text: `Monitoring commitment: ${a.title ?? a.description}` }));
+  const group: RequestGroup = {
+    resourceType: 'RequestGroup',
+    meta: { tag: episodeTags },
+    status: 'active',
+    intent: 'proposal',
+    subject: patient,
+    author: { reference: clinician },
+    authoredOn: now,
+    groupIdentifier: offerKey,
+    instantiatesCanonical: [`${protocol.url}|${protocol.version}`, `${option.url}|${option.version}`],
+    reasonReference: [versioned(condition) as Reference<Condition>],
+    action: [{ title: option.title, resource: { reference: medicationUrl }, requiredBehavior: 'must' }],
+    note: monitoring,
+  };
+  const offerTask: Task = {
+    resourceType: 'Task',
+    meta: { tag: [PATIENT_TASK_TAG, ...episodeTags] },
+    status: 'ready',
+    intent: 'order',
+    code: { coding: [{ system: SYSTEMS.taskKind, code: 'treatment-offer' }] },
+    description: `Your care team offers: ${option.title}`,
+    for: patient,
+    owner: patient,
+    focus: { reference: groupUrl },
+    authoredOn: now,
+  };
+  const provenance: Provenance = {
+    resourceType: 'Provenance',
+    target: [patient, { reference: groupUrl }],
+    recorded: now,
+    activity: { text: 'treatment offer' },
+    agent: [
+      {
+        type: {
+          coding: [{ system: 'http://terminology.hl7.org/CodeSystem/provenance-participant-type', code: 'author' }],
+        },
+        who: { reference: clinician },
+      },
+    ],
+    entity: [
+      { role: 'source', what: versioned(condition) },
+      { role: 'source', what: versioned(protocol) },
+      { role: 'source', what: versioned(option) },
+      { role: 'source', what: versioned(selection) },
+    ],
+  };
+  return {
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: [
+      {
+        resource: {
+          ...selection,
+          businessStatus: { coding: [{ system: SYSTEMS.taskKind, code: OFFER_COMPOSED }], text: OFFER_COMPOSED },
+        },
+        request: { method: 'PUT', url: `Task/${selection.id}`, ifMatch: `W/"${selection.meta?.versionId}"` },
+      },
+      { fullUrl: medicationUrl, resource: medication, request: { method: 'POST', url: 'MedicationRequest' } },
+      { fullUrl: groupUrl, resource: group, request: { method: 'POST', url: 'RequestGroup' } },
+      { resource: offerTask, request: { method: 'POST', url: 'Task' } },
+      { resource: provenance, request: { method: 'POST', url: 'Provenance' } },
+    ],
+  };
+}
