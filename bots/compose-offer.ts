@@ -12,14 +12,12 @@ import type {
   Provenance,
   Reference,
   RequestGroup,
-  Resource,
   Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
-import { readInput } from './lib/input';
 import { PATIENT_TASK_TAG } from './lib/journey';
+import { authorAgent, completedByOwner, outputNamed, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
-import { fail } from './lib/result';
 
 const OFFER_COMPOSED = 'offer-composed';
 const OVERRIDE_REQUIRED = 'override-required';
@@ -36,26 +34,15 @@ const OVERRIDE_REQUIRED = 'override-required';
  * `businessStatus` under If-Match, so a duplicate delivery composes nothing twice.
  */
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
-  const input = readInput('compose-offer', event.input);
-  if (!input.ok) {
-    return input;
+  const woken = await completedByOwner(medplum, event, 'compose-offer', 'select-treatment');
+  if (!woken.ok) {
+    return woken;
   }
-  const selection = (await medplum.readResource('Task', input.value.id).catch(() => undefined)) as Task | undefined;
-  const clinician = event.requester?.reference;
-  if (
-    !selection?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === 'select-treatment') ||
-    selection.status !== 'completed' ||
-    !clinician?.startsWith('Practitioner/') ||
-    selection.owner?.reference !== clinician
-  ) {
-    return fail(403, 'forbidden', 'Only a selection completed by the clinician who owns it is acted on');
-  }
+  const { task: selection, clinician } = woken;
   if (selection.businessStatus?.text === OFFER_COMPOSED) {
     return { ok: true, offered: true, replay: true };
   }
-  const selected = selection.output?.find(
-    (o) => o.type.text === 'selected-option' || o.type.coding?.some((c) => c.code === 'selected-option'),
-  )?.valueCanonical;
+  const selected = outputNamed(selection, 'selected-option')?.valueCanonical;
   const offered = selection.input?.find((i) => i.valueCanonical !== undefined && i.valueCanonical === selected);
   const results = selection.contained?.find((r) => r.resourceType === 'Parameters') as Parameters | undefined;
   const result = results?.parameter?.find((p) =>
@@ -66,15 +53,6 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (!selected || !offered || !protocolCanonical || !conditionRef.startsWith('Condition/')) {
     return mark(medplum, selection, 'not-an-option', 'The selection is not one of the options offered');
   }
-  const eligible = offered.extension?.find((e) => e.url === EXTENSIONS.eligible)?.valueBoolean === true;
-  if (!eligible && !(await overridden(medplum, selection, selected, clinician))) {
-    return mark(
-      medplum,
-      selection,
-      OVERRIDE_REQUIRED,
-      'An ineligible option needs a recorded mitigation of each finding',
-    );
-  }
   const [protocol, option, condition] = await Promise.all([
     pinned<PlanDefinition>(medplum, 'PlanDefinition', protocolCanonical),
     pinned<ActivityDefinition>(medplum, 'ActivityDefinition', selected),
@@ -82,6 +60,15 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   ]);
   if (!protocol || !option || !condition || condition.subject?.reference !== selection.for?.reference) {
     return mark(medplum, selection, 'unavailable', 'The pinned definitions of this selection cannot be read');
+  }
+  const eligible = offered.extension?.find((e) => e.url === EXTENSIONS.eligible)?.valueBoolean === true;
+  if (!eligible && !(await overridden(medplum, selection, option, clinician))) {
+    return mark(
+      medplum,
+      selection,
+      OVERRIDE_REQUIRED,
+      'An ineligible option needs a recorded mitigation of each finding',
+    );
   }
   const bundle = offerBundle({ selection, clinician, protocol, option, condition });
   try {
@@ -99,16 +86,14 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
 async function overridden(
   medplum: MedplumClient,
   selection: Task,
-  selected: string,
+  option: ActivityDefinition,
   clinician: string,
 ): Promise<boolean> {
-  const [url, version] = selected.split('|');
-  const [option] = (await medplum.searchResources('ActivityDefinition', { url, version })) as ActivityDefinition[];
   const issues = (await medplum.searchResources('DetectedIssue', {
     patient: selection.for?.reference ?? '',
   })) as DetectedIssue[];
   const against = issues.filter((issue) =>
-    (issue.implicated ?? []).some((r) => r.reference?.startsWith(`ActivityDefinition/${option?.id}/`)),
+    (issue.implicated ?? []).some((r) => r.reference?.startsWith(`ActivityDefinition/${option.id}/`)),
   );
   return (
     against.length > 0 &&
@@ -152,10 +137,6 @@ async function mark(medplum: MedplumClient, selection: Task, code: string, text:
   }
   return { ok: true, offered: false, reason: text };
 }
-
-const versioned = (resource: Resource): Reference => ({
-  reference: `${resource.resourceType}/${resource.id}/_history/${resource.meta?.versionId}`,
-});
 
 function offerBundle({
   selection,
@@ -225,14 +206,7 @@ function offerBundle({
     target: [patient, { reference: groupUrl }],
     recorded: now,
     activity: { text: 'treatment offer' },
-    agent: [
-      {
-        type: {
-          coding: [{ system: 'http://terminology.hl7.org/CodeSystem/provenance-participant-type', code: 'author' }],
-        },
-        who: { reference: clinician },
-      },
-    ],
+    agent: [authorAgent({ reference: clinician })],
     entity: [
       { role: 'source', what: versioned(condition) },
       { role: 'source', what: versioned(protocol) },

@@ -24,10 +24,8 @@ import type {
 import { CATALOG, EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { isPublishedTo } from './lib/agreements';
 import { planTypeOf } from './lib/catalog';
-import { readInput } from './lib/input';
-import { clinicianTask, tenantQueue } from './lib/queues';
+import { authorAgent, clinicianTask, completedByOwner, outputNamed, tenantQueue, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
-import { fail } from './lib/result';
 import { searchAll } from './lib/search';
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
@@ -50,20 +48,11 @@ const SELECT_TREATMENT = 'select-treatment';
  * findings are written with it made `ready` under If-Match, in one transaction; whoever loses writes nothing.
  */
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
-  const input = readInput('eligibility', event.input);
-  if (!input.ok) {
-    return input;
+  const woken = await completedByOwner(medplum, event, 'eligibility', 'review-intake');
+  if (!woken.ok) {
+    return woken;
   }
-  const review = (await medplum.readResource('Task', input.value.id).catch(() => undefined)) as Task | undefined;
-  const requester = event.requester?.reference;
-  if (
-    !review?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === 'review-intake') ||
-    review.status !== 'completed' ||
-    !requester?.startsWith('Practitioner/') ||
-    review.owner?.reference !== requester
-  ) {
-    return fail(403, 'forbidden', 'Only an intake review completed by the clinician who owns it is acted on');
-  }
+  const review = woken.task;
   const patientRef = review.for?.reference ?? '';
   const condition = await assignedCondition(medplum, review, patientRef);
   if (!condition) {
@@ -117,9 +106,7 @@ async function assignedCondition(
   review: Task,
   patientRef: string,
 ): Promise<(Condition & { id: string }) | undefined> {
-  const output = review.output?.find(
-    (o) => o.type.text === 'assigned-condition' || o.type.coding?.some((c) => c.code === 'assigned-condition'),
-  );
+  const output = outputNamed(review, 'assigned-condition');
   const reference = output?.valueReference?.reference ?? '';
   const [type, id] = reference.split('/');
   if (type !== 'Condition' || !id) {
@@ -294,10 +281,6 @@ async function claimSelection(
   return selectionOf(medplum, key);
 }
 
-const versioned = (resource: Resource): Reference => ({
-  reference: `${resource.resourceType}/${resource.id}/_history/${resource.meta?.versionId}`,
-});
-
 /** Step 2: the findings, the selection task made ready under If-Match, and the provenance: one transaction. */
 function findingsBundle({
   claimed,
@@ -389,14 +372,7 @@ function findingsBundle({
     ],
     recorded: now,
     activity: { text: 'treatment eligibility' },
-    agent: [
-      {
-        type: {
-          coding: [{ system: 'http://terminology.hl7.org/CodeSystem/provenance-participant-type', code: 'author' }],
-        },
-        who: author,
-      },
-    ],
+    agent: [authorAgent(author)],
     entity: [
       { role: 'source', what: versioned(condition) },
       ...[...new Set(options.map((o) => o.protocol))].map((p) => ({ role: 'source' as const, what: versioned(p) })),

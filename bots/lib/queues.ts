@@ -1,6 +1,18 @@
-import type { MedplumClient } from '@medplum/core';
-import type { BundleEntry, CareTeam, Coding, Patient, Reference, Task } from '@medplum/fhirtypes';
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type {
+  BundleEntry,
+  CareTeam,
+  Coding,
+  Patient,
+  ProvenanceAgent,
+  Reference,
+  Resource,
+  Task,
+  TaskOutput,
+} from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
+import { readInput } from './input';
+import { fail } from './result';
 
 /**
  * Clinicians' work (JOURNEY C, F): a Task for the tenant's queue, a CareTeam of the patient's
@@ -55,3 +67,46 @@ export function clinicianTask(work: ClinicianWork): BundleEntry {
   };
   return { resource: task, request: { method: 'POST', url: 'Task' } };
 }
+
+/**
+ * The prologue of a bot woken by a clinician's completed work (a Subscription on `Task?code=…&status=completed`):
+ * the delivery is re-read by id, and acted on only when it is that kind of work, completed, by the
+ * Practitioner who owns it (the requester, which Medplum sets to the author of the completing write).
+ */
+export async function completedByOwner<N extends 'eligibility' | 'compose-offer'>(
+  medplum: MedplumClient,
+  event: BotEvent,
+  bot: N,
+  code: string,
+): Promise<{ ok: true; task: Task; clinician: string } | ReturnType<typeof fail>> {
+  const input = readInput(bot, event.input);
+  if (!input.ok) {
+    return input;
+  }
+  const task = (await medplum.readResource('Task', input.value.id).catch(() => undefined)) as Task | undefined;
+  const clinician = event.requester?.reference;
+  if (
+    !task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === code) ||
+    task.status !== 'completed' ||
+    !clinician?.startsWith('Practitioner/') ||
+    task.owner?.reference !== clinician
+  ) {
+    return fail(403, 'forbidden', `Only ${code} work completed by the clinician who owns it is acted on`);
+  }
+  return { ok: true, task, clinician };
+}
+
+/** A task output by its name (`type.text`, or a coding with that code): `assigned-condition`, `selected-option`. */
+export const outputNamed = (task: Task, name: string): TaskOutput | undefined =>
+  task.output?.find((o) => o.type.text === name || o.type.coding?.some((c) => c.code === name));
+
+/** A reference to exactly this version of a resource (what provenance and pins name). */
+export const versioned = (resource: Resource): Reference => ({
+  reference: `${resource.resourceType}/${resource.id}/_history/${resource.meta?.versionId}`,
+});
+
+/** A Provenance agent: who authored it. */
+export const authorAgent = (who: ProvenanceAgent['who']): ProvenanceAgent => ({
+  type: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/provenance-participant-type', code: 'author' }] },
+  who,
+});
