@@ -75,6 +75,17 @@ async function assign(review: WithId<Task>, patient: DemoActor, code: string): P
   return condition;
 }
 
+/** A prior order on record for her (as an import would bring it): spironolactone, which lisinopril interacts with. */
+const onSpironolactone = (patient: DemoActor) =>
+  gw.backend.systemRepo.createResource<MedicationRequest>({
+    resourceType: 'MedicationRequest',
+    meta: { project: gw.backend.project.id },
+    status: 'active',
+    intent: 'order',
+    subject: { reference: `Patient/${patient.patient.id}` },
+    medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997', display: 'spironolactone' }] },
+  });
+
 const selectionFor = (review: Task) =>
   gw.backend.systemRepo.searchResources<Task>({
     resourceType: 'Task',
@@ -142,14 +153,7 @@ describe('eligibility after review', () => {
   it('marks an option ineligible with the rule that fired (an interaction with her current medication)', async () => {
     const { patient, review } = await reviewedIntake();
     // A prior order on record (as an import would bring it): spironolactone.
-    await gw.backend.systemRepo.createResource<MedicationRequest>({
-      resourceType: 'MedicationRequest',
-      meta: { project: gw.backend.project.id },
-      status: 'active',
-      intent: 'order',
-      subject: { reference: `Patient/${patient.patient.id}` },
-      medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997', display: 'spironolactone' }] },
-    });
+    await onSpironolactone(patient);
     await assign(review, patient, 'I10');
     const [selection] = await selectionFor(review);
     expect(option(selection, LISINOPRIL)).toEqual({ eligible: false, preferred: true });
@@ -230,14 +234,7 @@ describe('selection and the consent bundle', () => {
 
   it('refuses an ineligible option without an override, and composes it once its finding is mitigated by her', async () => {
     const { patient, review } = await reviewedIntake();
-    await gw.backend.systemRepo.createResource<MedicationRequest>({
-      resourceType: 'MedicationRequest',
-      meta: { project: gw.backend.project.id },
-      status: 'active',
-      intent: 'order',
-      subject: { reference: `Patient/${patient.patient.id}` },
-      medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997' }] },
-    });
+    await onSpironolactone(patient);
     await assign(review, patient, 'I10');
     const [selection] = await selectionFor(review);
     await select(selection, LISINOPRIL);

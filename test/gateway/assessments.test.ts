@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { storeSnapshot } from '../support/journey';
+import { type StartedAssessment, storeSnapshot } from '../support/journey';
 import { freshPatient } from '../support/patients';
 
 /** POST /v1/assessments (bots/start-assessment.ts): start, resume, the gate, the wrong offerings, races. */
@@ -21,18 +21,7 @@ interface Offering {
   name: string;
 }
 
-interface Assessment {
-  episodeOfCare: string;
-  assessment: string;
-  status: string;
-  tasks: {
-    task: string;
-    kind: string;
-    status: string;
-    questionnaire?: string;
-    measurements?: { code: string; units: string[] }[];
-  }[];
-}
+type Assessment = StartedAssessment & { status: string };
 
 const catalog = async (patient: DemoActor): Promise<Offering[]> => {
   const answer = await gw.call('GET', '/v1/protocols', { token: patient.token });
