@@ -107,7 +107,7 @@ const option = (selection: Task, canonical: string) => {
 };
 
 describe('eligibility after review', () => {
-  it('offers both options for selection, advisory, with the engine and the pinned versions as provenance', async () => {
+  it('offers both options for selection, advisory, with the engine and the pinned versions as provenance; rules run on @medplum/core from the runtime’s require (packages/server/src/bots/vmcontext.ts), and the task takes the tenant from the patient compartment (packages/server/src/fhir/repo.ts getAccounts)', async () => {
     const { patient, review } = await reviewedIntake();
     const condition = await assign(review, patient, 'I10');
     const [selection] = await selectionFor(review);
