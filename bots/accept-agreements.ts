@@ -1,11 +1,11 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Bundle, Consent, Extension } from '@medplum/fhirtypes';
+import type { Bundle, Consent } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { type AgreementVersion, coordinate, latestVersions } from './lib/agreement-rules';
 import { acceptanceKey, activeAcceptances, contextNotFound, patientAgreements } from './lib/agreements';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
-import { edgeFacts, patientWorkflow } from './lib/trust';
+import { clickwrapProof, edgeFacts, patientWorkflow, type SessionProof } from './lib/trust';
 
 export interface Acceptance {
   agreementUrl: string;
@@ -59,7 +59,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       identifier: [{ system: SYSTEMS.agreementAcceptance, value: key }],
       policy: [{ uri: c }],
       extension: [
-        proof(patientId, now, session),
+        clickwrapProof(patientId, now, session),
         ...((agreement.category === 'sms' || agreement.category === 'voice') && phone?.value
           ? [{ url: EXTENSIONS.consentChannel, valueContactPoint: { system: 'phone' as const, value: phone.value } }]
           : []),
@@ -122,29 +122,6 @@ async function existingAcceptances(
   );
   const found = agreements.map((a) => byKey.get(acceptanceKey(patientId, a)));
   return found.every((c) => c !== undefined) ? (found as Consent[]) : undefined;
-}
-
-/** The session an acceptance came from: its login from the verified token, the rest only as the gateway vouches. */
-interface SessionProof {
-  loginId: string;
-  ipAddress?: string;
-  userAgent?: string;
-}
-
-/** Who accepted (the patient), when (server time) and from what session (login, address, agent). */
-function proof(patientId: string, when: string, session: SessionProof): Extension {
-  const parts: Extension[] = [
-    { url: 'who', valueReference: { reference: `Patient/${patientId}` } },
-    { url: 'when', valueDateTime: when },
-    { url: 'login', valueString: session.loginId },
-  ];
-  if (session.ipAddress) {
-    parts.push({ url: 'ipAddress', valueString: session.ipAddress });
-  }
-  if (session.userAgent) {
-    parts.push({ url: 'userAgent', valueString: session.userAgent });
-  }
-  return { url: EXTENSIONS.clickwrapProof, extension: parts };
 }
 
 function splitCoordinate(value: string): [string, string] {

@@ -12,8 +12,9 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { attachmentProblems } from '../contracts/attachments';
-import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { EXTENSIONS, ORDER_DECISIONS_ENDPOINT, SYSTEMS } from '../contracts/systems';
 import { contextNotFound, requireAgreements } from './lib/agreements';
+import { payloadDigest } from './lib/digest';
 import {
   episodePlan,
   episodeTasks,
@@ -24,17 +25,30 @@ import {
   taskQuestionnaire,
 } from './lib/journey';
 import { checkReadings, interpret, isCritical, observationFor, type Reading } from './lib/measurements';
+import { offerAnswered, offerWork } from './lib/offers';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
-import { patientWorkflow } from './lib/trust';
+import { edgeFacts, patientWorkflow } from './lib/trust';
 
 export type CompleteTaskResult = BotResult<{
   task: string;
   status: 'completed';
   questionnaireResponse?: string;
   observations?: string[];
+  decision?: string;
+  consent?: string;
+  carePlan?: string;
+  tasks?: string[];
+  proposal?: string;
 }>;
+
+/** The field that completes each kind of task this endpoint completes. */
+const EXPECTED_FIELD = {
+  questionnaire: 'questionnaireResponse',
+  measurement: 'measurements',
+  'treatment-offer': 'decision',
+} as const;
 
 /** Clinician queue work this bot issues (Task.code under SYSTEMS.taskKind, as the patient kinds). */
 const REVIEW_INTAKE = 'review-intake';
@@ -54,7 +68,8 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return start;
   }
   const { patientId } = start.caller;
-  const { task: taskId, ...payload } = start.input;
+  // The edge statement is proof of the session, not part of the answer: a replay from elsewhere is the same answer.
+  const { task: taskId, edge, ...payload } = { edge: undefined, ...start.input };
   const digest = payloadDigest(payload);
   for (let attempt = 0; ; attempt++) {
     const task = (await medplum.readResource('Task', taskId).catch(() => undefined)) as Task | undefined;
@@ -70,32 +85,52 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       return fail(409, 'invalid_state', `This task is ${task.status}`, { state: task.status });
     }
     const kind = taskKind(task);
+    if (kind === 'order-decisions') {
+      return fail(409, 'invalid_state', 'This task is answered with the order decisions', {
+        state: task.status,
+        use: ORDER_DECISIONS_ENDPOINT,
+      });
+    }
     if (!kind) {
       return fail(409, 'invalid_state', 'This task is not completed here', { state: task.status });
     }
-    const expected = kind === 'questionnaire' ? 'questionnaireResponse' : 'measurements';
+    const expected = EXPECTED_FIELD[kind];
     if (!(expected in payload)) {
       return fail(400, 'invalid_request', `A ${kind} task is completed with ${expected}`, {
         issues: [{ path: expected, message: `required for a ${kind} task` }],
       });
     }
-    const episode = await episodeOf(medplum, task);
-    const gate = await requireAgreements(medplum, patientId, {
-      task: `Task/${task.id}`,
-      ...(episode && episodePlan(episode) ? { protocol: episodePlan(episode) } : {}),
-    });
-    if (gate) {
-      return gate;
-    }
     const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
-    const work =
-      'questionnaireResponse' in payload
-        ? await answersWork(medplum, task, patientId, payload.questionnaireResponse)
-        : await readingsWork(medplum, task, patient, payload.measurements);
-    if (!work.ok) {
-      return work;
+    let bundle: Bundle;
+    if ('decision' in payload) {
+      const session = { loginId: start.caller.loginId, ...edgeFacts(event, start.caller, edge) };
+      const work = await offerWork(medplum, { task, patient, answer: payload, session });
+      if (!work.ok) {
+        return work;
+      }
+      bundle = {
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: [completion(task, digest, work.output), ...work.entries],
+      };
+    } else {
+      const episode = await episodeOf(medplum, task);
+      const gate = await requireAgreements(medplum, patientId, {
+        task: `Task/${task.id}`,
+        ...(episode && episodePlan(episode) ? { protocol: episodePlan(episode) } : {}),
+      });
+      if (gate) {
+        return gate;
+      }
+      const work =
+        'questionnaireResponse' in payload
+          ? await answersWork(medplum, task, patientId, payload.questionnaireResponse)
+          : await readingsWork(medplum, task, patient, payload.measurements);
+      if (!work.ok) {
+        return work;
+      }
+      bundle = await completionBundle(medplum, { task, patient, episode, digest, work });
     }
-    const bundle = await completionBundle(medplum, { task, patient, episode, digest, work });
     try {
       const response = await medplum.executeBatch(bundle);
       const saved = response.entry?.[0]?.resource as Task | undefined;
@@ -215,24 +250,7 @@ async function completionBundle(
     work: Extract<Work, { ok: true }>;
   },
 ): Promise<Bundle> {
-  const now = new Date().toISOString();
-  const entries: BundleEntry[] = [
-    {
-      resource: {
-        ...task,
-        status: 'completed',
-        lastModified: now,
-        executionPeriod: { ...task.executionPeriod, end: now },
-        output: work.output,
-        extension: [
-          ...(task.extension ?? []).filter((e) => e.url !== EXTENSIONS.completionDigest),
-          { url: EXTENSIONS.completionDigest, valueString: digest },
-        ],
-      },
-      request: { method: 'PUT', url: `Task/${task.id}`, ifMatch: `W/"${task.meta?.versionId}"` },
-    },
-    ...work.entries,
-  ];
+  const entries: BundleEntry[] = [completion(task, digest, work.output), ...work.entries];
   const queue = work.critical.length > 0 || episode ? await tenantQueue(medplum, patient) : undefined;
   const tags = tagsOf(task);
   for (const observation of work.critical) {
@@ -283,6 +301,25 @@ async function completionBundle(
   return { resourceType: 'Bundle', type: 'transaction', entry: entries };
 }
 
+/** The anchor of every completion: the task `completed` with its outputs and payload digest, under If-Match. */
+function completion(task: Task, digest: string, output: Task['output']): BundleEntry {
+  const now = new Date().toISOString();
+  return {
+    resource: {
+      ...task,
+      status: 'completed',
+      lastModified: now,
+      executionPeriod: { ...task.executionPeriod, end: now },
+      output,
+      extension: [
+        ...(task.extension ?? []).filter((e) => e.url !== EXTENSIONS.completionDigest),
+        { url: EXTENSIONS.completionDigest, valueString: digest },
+      ],
+    },
+    request: { method: 'PUT', url: `Task/${task.id}`, ifMatch: `W/"${task.meta?.versionId}"` },
+  };
+}
+
 async function episodeOf(medplum: MedplumClient, task: Task): Promise<EpisodeOfCare | undefined> {
   const code = task.meta?.tag?.find((t) => t.system === SYSTEMS.episode)?.code;
   const id = code?.startsWith('EpisodeOfCare/') ? code.slice('EpisodeOfCare/'.length) : undefined;
@@ -301,24 +338,6 @@ const tagsOf = (task: Task) => (task.meta?.tag ?? []).filter((t) => t.system ===
 const revisionOf = (episode: EpisodeOfCare): number =>
   episode.extension?.find((e) => e.url === EXTENSIONS.journeyRevision)?.valueInteger ?? 0;
 
-/** The payload's fingerprint: a repeat with the same payload replays, another payload is a conflict. */
-function payloadDigest(payload: unknown): string {
-  return createHash('sha256').update(canonicalJson(payload)).digest('base64url');
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) {
-    return `[${value.map(canonicalJson).join(',')}]`;
-  }
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 const completionDigest = (task: Task): string | undefined =>
   task.extension?.find((e) => e.url === EXTENSIONS.completionDigest)?.valueString;
 
@@ -332,6 +351,7 @@ function completed(task: Task): CompleteTaskResult {
     status: 'completed',
     ...(answers ? { questionnaireResponse: answers } : {}),
     ...(taskKind(task) === 'measurement' ? { observations } : {}),
+    ...(taskKind(task) === 'treatment-offer' ? offerAnswered(task) : {}),
   };
 }
 

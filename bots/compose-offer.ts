@@ -16,10 +16,15 @@ import type {
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { PATIENT_TASK_TAG } from './lib/journey';
-import { authorAgent, completedByOwner, outputNamed, versioned } from './lib/queues';
+import { authorAgent, completedByOwner, outputNamed, REVIEW_RESPONSE, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
 
 const OFFER_COMPOSED = 'offer-composed';
+/**
+ * Work a clinician completes with a selection: the first one after eligibility, and the review of an
+ * offer the patient declined or countered (it carries the same options and findings, bots/lib/offers.ts).
+ */
+const SELECTIONS = ['select-treatment', REVIEW_RESPONSE] as const;
 const OVERRIDE_REQUIRED = 'override-required';
 
 /**
@@ -34,7 +39,7 @@ const OVERRIDE_REQUIRED = 'override-required';
  * `businessStatus` under If-Match, so a duplicate delivery composes nothing twice.
  */
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
-  const woken = await completedByOwner(medplum, event, 'compose-offer', 'select-treatment');
+  const woken = await completedByOwner(medplum, event, 'compose-offer', SELECTIONS);
   if (!woken.ok) {
     return woken;
   }

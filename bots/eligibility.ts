@@ -48,7 +48,7 @@ const SELECT_TREATMENT = 'select-treatment';
  * findings are written with it made `ready` under If-Match, in one transaction; whoever loses writes nothing.
  */
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
-  const woken = await completedByOwner(medplum, event, 'eligibility', 'review-intake');
+  const woken = await completedByOwner(medplum, event, 'eligibility', ['review-intake']);
   if (!woken.ok) {
     return woken;
   }

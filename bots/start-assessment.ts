@@ -1,21 +1,9 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type {
-  ActivityDefinition,
-  Bundle,
-  EpisodeOfCare,
-  HealthcareService,
-  ObservationDefinition,
-  Patient,
-  PlanDefinition,
-  PlanDefinitionAction,
-  Questionnaire,
-  Task,
-  TaskInput,
-} from '@medplum/fhirtypes';
+import type { Bundle, EpisodeOfCare, HealthcareService, Patient, PlanDefinition, Task } from '@medplum/fhirtypes';
 import { EXTENSIONS, START_ENDPOINT, SYSTEMS } from '../contracts/systems';
 import type { PatientTask } from '../contracts/tasks';
 import { contextNotFound, isPublishedTo, requireAgreements } from './lib/agreements';
-import { actionKind, availableWhereSheLives, frontedCanonical, planTypeOf } from './lib/catalog';
+import { availableWhereSheLives, frontedCanonical, planTypeOf } from './lib/catalog';
 import {
   episodeByKey,
   episodeKey,
@@ -27,8 +15,8 @@ import {
   patientTaskView,
   publishedDefinition,
   taskDefinition,
-  taskInputType,
 } from './lib/journey';
+import { tasksOf } from './lib/plans';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
@@ -80,8 +68,8 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return answer(medplum, patientId, existing, false);
   }
   // Everything the tasks need is read before anything is written: a broken definition writes nothing.
-  const issued = await tasksOf(medplum, plan, organization);
-  if (!issued) {
+  const issued = await tasksOf(medplum, plan.action ?? [], organization);
+  if (!issued?.length) {
     return fail(409, 'invalid_state', 'This assessment cannot be started: its definitions are not published', {
       state: 'unavailable',
     });
@@ -155,80 +143,6 @@ async function offeredPlan(
   const plan =
     canonical && (await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization));
   return plan && canonical && plan.status === 'active' ? { plan, canonical } : undefined;
-}
-
-/** The tasks an assessment plan's actions issue (unsaved), or undefined when a definition is missing. */
-async function tasksOf(
-  medplum: MedplumClient,
-  plan: PlanDefinition,
-  organization: string | undefined,
-): Promise<Task[] | undefined> {
-  const tasks: Task[] = [];
-  for (const action of plan.action ?? []) {
-    const task = await taskFor(medplum, action, organization);
-    if (!task) {
-      return undefined;
-    }
-    tasks.push(task);
-  }
-  return tasks.length > 0 ? tasks : undefined;
-}
-
-async function taskFor(
-  medplum: MedplumClient,
-  action: PlanDefinitionAction,
-  organization: string | undefined,
-): Promise<Task | undefined> {
-  const kind = actionKind(action);
-  const canonical = action.definitionCanonical;
-  if (!canonical) {
-    return undefined;
-  }
-  const base: Task = {
-    resourceType: 'Task',
-    status: 'ready',
-    intent: 'order',
-    code: { coding: [{ system: SYSTEMS.taskKind, code: kind }] },
-    description: action.title ?? action.description,
-  };
-  if (kind === 'questionnaire') {
-    const questionnaire = await publishedDefinition<Questionnaire>(medplum, 'Questionnaire', canonical, organization);
-    if (!questionnaire) {
-      return undefined;
-    }
-    return {
-      ...base,
-      focus: { reference: `Questionnaire/${questionnaire.id}/_history/${questionnaire.meta?.versionId}` },
-      input: [{ type: taskInputType('questionnaire'), valueCanonical: canonical }],
-    };
-  }
-  if (kind === 'measurement') {
-    const activity = await publishedDefinition<ActivityDefinition>(
-      medplum,
-      'ActivityDefinition',
-      canonical,
-      organization,
-    );
-    const requirements = activity?.observationRequirement ?? [];
-    if (!activity || requirements.length === 0) {
-      return undefined;
-    }
-    const inputs: TaskInput[] = [{ type: taskInputType('activity-definition'), valueCanonical: canonical }];
-    for (const requirement of requirements) {
-      const definition = (await medplum.readReference(requirement).catch(() => undefined)) as
-        | ObservationDefinition
-        | undefined;
-      if (!definition || !isPublishedTo(definition, organization)) {
-        return undefined;
-      }
-      inputs.push({
-        type: taskInputType('observation-definition'),
-        valueReference: { reference: `ObservationDefinition/${definition.id}/_history/${definition.meta?.versionId}` },
-      });
-    }
-    return { ...base, input: inputs };
-  }
-  return undefined;
 }
 
 /** Step 1: the EpisodeOfCare, created once per key (a concurrent call gets the same one). */

@@ -1,8 +1,9 @@
 import { z } from '@hono/zod-openapi';
 import { Coordinate, RequirementsQuerySchema, WithdrawalRequestSchema } from './agreements';
 import { StartAssessmentRequestSchema } from './assessments';
+import { OrderDecisionsRequestSchema } from './orders';
 import { PatientRequestSchema } from './requests';
-import { MeasurementCompletionSchema, QuestionnaireCompletionSchema } from './tasks';
+import { MeasurementCompletionSchema, OfferDecisionSchema, QuestionnaireCompletionSchema } from './tasks';
 
 /**
  * What each bot accepts as `event.input`. A bot's input is untrusted (anyone who can read the Bot can
@@ -19,6 +20,8 @@ export const EdgeStatementToken = z
   .string()
   .max(2048)
   .regex(/^[A-Za-z0-9_-]{1,1800}\.[A-Za-z0-9_-]{43}$/);
+
+const ResourceId = z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/);
 
 /** The claims of an edge statement: bound to one patient session, valid for a minute. */
 export interface EdgeStatement {
@@ -41,11 +44,16 @@ export const BOT_INPUTS = {
   'withdraw-agreement': WithdrawalRequestSchema.strict(),
   'start-assessment': StartAssessmentRequestSchema.strict(),
   'request-review': PatientRequestSchema,
-  /** The task (its id, from the path) and what completes it. */
+  /** The task (its id, from the path) and what completes it; an offer's answer also the gateway's edge statement. */
   'complete-task': z.union([
-    QuestionnaireCompletionSchema.extend({ task: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/) }).strict(),
-    MeasurementCompletionSchema.extend({ task: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/) }).strict(),
+    QuestionnaireCompletionSchema.extend({ task: ResourceId }).strict(),
+    MeasurementCompletionSchema.extend({ task: ResourceId }).strict(),
+    ...OfferDecisionSchema.options.map((decision) =>
+      decision.extend({ task: ResourceId, edge: EdgeStatementToken.optional() }).strict(),
+    ),
   ]),
+  /** The order (its RequestGroup id, from the path) and her decision on each item. */
+  'decide-order': OrderDecisionsRequestSchema.extend({ order: ResourceId }).strict(),
   /** Nothing: the tenant is decided from what the patient registered through, never from input. */
   'patient-home': z.object({}).strict(),
   /** A subscription delivery: the Communication that was written; the bot re-reads it by id. */

@@ -74,6 +74,9 @@ export const START_ENDPOINT = {
   'clinical-protocol': 'POST /v1/requests',
 } as const satisfies Record<PlanType, string>;
 
+/** The one path that answers an order-decisions task ("Exactly one path", JOURNEY C). */
+export const ORDER_DECISIONS_ENDPOINT = 'POST /v1/orders/{id}/decisions';
+
 export const EXTENSIONS = {
   /** On a patient ClientApplication: the tenant Organization whose app it is. */
   tenantOrganization: `${BASE}/fhir/StructureDefinition/tenant-organization`,
@@ -115,6 +118,14 @@ export const EXTENSIONS = {
   frontsPlan: `${BASE}/fhir/StructureDefinition/fronts-plan`,
   /** On an SMS/voice Consent: the channel it covers (valueContactPoint, E.164). */
   consentChannel: `${BASE}/fhir/StructureDefinition/consent-channel`,
+  /**
+   * On a tenant Organization: which fulfilment methods it offers for one kind of order item in one
+   * country (complex: `country` ISO 3166-1 code, `kind` MedicationRequest | ServiceRequest, `method`
+   * repeated, FULFILMENT_METHODS). A country or kind it does not list has no method: nothing can be placed.
+   */
+  fulfilmentPolicy: `${BASE}/fhir/StructureDefinition/fulfilment-policy`,
+  /** On a placed order item (MedicationRequest, ServiceRequest): how the patient chose to receive it (valueCode). */
+  fulfilmentMethod: `${BASE}/fhir/StructureDefinition/fulfilment-method`,
   /** On a Consent: the server-stamped clickwrap proof (complex extension). */
   clickwrapProof: `${BASE}/fhir/StructureDefinition/clickwrap-proof`,
 } as const;
@@ -145,3 +156,11 @@ export const BOT_AUDIENCE = { system: `${BASE}/bot-audience`, patient: 'patient'
  * name of the Project secret holding its HMAC key (a bot reads it from `event.secrets`).
  */
 export const EDGE_STATEMENT = { secretName: 'edge-statement-key', maxAgeSeconds: 60 } as const;
+
+/** The kinds of patient task (Task.code under SYSTEMS.taskKind); here, without zod, for the bots too. */
+export const TASK_KINDS = ['questionnaire', 'measurement', 'treatment-offer', 'order-decisions'] as const;
+export type TaskKind = (typeof TASK_KINDS)[number];
+
+/** How an order item can reach the patient (JOURNEY G); a tenant's policy allows some per country and kind. */
+export const FULFILMENT_METHODS = ['pickup', 'delivery', 'in-clinic', 'at-home-kit'] as const;
+export type FulfilmentMethod = (typeof FULFILMENT_METHODS)[number];

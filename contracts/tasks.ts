@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { IdParam, secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
+import { TASK_KINDS } from './systems';
 
 /** `Type/<id>`, as every resource field of the action plane holds it (spec rule 8). */
 export const referenceTo = (type: string) =>
@@ -9,9 +10,7 @@ export const referenceTo = (type: string) =>
     .regex(new RegExp(`^${type}/[A-Za-z0-9\\-.]{1,64}$`))
     .openapi({ example: `${type}/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e` });
 
-/** The kinds of patient task (Task.code under SYSTEMS.taskKind). */
-export const TASK_KINDS = ['questionnaire', 'measurement'] as const;
-export type TaskKind = (typeof TASK_KINDS)[number];
+export { TASK_KINDS, type TaskKind } from './systems';
 
 /**
  * Patient task statuses (R4 task-status, JOURNEY C): `ready` (to do), `completed`, `cancelled`
@@ -45,6 +44,10 @@ export const PatientTaskSchema = z
       .array(MeasurementRequestSchema)
       .optional()
       .openapi({ description: 'Measurement tasks: the readings to submit, one per entry.' }),
+    offer: referenceTo('RequestGroup').optional().openapi({
+      description:
+        'Treatment-offer and order-decisions tasks: the proposal RequestGroup (the consent bundle), readable at `/v1/fhir/RequestGroup/{id}`.',
+    }),
   })
   .openapi('PatientTask');
 
@@ -96,8 +99,42 @@ export const MeasurementCompletionSchema = z
   .strict()
   .openapi('MeasurementCompletion');
 
+const reason = z.string().min(1).max(2000).optional().openapi({ description: 'Why, in her words, for the care team.' });
+
+export const OfferAcceptanceSchema = z
+  .object({ decision: z.literal('accept') })
+  .strict()
+  .openapi('OfferAcceptance');
+
+export const OfferDeclineSchema = z
+  .object({ decision: z.literal('decline'), reason })
+  .strict()
+  .openapi('OfferDecline');
+
+export const OfferCounterSchema = z
+  .object({
+    decision: z.literal('counter'),
+    proposal: z
+      .object({
+        medication: z
+          .string()
+          .regex(/^http:\/\/www\.nlm\.nih\.gov\/research\/umls\/rxnorm\|[0-9]{1,12}$/)
+          .openapi({
+            description: 'The medication she proposes instead, an RxNorm product `system|code`.',
+            example: 'http://www.nlm.nih.gov/research/umls/rxnorm|197361',
+          }),
+      })
+      .strict(),
+    reason,
+  })
+  .strict()
+  .openapi('OfferCounter');
+
+/** A treatment-offer task's answer (JOURNEY D.4). */
+export const OfferDecisionSchema = z.union([OfferAcceptanceSchema, OfferDeclineSchema, OfferCounterSchema]);
+
 export const CompleteTaskRequestSchema = z
-  .union([QuestionnaireCompletionSchema, MeasurementCompletionSchema])
+  .union([QuestionnaireCompletionSchema, MeasurementCompletionSchema, ...OfferDecisionSchema.options])
   .openapi('CompleteTaskRequest', {
     example: { measurements: [{ code: 'http://loinc.org|29463-7', value: 82.4, unit: 'kg' }] },
   });
@@ -114,12 +151,31 @@ export const CompletedTaskSchema = z
       .array(referenceTo('Observation'))
       .optional()
       .openapi({ description: 'Measurement tasks: the Observations the platform wrote, one per reading.' }),
+    decision: z
+      .enum(['accept', 'decline', 'counter'])
+      .optional()
+      .openapi({ description: 'Treatment-offer tasks: her answer.' }),
+    consent: referenceTo('Consent')
+      .optional()
+      .openapi({ description: 'Accepted offers: the treatment Consent, pinned to the versions offered.' }),
+    carePlan: referenceTo('CarePlan')
+      .optional()
+      .openapi({ description: 'Accepted offers: the active CarePlan, instantiating exactly the pinned set.' }),
+    tasks: z.array(referenceTo('Task')).optional().openapi({
+      description:
+        'Accepted offers: the tasks the plan issued to her (its first monitoring tasks, then the order-decisions task).',
+    }),
+    proposal: referenceTo('MedicationRequest')
+      .optional()
+      .openapi({ description: 'Counters: her medication proposal, for the care team to review.' }),
   })
   .openapi('CompletedTask');
 
 const COMPLETE = `Completes one of the patient's tasks; the payload matches the task's kind.
 - Questionnaire task: \`{questionnaireResponse}\`, her own answers, \`completed\`, answering exactly the pinned Questionnaire (\`url|version\`); every attachment an answer uses must be her own upload (\`POST /v1/documents\`). The task's output pins the answers' version, and submitted answers can no longer be changed.
 - Measurement task: \`{measurements: [{code, value, unit, effective?}]}\`, one reading per measurement the task asks for, each checked against its ObservationDefinition: a code the task asks for, a UCUM unit it allows (a customary unit is converted: the Observation holds the stored unit and what was entered), a value inside the absolute range, not in the future. Any problem: 422 \`invalid_measurement\` with \`details.issues[{index, code, reason, allowedUnits?, range?}]\` and nothing written. The platform writes one \`final\` Observation per reading (performer: the patient), interpreted against the reference range for the patient's country (L/N/H; LL/HH for a critical value, which also issues an urgent task to the care team), in the same transaction that completes the task.
+- Treatment-offer task (the consent bundle a clinician's selection composed: a proposal RequestGroup pinned to the versions of protocol, option and condition): \`{decision: "accept"}\`, \`{decision: "decline", reason?}\` or \`{decision: "counter", proposal: {medication}, reason?}\`. Only acceptance activates care, gated by the agreements: in one transaction the task completes, a treatment Consent (\`scope\` treatment, \`provision.data\` the offered RequestGroup and its items at the exact versions offered, with the clickwrap proof: who, when, session) and an \`active\` CarePlan instantiating exactly the pinned canonicals are written, with the plan's first monitoring tasks and an \`order-decisions\` task (answered at \`POST /v1/orders/{id}/decisions\`). An offer superseded before she answers (its condition was revised, or the offer withdrawn) is 409 \`invalid_state\` with \`details.state\` \`superseded\`, nothing written. Decline and counter (not gated: they start nothing) revoke the offer (its items \`cancelled\`) and return it to clinician review (a \`review-response\` task in the tenant's queue); a counter also records her medication proposal (\`intent\` proposal, requester the patient). Nothing active is created.
+- Order-decisions task: 409 \`invalid_state\` with \`details.use\` = \`POST /v1/orders/{id}/decisions\`, the one path that answers it.
 Task statuses (R4 task-status): \`ready\` -> \`completed\` here; \`cancelled\` (unenrolled, revoked, superseded) and \`on-hold\` (a clinician paused the plan) are set by the platform. Repeating the same completion answers 200 with the same result; a different payload for a completed task, or any payload for a cancelled or on-hold one, is 409 \`invalid_state\` with \`details.state\`. A payload of the other kind is 400. Gated: unmet required agreements -> 409 \`consent_required\`, nothing written. When the last task of an assessment completes, a review task is issued to the tenant's clinician queue. Another patient's task, or one that does not exist: 404.`;
 
 export const completeTaskRoute = createRoute({

@@ -18,6 +18,7 @@ import { registerConfigRoutes } from './routes/config';
 import { registerDocsRoutes } from './routes/docs';
 import { registerDocumentRoutes } from './routes/documents';
 import { registerFhirRoutes } from './routes/fhir';
+import { registerOrderRoutes } from './routes/orders';
 import { registerPatientRoutes } from './routes/patient';
 import { registerProtocolRoutes } from './routes/protocols';
 import { registerRequestRoutes } from './routes/requests';
@@ -58,8 +59,9 @@ export function createApp(deps: AppDeps): App {
   registerProtocolRoutes(app);
   registerAgreementRoutes(app, deps.edgeSigner);
   registerAssessmentRoutes(app);
-  registerTaskRoutes(app);
+  registerTaskRoutes(app, deps.edgeSigner);
   registerRequestRoutes(app);
+  registerOrderRoutes(app);
   registerDocumentRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {

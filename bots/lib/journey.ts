@@ -10,8 +10,8 @@ import type {
   Reference,
   Task,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
-import type { PatientTask, TaskKind } from '../../contracts/tasks';
+import { EXTENSIONS, SYSTEMS, TASK_KINDS, type TaskKind } from '../../contracts/systems';
+import type { PatientTask } from '../../contracts/tasks';
 import { isPublishedTo } from './agreements';
 import { allowedUnits, definitionCode } from './measurements';
 import { searchAll } from './search';
@@ -103,7 +103,7 @@ export async function publishedDefinition<T extends PlanDefinition | Questionnai
 /** The kind of a task (Task.code under SYSTEMS.taskKind). */
 export function taskKind(task: Task): TaskKind | undefined {
   const code = task.code?.coding?.find((c) => c.system === SYSTEMS.taskKind)?.code;
-  return code === 'questionnaire' || code === 'measurement' ? code : undefined;
+  return TASK_KINDS.find((kind) => kind === code);
 }
 
 /** The pinned Questionnaire of a questionnaire task (`url|version`, its input). */
@@ -144,6 +144,8 @@ export async function patientTaskView(medplum: MedplumClient, task: Task): Promi
   };
   if (kind === 'questionnaire') {
     view.questionnaire = taskQuestionnaire(task);
+  } else if (kind === 'treatment-offer' || kind === 'order-decisions') {
+    view.offer = task.focus?.reference;
   } else {
     const definitions = await Promise.all(taskObservationDefinitions(task).map((r) => readVersioned(medplum, r)));
     view.measurements = definitions.map((d) => ({ code: definitionCode(d), units: allowedUnits(d) }));

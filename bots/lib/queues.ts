@@ -20,6 +20,9 @@ import { fail } from './result';
  * clinicians issues it here, so the queue's conventions live in one place.
  */
 
+/** The clinician's work when an offer comes back declined or countered (JOURNEY D.4). */
+export const REVIEW_RESPONSE = 'review-response';
+
 /** The tenant's queue (a provisioned CareTeam of the patient's organization, by its category). */
 export async function tenantQueue(
   medplum: MedplumClient,
@@ -77,7 +80,7 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
   medplum: MedplumClient,
   event: BotEvent,
   bot: N,
-  code: string,
+  codes: readonly string[],
 ): Promise<{ ok: true; task: Task; clinician: string } | ReturnType<typeof fail>> {
   const input = readInput(bot, event.input);
   if (!input.ok) {
@@ -86,12 +89,12 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
   const task = (await medplum.readResource('Task', input.value.id).catch(() => undefined)) as Task | undefined;
   const clinician = event.requester?.reference;
   if (
-    !task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === code) ||
+    !task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && codes.includes(c.code ?? '')) ||
     task.status !== 'completed' ||
     !clinician?.startsWith('Practitioner/') ||
     task.owner?.reference !== clinician
   ) {
-    return fail(403, 'forbidden', `Only ${code} work completed by the clinician who owns it is acted on`);
+    return fail(403, 'forbidden', `Only ${codes.join(' or ')} work completed by the clinician who owns it is acted on`);
   }
   return { ok: true, task, clinician };
 }

@@ -1,8 +1,9 @@
 import { Buffer } from 'node:buffer';
 import { createHmac, createPublicKey, type JsonWebKey, timingSafeEqual, verify } from 'node:crypto';
 import type { BotEvent, MedplumClient } from '@medplum/core';
+import type { Extension } from '@medplum/fhirtypes';
 import type { BotInput, BotName, EdgeStatement } from '../../contracts/bot-inputs';
-import { EDGE_STATEMENT } from '../../contracts/systems';
+import { EDGE_STATEMENT, EXTENSIONS } from '../../contracts/systems';
 import { readInput } from './input';
 import { fail } from './result';
 
@@ -187,4 +188,30 @@ export async function patientWorkflow<N extends BotName>(
   }
   const input = readInput(name, event.input);
   return input.ok ? { ok: true, caller: patient.caller, input: input.value } : input;
+}
+
+/** The session a consent came from: its login from the verified token, the rest only as the gateway vouches. */
+export interface SessionProof {
+  loginId: string;
+  ipAddress?: string;
+  userAgent?: string;
+}
+
+/**
+ * The clickwrap proof of a consent (an agreement's acceptance, a treatment offer's): who accepted (the
+ * patient), when (server time) and from what session (login, address, agent).
+ */
+export function clickwrapProof(patientId: string, when: string, session: SessionProof): Extension {
+  const parts: Extension[] = [
+    { url: 'who', valueReference: { reference: `Patient/${patientId}` } },
+    { url: 'when', valueDateTime: when },
+    { url: 'login', valueString: session.loginId },
+  ];
+  if (session.ipAddress) {
+    parts.push({ url: 'ipAddress', valueString: session.ipAddress });
+  }
+  if (session.userAgent) {
+    parts.push({ url: 'userAgent', valueString: session.userAgent });
+  }
+  return { url: EXTENSIONS.clickwrapProof, extension: parts };
 }

@@ -1,5 +1,14 @@
 import { createReference, getReferenceString, MedplumClient, type WithId } from '@medplum/core';
-import type { CareTeam, Practitioner, Reference, Task, TaskOutput } from '@medplum/fhirtypes';
+import type {
+  CareTeam,
+  Condition,
+  DetectedIssue,
+  Patient,
+  Practitioner,
+  Reference,
+  Task,
+  TaskOutput,
+} from '@medplum/fhirtypes';
 
 /**
  * The clinician's side (JOURNEY J): what a clinician does in Medplum's app, as a small typed helper for
@@ -23,7 +32,18 @@ export interface Clinician {
   unclaim(taskId: string): Promise<WithId<Task>>;
   /** in-progress -> completed with its outputs (e.g. the Condition she assigned); she must own it. */
   complete(taskId: string, outputs: TaskOutput[]): Promise<WithId<Task>>;
+  /**
+   * The review of an intake (JOURNEY D.1): claim it, write the Condition (an ICD-10-CM code of the
+   * tenant's condition catalog, confirmed and active), complete the review with it as `assigned-condition`.
+   */
+  assignCondition(reviewId: string, code: string): Promise<WithId<Condition>>;
+  /** A selection (or the review of a declined offer, JOURNEY D.3): claim it, complete it with the option `url|version`. */
+  select(taskId: string, option: string): Promise<WithId<Task>>;
+  /** An override of an engine finding: a mitigation she authors, the only change policy allows her. */
+  mitigate(issueId: string, action: string): Promise<WithId<DetectedIssue>>;
 }
+
+const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
 
 export interface ClinicianSignIn {
   /** Medplum's base URL (the embedded Medplum's, or a real one's). */
@@ -79,7 +99,7 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
 
   const queues = () => medplum.searchResources('CareTeam', { participant: mine, status: 'active' }, fresh);
 
-  return {
+  const clinician: Clinician = {
     medplum,
     profile,
     queues,
@@ -131,7 +151,45 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
         executionPeriod: { ...task.executionPeriod, end: new Date().toISOString() },
       });
     },
+    async assignCondition(reviewId, code) {
+      const review = await clinician.claim(reviewId);
+      const condition = (await medplum.createResource<Condition>({
+        resourceType: 'Condition',
+        subject: review.for as Reference<Patient>,
+        clinicalStatus: {
+          coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }],
+        },
+        verificationStatus: {
+          coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status', code: 'confirmed' }],
+        },
+        code: { coding: [{ system: ICD10CM, code }] },
+        asserter: profile,
+        recordedDate: new Date().toISOString(),
+      })) as WithId<Condition>;
+      await clinician.complete(reviewId, [
+        { type: { text: 'assigned-condition' }, valueReference: { reference: getReferenceString(condition) } },
+      ]);
+      return condition;
+    },
+    async select(taskId, option) {
+      await clinician.claim(taskId);
+      return clinician.complete(taskId, [{ type: { text: 'selected-option' }, valueCanonical: option }]);
+    },
+    async mitigate(issueId, action) {
+      const issue = await medplum.readResource('DetectedIssue', issueId, fresh);
+      return medplum.updateResource<DetectedIssue>(
+        {
+          ...issue,
+          mitigation: [
+            ...(issue.mitigation ?? []),
+            { action: { text: action }, date: new Date().toISOString(), author: profile },
+          ],
+        },
+        { headers: { 'If-Match': `W/"${issue.meta?.versionId}"` } },
+      ) as Promise<WithId<DetectedIssue>>;
+    },
   };
+  return clinician;
 }
 
 /** Task.priority, most urgent first. */

@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../app-env';
 import { type ClientAddressResolver, clientAddressResolver } from './client-address';
 import { parsePublicUrl } from './public-url';
+import type { EdgeSigner } from './statement';
 import { cleanUserAgent } from './user-agent';
 
 /** What the gateway knows of its own edge: built once per app, seen by every request as `c.get('edge')`. */
@@ -40,4 +41,13 @@ export function clientAddress(c: Context<AppEnv>): string | undefined {
 /** The User-Agent without control characters, at most 512 characters. */
 export function userAgent(c: Context<AppEnv>): string | undefined {
   return cleanUserAgent(c.req.header('user-agent'));
+}
+
+/**
+ * What the gateway alone saw of this call, for a clickwrap proof: the client address and user agent,
+ * signed for the bot and bound to this session (the bot takes nothing unsigned from its input).
+ */
+export async function edgeStatement(c: Context<AppEnv>, sign: EdgeSigner | undefined): Promise<string | undefined> {
+  const session = c.get('session');
+  return sign?.({ sub: session.profile, lid: session.loginId, ip: clientAddress(c), ua: userAgent(c) });
 }

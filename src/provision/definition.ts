@@ -11,6 +11,7 @@ import {
   CATALOG,
   ELIGIBILITY_ENGINE_VERSION,
   EXTENSIONS,
+  type FulfilmentMethod,
   SYSTEMS,
   TENANT_PARAMETER,
 } from '../../contracts/systems';
@@ -431,12 +432,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
       resourceType,
       criteria: inTenant(resourceType),
       interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
-      writeConstraint: [
-        SERVER_OWNED_TAGS,
-        JOURNEY_KEYS,
-        ONLY_OWN_TENANT,
-        { language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" },
-      ],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, PROPOSALS_ONLY],
     })),
     ...CLINICIAN_READONLY_TYPES.map((resourceType) => ({
       resourceType,
@@ -461,6 +457,26 @@ function clinicianPolicy(): AccessPolicyResource[] {
     { resourceType: 'Binary', interaction: ['read'] },
   ];
 }
+
+/** A request written as a proposal, never an order: placing orders is the order-decisions bot's alone. */
+const PROPOSALS_ONLY = { language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" };
+
+/**
+ * Placing an order changes an accepted proposal in place (JOURNEY G): intent proposal -> order, or it is
+ * cancelled; who it is for and who requested it stay as they were.
+ */
+const PLACEMENT_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%before.exists() and %before.intent = 'proposal' and (%after.intent = 'order' or %after.status = 'cancelled' or %after.status = 'revoked') and " +
+    '%after.subject = %before.subject and ' +
+    // A request has a requester, a RequestGroup an author: unchanged means equal, or absent before and after.
+    ['requester', 'author']
+      .map(
+        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
+      )
+      .join(' and '),
+};
 
 /** Inbound SMS, as the SMS integration writes them. */
 const INBOUND_SMS = `Communication?category=${SYSTEMS.communicationCategory}|inbound-sms`;
@@ -552,16 +568,28 @@ export const platformDefinition: ProvisionDefinition = {
       policy: {
         name: 'Bot: complete a task',
         // It checks that the task, answers and uploads are the requester's own; it writes the task, the
-        // Observations of readings, the episode's revision and the clinician's review tasks.
+        // Observations of readings, the episode's revision and the clinician's review tasks. An answer to
+        // an offer: the treatment Consent and the CarePlan on acceptance, else the offer revoked (it never
+        // places an order: offers and her counter stay proposals).
         resource: [
           ...agreementReads(),
           { resourceType: 'Task', interaction: ['read', 'search', 'create', 'update'] },
           { resourceType: 'QuestionnaireResponse', interaction: ['read'] },
-          { resourceType: 'ObservationDefinition', interaction: ['read', 'vread'] },
+          ...['ObservationDefinition', 'ActivityDefinition', 'Questionnaire', 'Condition'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const, 'vread' as const],
+          })),
           { resourceType: 'Observation', interaction: ['create', 'read'] },
           { resourceType: 'EpisodeOfCare', interaction: ['read', 'update'] },
           { resourceType: 'CareTeam', interaction: ['read', 'search'] },
           { resourceType: 'Binary', interaction: ['read'] },
+          { resourceType: 'Consent', interaction: ['create', 'read', 'search'] },
+          { resourceType: 'CarePlan', interaction: ['create', 'read', 'search'] },
+          ...['RequestGroup', 'MedicationRequest'].map((resourceType) => ({
+            resourceType,
+            interaction: ['create' as const, 'read' as const, 'search' as const, 'update' as const],
+            writeConstraint: [PROPOSALS_ONLY],
+          })),
         ],
       },
     },
@@ -579,7 +607,7 @@ export const platformDefinition: ProvisionDefinition = {
           ...['MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
             resourceType,
             interaction: ['create' as const, 'read' as const, 'search' as const],
-            writeConstraint: [{ language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" }],
+            writeConstraint: [PROPOSALS_ONLY],
           })),
           { resourceType: 'Task', interaction: ['create', 'read', 'search'] },
         ],
@@ -629,9 +657,28 @@ export const platformDefinition: ProvisionDefinition = {
           ...['RequestGroup', 'MedicationRequest'].map((resourceType) => ({
             resourceType,
             interaction: ['create' as const, 'read' as const],
-            writeConstraint: [{ language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" }],
+            writeConstraint: [PROPOSALS_ONLY],
           })),
           { resourceType: 'Provenance', interaction: ['create', 'read'] },
+        ],
+      },
+    },
+    {
+      key: 'bot-decide-order',
+      policy: {
+        name: 'Bot: order decisions',
+        // It checks the order is the requester's and accepted; it places the items she accepts (intent
+        // proposal -> order, requester and subject unchanged) and cancels those she declines. It never
+        // creates a request.
+        resource: [
+          ...agreementReads(),
+          { resourceType: 'Task', interaction: ['read', 'search', 'update'] },
+          { resourceType: 'Organization', interaction: ['read'] },
+          ...['RequestGroup', 'MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const, 'update' as const],
+            writeConstraint: [PLACEMENT_ONLY],
+          })),
         ],
       },
     },
@@ -671,7 +718,7 @@ export const platformDefinition: ProvisionDefinition = {
     {
       key: 'complete-task',
       patient: true,
-      description: 'POST /v1/tasks/{id}/complete: completes a questionnaire or measurement task.',
+      description: 'POST /v1/tasks/{id}/complete: completes a questionnaire or measurement task, or answers an offer.',
       accessPolicy: 'bot-complete-task',
     },
     {
@@ -679,6 +726,12 @@ export const platformDefinition: ProvisionDefinition = {
       patient: true,
       description: 'POST /v1/requests: a patient proposes a medication, protocol or treatment option for review.',
       accessPolicy: 'bot-request-review',
+    },
+    {
+      key: 'decide-order',
+      patient: true,
+      description: 'POST /v1/orders/{id}/decisions: places the items of an accepted treatment with their fulfilment.',
+      accessPolicy: 'bot-decide-order',
     },
     {
       key: 'eligibility',
@@ -725,6 +778,13 @@ export const platformDefinition: ProvisionDefinition = {
       reason: 'The consent bundle after a clinician selects a treatment (JOURNEY D.3)',
     },
     {
+      key: 'review-response-completed',
+      bot: 'compose-offer',
+      criteria: `Task?code=${SYSTEMS.taskKind}|review-response&status=completed`,
+      interaction: 'update',
+      reason: 'A new consent bundle after a declined or countered offer is reviewed (JOURNEY D.4)',
+    },
+    {
       key: 'inbound-sms',
       bot: 'sms-opt-out',
       criteria: `Communication?category=${SYSTEMS.communicationCategory}|inbound-sms`,
@@ -757,6 +817,18 @@ export const platformDefinition: ProvisionDefinition = {
 };
 
 /**
+ * How a tenant's patients may receive what they are prescribed, by country and kind of item (JOURNEY G):
+ * medicines delivered or picked up in the US, picked up in Canada; tests in a clinic, or a home kit in
+ * the US. A country not listed has no method: an order there cannot be placed (422 `invalid_fulfilment`).
+ */
+const FULFILMENT_POLICY: { country: string; kind: string; methods: FulfilmentMethod[] }[] = [
+  { country: 'US', kind: 'MedicationRequest', methods: ['delivery', 'pickup'] },
+  { country: 'US', kind: 'ServiceRequest', methods: ['in-clinic', 'at-home-kit'] },
+  { country: 'CA', kind: 'MedicationRequest', methods: ['pickup'] },
+  { country: 'CA', kind: 'ServiceRequest', methods: ['in-clinic'] },
+];
+
+/**
  * A tenant: its Organization, its staff (people who sign in: applied after the Organization they belong
  * to and before the queues they are members of), its work queues (CareTeams: `participant` are the
  * queue's members, JOURNEY F) and its patient app (whose extension names the tenant).
@@ -775,6 +847,14 @@ export function tenantResources(
         name,
         identifier: [{ system: SYSTEMS.tenant, value: key }],
         active: true,
+        extension: FULFILMENT_POLICY.map(({ country, kind, methods }) => ({
+          url: EXTENSIONS.fulfilmentPolicy,
+          extension: [
+            { url: 'country', valueCode: country },
+            { url: 'kind', valueCode: kind },
+            ...methods.map((method) => ({ url: 'method', valueCode: method })),
+          ],
+        })),
       },
     },
     ...staff,

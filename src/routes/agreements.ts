@@ -1,4 +1,3 @@
-import type { Context } from 'hono';
 import {
   AcceptancesSchema,
   acceptancesRoute,
@@ -8,8 +7,8 @@ import {
   withdrawalsRoute,
 } from '../../contracts/agreements';
 import { SYSTEMS } from '../../contracts/systems';
-import type { App, AppEnv } from '../app-env';
-import { clientAddress, userAgent } from '../edge/request';
+import type { App } from '../app-env';
+import { edgeStatement } from '../edge/request';
 import type { EdgeSigner } from '../edge/statement';
 import { callBot } from '../medplum/bots';
 
@@ -38,13 +37,4 @@ export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undef
     const result = await callBot(c.get('medplum'), bot('withdraw-agreement'), c.req.valid('json'));
     return c.json(WithdrawnSchema.parse(result), 200);
   });
-}
-
-/**
- * What the gateway alone saw of this call, for the clickwrap proof: the client address and user agent,
- * signed for the bot and bound to this session (the bot takes nothing unsigned from its input).
- */
-async function edgeStatement(c: Context<AppEnv>, sign: EdgeSigner | undefined): Promise<string | undefined> {
-  const session = c.get('session');
-  return sign?.({ sub: session.profile, lid: session.loginId, ip: clientAddress(c), ua: userAgent(c) });
 }

@@ -21,6 +21,7 @@ import {
   updatePatientRoute,
   updateQuestionnaireResponseRoute,
 } from '../../contracts/fhir';
+import { decideOrderRoute, OrderDecisionsRequestSchema, OrderDecisionsSchema } from '../../contracts/orders';
 import { ConfigSchema, configRoute, homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
 import { ProtocolsSchema, protocolsRoute } from '../../contracts/protocols';
 import { createRequestRoute, PatientRequestAnswerSchema, PatientRequestSchema } from '../../contracts/requests';
@@ -170,12 +171,23 @@ export function createPatientCareClient(options: ClientOptions) {
     },
     tasks: {
       /**
-       * Completes a task: `{questionnaireResponse}` or `{measurements: [...]}`, as its kind asks. The task
+       * Completes a task: `{questionnaireResponse}`, `{measurements: [...]}` or, for an offer, `{decision}`, as its kind asks. The task
        * as an answer names it (`Task/<id>`) or its id alone.
        */
       complete: takesForId(CompleteTaskRequestSchema)(async (task, request) =>
         CompletedTaskSchema.parse(
           await call(completeTaskRoute, { params: { id: task.replace(/^Task\//, '') }, body: request }),
+        ),
+      ),
+    },
+    orders: {
+      /**
+       * Places an accepted treatment's order: every item accepted with a fulfilment method, or declined.
+       * The order as an answer names it (`RequestGroup/<id>`, a task's `offer`) or its id alone.
+       */
+      decide: takesForId(OrderDecisionsRequestSchema)(async (order, request) =>
+        OrderDecisionsSchema.parse(
+          await call(decideOrderRoute, { params: { id: order.replace(/^RequestGroup\//, '') }, body: request }),
         ),
       ),
     },

@@ -17,8 +17,7 @@ import type { Clinician } from '../../src/clinician';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { completeTasks, startAssessment } from '../support/journey';
-import { freshPatient } from '../support/patients';
+import { AMLODIPINE, LISINOPRIL, RXNORM, reviewedIntake as reviewedIntakeOf } from '../support/spine';
 
 /**
  * bots/eligibility.ts (issue 15 items 1-2, JOURNEY D.1-2): a clinician completes an intake review with
@@ -33,47 +32,14 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
-const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
-const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
-const LISINOPRIL = 'https://patient-care.example/northwind/treatment-options/lisinopril-10|1';
-const AMLODIPINE = 'https://patient-care.example/northwind/treatment-options/amlodipine-5|1';
-
-/** A northwind patient who did the blood-pressure check; the review it issued, as her clinician sees it. */
-async function reviewedIntake(): Promise<{ patient: DemoActor; review: WithId<Task> }> {
-  const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
-  const { tasks } = await startAssessment(gw, patient, 'northwind/assessments/blood-pressure-check');
-  await completeTasks(
-    gw,
-    patient,
-    tasks,
-    { 'http://loinc.org|8480-6': 150, 'http://loinc.org|8462-4': 95 },
-    { linkId: 'diagnosed', valueBoolean: true },
-  );
-  const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${patient.patient.id}`);
-  expect(review, 'the review is in her queue').toBeDefined();
-  return { patient, review: review as WithId<Task> };
-}
-
-/** What the clinician does in Medplum's app: claim, write the Condition, complete with it. */
-async function assign(review: WithId<Task>, patient: DemoActor, code: string): Promise<WithId<Condition>> {
-  await clinician.claim(review.id);
-  const condition = (await clinician.medplum.createResource<Condition>({
-    resourceType: 'Condition',
-    subject: { reference: `Patient/${patient.patient.id}` },
-    clinicalStatus: {
-      coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }],
-    },
-    verificationStatus: {
-      coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status', code: 'confirmed' }],
-    },
-    code: { coding: [{ system: ICD10CM, code }] },
-  })) as WithId<Condition>;
-  await clinician.complete(review.id, [
-    { type: { text: 'assigned-condition' }, valueReference: { reference: `Condition/${condition.id}` } },
-  ]);
+/** The clinician's review, as Medplum's app makes it (src/clinician/ assignCondition); eligibility then runs. */
+async function assign(review: WithId<Task>, _patient: DemoActor, code: string): Promise<WithId<Condition>> {
+  const condition = await clinician.assignCondition(review.id, code);
   await gw.backend.subscriptions.idle();
   return condition;
 }
+
+const reviewedIntake = () => reviewedIntakeOf(gw, clinician);
 
 /** A prior order on record for her (as an import would bring it): spironolactone, which lisinopril interacts with. */
 const onSpironolactone = (patient: DemoActor) =>
@@ -184,10 +150,9 @@ describe('eligibility after review', () => {
   });
 });
 
-/** The clinician's selection, as Medplum's app makes it: claim the selection task, complete it with the option. */
+/** The clinician's selection, as Medplum's app makes it (src/clinician/ select); the offer is then composed. */
 async function select(selection: Task, option: string): Promise<void> {
-  await clinician.claim(selection.id as string);
-  await clinician.complete(selection.id as string, [{ type: { text: 'selected-option' }, valueCanonical: option }]);
+  await clinician.select(selection.id as string, option);
   await gw.backend.subscriptions.idle();
 }
 

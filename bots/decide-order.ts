@@ -1,0 +1,320 @@
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type {
+  Bundle,
+  BundleEntry,
+  Consent,
+  MedicationRequest,
+  Organization,
+  Patient,
+  RequestGroup,
+  ServiceRequest,
+  Task,
+} from '@medplum/fhirtypes';
+import { EXTENSIONS, type FulfilmentMethod, SYSTEMS } from '../contracts/systems';
+import { contextNotFound, requireAgreements } from './lib/agreements';
+import { whereaboutsOf } from './lib/catalog';
+import { payloadDigest } from './lib/digest';
+import { versioned } from './lib/queues';
+import { lostRace } from './lib/races';
+import { type BotResult, fail } from './lib/result';
+import { patientWorkflow } from './lib/trust';
+
+type Item = (MedicationRequest | ServiceRequest) & { id: string };
+type Decision =
+  | { item: string; decision: 'accept'; fulfilment: FulfilmentMethod }
+  | { item: string; decision: 'decline' };
+
+interface ItemResult {
+  item: string;
+  decision: 'accept' | 'decline';
+  intent: 'order' | 'proposal';
+  status: 'active' | 'cancelled';
+  fulfilment?: FulfilmentMethod;
+}
+
+export type DecideOrderResult = BotResult<{ order: string; status: 'completed' | 'revoked'; items: ItemResult[] }>;
+
+/**
+ * POST /v1/orders/{id}/decisions (JOURNEY G): the patient places the order of a treatment she accepted.
+ * Checks first, in this order: the order is hers (else 404); her order-decisions task for it exists and
+ * her active treatment Consent pins this very version of it (else 409, `use` the offer task); a
+ * completed task replays or conflicts; the gate; every item exactly once, required items accepted (400);
+ * each fulfilment method allowed by her tenant's policy for her country and the item's kind (422).
+ * Then ONE transaction, every write under If-Match: the task completed (the anchor), each accepted item
+ * proposal -> order in place with its method, each declined one cancelled, the order proposal -> order.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<DecideOrderResult> {
+  const start = await patientWorkflow(medplum, event, 'decide-order');
+  if (!start.ok) {
+    return start;
+  }
+  const { patientId } = start.caller;
+  const { order: orderId, items: decisions } = start.input;
+  const own = `Patient/${patientId}`;
+  const digest = payloadDigest({ items: decisions });
+  for (let attempt = 0; ; attempt++) {
+    const group = (await medplum.readResource('RequestGroup', orderId).catch(() => undefined)) as
+      | (RequestGroup & { id: string })
+      | undefined;
+    if (!group || group.subject?.reference !== own) {
+      return contextNotFound();
+    }
+    const [task, consent] = await Promise.all([
+      orderTask(medplum, group, own),
+      treatmentConsent(medplum, group, patientId),
+    ]);
+    if (task?.status === 'completed') {
+      return digestOf(task) === digest
+        ? placed(task)
+        : fail(409, 'invalid_state', 'This order is already placed, with other decisions', { state: 'completed' });
+    }
+    if (task?.status !== 'ready' || !consent || group.intent !== 'proposal' || group.status !== 'active') {
+      const offer = await offerTask(medplum, group, own);
+      return fail(409, 'invalid_state', 'This order can be placed once its offer is accepted', {
+        state: group.status ?? 'unknown',
+        ...(offer ? { use: `POST /v1/tasks/${offer.id}/complete` } : {}),
+      });
+    }
+    const gate = await requireAgreements(medplum, patientId, { task: `Task/${task.id}` });
+    if (gate) {
+      return gate;
+    }
+    const items = await itemsOf(medplum, group, own);
+    if (!items) {
+      return fail(409, 'invalid_state', 'An item of this order changed since it was offered', { state: 'changed' });
+    }
+    const problem = coverage(group, items, decisions);
+    if (problem) {
+      return problem;
+    }
+    const patient = (await medplum.readResource('Patient', patientId)) as Patient;
+    const allowed = await allowedMethods(medplum, patient, items);
+    const refused = decisions.flatMap((d) =>
+      d.decision === 'accept' && !(allowed[d.item] ?? []).includes(d.fulfilment)
+        ? [{ item: d.item, fulfilment: d.fulfilment, allowed: allowed[d.item] ?? [] }]
+        : [],
+    );
+    if (refused.length > 0) {
+      return fail(422, 'invalid_fulfilment', 'These fulfilment methods are not available to you for these items', {
+        allowed,
+        issues: refused,
+      });
+    }
+    try {
+      const response = await medplum.executeBatch(placement({ group, items, task, decisions, digest }));
+      return placed(response.entry?.[0]?.resource as Task);
+    } catch (err) {
+      // A concurrent call placed it (the same decisions: its answer is ours) or changed it: decide again, once.
+      if (!lostRace(err)) {
+        throw err;
+      }
+      if (attempt > 0) {
+        return fail(409, 'invalid_state', 'This order changed while it was being placed; try again', {
+          state: 'conflict',
+        });
+      }
+    }
+  }
+}
+
+/** Her order-decisions task for this order (issued when she accepted the offer). */
+async function orderTask(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Task | undefined> {
+  const tasks = await medplum.searchResources(
+    'Task',
+    { code: `${SYSTEMS.taskKind}|order-decisions`, focus: `RequestGroup/${group.id}`, subject: own },
+    { cache: 'no-cache' },
+  );
+  return tasks.find((t) => t.for?.reference === own && t.owner?.reference === own);
+}
+
+async function offerTask(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Task | undefined> {
+  const tasks = await medplum.searchResources(
+    'Task',
+    { code: `${SYSTEMS.taskKind}|treatment-offer`, focus: `RequestGroup/${group.id}`, subject: own },
+    { cache: 'no-cache' },
+  );
+  return tasks.find((t) => t.for?.reference === own);
+}
+
+/** Her active treatment Consent to exactly this version of the order (what she accepted). */
+async function treatmentConsent(
+  medplum: MedplumClient,
+  group: RequestGroup,
+  patientId: string,
+): Promise<Consent | undefined> {
+  const consents = await medplum.searchResources(
+    'Consent',
+    { patient: `Patient/${patientId}`, identifier: `${SYSTEMS.offer}|RequestGroup/${group.id}`, status: 'active' },
+    { cache: 'no-cache' },
+  );
+  const pinned = versioned(group).reference;
+  return consents.find(
+    (c) =>
+      c.patient?.reference === `Patient/${patientId}` &&
+      c.scope?.coding?.some((s) => s.code === 'treatment') &&
+      c.provision?.data?.some((d) => d.reference.reference === pinned),
+  );
+}
+
+/** The order's items as they stand: each hers and still the proposal she consented to, else undefined. */
+async function itemsOf(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Item[] | undefined> {
+  const items: Item[] = [];
+  for (const action of group.action ?? []) {
+    const [type, id] = (action.resource?.reference ?? '').split('/');
+    const item =
+      (type === 'MedicationRequest' || type === 'ServiceRequest') && id
+        ? ((await medplum.readResource(type, id).catch(() => undefined)) as Item | undefined)
+        : undefined;
+    if (!item || item.subject?.reference !== own || item.intent !== 'proposal' || item.status !== 'active') {
+      return undefined;
+    }
+    items.push(item);
+  }
+  return items;
+}
+
+/** Every item decided exactly once, nothing else, and what the treatment requires accepted. */
+function coverage(group: RequestGroup, items: Item[], decisions: Decision[]): ReturnType<typeof fail> | undefined {
+  const required = new Set(
+    (group.action ?? []).filter((a) => a.requiredBehavior === 'must').map((a) => a.resource?.reference),
+  );
+  const known = new Set(items.map((i) => `${i.resourceType}/${i.id}`));
+  const issues: { path: string; message: string }[] = [];
+  const seen = new Set<string>();
+  decisions.forEach((d, i) => {
+    if (!known.has(d.item)) {
+      issues.push({ path: `items.${i}.item`, message: `${d.item} is not an item of this order` });
+    } else if (seen.has(d.item)) {
+      issues.push({ path: `items.${i}.item`, message: `${d.item} is decided twice` });
+    } else if (d.decision === 'decline' && required.has(d.item)) {
+      issues.push({
+        path: `items.${i}.decision`,
+        message: `${d.item} is required by the treatment and cannot be declined`,
+      });
+    }
+    seen.add(d.item);
+  });
+  for (const item of known) {
+    if (!seen.has(item)) {
+      issues.push({ path: 'items', message: `${item} is not decided` });
+    }
+  }
+  return issues.length > 0
+    ? fail(400, 'invalid_request', 'Decide every item of this order once', { issues })
+    : undefined;
+}
+
+/**
+ * The methods her tenant allows for each item, by the item's kind and her country (the tenant
+ * Organization's `fulfilment-policy`). No address, no policy entry: none.
+ */
+async function allowedMethods(
+  medplum: MedplumClient,
+  patient: Patient,
+  items: Item[],
+): Promise<Record<string, FulfilmentMethod[]>> {
+  const organization = patient.managingOrganization?.reference;
+  const tenant = organization
+    ? ((await medplum.readReference({ reference: organization }).catch(() => undefined)) as Organization | undefined)
+    : undefined;
+  const { country } = whereaboutsOf(patient);
+  const methods = (kind: string): FulfilmentMethod[] =>
+    (tenant?.extension ?? [])
+      .filter((e) => e.url === EXTENSIONS.fulfilmentPolicy)
+      .filter((e) => {
+        const part = (name: string) => e.extension?.find((p) => p.url === name)?.valueCode;
+        return country !== undefined && part('country') === country && part('kind') === kind;
+      })
+      .flatMap((e) =>
+        (e.extension ?? []).filter((p) => p.url === 'method').map((p) => p.valueCode as FulfilmentMethod),
+      );
+  return Object.fromEntries(items.map((i) => [`${i.resourceType}/${i.id}`, methods(i.resourceType)]));
+}
+
+function placement({
+  group,
+  items,
+  task,
+  decisions,
+  digest,
+}: {
+  group: RequestGroup & { id: string };
+  items: Item[];
+  task: Task;
+  decisions: Decision[];
+  digest: string;
+}): Bundle {
+  const now = new Date().toISOString();
+  const byItem = new Map(decisions.map((d) => [d.item, d]));
+  const results: ItemResult[] = items.map((item) => {
+    const d = byItem.get(`${item.resourceType}/${item.id}`) as Decision;
+    return d.decision === 'accept'
+      ? { item: d.item, decision: 'accept', intent: 'order', status: 'active', fulfilment: d.fulfilment }
+      : { item: d.item, decision: 'decline', intent: 'proposal', status: 'cancelled' };
+  });
+  const anyAccepted = results.some((r) => r.decision === 'accept');
+  const entries: BundleEntry[] = [
+    {
+      resource: {
+        ...task,
+        status: 'completed',
+        lastModified: now,
+        executionPeriod: { ...task.executionPeriod, end: now },
+        // One output per item: the decision as its type, the item, the method chosen.
+        output: results.map((r) => ({
+          type: { text: r.decision },
+          valueReference: { reference: r.item },
+          ...(r.fulfilment ? { extension: [{ url: EXTENSIONS.fulfilmentMethod, valueCode: r.fulfilment }] } : {}),
+        })),
+        extension: [
+          ...(task.extension ?? []).filter((e) => e.url !== EXTENSIONS.completionDigest),
+          { url: EXTENSIONS.completionDigest, valueString: digest },
+        ],
+      },
+      request: { method: 'PUT', url: `Task/${task.id}`, ifMatch: `W/"${task.meta?.versionId}"` },
+    },
+    {
+      resource: { ...group, intent: 'order', status: anyAccepted ? 'completed' : 'revoked' },
+      request: { method: 'PUT', url: `RequestGroup/${group.id}`, ifMatch: `W/"${group.meta?.versionId}"` },
+    },
+    ...items.map((item, i): BundleEntry => {
+      const result = results[i];
+      const placedItem = {
+        ...item,
+        intent: 'order',
+        extension: [
+          ...(item.extension ?? []).filter((e) => e.url !== EXTENSIONS.fulfilmentMethod),
+          { url: EXTENSIONS.fulfilmentMethod, valueCode: result.fulfilment },
+        ],
+        ...(item.resourceType === 'MedicationRequest'
+          ? { dispenseRequest: { ...item.dispenseRequest, validityPeriod: { start: now } } }
+          : {}),
+      } as Item;
+      const changed = result.decision === 'accept' ? placedItem : ({ ...item, status: 'cancelled' } as Item);
+      return {
+        resource: changed,
+        request: { method: 'PUT', url: `${item.resourceType}/${item.id}`, ifMatch: `W/"${item.meta?.versionId}"` },
+      };
+    }),
+  ];
+  return { resourceType: 'Bundle', type: 'transaction', entry: entries };
+}
+
+function placed(task: Task): DecideOrderResult {
+  const items = (task.output ?? []).map((o): ItemResult => {
+    const item = o.valueReference?.reference as string;
+    const fulfilment = o.extension?.find((e) => e.url === EXTENSIONS.fulfilmentMethod)?.valueCode;
+    return o.type.text === 'accept'
+      ? { item, decision: 'accept', intent: 'order', status: 'active', fulfilment: fulfilment as FulfilmentMethod }
+      : { item, decision: 'decline', intent: 'proposal', status: 'cancelled' };
+  });
+  return {
+    ok: true,
+    order: task.focus?.reference as string,
+    status: items.some((i) => i.decision === 'accept') ? 'completed' : 'revoked',
+    items,
+  };
+}
+
+const digestOf = (task: Task): string | undefined =>
+  task.extension?.find((e) => e.url === EXTENSIONS.completionDigest)?.valueString;

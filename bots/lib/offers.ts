@@ -1,0 +1,335 @@
+import { randomUUID } from 'node:crypto';
+import type { MedplumClient } from '@medplum/core';
+import type {
+  BundleEntry,
+  CarePlan,
+  Condition,
+  Consent,
+  MedicationRequest,
+  Patient,
+  PlanDefinition,
+  Reference,
+  RequestGroup,
+  Task,
+  TaskOutput,
+} from '@medplum/fhirtypes';
+import { SYSTEMS } from '../../contracts/systems';
+import { requireAgreements } from './agreements';
+import { PATIENT_TASK_TAG, publishedDefinition } from './journey';
+import { monitoringActions, tasksOf } from './plans';
+import { clinicianTask, REVIEW_RESPONSE, tenantQueue, versioned } from './queues';
+import { fail } from './result';
+import { clickwrapProof, type SessionProof } from './trust';
+
+/**
+ * A patient's answer to a treatment offer (JOURNEY D.4), for `POST /v1/tasks/{id}/complete`. The offer
+ * task's focus is the proposal RequestGroup the selection composed (bots/compose-offer.ts). Everything
+ * is read and checked first; the caller then writes the returned entries in ONE transaction whose first
+ * entry completes the offer task under If-Match (the anchor: of 20 concurrent accepts one wins).
+ */
+
+export type OfferAnswer =
+  | { decision: 'accept' }
+  | { decision: 'decline'; reason?: string }
+  | { decision: 'counter'; proposal: { medication: string }; reason?: string };
+
+export interface OfferContext {
+  task: Task;
+  patient: Patient & { id: string };
+  answer: OfferAnswer;
+  session: SessionProof;
+}
+
+export type OfferWork = { ok: true; output: TaskOutput[]; entries: BundleEntry[] } | ReturnType<typeof fail>;
+
+const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
+
+export async function offerWork(medplum: MedplumClient, context: OfferContext): Promise<OfferWork> {
+  const { task, patient, answer } = context;
+  const offer = await currentOffer(medplum, task, patient.id);
+  if (!offer.ok) {
+    return offer;
+  }
+  if (answer.decision === 'accept') {
+    const gate = await requireAgreements(medplum, patient.id, {
+      task: `Task/${task.id}`,
+      protocol: offer.protocolCanonical,
+    });
+    if (gate) {
+      return gate;
+    }
+    return acceptance(medplum, context, offer);
+  }
+  return returnToReview(medplum, context, offer);
+}
+
+interface Offer {
+  ok: true;
+  group: RequestGroup & { id: string };
+  items: (MedicationRequest & { id: string })[];
+  condition: Condition;
+  protocolCanonical: string;
+}
+
+/**
+ * The offer as it stands, when it can still be answered: the patient's own proposal, still active, its
+ * items still proposals, and the Condition it was composed against still the current version (a
+ * revised or withdrawn diagnosis supersedes it). Otherwise 409 `superseded`, nothing written.
+ */
+async function currentOffer(
+  medplum: MedplumClient,
+  task: Task,
+  patientId: string,
+): Promise<Offer | ReturnType<typeof fail>> {
+  const superseded = () =>
+    fail(409, 'invalid_state', 'This offer was superseded; your care team will send you another', {
+      state: 'superseded',
+    });
+  const own = `Patient/${patientId}`;
+  const [type, id] = (task.focus?.reference ?? '').split('/');
+  const group =
+    type === 'RequestGroup' && id
+      ? ((await medplum.readResource('RequestGroup', id).catch(() => undefined)) as
+          | (RequestGroup & { id: string })
+          | undefined)
+      : undefined;
+  if (!group || group.subject?.reference !== own || group.status !== 'active' || group.intent !== 'proposal') {
+    return superseded();
+  }
+  const items: (MedicationRequest & { id: string })[] = [];
+  for (const action of group.action ?? []) {
+    const [itemType, itemId] = (action.resource?.reference ?? '').split('/');
+    const item =
+      itemType === 'MedicationRequest' && itemId
+        ? ((await medplum.readResource('MedicationRequest', itemId).catch(() => undefined)) as
+            | (MedicationRequest & { id: string })
+            | undefined)
+        : undefined;
+    if (!item || item.subject?.reference !== own || item.status !== 'active' || item.intent !== 'proposal') {
+      return superseded();
+    }
+    items.push(item);
+  }
+  const [conditionType, conditionId, , pinnedVersion] = (group.reasonReference?.[0]?.reference ?? '').split('/');
+  const condition =
+    conditionType === 'Condition' && conditionId
+      ? ((await medplum.readResource('Condition', conditionId).catch(() => undefined)) as Condition | undefined)
+      : undefined;
+  const withdrawn = condition?.verificationStatus?.coding?.some(
+    (c) => c.code === 'refuted' || c.code === 'entered-in-error',
+  );
+  if (!condition || condition.meta?.versionId !== pinnedVersion || withdrawn || items.length === 0) {
+    return superseded();
+  }
+  const protocolCanonical = group.instantiatesCanonical?.[0];
+  if (!protocolCanonical) {
+    return superseded();
+  }
+  return { ok: true, group, items, condition, protocolCanonical };
+}
+
+/**
+ * Acceptance: the treatment Consent (the exact versions offered, the clickwrap proof), the active
+ * CarePlan instantiating exactly the pinned canonicals, its first monitoring tasks and the
+ * order-decisions task. The offer itself stays a proposal: placing its items is the order decisions'.
+ */
+async function acceptance(medplum: MedplumClient, context: OfferContext, offer: Offer): Promise<OfferWork> {
+  const { task, patient, session } = context;
+  const { group, items } = offer;
+  const organization = patient.managingOrganization?.reference;
+  const protocol = await publishedDefinition<PlanDefinition>(
+    medplum,
+    'PlanDefinition',
+    offer.protocolCanonical,
+    organization,
+  );
+  const monitoring = protocol ? await tasksOf(medplum, monitoringActions(protocol.action), organization) : undefined;
+  if (!monitoring) {
+    return fail(409, 'invalid_state', 'This offer cannot be accepted: its protocol is not published to you', {
+      state: 'unavailable',
+    });
+  }
+  const now = new Date().toISOString();
+  const her: Reference<Patient> = { reference: `Patient/${patient.id}` };
+  const episodeTags = (task.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
+  const [consentUrl, planUrl] = [`urn:uuid:${randomUUID()}`, `urn:uuid:${randomUUID()}`];
+  const offered = [versioned(group), ...items.map(versioned)];
+  const consent: Consent = {
+    resourceType: 'Consent',
+    meta: { tag: episodeTags },
+    status: 'active',
+    scope: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/consentscope', code: 'treatment' }] },
+    category: [{ coding: [{ system: 'http://loinc.org', code: '59284-0', display: 'Consent Document' }] }],
+    patient: her,
+    dateTime: now,
+    performer: [her],
+    ...(organization ? { organization: [{ reference: organization }] } : {}),
+    identifier: [{ system: SYSTEMS.offer, value: `RequestGroup/${group.id}` }],
+    policyRule: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ActCode', code: 'OPTIN' }] },
+    provision: {
+      type: 'permit',
+      period: { start: now },
+      data: offered.map((reference) => ({ meaning: 'instance' as const, reference })),
+    },
+    extension: [clickwrapProof(patient.id, now, session)],
+  };
+  const orderDecisions: Task = {
+    resourceType: 'Task',
+    status: 'ready',
+    intent: 'order',
+    code: { coding: [{ system: SYSTEMS.taskKind, code: 'order-decisions' }] },
+    description: 'Choose how to receive your treatment',
+    focus: { reference: `RequestGroup/${group.id}` },
+  };
+  const issued: Task[] = [...monitoring, orderDecisions].map((t) => ({
+    ...t,
+    meta: { tag: [PATIENT_TASK_TAG, ...episodeTags] },
+    for: her,
+    owner: her,
+    authoredOn: now,
+    basedOn: [{ reference: planUrl }],
+  }));
+  const taskUrls = issued.map(() => `urn:uuid:${randomUUID()}`);
+  const plan: CarePlan = {
+    resourceType: 'CarePlan',
+    meta: { tag: episodeTags },
+    identifier: [{ system: SYSTEMS.offer, value: `RequestGroup/${group.id}` }],
+    status: 'active',
+    intent: 'plan',
+    title: protocol?.title,
+    subject: her,
+    instantiatesCanonical: group.instantiatesCanonical,
+    addresses: group.reasonReference as Reference<Condition>[],
+    author: group.author,
+    created: now,
+    period: { start: now },
+    supportingInfo: [versioned(group), { reference: consentUrl }],
+    activity: [
+      ...items.map((item) => ({ reference: { reference: `MedicationRequest/${item.id}` } })),
+      ...taskUrls.map((reference) => ({ reference: { reference } })),
+    ],
+  };
+  return {
+    ok: true,
+    output: [
+      { type: { text: 'decision' }, valueCode: 'accept' },
+      { type: { text: 'consent' }, valueReference: { reference: consentUrl } },
+      { type: { text: 'care-plan' }, valueReference: { reference: planUrl } },
+      ...taskUrls.map((reference) => ({ type: { text: 'task' }, valueReference: { reference } })),
+    ],
+    entries: [
+      { fullUrl: consentUrl, resource: consent, request: { method: 'POST', url: 'Consent' } },
+      { fullUrl: planUrl, resource: plan, request: { method: 'POST', url: 'CarePlan' } },
+      ...issued.map((resource, i) => ({
+        fullUrl: taskUrls[i],
+        resource,
+        request: { method: 'POST' as const, url: 'Task' },
+      })),
+    ],
+  };
+}
+
+/**
+ * Decline or counter: the offer is revoked and its items cancelled (under If-Match: what she answered
+ * is what is revoked), a counter records her medication proposal, and the clinician gets a
+ * `review-response` task carrying the selection's options and findings (completing it with another
+ * selection composes a new offer, bots/compose-offer.ts). Nothing active is created.
+ */
+async function returnToReview(medplum: MedplumClient, context: OfferContext, offer: Offer): Promise<OfferWork> {
+  const { task, patient } = context;
+  const answer = context.answer as Exclude<OfferAnswer, { decision: 'accept' }>;
+  const { group, items } = offer;
+  const now = new Date().toISOString();
+  const her: Reference<Patient> = { reference: `Patient/${patient.id}` };
+  const episodeTags = (task.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
+  const entries: BundleEntry[] = [
+    {
+      resource: { ...group, status: 'revoked' },
+      request: { method: 'PUT', url: `RequestGroup/${group.id}`, ifMatch: `W/"${group.meta?.versionId}"` },
+    },
+    ...items.map(
+      (item): BundleEntry => ({
+        resource: { ...item, status: 'cancelled' },
+        request: { method: 'PUT', url: `MedicationRequest/${item.id}`, ifMatch: `W/"${item.meta?.versionId}"` },
+      }),
+    ),
+  ];
+  const output: TaskOutput[] = [{ type: { text: 'decision' }, valueCode: answer.decision }];
+  const proposalUrl = `urn:uuid:${randomUUID()}`;
+  if (answer.decision === 'counter') {
+    const proposal: MedicationRequest = {
+      resourceType: 'MedicationRequest',
+      meta: { tag: episodeTags },
+      status: 'active',
+      intent: 'proposal',
+      subject: her,
+      requester: her,
+      authoredOn: now,
+      medicationCodeableConcept: { coding: [{ system: RXNORM, code: answer.proposal.medication.split('|')[1] }] },
+      basedOn: items.map((item) => versioned(item) as Reference<MedicationRequest>),
+      reasonReference: offer.group.reasonReference as Reference<Condition>[],
+      ...(answer.reason ? { note: [{ text: answer.reason }] } : {}),
+    };
+    entries.push({ fullUrl: proposalUrl, resource: proposal, request: { method: 'POST', url: 'MedicationRequest' } });
+    output.push({ type: { text: 'proposal' }, valueReference: { reference: proposalUrl } });
+  }
+  const selection = await selectionOf(medplum, group);
+  const queue = await tenantQueue(medplum, patient);
+  const review = clinicianTask({
+    code: REVIEW_RESPONSE,
+    description:
+      answer.decision === 'counter'
+        ? 'The patient proposed another medication instead of the offer'
+        : 'The patient declined the offer',
+    patient,
+    queue,
+    focus: selection?.focus ?? versioned(group),
+    tags: episodeTags,
+  });
+  const reviewTask = review.resource as Task;
+  reviewTask.input = [
+    ...(selection?.input ?? []),
+    { type: { text: 'declined-offer' }, valueReference: versioned(group) },
+    { type: { text: 'decision' }, valueCode: answer.decision },
+    ...(answer.reason ? [{ type: { text: 'reason' }, valueString: answer.reason }] : []),
+    ...(answer.decision === 'counter'
+      ? [{ type: { text: 'counter-proposal' }, valueReference: { reference: proposalUrl } }]
+      : []),
+  ];
+  if (selection?.contained) {
+    reviewTask.contained = selection.contained;
+  }
+  entries.push(review);
+  return { ok: true, output, entries };
+}
+
+/** The clinician's selection this offer was composed from (its `groupIdentifier`), for re-selection. */
+async function selectionOf(medplum: MedplumClient, group: RequestGroup): Promise<Task | undefined> {
+  const key = group.groupIdentifier;
+  const [type, id] = (key?.system === SYSTEMS.offer ? (key.value ?? '') : '').split('/');
+  const selection =
+    type === 'Task' && id
+      ? ((await medplum.readResource('Task', id).catch(() => undefined)) as Task | undefined)
+      : undefined;
+  return selection?.for?.reference === group.subject?.reference ? selection : undefined;
+}
+
+/** What an answered offer task says of itself (its outputs), as `POST /v1/tasks/{id}/complete` answers it. */
+export function offerAnswered(task: Task): {
+  decision?: string;
+  consent?: string;
+  carePlan?: string;
+  tasks?: string[];
+  proposal?: string;
+} {
+  const named = (name: string) => (task.output ?? []).filter((o) => o.type.text === name);
+  const reference = (name: string) => named(name)[0]?.valueReference?.reference;
+  const decision = named('decision')[0]?.valueCode;
+  return {
+    ...(decision ? { decision } : {}),
+    ...(reference('consent') ? { consent: reference('consent') } : {}),
+    ...(reference('care-plan') ? { carePlan: reference('care-plan') } : {}),
+    ...(decision === 'accept' ? { tasks: named('task').map((o) => o.valueReference?.reference ?? '') } : {}),
+    ...(reference('proposal') ? { proposal: reference('proposal') } : {}),
+  };
+}

@@ -1,0 +1,100 @@
+import type { MedplumClient } from '@medplum/core';
+import type {
+  ActivityDefinition,
+  ObservationDefinition,
+  PlanDefinitionAction,
+  Questionnaire,
+  Task,
+  TaskInput,
+} from '@medplum/fhirtypes';
+import { SYSTEMS } from '../../contracts/systems';
+import { isPublishedTo } from './agreements';
+import { actionKind } from './catalog';
+import { publishedDefinition, taskInputType } from './journey';
+
+/**
+ * What a plan's actions issue to the patient (JOURNEY B, D.4, E): one task per questionnaire or
+ * measurement action, pinned to the exact definition versions published to her tenant. Shared by every
+ * path that instantiates a plan (an assessment started, an accepted offer's CarePlan, an enrollment).
+ */
+
+/** The tasks a list of actions issues (unsaved), or undefined when a definition is missing or not hers. */
+export async function tasksOf(
+  medplum: MedplumClient,
+  actions: PlanDefinitionAction[],
+  organization: string | undefined,
+): Promise<Task[] | undefined> {
+  const tasks: Task[] = [];
+  for (const action of actions) {
+    const task = await taskFor(medplum, action, organization);
+    if (!task) {
+      return undefined;
+    }
+    tasks.push(task);
+  }
+  return tasks;
+}
+
+/**
+ * The monitoring commitment of a clinical protocol: every action but its treatment choice (the
+ * `exactly-one` group whose options a clinician selects from, JOURNEY D.2).
+ */
+export const monitoringActions = (actions: PlanDefinitionAction[] | undefined): PlanDefinitionAction[] =>
+  (actions ?? []).filter((a) => a.selectionBehavior !== 'exactly-one');
+
+async function taskFor(
+  medplum: MedplumClient,
+  action: PlanDefinitionAction,
+  organization: string | undefined,
+): Promise<Task | undefined> {
+  const kind = actionKind(action);
+  const canonical = action.definitionCanonical;
+  if (!canonical) {
+    return undefined;
+  }
+  const base: Task = {
+    resourceType: 'Task',
+    status: 'ready',
+    intent: 'order',
+    code: { coding: [{ system: SYSTEMS.taskKind, code: kind }] },
+    description: action.title ?? action.description,
+  };
+  if (kind === 'questionnaire') {
+    const questionnaire = await publishedDefinition<Questionnaire>(medplum, 'Questionnaire', canonical, organization);
+    if (!questionnaire) {
+      return undefined;
+    }
+    return {
+      ...base,
+      focus: { reference: `Questionnaire/${questionnaire.id}/_history/${questionnaire.meta?.versionId}` },
+      input: [{ type: taskInputType('questionnaire'), valueCanonical: canonical }],
+    };
+  }
+  if (kind === 'measurement') {
+    const activity = await publishedDefinition<ActivityDefinition>(
+      medplum,
+      'ActivityDefinition',
+      canonical,
+      organization,
+    );
+    const requirements = activity?.observationRequirement ?? [];
+    if (!activity || requirements.length === 0) {
+      return undefined;
+    }
+    const inputs: TaskInput[] = [{ type: taskInputType('activity-definition'), valueCanonical: canonical }];
+    for (const requirement of requirements) {
+      const definition = (await medplum.readReference(requirement).catch(() => undefined)) as
+        | ObservationDefinition
+        | undefined;
+      if (!definition || !isPublishedTo(definition, organization)) {
+        return undefined;
+      }
+      inputs.push({
+        type: taskInputType('observation-definition'),
+        valueReference: { reference: `ObservationDefinition/${definition.id}/_history/${definition.meta?.versionId}` },
+      });
+    }
+    return { ...base, input: inputs };
+  }
+  return undefined;
+}

@@ -1,0 +1,115 @@
+import type { WithId } from '@medplum/core';
+import type { Condition, MedicationRequest, Reference, RequestGroup, Task } from '@medplum/fhirtypes';
+import { expect } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
+import type { Clinician } from '../../src/clinician';
+import type { DemoActor } from './backend';
+import type { TestGateway } from './gateway';
+import { completeTasks, startAssessment } from './journey';
+import { freshPatient } from './patients';
+
+/**
+ * The clinical spine up to each step (JOURNEY D), for one new northwind patient in California: the
+ * patient's side through the gateway, the clinician's through the clinician helper (src/clinician/),
+ * subscriptions drained after each clinician write as Medplum would deliver them.
+ */
+
+export const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
+export const PROTOCOL = 'https://patient-care.example/northwind/protocols/hypertension-treatment|1';
+export const LISINOPRIL = 'https://patient-care.example/northwind/treatment-options/lisinopril-10|1';
+export const AMLODIPINE = 'https://patient-care.example/northwind/treatment-options/amlodipine-5|1';
+
+/** A northwind patient who did the blood-pressure check; the review it issued, as her clinician sees it. */
+export async function reviewedIntake(
+  gw: TestGateway,
+  clinician: Clinician,
+): Promise<{ patient: DemoActor; review: WithId<Task> }> {
+  const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  const { tasks } = await startAssessment(gw, patient, 'northwind/assessments/blood-pressure-check');
+  await completeTasks(
+    gw,
+    patient,
+    tasks,
+    { 'http://loinc.org|8480-6': 150, 'http://loinc.org|8462-4': 95 },
+    { linkId: 'diagnosed', valueBoolean: true },
+  );
+  const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${patient.patient.id}`);
+  expect(review, 'the review is in her queue').toBeDefined();
+  return { patient, review: review as WithId<Task> };
+}
+
+/** The clinician assigns the condition; the eligibility bot answers with the selection task. */
+export async function assigned(
+  gw: TestGateway,
+  clinician: Clinician,
+  code = 'I10',
+): Promise<{ patient: DemoActor; review: WithId<Task>; condition: WithId<Condition>; selection: WithId<Task> }> {
+  const { patient, review } = await reviewedIntake(gw, clinician);
+  const condition = await clinician.assignCondition(review.id, code);
+  await gw.backend.subscriptions.idle();
+  const [selection] = await gw.backend.systemRepo.searchResources<Task>({
+    resourceType: 'Task',
+    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
+  });
+  expect(selection, 'eligibility issued the selection').toBeDefined();
+  return { patient, review, condition, selection };
+}
+
+export interface Offered {
+  patient: DemoActor;
+  condition: WithId<Condition>;
+  selection: WithId<Task>;
+  /** The patient's treatment-offer task. */
+  offer: WithId<Task>;
+  group: WithId<RequestGroup>;
+  items: WithId<MedicationRequest>[];
+}
+
+/** Up to the offer: the clinician selects `option` and the consent bundle is composed. */
+export async function offered(gw: TestGateway, clinician: Clinician, option = AMLODIPINE): Promise<Offered> {
+  const { patient, condition, selection } = await assigned(gw, clinician);
+  await clinician.select(selection.id, option);
+  await gw.backend.subscriptions.idle();
+  const offer = (await openOffers(gw, patient))[0];
+  expect(offer, 'the offer was composed').toBeDefined();
+  const { group, items } = await offerOf(gw, offer);
+  return { patient, condition, selection, offer, group, items };
+}
+
+/** Her treatment-offer tasks still to answer. */
+export const openOffers = (gw: TestGateway, patient: DemoActor) =>
+  gw.backend.systemRepo.searchResources<Task>({
+    resourceType: 'Task',
+    filters: [
+      { code: 'code', operator: 'eq', value: `${SYSTEMS.taskKind}|treatment-offer` },
+      { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
+      { code: 'status', operator: 'eq', value: 'ready' },
+    ],
+  });
+
+export async function offerOf(
+  gw: TestGateway,
+  offer: Task,
+): Promise<{ group: WithId<RequestGroup>; items: WithId<MedicationRequest>[] }> {
+  const group = await gw.backend.systemRepo.readReference<RequestGroup>(offer.focus as Reference<RequestGroup>);
+  const items = await Promise.all(
+    (group.action ?? []).map((a) =>
+      gw.backend.systemRepo.readReference<MedicationRequest>(a.resource as Reference<MedicationRequest>),
+    ),
+  );
+  return { group, items };
+}
+
+/** `POST /v1/tasks/{id}/complete` on an offer, as her app answers it. */
+export const answer = (gw: TestGateway, patient: DemoActor, offer: Task, body: unknown) =>
+  gw.call('POST', `/v1/tasks/${offer.id}/complete`, { token: patient.token, body });
+
+/** Clinician work about her of one kind (review-response, review-intake...). */
+export const workAbout = (gw: TestGateway, patient: DemoActor, kind: string) =>
+  gw.backend.systemRepo.searchResources<Task>({
+    resourceType: 'Task',
+    filters: [
+      { code: 'code', operator: 'eq', value: `${SYSTEMS.taskKind}|${kind}` },
+      { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
+    ],
+  });
