@@ -16,7 +16,7 @@ import type {
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { PATIENT_TASK_TAG } from './lib/journey';
-import { authorAgent, completedByOwner, outputNamed, REVIEW_RESPONSE, versioned } from './lib/queues';
+import { authorAgent, completedByOwner, issuedVersion, outputNamed, REVIEW_RESPONSE, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
 
 const OFFER_COMPOSED = 'offer-composed';
@@ -47,14 +47,16 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (selection.businessStatus?.text === OFFER_COMPOSED) {
     return { ok: true, offered: true, replay: true };
   }
+  // The options, the engine's results and the condition as the platform issued them, never as edited since.
+  const issued = await issuedVersion(medplum, selection);
   const selected = outputNamed(selection, 'selected-option')?.valueCanonical;
-  const offered = selection.input?.find((i) => i.valueCanonical !== undefined && i.valueCanonical === selected);
-  const results = selection.contained?.find((r) => r.resourceType === 'Parameters') as Parameters | undefined;
+  const offered = issued?.input?.find((i) => i.valueCanonical !== undefined && i.valueCanonical === selected);
+  const results = issued?.contained?.find((r) => r.resourceType === 'Parameters') as Parameters | undefined;
   const result = results?.parameter?.find((p) =>
     p.part?.some((q) => q.name === 'option' && q.valueCanonical === selected),
   );
   const protocolCanonical = result?.part?.find((q) => q.name === 'protocol')?.valueCanonical;
-  const conditionRef = selection.focus?.reference ?? '';
+  const conditionRef = issued?.focus?.reference ?? '';
   if (!selected || !offered || !protocolCanonical || !conditionRef.startsWith('Condition/')) {
     return mark(medplum, selection, 'not-an-option', 'The selection is not one of the options offered');
   }

@@ -17,7 +17,7 @@ import { SYSTEMS } from '../../contracts/systems';
 import { requireAgreements } from './agreements';
 import { PATIENT_TASK_TAG, publishedDefinition } from './journey';
 import { monitoringActions, tasksOf } from './plans';
-import { clinicianTask, REVIEW_RESPONSE, tenantQueue, versioned } from './queues';
+import { clinicianTask, issuedVersion, REVIEW_RESPONSE, tenantQueue, versioned } from './queues';
 import { fail } from './result';
 import { clickwrapProof, type SessionProof } from './trust';
 
@@ -307,10 +307,12 @@ async function returnToReview(medplum: MedplumClient, context: OfferContext, off
 async function selectionOf(medplum: MedplumClient, group: RequestGroup): Promise<Task | undefined> {
   const key = group.groupIdentifier;
   const [type, id] = (key?.system === SYSTEMS.offer ? (key.value ?? '') : '').split('/');
-  const selection =
+  const current =
     type === 'Task' && id
       ? ((await medplum.readResource('Task', id).catch(() => undefined)) as Task | undefined)
       : undefined;
+  // Its options and findings as the platform issued them (a clinician's later edits are not carried on).
+  const selection = current ? await issuedVersion(medplum, current) : undefined;
   return selection?.for?.reference === group.subject?.reference ? selection : undefined;
 }
 

@@ -113,3 +113,16 @@ export const authorAgent = (who: ProvenanceAgent['who']): ProvenanceAgent => ({
   type: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/provenance-participant-type', code: 'author' }] },
   who,
 });
+
+/**
+ * Clinician work as a bot issued it: the earliest `ready` version a Bot wrote (history; Medplum stamps
+ * `meta.author` itself, packages/server/src/fhir/repo.ts, so only a bot's own write carries a Bot). What a
+ * bot believes of a task's inputs (the options, the engine's results, the condition) comes from there: a
+ * clinician may edit a task she works on (a note), and her later versions are not the platform's word.
+ */
+export async function issuedVersion(medplum: MedplumClient, task: Task): Promise<Task | undefined> {
+  // Newest first, as Medplum answers history.
+  const history = await medplum.readHistory('Task', task.id as string);
+  const versions: Task[] = (history.entry ?? []).flatMap((e) => (e.resource ? [e.resource as Task] : []));
+  return versions.reverse().find((v) => v.status === 'ready' && v.meta?.author?.reference?.startsWith('Bot/'));
+}

@@ -573,7 +573,7 @@ export const platformDefinition: ProvisionDefinition = {
         // places an order: offers and her counter stay proposals).
         resource: [
           ...agreementReads(),
-          { resourceType: 'Task', interaction: ['read', 'search', 'create', 'update'] },
+          { resourceType: 'Task', interaction: ['read', 'search', 'create', 'update', 'history'] },
           { resourceType: 'QuestionnaireResponse', interaction: ['read'] },
           ...['ObservationDefinition', 'ActivityDefinition', 'Questionnaire', 'Condition'].map((resourceType) => ({
             resourceType,
@@ -653,7 +653,7 @@ export const platformDefinition: ProvisionDefinition = {
             resourceType,
             interaction: ['read' as const, 'search' as const, 'vread' as const],
           })),
-          { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search'] },
+          { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search', 'history'] },
           ...['RequestGroup', 'MedicationRequest'].map((resourceType) => ({
             resourceType,
             interaction: ['create' as const, 'read' as const],
