@@ -43,8 +43,11 @@ export async function assigned(
   gw: TestGateway,
   clinician: Clinician,
   code = 'I10',
+  /** What is on her record before the review (e.g. a prior order eligibility will find). */
+  history?: (patient: DemoActor) => Promise<unknown>,
 ): Promise<{ patient: DemoActor; review: WithId<Task>; condition: WithId<Condition>; selection: WithId<Task> }> {
   const { patient, review } = await reviewedIntake(gw, clinician);
+  await history?.(patient);
   const condition = await clinician.assignCondition(review.id, code);
   await gw.backend.subscriptions.idle();
   const [selection] = await gw.backend.systemRepo.searchResources<Task>({
