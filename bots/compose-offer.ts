@@ -44,7 +44,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return woken;
   }
   const { task: selection, clinician } = woken;
-  if (selection.businessStatus?.text === OFFER_COMPOSED) {
+  if (selection.businessStatus?.text === OFFER_COMPOSED || (await composedBefore(medplum, selection))) {
     return { ok: true, offered: true, replay: true };
   }
   // The options, the engine's results and the condition as the platform issued them, never as edited since.
@@ -87,6 +87,16 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     throw err;
   }
   return { ok: true, offered: true };
+}
+
+/** An offer was composed from this selection already (its key), whatever the task now says of itself. */
+async function composedBefore(medplum: MedplumClient, selection: Task): Promise<boolean> {
+  const groups = await medplum.searchResources(
+    'RequestGroup',
+    { 'group-identifier': `${SYSTEMS.offer}|Task/${selection.id}` },
+    { cache: 'no-cache' },
+  );
+  return groups.length > 0;
 }
 
 /** Every finding against the option has a mitigation recorded by the selecting clinician. */

@@ -14,7 +14,7 @@ import { EXTENSIONS, type FulfilmentMethod, SYSTEMS } from '../contracts/systems
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { whereaboutsOf } from './lib/catalog';
 import { payloadDigest } from './lib/digest';
-import { versioned } from './lib/queues';
+import { issuedVersion, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
@@ -79,7 +79,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     if (gate) {
       return gate;
     }
-    const items = await itemsOf(medplum, group, own);
+    const items = await itemsOf(medplum, group, own, consent);
     if (!items) {
       return fail(409, 'invalid_state', 'An item of this order changed since it was offered', { state: 'changed' });
     }
@@ -124,7 +124,13 @@ async function orderTask(medplum: MedplumClient, group: RequestGroup, own: strin
     { code: `${SYSTEMS.taskKind}|order-decisions`, focus: `RequestGroup/${group.id}`, subject: own },
     { cache: 'no-cache' },
   );
-  return tasks.find((t) => t.for?.reference === own && t.owner?.reference === own);
+  // Only one the platform issued (its first Bot-written version): anyone else's Task is data.
+  for (const task of tasks) {
+    if (task.for?.reference === own && task.owner?.reference === own && (await issuedVersion(medplum, task))) {
+      return task;
+    }
+  }
+  return undefined;
 }
 
 async function offerTask(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Task | undefined> {
@@ -156,8 +162,17 @@ async function treatmentConsent(
   );
 }
 
-/** The order's items as they stand: each hers and still the proposal she consented to, else undefined. */
-async function itemsOf(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Item[] | undefined> {
+/**
+ * The order's items as they stand: each hers, still a proposal, and exactly the version her treatment
+ * Consent pins (what she accepted is what is placed); else undefined.
+ */
+async function itemsOf(
+  medplum: MedplumClient,
+  group: RequestGroup,
+  own: string,
+  consent: Consent,
+): Promise<Item[] | undefined> {
+  const pinned = new Set((consent.provision?.data ?? []).map((d) => d.reference.reference));
   const items: Item[] = [];
   for (const action of group.action ?? []) {
     const [type, id] = (action.resource?.reference ?? '').split('/');
@@ -165,7 +180,13 @@ async function itemsOf(medplum: MedplumClient, group: RequestGroup, own: string)
       (type === 'MedicationRequest' || type === 'ServiceRequest') && id
         ? ((await medplum.readResource(type, id).catch(() => undefined)) as Item | undefined)
         : undefined;
-    if (!item || item.subject?.reference !== own || item.intent !== 'proposal' || item.status !== 'active') {
+    if (
+      !item ||
+      item.subject?.reference !== own ||
+      item.intent !== 'proposal' ||
+      item.status !== 'active' ||
+      !pinned.has(versioned(item).reference)
+    ) {
       return undefined;
     }
     items.push(item);

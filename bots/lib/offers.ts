@@ -86,6 +86,13 @@ async function currentOffer(
       state: 'superseded',
     });
   const own = `Patient/${patientId}`;
+  // The task as the platform issued it: an offer of this very RequestGroup (a task is data; its first
+  // Bot-written version is the platform's word).
+  const issued = await issuedVersion(medplum, task);
+  const issuedKind = issued?.code?.coding?.find((c) => c.system === SYSTEMS.taskKind)?.code;
+  if (issuedKind !== 'treatment-offer' || issued?.focus?.reference !== task.focus?.reference) {
+    return superseded();
+  }
   const [type, id] = (task.focus?.reference ?? '').split('/');
   const group =
     type === 'RequestGroup' && id
@@ -105,7 +112,16 @@ async function currentOffer(
             | (MedicationRequest & { id: string })
             | undefined)
         : undefined;
-    if (!item || item.subject?.reference !== own || item.status !== 'active' || item.intent !== 'proposal') {
+    // As composed: the bot's own version, not changed since the offer was (only bots change an offered
+    // item, by policy; checked here too: it was written with the group, before it, never after).
+    if (
+      !item ||
+      item.subject?.reference !== own ||
+      item.status !== 'active' ||
+      item.intent !== 'proposal' ||
+      !item.meta?.author?.reference?.startsWith('Bot/') ||
+      (item.meta?.lastUpdated ?? '') > (group.meta?.lastUpdated ?? '')
+    ) {
       return superseded();
     }
     items.push(item);
@@ -122,10 +138,20 @@ async function currentOffer(
     return superseded();
   }
   const protocolCanonical = group.instantiatesCanonical?.[0];
-  if (!protocolCanonical) {
+  if (!protocolCanonical || (await alreadyConsented(medplum, group, patientId))) {
     return superseded();
   }
   return { ok: true, group, items, condition, protocolCanonical };
+}
+
+/** She already consented to this offer (through another task): an offer is accepted once. */
+async function alreadyConsented(medplum: MedplumClient, group: RequestGroup, patientId: string): Promise<boolean> {
+  const consents = await medplum.searchResources(
+    'Consent',
+    { patient: `Patient/${patientId}`, identifier: `${SYSTEMS.offer}|RequestGroup/${group.id}` },
+    { cache: 'no-cache' },
+  );
+  return consents.length > 0;
 }
 
 /**

@@ -74,7 +74,9 @@ export function clinicianTask(work: ClinicianWork): BundleEntry {
 /**
  * The prologue of a bot woken by a clinician's completed work (a Subscription on `Task?code=…&status=completed`):
  * the delivery is re-read by id, and acted on only when it is that kind of work, completed, by the
- * Practitioner who owns it (the requester, which Medplum sets to the author of the completing write).
+ * Practitioner who owns it: the version that completed it was written by her (Medplum stamps
+ * `meta.author` itself). The requester is that Practitioner (Medplum delivers a subscription as the
+ * author of the write that fired it) or the reconciler bot re-driving a delivery that was lost.
  */
 export async function completedByOwner<N extends 'eligibility' | 'compose-offer'>(
   medplum: MedplumClient,
@@ -86,17 +88,43 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
   if (!input.ok) {
     return input;
   }
+  const refused = fail(
+    403,
+    'forbidden',
+    `Only ${codes.join(' or ')} work completed by the clinician who owns it is acted on`,
+  );
   const task = (await medplum.readResource('Task', input.value.id).catch(() => undefined)) as Task | undefined;
-  const clinician = event.requester?.reference;
+  const clinician = task?.owner?.reference ?? '';
   if (
     !task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && codes.includes(c.code ?? '')) ||
     task.status !== 'completed' ||
-    !clinician?.startsWith('Practitioner/') ||
-    task.owner?.reference !== clinician
+    !clinician.startsWith('Practitioner/')
   ) {
-    return fail(403, 'forbidden', `Only ${codes.join(' or ')} work completed by the clinician who owns it is acted on`);
+    return refused;
   }
-  return { ok: true, task, clinician };
+  const requester = event.requester?.reference ?? '';
+  if (requester !== clinician && !(await isReconciler(medplum, requester))) {
+    return refused;
+  }
+  const completing = (await versionsOf(medplum, task)).find((v) => v.status === 'completed');
+  return completing?.meta?.author?.reference === clinician ? { ok: true, task, clinician } : refused;
+}
+
+/** The reconciler bot (`SYSTEMS.bots|reconcile`), the one other caller that may re-drive a delivery. */
+async function isReconciler(medplum: MedplumClient, requester: string): Promise<boolean> {
+  const [type, id] = requester.split('/');
+  if (type !== 'Bot' || !id) {
+    return false;
+  }
+  const bot = await medplum.readResource('Bot', id).catch(() => undefined);
+  return bot?.identifier?.some((i) => i.system === SYSTEMS.bots && i.value === 'reconcile') ?? false;
+}
+
+/** Every version of a task, oldest first. */
+async function versionsOf(medplum: MedplumClient, task: Task): Promise<Task[]> {
+  // Newest first, as Medplum answers history.
+  const history = await medplum.readHistory('Task', task.id as string);
+  return (history.entry ?? []).flatMap((e) => (e.resource ? [e.resource as Task] : [])).reverse();
 }
 
 /** A task output by its name (`type.text`, or a coding with that code): `assigned-condition`, `selected-option`. */
@@ -121,8 +149,7 @@ export const authorAgent = (who: ProvenanceAgent['who']): ProvenanceAgent => ({
  * clinician may edit a task she works on (a note), and her later versions are not the platform's word.
  */
 export async function issuedVersion(medplum: MedplumClient, task: Task): Promise<Task | undefined> {
-  // Newest first, as Medplum answers history.
-  const history = await medplum.readHistory('Task', task.id as string);
-  const versions: Task[] = (history.entry ?? []).flatMap((e) => (e.resource ? [e.resource as Task] : []));
-  return versions.reverse().find((v) => v.status === 'ready' && v.meta?.author?.reference?.startsWith('Bot/'));
+  return (await versionsOf(medplum, task)).find(
+    (v) => v.status === 'ready' && v.meta?.author?.reference?.startsWith('Bot/'),
+  );
 }

@@ -315,6 +315,7 @@ const JOURNEY_KEYS = {
     unchangedCodes('meta.tag', SYSTEMS.episode, 'code'),
     unchangedCodes('meta.tag', SYSTEMS.taskAudience, 'code'),
     unchangedCodes('identifier', SYSTEMS.episodeKey, 'value'),
+    unchangedCodes('identifier', SYSTEMS.eligibilityKey, 'value'),
   ].join(' and '),
 };
 
@@ -378,6 +379,41 @@ const QUEUE_TRANSITIONS = {
 };
 
 /**
+ * A task, once issued, stays the work it was issued as: a clinician's update may change who holds it,
+ * its status, her outputs and notes, never what it is (kind, subject, focus, inputs, what it is based on)
+ * or what the platform recorded on it (`businessStatus`, the engine's contained results). Else she could
+ * turn a patient's order-decisions task into a second offer, or unmark a composed selection so that it
+ * is composed again (bots read a task's inputs from the version they issued, bots/lib/queues.ts).
+ */
+const WORK_AS_ISSUED = {
+  language: 'text/fhirpath' as const,
+  expression: `%before.exists().not() or (${[
+    'code',
+    'for',
+    'focus',
+    'input',
+    'basedOn',
+    'partOf',
+    'instantiatesCanonical',
+    'businessStatus',
+    'contained',
+    'identifier',
+  ]
+    .map((field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`)
+    .join(' and ')})`,
+};
+
+/**
+ * What the platform offered is not a clinician's to edit: a request composed into an offer (its
+ * `groupIdentifier` names the offer) is changed only by the bots, so what the patient accepts and what
+ * is placed is what was selected (she may still create and edit proposals of her own).
+ */
+const NOT_AN_OFFER_ITEM = {
+  language: 'text/fhirpath' as const,
+  expression: `%before.exists().not() or %before.groupIdentifier.where(system = '${SYSTEMS.offer}').empty()`,
+};
+
+/**
  * Work a clinician creates is not already someone else's: no other clinician as owner, and a task
  * created in progress or done is her own (a queue's work starts `ready`, JOURNEY C).
  */
@@ -424,7 +460,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
         SERVER_OWNED_TAGS,
         JOURNEY_KEYS,
         ONLY_OWN_TENANT,
-        ...(resourceType === 'Task' ? [QUEUE_TRANSITIONS, QUEUE_CREATES] : []),
+        ...(resourceType === 'Task' ? [QUEUE_TRANSITIONS, QUEUE_CREATES, WORK_AS_ISSUED] : []),
       ],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
     })),
@@ -432,7 +468,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
       resourceType,
       criteria: inTenant(resourceType),
       interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
-      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, PROPOSALS_ONLY],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, PROPOSALS_ONLY, NOT_AN_OFFER_ITEM],
     })),
     ...CLINICIAN_READONLY_TYPES.map((resourceType) => ({
       resourceType,
@@ -478,6 +514,35 @@ const PLACEMENT_ONLY = {
       .join(' and '),
 };
 
+/** What applying an inbound SMS STOP takes: the message, its integration's client, the SMS Consents. */
+function smsOptOutAccess(): AccessPolicyResource[] {
+  return [
+    { resourceType: 'Communication', criteria: INBOUND_SMS, interaction: ['read', 'search'] },
+    {
+      resourceType: 'ClientApplication',
+      criteria: SMS_INTEGRATION,
+      interaction: ['read'],
+      hiddenFields: CLIENT_SECRETS,
+    },
+    {
+      resourceType: 'Consent',
+      interaction: ['read', 'search', 'update'],
+      writeConstraint: [CONSENT_ONLY_STATUS_CHANGES],
+    },
+  ];
+}
+
+const BOT_CODE = ['executableCode', 'sourceCode'];
+/** The subscription bots whose lost deliveries the reconciler re-drives. */
+const REDRIVEN_BOTS = `Bot?identifier=${SYSTEMS.bots}|eligibility,${SYSTEMS.bots}|compose-offer`;
+/** Read by a subscription bot to recognise the reconciler as the one other caller it acts for. */
+const RECONCILER: AccessPolicyResource = {
+  resourceType: 'Bot',
+  criteria: `Bot?identifier=${SYSTEMS.bots}|reconcile`,
+  interaction: ['read'],
+  hiddenFields: BOT_CODE,
+};
+
 /** Inbound SMS, as the SMS integration writes them. */
 const INBOUND_SMS = `Communication?category=${SYSTEMS.communicationCategory}|inbound-sms`;
 /** The SMS integration's client: the only author whose inbound SMS the opt-out bot believes. */
@@ -501,23 +566,17 @@ export const platformDefinition: ProvisionDefinition = {
         resource: [...agreementReads(), { resourceType: 'Consent', interaction: ['create', 'read', 'search'] }],
       },
     },
+    { key: 'bot-sms-opt-out', policy: { name: 'Bot: SMS opt-out', resource: smsOptOutAccess() } },
     {
-      key: 'bot-sms-opt-out',
+      key: 'bot-reconcile',
       policy: {
-        name: 'Bot: SMS opt-out and its reconciler',
+        name: 'Bot: reconciler',
+        // SMS opt-outs as the opt-out bot applies them; the spine's lost deliveries: it finds the work
+        // left undone and executes the bot that lost it (it writes nothing of the spine itself).
         resource: [
-          { resourceType: 'Communication', criteria: INBOUND_SMS, interaction: ['read', 'search'] },
-          {
-            resourceType: 'ClientApplication',
-            criteria: SMS_INTEGRATION,
-            interaction: ['read'],
-            hiddenFields: CLIENT_SECRETS,
-          },
-          {
-            resourceType: 'Consent',
-            interaction: ['read', 'search', 'update'],
-            writeConstraint: [CONSENT_ONLY_STATUS_CHANGES],
-          },
+          ...smsOptOutAccess(),
+          { resourceType: 'Task', interaction: ['read', 'search'] },
+          { resourceType: 'Bot', criteria: REDRIVEN_BOTS, interaction: ['read', 'search'], hiddenFields: BOT_CODE },
         ],
       },
     },
@@ -636,9 +695,10 @@ export const platformDefinition: ProvisionDefinition = {
             resourceType,
             interaction: ['read' as const, 'search' as const, 'vread' as const],
           })),
-          { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search'] },
+          { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search', 'history'] },
           { resourceType: 'DetectedIssue', interaction: ['create', 'read'] },
           { resourceType: 'Provenance', interaction: ['create', 'read'] },
+          RECONCILER,
         ],
       },
     },
@@ -656,10 +716,11 @@ export const platformDefinition: ProvisionDefinition = {
           { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search', 'history'] },
           ...['RequestGroup', 'MedicationRequest'].map((resourceType) => ({
             resourceType,
-            interaction: ['create' as const, 'read' as const],
+            interaction: ['create' as const, 'read' as const, 'search' as const],
             writeConstraint: [PROPOSALS_ONLY],
           })),
           { resourceType: 'Provenance', interaction: ['create', 'read'] },
+          RECONCILER,
         ],
       },
     },
@@ -672,7 +733,7 @@ export const platformDefinition: ProvisionDefinition = {
         // creates a request.
         resource: [
           ...agreementReads(),
-          { resourceType: 'Task', interaction: ['read', 'search', 'update'] },
+          { resourceType: 'Task', interaction: ['read', 'search', 'update', 'history'] },
           { resourceType: 'Organization', interaction: ['read'] },
           ...['RequestGroup', 'MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
             resourceType,
@@ -750,8 +811,9 @@ export const platformDefinition: ProvisionDefinition = {
     },
     {
       key: 'reconcile',
-      description: 'Every 10 minutes: re-drives subscription work left undone (inbound SMS STOPs not yet applied).',
-      accessPolicy: 'bot-sms-opt-out',
+      description:
+        'Every 10 minutes: re-drives subscription work left undone (inbound SMS STOPs not yet applied, eligibility and offers of the clinical spine).',
+      accessPolicy: 'bot-reconcile',
       cronString: '*/10 * * * *',
     },
     {

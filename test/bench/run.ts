@@ -6,6 +6,7 @@ import { runEmbeddedStoreBench } from './embedded-store';
 import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway';
 import { runIntakeBench } from './intake';
 import type { Round } from './paired';
+import { runSpineBench } from './spine';
 import { runTrustCheckBench } from './trust-checks';
 import { runRequirementsStoreSizeBench, runWorkflowBench } from './workflows';
 
@@ -17,7 +18,7 @@ import { runRequirementsStoreSizeBench, runWorkflowBench } from './workflows';
  */
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
-const SECTIONS = ['gateway', 'workflows', 'intake', 'trust', 'embedded', 'store'] as const;
+const SECTIONS = ['gateway', 'workflows', 'intake', 'spine', 'trust', 'embedded', 'store'] as const;
 type Section = (typeof SECTIONS)[number];
 const SKIPPED_BY: Partial<Record<Section, string>> = {
   workflows: 'BENCH_SKIP_WORKFLOWS',
@@ -85,6 +86,9 @@ async function main(): Promise<void> {
   if (runs('intake')) {
     await printIntakeBench(seconds);
   }
+  if (runs('spine')) {
+    await printSpineBench();
+  }
   if (runs('trust')) {
     await printTrustCheckBench();
   }
@@ -94,6 +98,27 @@ async function main(): Promise<void> {
   if (runs('store')) {
     await printStoreBench();
   }
+}
+
+async function printSpineBench(): Promise<void> {
+  const selections = Number(process.env.BENCH_SPINE_SELECTIONS ?? 20);
+  const accepts = Number(process.env.BENCH_SPINE_ACCEPTS ?? 100);
+  const spine = await runSpineBench({ selections, accepts });
+  const { offerVisible: v } = spine;
+  console.log('## The clinical spine (issue 15)');
+  console.log(
+    '   in process (the gateway calling the embedded Medplum in memory), sequential; each accept a distinct offer, each followed by a profile read of the same patient',
+  );
+  console.log(
+    `  selection -> offer visible to the patient (${v.samples} selections): p50 ${fmt(v.p50)}  max ${fmt(v.max)} (target within 1 s) ${v.max <= 1000 ? 'MET' : 'NOT MET'}`,
+  );
+  console.log(
+    `  POST /v1/tasks/{id}/complete, accept (${spine.accepts} offers): p50 ${fmt(spine.accept.p50)}  p99 ${fmt(spine.accept.p99)}`,
+  );
+  console.log(`  GET /v1/patient/profile (same run): p50 ${fmt(spine.profile.p50)}  p99 ${fmt(spine.profile.p99)}`);
+  console.log(
+    `  accept / profile p50: ${spine.ratioP50.toFixed(1)}x (target <= 5x) ${spine.ratioP50 <= 5 ? 'MET' : 'NOT MET'}`,
+  );
 }
 
 async function printTrustCheckBench(): Promise<void> {

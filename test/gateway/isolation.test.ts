@@ -1,4 +1,4 @@
-import type { Bundle, Observation, QuestionnaireResponse, Resource, Task } from '@medplum/fhirtypes';
+import type { Bundle, Observation, QuestionnaireResponse, RequestGroup, Resource, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import { startTestGateway, type TestGateway } from '../support/gateway';
@@ -30,11 +30,19 @@ beforeAll(async () => {
     for: { reference: `Patient/${alice.patient.id}` },
     owner: { reference: `Patient/${alice.patient.id}` },
   });
+  // An order offered to her (a proposal RequestGroup, as compose-offer writes it).
+  const order = await gw.backend.systemRepo.createResource<RequestGroup>({
+    resourceType: 'RequestGroup',
+    status: 'active',
+    intent: 'proposal',
+    subject: { reference: `Patient/${alice.patient.id}` },
+  });
   aliceResources = [
     { type: 'Patient', id: alice.patient.id },
     { type: 'Observation', id: observation.id as string },
     { type: 'QuestionnaireResponse', id: answers.id as string },
     { type: 'Task', id: task.id as string },
+    { type: 'RequestGroup', id: order.id as string },
   ];
 });
 afterAll(() => gw?.close());
@@ -65,7 +73,14 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
         (o.template.includes('{id}') || o.operationId === 'fhir.search'),
     );
     expect(operations.map((o) => o.operationId).sort()).toEqual(
-      ['fhir.read', 'fhir.search', 'fhir.updatePatient', 'fhir.updateQuestionnaireResponse', 'tasks.complete'].sort(),
+      [
+        'fhir.read',
+        'fhir.search',
+        'fhir.updatePatient',
+        'fhir.updateQuestionnaireResponse',
+        'orders.decide',
+        'tasks.complete',
+      ].sort(),
     );
     const intruders = ['bob', 'carol'];
     const watched = [
@@ -80,9 +95,11 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
       const { token } = gw.backend.patients[intruder];
       for (const op of operations) {
         for (const target of aliceResources) {
-          // An action-plane path names its type in the plural: /v1/tasks/{id} is a Task.
+          // An action-plane path names its type in the plural: /v1/tasks/{id} is a Task; an order is a RequestGroup.
           const namesType =
-            op.template.includes(`/${target.type}/`) || op.template.includes(`/${target.type.toLowerCase()}s/`);
+            op.template.includes(`/${target.type}/`) ||
+            op.template.includes(`/${target.type.toLowerCase()}s/`) ||
+            (op.template.includes('/orders/') && target.type === 'RequestGroup');
           if (!op.template.includes('{type}') && op.template.includes('{id}') && !namesType) {
             continue;
           }

@@ -116,7 +116,8 @@ describe('the journey keys are the workflow bots’ alone', () => {
     expect((await direct(gw.backend, own.token, 'PUT', fhirPath(`Task/${issued.id}`), { body: stripped })).status).toBe(
       403,
     );
-    const paused: Task = { ...issued, businessStatus: { text: 'paused by the clinician' } };
+    // (What a task is and what the platform recorded on it stay as issued, WORK_AS_ISSUED: a note is hers.)
+    const paused: Task = { ...issued, note: [{ text: 'paused by the clinician' }] };
     expect((await direct(gw.backend, own.token, 'PUT', fhirPath(`Task/${issued.id}`), { body: paused })).status).toBe(
       200,
     );

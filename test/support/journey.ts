@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import assert from 'node:assert/strict';
 import type { DemoActor, TestBackend } from './backend';
 import type { TestGateway } from './gateway';
 
@@ -38,7 +38,7 @@ export async function startAssessment(gw: TestGateway, patient: DemoActor, path:
     protocols: { healthcareService: string; assessment?: string }[];
   };
   const offering = protocols.find((p) => p.assessment?.includes(path));
-  expect(offering, `${path} is in the catalog`).toBeDefined();
+  assert.ok(offering, `${path} is in the catalog`);
   const context = `healthcareService=${encodeURIComponent(offering?.healthcareService as string)}`;
   const { unmet } = (await gw.call('GET', `/v1/agreements/requirements?${context}`, { token: patient.token })).body as {
     unmet: unknown[];
@@ -50,7 +50,7 @@ export async function startAssessment(gw: TestGateway, patient: DemoActor, path:
     token: patient.token,
     body: { healthcareService: offering?.healthcareService },
   });
-  expect(started.status).toBe(201);
+  assert.equal(started.status, 201, started.text);
   return started.body as StartedAssessment;
 }
 
@@ -86,6 +86,6 @@ export async function completeTasks(
       token: patient.token,
       body,
     });
-    expect(done.status, `${task.kind} ${done.text}`).toBe(200);
+    assert.equal(done.status, 200, `${task.kind} ${done.text}`);
   }
 }

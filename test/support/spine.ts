@@ -1,6 +1,6 @@
+import assert from 'node:assert/strict';
 import type { WithId } from '@medplum/core';
 import type { Condition, MedicationRequest, Reference, RequestGroup, Task } from '@medplum/fhirtypes';
-import { expect } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import type { DemoActor } from './backend';
@@ -34,7 +34,7 @@ export async function reviewedIntake(
     { linkId: 'diagnosed', valueBoolean: true },
   );
   const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${patient.patient.id}`);
-  expect(review, 'the review is in her queue').toBeDefined();
+  assert.ok(review, 'the review is in her queue');
   return { patient, review: review as WithId<Task> };
 }
 
@@ -54,7 +54,7 @@ export async function assigned(
     resourceType: 'Task',
     filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
   });
-  expect(selection, 'eligibility issued the selection').toBeDefined();
+  assert.ok(selection, 'eligibility issued the selection');
   return { patient, review, condition, selection };
 }
 
@@ -74,7 +74,7 @@ export async function offered(gw: TestGateway, clinician: Clinician, option = AM
   await clinician.select(selection.id, option);
   await gw.backend.subscriptions.idle();
   const offer = (await openOffers(gw, patient))[0];
-  expect(offer, 'the offer was composed').toBeDefined();
+  assert.ok(offer, 'the offer was composed');
   const { group, items } = await offerOf(gw, offer);
   return { patient, condition, selection, offer, group, items };
 }
