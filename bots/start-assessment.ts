@@ -1,22 +1,21 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Bundle, EpisodeOfCare, HealthcareService, Patient, PlanDefinition, Task } from '@medplum/fhirtypes';
-import { EXTENSIONS, START_ENDPOINT, SYSTEMS } from '../contracts/systems';
+import type { Bundle, EpisodeOfCare, Patient, Task } from '@medplum/fhirtypes';
+import { START_ENDPOINT } from '../contracts/systems';
 import type { PatientTask } from '../contracts/tasks';
-import { contextNotFound, isPublishedTo, requireAgreements } from './lib/agreements';
-import { availableWhereSheLives, frontedCanonical, planTypeOf } from './lib/catalog';
+import { contextNotFound, requireAgreements } from './lib/agreements';
+import { planTypeOf } from './lib/catalog';
 import {
+  claimEpisode,
   episodeByKey,
   episodeKey,
-  episodeKeyQuery,
   episodePlan,
   episodeTag,
   PATIENT_TASK_TAG,
   patientEpisodeTasks,
   patientTaskView,
-  publishedDefinition,
   taskDefinition,
 } from './lib/journey';
-import { tasksOf } from './lib/plans';
+import { offeredPlan, tasksOf } from './lib/plans';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
@@ -119,69 +118,6 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   }
   const started = await episodeByKey(medplum, patientId, key);
   return started ? answer(medplum, patientId, started, true) : raceLost();
-}
-
-/** The published, available offering's plan, or undefined (unknown, another tenant's, another place's). */
-async function offeredPlan(
-  medplum: MedplumClient,
-  reference: string,
-  patient: Patient,
-): Promise<{ plan: PlanDefinition; canonical: string } | undefined> {
-  const organization = patient.managingOrganization?.reference;
-  const id = reference.split('/')[1];
-  const service = (await medplum.readResource('HealthcareService', id).catch(() => undefined)) as
-    | HealthcareService
-    | undefined;
-  // What GET /v1/protocols lists, and nothing else: an active offering of an active plan.
-  if (service?.active !== true || !isPublishedTo(service, organization)) {
-    return undefined;
-  }
-  if (!(await availableWhereSheLives(medplum, service, patient))) {
-    return undefined;
-  }
-  const canonical = frontedCanonical(service);
-  const plan =
-    canonical && (await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization));
-  return plan && canonical && plan.status === 'active' ? { plan, canonical } : undefined;
-}
-
-/** Step 1: the EpisodeOfCare, created once per key (a concurrent call gets the same one). */
-async function claimEpisode(
-  medplum: MedplumClient,
-  patient: Patient & { id: string },
-  key: string,
-  canonical: string,
-): Promise<EpisodeOfCare | undefined> {
-  const organization = patient.managingOrganization?.reference;
-  const episode: EpisodeOfCare = {
-    resourceType: 'EpisodeOfCare',
-    status: 'planned',
-    identifier: [{ system: SYSTEMS.episodeKey, value: key }],
-    extension: [{ url: EXTENSIONS.episodePlan, valueCanonical: canonical }],
-    patient: { reference: `Patient/${patient.id}` },
-    ...(organization ? { managingOrganization: { reference: organization } } : {}),
-  };
-  try {
-    await medplum.executeBatch({
-      resourceType: 'Bundle',
-      type: 'transaction',
-      entry: [
-        {
-          resource: episode,
-          request: {
-            method: 'POST',
-            url: 'EpisodeOfCare',
-            ifNoneExist: new URLSearchParams(episodeKeyQuery(patient.id, key)).toString(),
-          },
-        },
-      ],
-    });
-  } catch (err) {
-    if (!lostRace(err)) {
-      throw err;
-    }
-  }
-  return episodeByKey(medplum, patient.id, key);
 }
 
 /**

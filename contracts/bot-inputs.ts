@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { Coordinate, RequirementsQuerySchema, WithdrawalRequestSchema } from './agreements';
 import { StartAssessmentRequestSchema } from './assessments';
+import { EnrollRequestSchema } from './enrollments';
 import { OrderDecisionsRequestSchema } from './orders';
 import { PatientRequestSchema } from './requests';
 import { MeasurementCompletionSchema, OfferDecisionSchema, QuestionnaireCompletionSchema } from './tasks';
@@ -54,6 +55,12 @@ export const BOT_INPUTS = {
   ]),
   /** The order (its RequestGroup id, from the path) and her decision on each item. */
   'decide-order': OrderDecisionsRequestSchema.extend({ order: ResourceId }).strict(),
+  /** An enrollment's three operations (the plan's id from the path). */
+  enrollment: z.union([
+    EnrollRequestSchema.extend({ operation: z.literal('enroll') }).strict(),
+    z.object({ operation: z.literal('activate'), carePlan: ResourceId }).strict(),
+    z.object({ operation: z.literal('unenroll'), carePlan: ResourceId }).strict(),
+  ]),
   /** Nothing: the tenant is decided from what the patient registered through, never from input. */
   'patient-home': z.object({}).strict(),
   /** A subscription delivery: the Communication that was written; the bot re-reads it by id. */

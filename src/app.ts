@@ -17,6 +17,7 @@ import { registerAssessmentRoutes } from './routes/assessments';
 import { registerConfigRoutes } from './routes/config';
 import { registerDocsRoutes } from './routes/docs';
 import { registerDocumentRoutes } from './routes/documents';
+import { registerEnrollmentRoutes } from './routes/enrollments';
 import { registerFhirRoutes } from './routes/fhir';
 import { registerOrderRoutes } from './routes/orders';
 import { registerPatientRoutes } from './routes/patient';
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps): App {
   registerTaskRoutes(app, deps.edgeSigner);
   registerRequestRoutes(app);
   registerOrderRoutes(app);
+  registerEnrollmentRoutes(app);
   registerDocumentRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {

@@ -5,6 +5,7 @@ import type {
   Coding,
   EpisodeOfCare,
   ObservationDefinition,
+  Patient,
   PlanDefinition,
   Questionnaire,
   Reference,
@@ -14,6 +15,7 @@ import { EXTENSIONS, SYSTEMS, TASK_KINDS, type TaskKind } from '../../contracts/
 import type { PatientTask } from '../../contracts/tasks';
 import { isPublishedTo } from './agreements';
 import { allowedUnits, definitionCode } from './measurements';
+import { lostRace } from './races';
 import { searchAll } from './search';
 
 /**
@@ -159,3 +161,45 @@ export type TaskInputKind = 'questionnaire' | 'activity-definition' | 'observati
 export const taskInputType = (kind: TaskInputKind): CodeableConcept => ({
   coding: [{ system: SYSTEMS.taskKind, code: kind }],
 });
+
+/**
+ * The claim of a journey: its EpisodeOfCare, `planned`, created once per key by a conditional create (a
+ * concurrent call gets the same one), pinned to the plan it instantiates.
+ */
+export async function claimEpisode(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  key: string,
+  canonical: string,
+): Promise<EpisodeOfCare | undefined> {
+  const organization = patient.managingOrganization?.reference;
+  const episode: EpisodeOfCare = {
+    resourceType: 'EpisodeOfCare',
+    status: 'planned',
+    identifier: [{ system: SYSTEMS.episodeKey, value: key }],
+    extension: [{ url: EXTENSIONS.episodePlan, valueCanonical: canonical }],
+    patient: { reference: `Patient/${patient.id}` },
+    ...(organization ? { managingOrganization: { reference: organization } } : {}),
+  };
+  try {
+    await medplum.executeBatch({
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: [
+        {
+          resource: episode,
+          request: {
+            method: 'POST',
+            url: 'EpisodeOfCare',
+            ifNoneExist: new URLSearchParams(episodeKeyQuery(patient.id, key)).toString(),
+          },
+        },
+      ],
+    });
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+  }
+  return episodeByKey(medplum, patient.id, key);
+}

@@ -1,7 +1,10 @@
 import type { MedplumClient } from '@medplum/core';
 import type {
   ActivityDefinition,
+  HealthcareService,
   ObservationDefinition,
+  Patient,
+  PlanDefinition,
   PlanDefinitionAction,
   Questionnaire,
   Task,
@@ -9,7 +12,7 @@ import type {
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import { isPublishedTo } from './agreements';
-import { actionKind } from './catalog';
+import { actionKind, availableWhereSheLives, frontedCanonical } from './catalog';
 import { publishedDefinition, taskInputType } from './journey';
 
 /**
@@ -97,4 +100,28 @@ async function taskFor(
     return { ...base, input: inputs };
   }
   return undefined;
+}
+
+/** The published, available offering's plan, or undefined (unknown, another tenant's, another place's). */
+export async function offeredPlan(
+  medplum: MedplumClient,
+  reference: string,
+  patient: Patient,
+): Promise<{ plan: PlanDefinition; canonical: string } | undefined> {
+  const organization = patient.managingOrganization?.reference;
+  const id = reference.split('/')[1];
+  const service = (await medplum.readResource('HealthcareService', id).catch(() => undefined)) as
+    | HealthcareService
+    | undefined;
+  // What GET /v1/protocols lists, and nothing else: an active offering of an active plan.
+  if (service?.active !== true || !isPublishedTo(service, organization)) {
+    return undefined;
+  }
+  if (!(await availableWhereSheLives(medplum, service, patient))) {
+    return undefined;
+  }
+  const canonical = frontedCanonical(service);
+  const plan =
+    canonical && (await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization));
+  return plan && canonical && plan.status === 'active' ? { plan, canonical } : undefined;
 }

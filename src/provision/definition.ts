@@ -725,6 +725,26 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
+      key: 'bot-enrollment',
+      policy: {
+        name: 'Bot: enrollment',
+        // It reads what the patient may enroll in (it checks publication and tenant itself), and writes
+        // only her journey: the episode, the plan, its tasks; unenrolling, a review task for her team.
+        resource: [
+          ...agreementReads(),
+          ...['ActivityDefinition', 'Questionnaire', 'ObservationDefinition', 'Location'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const, 'vread' as const],
+          })),
+          { resourceType: 'EpisodeOfCare', interaction: ['create', 'read', 'search', 'update'] },
+          { resourceType: 'CarePlan', interaction: ['create', 'read', 'search', 'update'] },
+          { resourceType: 'Task', interaction: ['create', 'read', 'search', 'update'] },
+          { resourceType: 'MedicationRequest', interaction: ['read'] },
+          { resourceType: 'CareTeam', interaction: ['read', 'search'] },
+        ],
+      },
+    },
+    {
       key: 'bot-decide-order',
       policy: {
         name: 'Bot: order decisions',
@@ -787,6 +807,12 @@ export const platformDefinition: ProvisionDefinition = {
       patient: true,
       description: 'POST /v1/requests: a patient proposes a medication, protocol or treatment option for review.',
       accessPolicy: 'bot-request-review',
+    },
+    {
+      key: 'enrollment',
+      patient: true,
+      description: 'POST /v1/enrollments, /activate, DELETE: a program enrollment (a CarePlan) and its tasks.',
+      accessPolicy: 'bot-enrollment',
     },
     {
       key: 'decide-order',

@@ -13,6 +13,13 @@ import {
 } from '../../contracts/agreements';
 import { AssessmentSchema, StartAssessmentRequestSchema, startAssessmentRoute } from '../../contracts/assessments';
 import { DocumentAttachmentSchema, uploadDocumentRoute } from '../../contracts/documents';
+import {
+  activateEnrollmentRoute,
+  EnrollmentSchema,
+  EnrollRequestSchema,
+  enrollRoute,
+  unenrollRoute,
+} from '../../contracts/enrollments';
 import { ErrorEnvelopeSchema } from '../../contracts/errors';
 import {
   createQuestionnaireResponseRoute,
@@ -179,6 +186,20 @@ export function createPatientCareClient(options: ClientOptions) {
           await call(completeTaskRoute, { params: { id: task.replace(/^Task\//, '') }, body: request }),
         ),
       ),
+    },
+    enrollments: {
+      /** Enrolls in a program of `protocols.list()` (its draft plan; the same one again when it exists). */
+      create: takes(EnrollRequestSchema)(async (request) =>
+        EnrollmentSchema.parse(await call(enrollRoute, { body: request })),
+      ),
+      /** Activates a draft enrollment (`CarePlan/<id>` or its id): its first tasks are issued. */
+      activate: async (carePlan: string) =>
+        EnrollmentSchema.parse(
+          await call(activateEnrollmentRoute, { params: { id: carePlan.replace(/^CarePlan\//, '') } }),
+        ),
+      /** Unenrolls: the plan is revoked and its open tasks cancelled. */
+      delete: async (carePlan: string) =>
+        EnrollmentSchema.parse(await call(unenrollRoute, { params: { id: carePlan.replace(/^CarePlan\//, '') } })),
     },
     orders: {
       /**

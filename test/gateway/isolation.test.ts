@@ -1,4 +1,12 @@
-import type { Bundle, Observation, QuestionnaireResponse, RequestGroup, Resource, Task } from '@medplum/fhirtypes';
+import type {
+  Bundle,
+  CarePlan,
+  Observation,
+  QuestionnaireResponse,
+  RequestGroup,
+  Resource,
+  Task,
+} from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import { startTestGateway, type TestGateway } from '../support/gateway';
@@ -37,12 +45,20 @@ beforeAll(async () => {
     intent: 'proposal',
     subject: { reference: `Patient/${alice.patient.id}` },
   });
+  // A plan of hers (a draft enrollment, as the enrollment bot writes it).
+  const plan = await gw.backend.systemRepo.createResource<CarePlan>({
+    resourceType: 'CarePlan',
+    status: 'draft',
+    intent: 'plan',
+    subject: { reference: `Patient/${alice.patient.id}` },
+  });
   aliceResources = [
     { type: 'Patient', id: alice.patient.id },
     { type: 'Observation', id: observation.id as string },
     { type: 'QuestionnaireResponse', id: answers.id as string },
     { type: 'Task', id: task.id as string },
     { type: 'RequestGroup', id: order.id as string },
+    { type: 'CarePlan', id: plan.id as string },
   ];
 });
 afterAll(() => gw?.close());
@@ -74,6 +90,8 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
     );
     expect(operations.map((o) => o.operationId).sort()).toEqual(
       [
+        'enrollments.activate',
+        'enrollments.delete',
         'fhir.read',
         'fhir.search',
         'fhir.updatePatient',
@@ -99,7 +117,8 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
           const namesType =
             op.template.includes(`/${target.type}/`) ||
             op.template.includes(`/${target.type.toLowerCase()}s/`) ||
-            (op.template.includes('/orders/') && target.type === 'RequestGroup');
+            (op.template.includes('/orders/') && target.type === 'RequestGroup') ||
+            (op.template.includes('/enrollments/') && target.type === 'CarePlan');
           if (!op.template.includes('{type}') && op.template.includes('{id}') && !namesType) {
             continue;
           }

@@ -1,0 +1,397 @@
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type {
+  Bundle,
+  BundleEntry,
+  CarePlan,
+  CarePlanActivity,
+  EpisodeOfCare,
+  MedicationRequest,
+  Patient,
+  PlanDefinition,
+  Task,
+} from '@medplum/fhirtypes';
+import { EXTENSIONS, START_ENDPOINT, SYSTEMS } from '../contracts/systems';
+import type { PatientTask } from '../contracts/tasks';
+import { contextNotFound, requireAgreements } from './lib/agreements';
+import { planTypeOf } from './lib/catalog';
+import {
+  claimEpisode,
+  episodeByKey,
+  episodeKey,
+  episodeTag,
+  PATIENT_TASK_TAG,
+  patientTaskView,
+  publishedDefinition,
+} from './lib/journey';
+import { offeredPlan, tasksOf } from './lib/plans';
+import { clinicianTask, tenantQueue } from './lib/queues';
+import { lostRace } from './lib/races';
+import { type BotResult, fail } from './lib/result';
+import { searchAll } from './lib/search';
+import { patientWorkflow } from './lib/trust';
+
+export type EnrollmentResult = BotResult<{
+  created?: boolean;
+  carePlan: string;
+  episodeOfCare?: string;
+  protocol: string;
+  status: 'draft' | 'active' | 'revoked';
+  tasks?: PatientTask[];
+  cancelledTasks?: string[];
+}>;
+
+/** Tasks of a plan that are still hers to do (what unenrolling cancels). */
+const OPEN: Task['status'][] = ['ready', 'on-hold', 'requested', 'received', 'accepted', 'in-progress'];
+
+/**
+ * Enrollment in a program (JOURNEY E): `POST /v1/enrollments` (a draft CarePlan in a journey of its own,
+ * one per patient and program), `/activate` (draft -> active, its first tasks issued) and `DELETE`
+ * (revoked, its open tasks cancelled). Each checks first and writes one transaction anchored under
+ * If-Match (the episode on enrolling, the CarePlan after), so concurrent identical calls give one result.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<EnrollmentResult> {
+  const start = await patientWorkflow(medplum, event, 'enrollment');
+  if (!start.ok) {
+    return start;
+  }
+  const { patientId } = start.caller;
+  const input = start.input;
+  const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
+  if (input.operation === 'enroll') {
+    return enroll(medplum, patient, input.healthcareService);
+  }
+  const plan = (await medplum.readResource('CarePlan', input.carePlan).catch(() => undefined)) as
+    | (CarePlan & { id: string })
+    | undefined;
+  if (!plan || plan.subject?.reference !== `Patient/${patientId}`) {
+    return contextNotFound();
+  }
+  return input.operation === 'activate' ? activate(medplum, patient, plan) : unenroll(medplum, patient, plan);
+}
+
+async function enroll(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  service: string,
+): Promise<EnrollmentResult> {
+  const offered = await offeredPlan(medplum, service, patient);
+  if (!offered) {
+    return contextNotFound();
+  }
+  const { plan, canonical } = offered;
+  const type = planTypeOf(plan);
+  if (type === 'clinical-protocol') {
+    return fail(409, 'review_required', 'A clinical protocol is requested for a clinician’s review, not enrolled in', {
+      use: START_ENDPOINT['clinical-protocol'],
+    });
+  }
+  if (type !== 'program') {
+    return fail(409, 'invalid_state', 'This offering is not a program', {
+      state: type ?? 'unknown',
+      ...(type ? { use: START_ENDPOINT[type] } : {}),
+    });
+  }
+  const gate = await requireAgreements(medplum, patient.id, { healthcareService: service });
+  if (gate) {
+    return gate;
+  }
+  const key = episodeKey(patient.id, plan.url as string);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const episode =
+      (await episodeByKey(medplum, patient.id, key)) ?? (await claimEpisode(medplum, patient, key, canonical));
+    if (!episode) {
+      break;
+    }
+    const current = await enrollmentIn(medplum, episode, patient.id);
+    if (current) {
+      return answer(medplum, current, episode, false);
+    }
+    const tag = episodeTag(episode.id as string);
+    const now = new Date().toISOString();
+    const draft: CarePlan = {
+      resourceType: 'CarePlan',
+      meta: { tag: [tag] },
+      status: 'draft',
+      intent: 'plan',
+      title: plan.title,
+      subject: { reference: `Patient/${patient.id}` },
+      instantiatesCanonical: [canonical],
+      author: { reference: `Patient/${patient.id}` },
+      created: now,
+      activity: activitiesOf(plan),
+    };
+    // The episode is the anchor: its revision moves under If-Match, so of two enrollments at once one
+    // writes; a re-enrollment after a revoked one re-opens the same journey with the current version.
+    const bundle: Bundle = {
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: [
+        {
+          resource: {
+            ...episode,
+            status: 'planned',
+            extension: [
+              ...(episode.extension ?? []).filter(
+                (e) => e.url !== EXTENSIONS.journeyRevision && e.url !== EXTENSIONS.episodePlan,
+              ),
+              { url: EXTENSIONS.episodePlan, valueCanonical: canonical },
+              { url: EXTENSIONS.journeyRevision, valueInteger: revisionOf(episode) + 1 },
+            ],
+            meta: { ...episode.meta, tag: [...(episode.meta?.tag ?? []).filter((t) => t.system !== tag.system), tag] },
+          } as EpisodeOfCare,
+          request: { method: 'PUT', url: `EpisodeOfCare/${episode.id}`, ifMatch: `W/"${episode.meta?.versionId}"` },
+        },
+        { resource: draft, request: { method: 'POST', url: 'CarePlan' } },
+      ],
+    };
+    try {
+      const response = await medplum.executeBatch(bundle);
+      const [saved, created] = (response.entry ?? []).map((e) => e.resource);
+      return answer(medplum, created as CarePlan, saved as EpisodeOfCare, true);
+    } catch (err) {
+      if (!lostRace(err)) {
+        throw err;
+      }
+      // A concurrent enrollment won: its plan is the answer (read again, once).
+    }
+  }
+  return fail(409, 'invalid_state', 'This enrollment changed while it was being made; try again', {
+    state: 'conflict',
+  });
+}
+
+async function activate(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  plan: CarePlan & { id: string },
+): Promise<EnrollmentResult> {
+  const episode = await episodeOfPlan(medplum, plan, patient.id);
+  if (plan.status === 'active') {
+    return answer(medplum, plan, episode, false);
+  }
+  if (plan.status !== 'draft' || !episode) {
+    return fail(409, 'invalid_state', `This enrollment is ${plan.status}`, { state: plan.status });
+  }
+  const gate = await requireAgreements(medplum, patient.id, { carePlan: `CarePlan/${plan.id}` });
+  if (gate) {
+    return gate;
+  }
+  const organization = patient.managingOrganization?.reference;
+  const canonical = plan.instantiatesCanonical?.[0] ?? '';
+  const program = await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization);
+  const issued = program ? await tasksOf(medplum, program.action ?? [], organization) : undefined;
+  if (!issued) {
+    return fail(409, 'invalid_state', 'This program cannot be started: its definitions are not published to you', {
+      state: 'unavailable',
+    });
+  }
+  const now = new Date().toISOString();
+  const tag = episodeTag(episode.id as string);
+  const bundle: Bundle = {
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: [
+      {
+        resource: { ...plan, status: 'active', period: { start: now } },
+        request: { method: 'PUT', url: `CarePlan/${plan.id}`, ifMatch: `W/"${plan.meta?.versionId}"` },
+      },
+      {
+        resource: { ...episode, status: 'active', period: { start: now } },
+        request: { method: 'PUT', url: `EpisodeOfCare/${episode.id}`, ifMatch: `W/"${episode.meta?.versionId}"` },
+      },
+      ...issued.map(
+        (task): BundleEntry => ({
+          resource: {
+            ...task,
+            meta: { tag: [PATIENT_TASK_TAG, tag] },
+            for: { reference: `Patient/${patient.id}` },
+            owner: { reference: `Patient/${patient.id}` },
+            authoredOn: now,
+            basedOn: [{ reference: `CarePlan/${plan.id}` }],
+          },
+          request: { method: 'POST', url: 'Task' },
+        }),
+      ),
+    ],
+  };
+  try {
+    const response = await medplum.executeBatch(bundle);
+    const [saved, savedEpisode] = (response.entry ?? []).map((e) => e.resource);
+    return answer(medplum, saved as CarePlan, savedEpisode as EpisodeOfCare, false);
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    const now2 = (await medplum.readResource('CarePlan', plan.id)) as CarePlan;
+    return now2.status === 'active'
+      ? answer(medplum, now2, await episodeOfPlan(medplum, now2, patient.id), false)
+      : fail(409, 'invalid_state', 'This enrollment changed while it was being activated; try again', {
+          state: now2.status,
+        });
+  }
+}
+
+async function unenroll(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  plan: CarePlan & { id: string },
+): Promise<EnrollmentResult> {
+  const episode = await episodeOfPlan(medplum, plan, patient.id);
+  if (plan.status === 'revoked') {
+    return answer(medplum, plan, episode, false);
+  }
+  if (plan.status !== 'draft' && plan.status !== 'active') {
+    return fail(409, 'invalid_state', `This plan is ${plan.status}`, { state: plan.status });
+  }
+  const open = (await searchAll(medplum, 'Task', { 'based-on': `CarePlan/${plan.id}` })).filter(
+    (t) => t.for?.reference === `Patient/${patient.id}` && OPEN.includes(t.status),
+  );
+  const now = new Date().toISOString();
+  const entries: BundleEntry[] = [
+    {
+      resource: { ...plan, status: 'revoked', period: { ...plan.period, end: now } },
+      request: { method: 'PUT', url: `CarePlan/${plan.id}`, ifMatch: `W/"${plan.meta?.versionId}"` },
+    },
+    ...open.map(
+      (task): BundleEntry => ({
+        resource: {
+          ...task,
+          status: 'cancelled',
+          statusReason: { text: 'unenrolled' },
+          lastModified: now,
+        },
+        request: { method: 'PUT', url: `Task/${task.id}`, ifMatch: `W/"${task.meta?.versionId}"` },
+      }),
+    ),
+  ];
+  if (episode && episode.status !== 'finished') {
+    entries.push({
+      resource: { ...episode, status: 'finished', period: { ...episode.period, end: now } },
+      request: { method: 'PUT', url: `EpisodeOfCare/${episode.id}`, ifMatch: `W/"${episode.meta?.versionId}"` },
+    });
+  }
+  // Placed medication orders stay: stopping a medicine is a clinician's decision, so they are told.
+  if (await hasPlacedOrders(medplum, plan, patient.id)) {
+    entries.push(
+      clinicianTask({
+        code: 'review-unenrollment',
+        description: 'The patient unenrolled from a plan with placed medication orders',
+        patient,
+        queue: await tenantQueue(medplum, patient),
+        focus: { reference: `CarePlan/${plan.id}` },
+        tags: (plan.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode),
+      }),
+    );
+  }
+  try {
+    const response = await medplum.executeBatch({ resourceType: 'Bundle', type: 'transaction', entry: entries });
+    const saved = response.entry?.[0]?.resource as CarePlan;
+    return {
+      ...(await answer(medplum, saved, episode, false)),
+      cancelledTasks: open.map((t) => `Task/${t.id}`),
+    } as EnrollmentResult;
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    const now2 = (await medplum.readResource('CarePlan', plan.id)) as CarePlan;
+    return now2.status === 'revoked'
+      ? answer(medplum, now2, episode, false)
+      : fail(409, 'invalid_state', 'This plan changed while it was being revoked; try again', { state: now2.status });
+  }
+}
+
+/** One activity per action of the program, not started, with its timing (what activation will issue). */
+function activitiesOf(plan: PlanDefinition): CarePlanActivity[] {
+  return (plan.action ?? []).flatMap((action) =>
+    action.definitionCanonical
+      ? [
+          {
+            detail: {
+              kind: 'Task' as const,
+              instantiatesCanonical: [action.definitionCanonical],
+              status: 'not-started' as const,
+              description: action.title,
+              ...(action.timingTiming ? { scheduledTiming: action.timingTiming } : {}),
+            },
+          },
+        ]
+      : [],
+  );
+}
+
+/** Her enrollment (draft or active) in an episode, if there is one. */
+async function enrollmentIn(
+  medplum: MedplumClient,
+  episode: EpisodeOfCare,
+  patientId: string,
+): Promise<CarePlan | undefined> {
+  const tag = episodeTag(episode.id as string);
+  const plans = await medplum.searchResources(
+    'CarePlan',
+    { _tag: `${tag.system}|${tag.code}`, status: 'draft,active' },
+    { cache: 'no-cache' },
+  );
+  return plans.find((p) => p.subject?.reference === `Patient/${patientId}`);
+}
+
+/** The plan's journey: the episode its tag names, when it is hers. */
+async function episodeOfPlan(
+  medplum: MedplumClient,
+  plan: CarePlan,
+  patientId: string,
+): Promise<EpisodeOfCare | undefined> {
+  const code = plan.meta?.tag?.find((t) => t.system === SYSTEMS.episode)?.code ?? '';
+  const id = code.startsWith('EpisodeOfCare/') ? code.slice('EpisodeOfCare/'.length) : undefined;
+  const episode = id
+    ? ((await medplum.readResource('EpisodeOfCare', id).catch(() => undefined)) as EpisodeOfCare | undefined)
+    : undefined;
+  return episode?.patient?.reference === `Patient/${patientId}` ? episode : undefined;
+}
+
+/** Whether the plan carries a placed medication order (an accepted treatment whose order she placed). */
+async function hasPlacedOrders(medplum: MedplumClient, plan: CarePlan, patientId: string): Promise<boolean> {
+  for (const activity of plan.activity ?? []) {
+    const [type, id] = (activity.reference?.reference ?? '').split('/');
+    if (type === 'MedicationRequest' && id) {
+      const request = (await medplum.readResource('MedicationRequest', id).catch(() => undefined)) as
+        | MedicationRequest
+        | undefined;
+      if (
+        request?.subject?.reference === `Patient/${patientId}` &&
+        request.intent === 'order' &&
+        request.status === 'active'
+      ) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+async function answer(
+  medplum: MedplumClient,
+  plan: CarePlan,
+  episode: EpisodeOfCare | undefined,
+  created: boolean,
+): Promise<EnrollmentResult> {
+  const status = plan.status as 'draft' | 'active' | 'revoked';
+  const tasks =
+    status === 'active'
+      ? (await searchAll(medplum, 'Task', { 'based-on': `CarePlan/${plan.id}` })).filter(
+          (t) => t.for?.reference === plan.subject?.reference && OPEN.includes(t.status),
+        )
+      : [];
+  return {
+    ok: true,
+    created,
+    carePlan: `CarePlan/${plan.id}`,
+    ...(episode ? { episodeOfCare: `EpisodeOfCare/${episode.id}` } : {}),
+    protocol: plan.instantiatesCanonical?.[0] ?? '',
+    status,
+    ...(status === 'active' ? { tasks: await Promise.all(tasks.map((t) => patientTaskView(medplum, t))) } : {}),
+  };
+}
+
+const revisionOf = (episode: EpisodeOfCare): number =>
+  episode.extension?.find((e) => e.url === EXTENSIONS.journeyRevision)?.valueInteger ?? 0;
