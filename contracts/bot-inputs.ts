@@ -4,6 +4,7 @@ import { StartAssessmentRequestSchema } from './assessments';
 import { EnrollRequestSchema } from './enrollments';
 import { OrderDecisionsRequestSchema } from './orders';
 import { PatientRequestSchema } from './requests';
+import { AvailabilityQuerySchema } from './scheduling';
 import { MeasurementCompletionSchema, OfferDecisionSchema, QuestionnaireCompletionSchema } from './tasks';
 
 /**
@@ -61,6 +62,8 @@ export const BOT_INPUTS = {
     z.object({ operation: z.literal('activate'), carePlan: ResourceId }).strict(),
     z.object({ operation: z.literal('unenroll'), carePlan: ResourceId }).strict(),
   ]),
+  /** The availability query as the gateway validated it (cross-field rules are the bot's). */
+  availability: AvailabilityQuerySchema,
   /** Nothing: the tenant is decided from what the patient registered through, never from input. */
   'patient-home': z.object({}).strict(),
   /** A subscription delivery: the Communication that was written; the bot re-reads it by id. */
@@ -84,6 +87,8 @@ export const BOT_INPUTS = {
       id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/),
     })
     .passthrough(),
+  /** A cron run (or provisioning's one run): its input is ignored; the work comes from the Schedules. */
+  'materialize-slots': z.unknown(),
   /** A cron run: Medplum's own input, which the reconciler ignores (it derives its work from the data). */
   reconcile: z.unknown(),
 } as const;

@@ -48,6 +48,12 @@ export const SYSTEMS = {
   conditionCatalog: `${BASE}/condition-catalog`,
   /** The platform's software devices (Device.identifier), e.g. `<device>|eligibility-engine`. */
   device: `${BASE}/device`,
+  /** The kind of visit a Slot, Schedule or Appointment is for (`<visitType>|video-visit`), VISIT_TYPES. */
+  visitType: `${BASE}/visit-type`,
+  /** A materialised Slot's key: `<slotKey>|Schedule/<id>;<start>` (one Slot per schedule and start). */
+  slotKey: `${BASE}/slot-key`,
+  /** A tenant's visit team (CareTeam.category `<careTeam>|visits`): the practitioners patients book. */
+  careTeam: `${BASE}/care-team`,
   /** A tenant's clinician work queues (CareTeam.category), e.g. `<careQueue>|intake-review`. */
   careQueue: `${BASE}/care-queue`,
   /** Subdivision codes such as US-CA (ISO 3166-2). */
@@ -164,3 +170,16 @@ export type TaskKind = (typeof TASK_KINDS)[number];
 /** How an order item can reach the patient (JOURNEY G); a tenant's policy allows some per country and kind. */
 export const FULFILMENT_METHODS = ['pickup', 'delivery', 'in-clinic', 'at-home-kit'] as const;
 export type FulfilmentMethod = (typeof FULFILMENT_METHODS)[number];
+
+/** The IANA time zone of a Schedule (its actor's working hours are in it): HL7's standard extension. */
+export const TIMEZONE_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/timezone';
+
+/**
+ * The kinds of visit (SYSTEMS.visitType): a live video visit books a Slot of its length; an asynchronous
+ * review (store-and-forward) takes no Slot.
+ */
+export const VISIT_TYPES = {
+  'video-visit': { modality: 'sync', minutes: 30, display: 'Video visit' },
+  'async-review': { modality: 'async', minutes: 0, display: 'Asynchronous review' },
+} as const;
+export type VisitType = keyof typeof VISIT_TYPES;

@@ -23,6 +23,7 @@ import { registerOrderRoutes } from './routes/orders';
 import { registerPatientRoutes } from './routes/patient';
 import { registerProtocolRoutes } from './routes/protocols';
 import { registerRequestRoutes } from './routes/requests';
+import { registerSchedulingRoutes } from './routes/scheduling';
 import { registerTaskRoutes } from './routes/tasks';
 
 export { DEFAULT_LIMITS } from './app-env';
@@ -64,6 +65,7 @@ export function createApp(deps: AppDeps): App {
   registerRequestRoutes(app);
   registerOrderRoutes(app);
   registerEnrollmentRoutes(app);
+  registerSchedulingRoutes(app);
   registerDocumentRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {

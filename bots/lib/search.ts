@@ -12,14 +12,16 @@ const PAGE = '1000';
 export async function searchAll<RT extends ResourceType>(
   medplum: MedplumClient,
   resourceType: RT,
-  query: Record<string, string>,
+  query: Record<string, string> | URLSearchParams,
 ): Promise<WithId<ExtractResource<RT>>[]> {
   const all: WithId<ExtractResource<RT>>[] = [];
   // A total order, oldest first: a version published while the pages are read lands after them, and
   // rows with one timestamp cannot swap places between two pages (Postgres gives no order otherwise;
   // Medplum orders by both columns: packages/server/src/fhir/search.ts, addOrderByClause).
-  const paged = { ...query, _sort: '_lastUpdated,_id', _count: PAGE } as QueryTypes;
-  for await (const page of medplum.searchResourcePages(resourceType, paged)) {
+  const paged = new URLSearchParams(query);
+  paged.set('_sort', '_lastUpdated,_id');
+  paged.set('_count', PAGE);
+  for await (const page of medplum.searchResourcePages(resourceType, paged as QueryTypes)) {
     all.push(...page);
   }
   return all;

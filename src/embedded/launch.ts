@@ -23,7 +23,7 @@ export const DEFAULT_PROJECT_NAME = 'Patient Care';
  * client signs in with client credentials and the definition is applied over the Medplum API.
  */
 export async function launchEmbeddedMedplum(
-  options: EmbeddedMedplumOptions & { definition: ProvisionDefinition; projectName?: string },
+  options: EmbeddedMedplumOptions & { definition: ProvisionDefinition; projectName?: string; runBots?: boolean },
 ): Promise<LaunchedMedplum> {
   // Before anything is read or written: a second Medplum on this file refuses to start (store/lock.ts).
   const lock = lockStore(options.dbPath);
@@ -36,7 +36,7 @@ export async function launchEmbeddedMedplum(
 }
 
 async function launchLocked(
-  options: EmbeddedMedplumOptions & { definition: ProvisionDefinition; projectName?: string },
+  options: EmbeddedMedplumOptions & { definition: ProvisionDefinition; projectName?: string; runBots?: boolean },
   releaseLock: () => void,
 ): Promise<LaunchedMedplum> {
   const embedded = await createEmbeddedMedplum(options);
@@ -55,6 +55,7 @@ async function launchLocked(
   const provisioning = await applyDefinition(admin, options.definition, {
     bundles: readBotBundles(options.definition),
     edgeStatementKey,
+    runBots: options.runBots,
   });
   return {
     ...embedded,

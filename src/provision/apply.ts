@@ -28,6 +28,8 @@ export interface ProvisionOptions {
   bundles: Record<string, string>;
   /** The HMAC key of the gateway's edge statements, stored as the Project secret bots read. */
   edgeStatementKey?: string;
+  /** Run the bots marked `runAfterProvisioning` once at the end (default true; tests that need none skip it). */
+  runBots?: boolean;
 }
 
 const SUPPORTED_INTERACTION = 'https://medplum.com/fhir/StructureDefinition/subscription-supported-interaction';
@@ -312,6 +314,12 @@ export async function applyDefinition(
       channel: { type: 'rest-hook', endpoint: getReferenceString(bot as Reference) },
       extension: [{ url: SUPPORTED_INTERACTION, valueCode: subscription.interaction }],
     });
+  }
+  // Work that must exist before the first cron run (the next weeks' free Slots): each such bot once.
+  if (options.runBots !== false) {
+    for (const bot of definition.bots.filter((b) => b.runAfterProvisioning)) {
+      await medplum.executeBot({ system: SYSTEMS.bots, value: bot.key }, {}, 'application/json');
+    }
   }
   return report;
 }

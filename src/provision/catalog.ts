@@ -399,7 +399,8 @@ function jurisdiction(country: string, state: string, name: string): KeyedResour
   return { key: jurisdictionKey(country, state), resource };
 }
 
-const jurisdictionKey = (country: string, state: string) => `catalog-jurisdiction-${country}-${state}`.toLowerCase();
+export const jurisdictionKey = (country: string, state: string) =>
+  `catalog-jurisdiction-${country}-${state}`.toLowerCase();
 
 const JURISDICTIONS = [
   jurisdiction('US', 'CA', 'California'),

@@ -45,6 +45,8 @@ export interface BotDefinition {
   admin?: boolean;
   /** A cron bot: Medplum runs it on this schedule (Bot.cronString, UTC). */
   cronString?: string;
+  /** Run once by provisioning after everything is applied (what a cron bot must have made before its first run). */
+  runAfterProvisioning?: boolean;
   /**
    * Patients may run it with `$execute` (it is tagged for them and readable by them). Every other bot
    * (subscription and cron bots) is unreadable to patients, so Medplum refuses their `$execute`.
@@ -745,6 +747,34 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
+      key: 'bot-materialize-slots',
+      policy: {
+        name: 'Bot: free slots',
+        // It reads the Schedules and their actors' working hours and creates free Slots; it never
+        // changes a Slot once made (booking is another bot's).
+        resource: [
+          { resourceType: 'Schedule', interaction: ['read', 'search'] },
+          { resourceType: 'PractitionerRole', interaction: ['read'] },
+          { resourceType: 'Slot', interaction: ['create', 'read', 'search'] },
+        ],
+      },
+    },
+    {
+      key: 'bot-availability',
+      policy: {
+        name: 'Bot: availability',
+        // Read only: her Patient (tenant, state), her tenant's visit teams and practitioners' roles, their
+        // licences (jurisdiction Locations), Schedules and free Slots. It checks the tenant itself.
+        resource: [
+          { resourceType: 'Patient', interaction: ['read'] },
+          ...['CareTeam', 'PractitionerRole', 'Location', 'Schedule', 'Slot'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const],
+          })),
+        ],
+      },
+    },
+    {
       key: 'bot-decide-order',
       policy: {
         name: 'Bot: order decisions',
@@ -815,6 +845,12 @@ export const platformDefinition: ProvisionDefinition = {
       accessPolicy: 'bot-enrollment',
     },
     {
+      key: 'availability',
+      patient: true,
+      description: 'GET /v1/availability: free visit slots of licensed practitioners, or per-day counts.',
+      accessPolicy: 'bot-availability',
+    },
+    {
       key: 'decide-order',
       patient: true,
       description: 'POST /v1/orders/{id}/decisions: places the items of an accepted treatment with their fulfilment.',
@@ -841,6 +877,14 @@ export const platformDefinition: ProvisionDefinition = {
         'Every 10 minutes: re-drives subscription work left undone (inbound SMS STOPs not yet applied, eligibility and offers of the clinical spine).',
       accessPolicy: 'bot-reconcile',
       cronString: '*/10 * * * *',
+    },
+    {
+      key: 'materialize-slots',
+      description:
+        'Daily (and once after provisioning): the free Slots of every active Schedule for the next three weeks.',
+      accessPolicy: 'bot-materialize-slots',
+      cronString: '0 2 * * *',
+      runAfterProvisioning: true,
     },
     {
       key: 'patient-home',

@@ -5,6 +5,7 @@ import type { MemberResource } from './apply';
 import { demoCatalog } from './catalog';
 import type { KeyedResource, ProvisionDefinition } from './definition';
 import { keyRef, platformDefinition, tenantResources } from './definition';
+import { demoSchedules } from './schedules';
 
 export interface DemoPatient {
   key: string;
@@ -164,6 +165,7 @@ export function demoDefinition(): ProvisionDefinition {
       ...DEMO_PATIENTS.flatMap(demoPatientResources),
       ...DEMO_AGREEMENTS.map(agreementDocument),
       ...demoCatalog(),
+      ...demoSchedules(DEMO_TENANTS),
     ],
   };
 }

@@ -32,6 +32,7 @@ import { decideOrderRoute, OrderDecisionsRequestSchema, OrderDecisionsSchema } f
 import { ConfigSchema, configRoute, homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
 import { ProtocolsSchema, protocolsRoute } from '../../contracts/protocols';
 import { createRequestRoute, PatientRequestAnswerSchema, PatientRequestSchema } from '../../contracts/requests';
+import { AvailabilityQuerySchema, AvailabilitySchema, availabilityRoute } from '../../contracts/scheduling';
 import { CompletedTaskSchema, CompleteTaskRequestSchema, completeTaskRoute } from '../../contracts/tasks';
 
 /** A failure answered by the API: the error envelope, with its HTTP status. */
@@ -185,6 +186,12 @@ export function createPatientCareClient(options: ClientOptions) {
         CompletedTaskSchema.parse(
           await call(completeTaskRoute, { params: { id: task.replace(/^Task\//, '') }, body: request }),
         ),
+      ),
+    },
+    availability: {
+      /** Free slots of a visit team or practitioner in a window (`view: 'slots'`), or per-day counts (`view: 'days'`). */
+      get: takes(AvailabilityQuerySchema)(async (query) =>
+        AvailabilitySchema.parse(await call(availabilityRoute, { query })),
       ),
     },
     enrollments: {

@@ -27,10 +27,11 @@ describe('auth matrix: every secured operation refuses every bad token', () => {
     for (const op of operationsOf(gw).filter((o) => o.secured)) {
       for (const bad of tokens) {
         // Refusal operations are tested on a type they refuse; reads on the patient's own Patient.
-        const path = concretePath(op.template, {
-          id: ownId,
-          type: op.operationId.startsWith('fhir.refuse') ? 'Observation' : 'Patient',
-        });
+        const path =
+          concretePath(op.template, {
+            id: ownId,
+            type: op.operationId.startsWith('fhir.refuse') ? 'Observation' : 'Patient',
+          }) + op.requiredQuery;
         const body = bodyFor(op, ownId);
         const res = await gw.call(op.method, path, { token: bad.token, body });
         const label = `${op.operationId} with ${bad.name}`;

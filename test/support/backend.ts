@@ -32,13 +32,21 @@ export interface TestBackend extends LaunchedMedplum {
   login(membership: ProjectMembership): Promise<{ medplum: MedplumClient; token: string }>;
 }
 
+export type TestBackendOptions = Partial<EmbeddedMedplumOptions> & { runBots?: boolean };
+
 /**
  * The shared fixture: an in-memory embedded Medplum provisioned with the platform definition and
  * the demo tenants (northwind: alice, bob; southridge: carol, dave). Real storage, real policies,
  * real bot bundles.
  */
-export async function startTestBackend(options: Partial<EmbeddedMedplumOptions> = {}): Promise<TestBackend> {
-  const backend = await launchEmbeddedMedplum({ dbPath: ':memory:', definition: demoDefinition(), ...options });
+export async function startTestBackend(options: TestBackendOptions = {}): Promise<TestBackend> {
+  // Provisioning's one-off bot runs (the next weeks' free Slots) only where a test asks for them.
+  const backend = await launchEmbeddedMedplum({
+    dbPath: ':memory:',
+    definition: demoDefinition(),
+    runBots: false,
+    ...options,
+  });
   const login = async (membership: ProjectMembership) => {
     const medplum = await backend.clientFor(membership);
     return { medplum, token: medplum.getAccessToken() as string };

@@ -3,9 +3,8 @@ import addFormats from 'ajv-formats';
 import { type App, type AppDeps, createApp, DEFAULT_LIMITS } from '../../src/app';
 import { nodeAssetLoader } from '../../src/docs-assets-node';
 import { createEdgeSigner } from '../../src/edge/statement';
-import type { EmbeddedMedplumOptions } from '../../src/embedded/server';
 import { openApiDocument } from '../../src/routes/docs';
-import { startTestBackend, type TestBackend } from './backend';
+import { startTestBackend, type TestBackend, type TestBackendOptions } from './backend';
 
 type OpenApiDoc = ReturnType<typeof openApiDocument>;
 
@@ -129,7 +128,7 @@ export const TEST_LOAD_BALANCER = '192.0.2.10';
 
 export async function startTestGateway(
   overrides: Partial<AppDeps> = {},
-  backendOptions: Partial<EmbeddedMedplumOptions> = {},
+  backendOptions: TestBackendOptions = {},
 ): Promise<TestGateway> {
   const backend = await startTestBackend(backendOptions);
   const app = createApp({

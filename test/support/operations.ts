@@ -8,6 +8,8 @@ export interface Operation {
   hasBody: boolean;
   /** The request body example the document gives (the guards start from valid input). */
   example?: Record<string, unknown>;
+  /** `?…` of the required query parameters, each its documented example ('' when there are none). */
+  requiredQuery: string;
 }
 
 /** Every operation of the OpenAPI document: the guards iterate these, so new routes are covered. */
@@ -22,6 +24,7 @@ export function operationsOf(gw: TestGateway): Operation[] {
         secured: Boolean(op.security?.length),
         hasBody: Boolean(op.requestBody),
         example: op.requestBody ? exampleOf(gw, op) : undefined,
+        requiredQuery: requiredQueryOf(op),
       });
     }
   }
@@ -36,7 +39,18 @@ export function concretePath(template: string, values: { type?: string; id: stri
 interface RawOperation {
   operationId?: string;
   security?: unknown[];
+  parameters?: { name: string; in: string; required?: boolean; schema?: { example?: unknown }; example?: unknown }[];
   requestBody?: { content: Record<string, { schema: { $ref?: string; example?: Record<string, unknown> } }> };
+}
+
+function requiredQueryOf(op: RawOperation): string {
+  const query = new URLSearchParams();
+  for (const p of op.parameters ?? []) {
+    if (p.in === 'query' && p.required) {
+      query.set(p.name, String(p.example ?? p.schema?.example ?? ''));
+    }
+  }
+  return query.size > 0 ? `?${query}` : '';
 }
 
 function exampleOf(gw: TestGateway, op: RawOperation): Record<string, unknown> | undefined {

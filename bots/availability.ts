@@ -1,0 +1,249 @@
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type { CareTeam, Location, Patient, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
+import type { BotInput } from '../contracts/bot-inputs';
+import { SYSTEMS, VISIT_TYPES } from '../contracts/systems';
+import { contextNotFound } from './lib/agreements';
+import { whereaboutsOf } from './lib/catalog';
+import { type BotResult, fail } from './lib/result';
+import { searchAll } from './lib/search';
+import { addDays, isTimeZone, localDate } from './lib/slots';
+import { patientWorkflow } from './lib/trust';
+
+interface AvailableSlot {
+  slot: string;
+  start: string;
+  end: string;
+  practitioner: string;
+  visitType: 'video-visit';
+  modality: 'sync' | 'async';
+}
+
+export type AvailabilityResult = BotResult<{
+  view: 'slots' | 'days';
+  slots?: AvailableSlot[];
+  next?: string;
+  timezone?: string;
+  days?: { date: string; count: number }[];
+}>;
+
+const MAX_WINDOW_MS = 31 * 86_400_000;
+const DEFAULT_COUNT = 50;
+const MAX_COUNT = 200;
+
+/**
+ * GET /v1/availability (JOURNEY H), read-only: the free Slots of her care provider's practitioners who
+ * are licensed in her state, for a visit team or one practitioner, in a window; as a page of slots or as
+ * counts per local date. Her tenant and state come from her own Patient, never from the query. Slots are
+ * outside the patient compartment (a patient's policy grants none); this bot reads them for her, only
+ * through Schedules whose actor is a role of her tenant licensed where she lives.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<AvailabilityResult> {
+  const start = await patientWorkflow(medplum, event, 'availability');
+  if (!start.ok) {
+    return start;
+  }
+  const query = start.input;
+  const issues = queryIssues(query);
+  if (issues.length > 0) {
+    return fail(400, 'invalid_request', 'This availability query cannot be answered', { issues });
+  }
+  const patient = (await medplum.readResource('Patient', start.caller.patientId)) as Patient;
+  const organization = patient.managingOrganization?.reference;
+  const practitioners = await practitionersOf(medplum, query, organization);
+  if (!practitioners) {
+    return contextNotFound();
+  }
+  const schedules = await licensedSchedules(medplum, practitioners, organization, patient);
+  const visitType = query.visitType ?? 'video-visit';
+  const from = new Date(instantOf(query.start)).toISOString();
+  const to = new Date(instantOf(query.end)).toISOString();
+  const search = (extra: Record<string, string>) => ({
+    schedule: [...schedules.keys()].join(','),
+    status: 'free',
+    start: [`ge${from}`, `lt${to}`],
+    'service-type': `${SYSTEMS.visitType}|${visitType}`,
+    _sort: 'start,_id',
+    ...extra,
+  });
+  if (query.view === 'days') {
+    const timeZone = query.timezone as string;
+    const slots = schedules.size === 0 ? [] : await searchAll(medplum, 'Slot', toParams(search({})));
+    const counts = new Map<string, number>();
+    for (const slot of slots) {
+      const date = localDate(Date.parse(slot.start), timeZone);
+      counts.set(date, (counts.get(date) ?? 0) + 1);
+    }
+    const days: { date: string; count: number }[] = [];
+    const last = localDate(Date.parse(to) - 1, timeZone);
+    for (let date = localDate(Date.parse(from), timeZone); date <= last; date = addDays(date, 1)) {
+      days.push({ date, count: counts.get(date) ?? 0 });
+    }
+    return { ok: true, view: 'days', timezone: timeZone, days };
+  }
+  const count = Math.min(Number(query.count ?? DEFAULT_COUNT), MAX_COUNT);
+  const offset = query.cursor ? offsetOf(query.cursor) : 0;
+  if (offset === undefined) {
+    return fail(400, 'invalid_request', 'This cursor is not one this endpoint gave', {
+      issues: [{ path: 'cursor', message: 'unknown cursor' }],
+    });
+  }
+  if (schedules.size === 0) {
+    return { ok: true, view: 'slots', slots: [] };
+  }
+  // One more than a page tells whether there is a next one.
+  const page = (await medplum.searchResources(
+    'Slot',
+    toParams(search({ _count: String(count + 1), _offset: String(offset) })),
+    { cache: 'no-cache' },
+  )) as Slot[];
+  const slots = page.slice(0, count).map((slot) => ({
+    slot: `Slot/${slot.id}`,
+    start: slot.start,
+    end: slot.end,
+    practitioner: schedules.get(slot.schedule.reference ?? '') as string,
+    visitType,
+    modality: VISIT_TYPES[visitType].modality,
+  }));
+  return {
+    ok: true,
+    view: 'slots',
+    slots,
+    ...(page.length > count ? { next: cursorOf(offset + count) } : {}),
+  };
+}
+
+type Query = BotInput<'availability'>;
+
+function queryIssues(query: Query): { path: string; message: string }[] {
+  const issues: { path: string; message: string }[] = [];
+  if (!query.careTeam === !query.practitioner) {
+    issues.push({ path: 'careTeam', message: 'exactly one of careTeam and practitioner' });
+  }
+  const [from, to] = [instantOf(query.start), instantOf(query.end)];
+  if (Number.isNaN(from)) {
+    issues.push({ path: 'start', message: 'not a date or instant' });
+  }
+  if (Number.isNaN(to)) {
+    issues.push({ path: 'end', message: 'not a date or instant' });
+  }
+  if (!Number.isNaN(from) && !Number.isNaN(to) && (to <= from || to - from > MAX_WINDOW_MS)) {
+    issues.push({ path: 'end', message: 'after start, and at most 31 days later' });
+  }
+  if (query.view === 'days' && !(query.timezone && isTimeZone(query.timezone))) {
+    issues.push({ path: 'timezone', message: 'a known IANA time zone is required for the days view' });
+  } else if (query.timezone && !isTimeZone(query.timezone)) {
+    issues.push({ path: 'timezone', message: 'not a known IANA time zone' });
+  }
+  return issues;
+}
+
+/** A date (its UTC midnight) or an instant with its offset, as epoch milliseconds (NaN if neither). */
+const instantOf = (value: string): number => Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
+
+/** The practitioners the query names, of her tenant; undefined when the team or practitioner is not hers. */
+async function practitionersOf(
+  medplum: MedplumClient,
+  query: Pick<Query, 'careTeam' | 'practitioner'>,
+  organization: string | undefined,
+): Promise<string[] | undefined> {
+  if (!organization) {
+    return undefined;
+  }
+  if (query.careTeam) {
+    const team = (await medplum.readResource('CareTeam', query.careTeam.split('/')[1]).catch(() => undefined)) as
+      | CareTeam
+      | undefined;
+    const visits = team?.category?.some((c) =>
+      c.coding?.some((x) => x.system === SYSTEMS.careTeam && x.code === 'visits'),
+    );
+    if (!team || !visits || !team.managingOrganization?.some((o) => o.reference === organization)) {
+      return undefined;
+    }
+    return (team.participant ?? []).map((p) => p.member?.reference ?? '').filter((r) => r.startsWith('Practitioner/'));
+  }
+  const roles = await medplum.searchResources(
+    'PractitionerRole',
+    { practitioner: query.practitioner as string, organization },
+    { cache: 'no-cache' },
+  );
+  return roles.some((r) => r.organization?.reference === organization) ? [query.practitioner as string] : undefined;
+}
+
+/**
+ * The active Schedules of those practitioners' roles in her tenant whose licence (`location`, a
+ * jurisdiction) covers where she lives, each with its practitioner: `Schedule/<id>` -> `Practitioner/<id>`.
+ */
+async function licensedSchedules(
+  medplum: MedplumClient,
+  practitioners: string[],
+  organization: string | undefined,
+  patient: Patient,
+): Promise<Map<string, string>> {
+  const schedules = new Map<string, string>();
+  if (practitioners.length === 0 || !organization) {
+    return schedules;
+  }
+  const where = whereaboutsOf(patient);
+  const roles = (
+    await searchAll(medplum, 'PractitionerRole', {
+      practitioner: practitioners.join(','),
+      organization,
+      active: 'true',
+    })
+  ).filter((r) => r.organization?.reference === organization);
+  const licensed: PractitionerRole[] = [];
+  const jurisdictions = new Map<string, Location | undefined>();
+  for (const role of roles) {
+    for (const location of role.location ?? []) {
+      const reference = location.reference ?? '';
+      if (!jurisdictions.has(reference)) {
+        jurisdictions.set(
+          reference,
+          (await medplum.readReference({ reference }).catch(() => undefined)) as Location | undefined,
+        );
+      }
+      const address = jurisdictions.get(reference)?.address;
+      if (
+        address?.country?.toUpperCase() === where.country &&
+        address?.state?.toUpperCase() === where.state &&
+        where.state
+      ) {
+        licensed.push(role);
+        break;
+      }
+    }
+  }
+  if (licensed.length === 0) {
+    return schedules;
+  }
+  const found = (await searchAll(medplum, 'Schedule', {
+    actor: licensed.map((r) => `PractitionerRole/${r.id}`).join(','),
+    active: 'true',
+  })) as Schedule[];
+  const practitionerOf = new Map(licensed.map((r) => [`PractitionerRole/${r.id}`, r.practitioner?.reference ?? '']));
+  for (const schedule of found) {
+    const practitioner = practitionerOf.get(schedule.actor?.[0]?.reference ?? '');
+    if (practitioner) {
+      schedules.set(`Schedule/${schedule.id}`, practitioner);
+    }
+  }
+  return schedules;
+}
+
+/** Search parameters with repeats (a window is two `start` bounds) as MedplumClient takes them. */
+function toParams(params: Record<string, string | string[]>): URLSearchParams {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    for (const v of Array.isArray(value) ? value : [value]) {
+      search.append(name, v);
+    }
+  }
+  return search;
+}
+
+const cursorOf = (offset: number): string => `o${offset.toString(36)}`;
+
+function offsetOf(cursor: string): number | undefined {
+  const match = /^o([0-9a-z]{1,8})$/.exec(cursor);
+  return match ? Number.parseInt(match[1], 36) : undefined;
+}

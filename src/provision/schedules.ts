@@ -1,0 +1,87 @@
+import type { CareTeam, Organization, Practitioner, PractitionerRole, Schedule } from '@medplum/fhirtypes';
+import { SYSTEMS, TIMEZONE_EXTENSION, VISIT_TYPES } from '../../contracts/systems';
+import { jurisdictionKey } from './catalog';
+import type { KeyedResource } from './definition';
+import { keyRef } from './definition';
+
+/**
+ * The demo tenants' visit practitioners (JOURNEY H): each a Practitioner of the tenant with one
+ * PractitionerRole per state she is licensed in (its `location`, a jurisdiction Location) and working
+ * hours (`availableTime`, wall-clock), one Schedule per role (a single actor, the role's time zone, the
+ * visit type it serves), and the tenant's visit team (a CareTeam) of them. Free Slots are not written
+ * here: the `materialize-slots` bot makes them from these hours, after provisioning and then daily.
+ */
+interface VisitPractitioner {
+  key: string;
+  tenant: string;
+  given: string;
+  family: string;
+  /** ISO 3166-2 US state she is licensed in, and her Schedule's time zone. */
+  state: string;
+  timeZone: string;
+}
+
+export const VISIT_PRACTITIONERS: VisitPractitioner[] = [
+  { key: 'reyes', tenant: 'northwind', given: 'Ana', family: 'Reyes', state: 'CA', timeZone: 'America/Los_Angeles' },
+  { key: 'adeyemi', tenant: 'northwind', given: 'Ben', family: 'Adeyemi', state: 'NY', timeZone: 'America/New_York' },
+  { key: 'li', tenant: 'southridge', given: 'Chen', family: 'Li', state: 'NY', timeZone: 'America/New_York' },
+  { key: 'wolfe', tenant: 'southridge', given: 'Dana', family: 'Wolfe', state: 'TX', timeZone: 'America/Chicago' },
+];
+
+const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri'] as const;
+
+const VIDEO_VISIT = {
+  coding: [{ system: SYSTEMS.visitType, code: 'video-visit', display: VISIT_TYPES['video-visit'].display }],
+};
+
+function practitionerResources(p: VisitPractitioner): KeyedResource[] {
+  const org = keyRef<Organization>(`org-${p.tenant}`);
+  const practitioner: Practitioner = {
+    resourceType: 'Practitioner',
+    meta: { accounts: [org] },
+    name: [{ prefix: ['Dr.'], given: [p.given], family: p.family }],
+  };
+  const role: PractitionerRole = {
+    resourceType: 'PractitionerRole',
+    meta: { accounts: [org] },
+    active: true,
+    practitioner: keyRef(`visit-practitioner-${p.key}`),
+    organization: org,
+    location: [keyRef(jurisdictionKey('US', p.state))],
+    availableTime: [{ daysOfWeek: [...WEEKDAYS], availableStartTime: '09:00:00', availableEndTime: '17:00:00' }],
+  };
+  const schedule: Schedule = {
+    resourceType: 'Schedule',
+    meta: { accounts: [org] },
+    active: true,
+    actor: [keyRef(`visit-role-${p.key}`)],
+    serviceType: [VIDEO_VISIT],
+    extension: [{ url: TIMEZONE_EXTENSION, valueCode: p.timeZone }],
+    comment: `Video visits with Dr. ${p.given} ${p.family} (licensed in ${p.state})`,
+  };
+  return [
+    { key: `visit-practitioner-${p.key}`, resource: practitioner },
+    { key: `visit-role-${p.key}`, resource: role },
+    { key: `visit-schedule-${p.key}`, resource: schedule },
+  ];
+}
+
+function visitTeam(tenant: string, name: string): KeyedResource {
+  const org = keyRef<Organization>(`org-${tenant}`);
+  const team: CareTeam = {
+    resourceType: 'CareTeam',
+    meta: { accounts: [org] },
+    status: 'active',
+    name: `${name} visit team`,
+    category: [{ coding: [{ system: SYSTEMS.careTeam, code: 'visits' }] }],
+    managingOrganization: [org],
+    participant: VISIT_PRACTITIONERS.filter((p) => p.tenant === tenant).map((p) => ({
+      member: keyRef<Practitioner>(`visit-practitioner-${p.key}`),
+    })),
+  };
+  return { key: `visit-team-${tenant}`, resource: team };
+}
+
+export function demoSchedules(tenants: readonly { key: string; name: string }[]): KeyedResource[] {
+  return [...VISIT_PRACTITIONERS.flatMap(practitionerResources), ...tenants.map((t) => visitTeam(t.key, t.name))];
+}
