@@ -12,7 +12,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { attachmentProblems } from '../contracts/attachments';
-import { EXTENSIONS, ORDER_DECISIONS_ENDPOINT, SYSTEMS } from '../contracts/systems';
+import { BOOKING_ENDPOINT, EXTENSIONS, ORDER_DECISIONS_ENDPOINT, SYSTEMS } from '../contracts/systems';
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { payloadDigest } from './lib/digest';
 import {
@@ -85,10 +85,10 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       return fail(409, 'invalid_state', `This task is ${task.status}`, { state: task.status });
     }
     const kind = taskKind(task);
-    if (kind === 'order-decisions') {
-      return fail(409, 'invalid_state', 'This task is answered with the order decisions', {
+    if (kind === 'order-decisions' || kind === 'schedule-visit') {
+      return fail(409, 'invalid_state', 'This task is answered at its own endpoint', {
         state: task.status,
-        use: ORDER_DECISIONS_ENDPOINT,
+        use: kind === 'order-decisions' ? ORDER_DECISIONS_ENDPOINT : BOOKING_ENDPOINT,
       });
     }
     if (!kind) {

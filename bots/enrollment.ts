@@ -19,11 +19,10 @@ import {
   episodeByKey,
   episodeKey,
   episodeTag,
-  PATIENT_TASK_TAG,
   patientTaskView,
   publishedDefinition,
 } from './lib/journey';
-import { offeredPlan, tasksOf } from './lib/plans';
+import { issueEntries, offeredPlan, tasksOf } from './lib/plans';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
@@ -199,19 +198,12 @@ async function activate(
         resource: { ...episode, status: 'active', period: { start: now } },
         request: { method: 'PUT', url: `EpisodeOfCare/${episode.id}`, ifMatch: `W/"${episode.meta?.versionId}"` },
       },
-      ...issued.map(
-        (task): BundleEntry => ({
-          resource: {
-            ...task,
-            meta: { tag: [PATIENT_TASK_TAG, tag] },
-            for: { reference: `Patient/${patient.id}` },
-            owner: { reference: `Patient/${patient.id}` },
-            authoredOn: now,
-            basedOn: [{ reference: `CarePlan/${plan.id}` }],
-          },
-          request: { method: 'POST', url: 'Task' },
-        }),
-      ),
+      ...issueEntries(issued, {
+        patient: `Patient/${patient.id}`,
+        carePlan: `CarePlan/${plan.id}`,
+        tags: [tag],
+        now,
+      }),
     ],
   };
   try {
@@ -264,6 +256,16 @@ async function unenroll(
       }),
     ),
   ];
+  // The visits the plan still asks for are withdrawn with it.
+  const visits = (await searchAll(medplum, 'ServiceRequest', { 'based-on': `CarePlan/${plan.id}` })).filter(
+    (r) => r.subject?.reference === `Patient/${patient.id}` && r.status === 'active' && r.intent === 'plan',
+  );
+  for (const visit of visits) {
+    entries.push({
+      resource: { ...visit, status: 'revoked' },
+      request: { method: 'PUT', url: `ServiceRequest/${visit.id}`, ifMatch: `W/"${visit.meta?.versionId}"` },
+    });
+  }
   if (episode && episode.status !== 'finished') {
     entries.push({
       resource: { ...episode, status: 'finished', period: { ...episode.period, end: now } },

@@ -82,6 +82,8 @@ export const START_ENDPOINT = {
 
 /** The one path that answers an order-decisions task ("Exactly one path", JOURNEY C). */
 export const ORDER_DECISIONS_ENDPOINT = 'POST /v1/orders/{id}/decisions';
+/** The one path that answers a schedule-visit task: booking the visit. */
+export const BOOKING_ENDPOINT = 'POST /v1/appointments';
 
 export const EXTENSIONS = {
   /** On a patient ClientApplication: the tenant Organization whose app it is. */
@@ -164,7 +166,13 @@ export const BOT_AUDIENCE = { system: `${BASE}/bot-audience`, patient: 'patient'
 export const EDGE_STATEMENT = { secretName: 'edge-statement-key', maxAgeSeconds: 60 } as const;
 
 /** The kinds of patient task (Task.code under SYSTEMS.taskKind); here, without zod, for the bots too. */
-export const TASK_KINDS = ['questionnaire', 'measurement', 'treatment-offer', 'order-decisions'] as const;
+export const TASK_KINDS = [
+  'questionnaire',
+  'measurement',
+  'treatment-offer',
+  'order-decisions',
+  'schedule-visit',
+] as const;
 export type TaskKind = (typeof TASK_KINDS)[number];
 
 /** How an order item can reach the patient (JOURNEY G); a tenant's policy allows some per country and kind. */

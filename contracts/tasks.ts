@@ -44,6 +44,12 @@ export const PatientTaskSchema = z
       .array(MeasurementRequestSchema)
       .optional()
       .openapi({ description: 'Measurement tasks: the readings to submit, one per entry.' }),
+    visitType: z
+      .enum(['video-visit'])
+      .optional()
+      .openapi({
+        description: 'Schedule-visit tasks: the kind of visit to book (`POST /v1/appointments` with a free slot).',
+      }),
     offer: referenceTo('RequestGroup').optional().openapi({
       description:
         'Treatment-offer and order-decisions tasks: the proposal RequestGroup (the consent bundle), readable at `/v1/fhir/RequestGroup/{id}`.',
@@ -175,7 +181,7 @@ const COMPLETE = `Completes one of the patient's tasks; the payload matches the 
 - Questionnaire task: \`{questionnaireResponse}\`, her own answers, \`completed\`, answering exactly the pinned Questionnaire (\`url|version\`); every attachment an answer uses must be her own upload (\`POST /v1/documents\`). The task's output pins the answers' version, and submitted answers can no longer be changed.
 - Measurement task: \`{measurements: [{code, value, unit, effective?}]}\`, one reading per measurement the task asks for, each checked against its ObservationDefinition: a code the task asks for, a UCUM unit it allows (a customary unit is converted: the Observation holds the stored unit and what was entered), a value inside the absolute range, not in the future. Any problem: 422 \`invalid_measurement\` with \`details.issues[{index, code, reason, allowedUnits?, range?}]\` and nothing written. The platform writes one \`final\` Observation per reading (performer: the patient), interpreted against the reference range for the patient's country (L/N/H; LL/HH for a critical value, which also issues an urgent task to the care team), in the same transaction that completes the task.
 - Treatment-offer task (the consent bundle a clinician's selection composed: a proposal RequestGroup pinned to the versions of protocol, option and condition): \`{decision: "accept"}\`, \`{decision: "decline", reason?}\` or \`{decision: "counter", proposal: {medication}, reason?}\`. Only acceptance activates care, gated by the agreements: in one transaction the task completes, a treatment Consent (\`scope\` treatment, \`provision.data\` the offered RequestGroup and its items at the exact versions offered, with the clickwrap proof: who, when, session) and an \`active\` CarePlan instantiating exactly the pinned canonicals are written, with the plan's first monitoring tasks and an \`order-decisions\` task (answered at \`POST /v1/orders/{id}/decisions\`). An offer superseded before she answers (its condition was revised, or the offer withdrawn) is 409 \`invalid_state\` with \`details.state\` \`superseded\`, nothing written. Decline and counter (not gated: they start nothing) revoke the offer (its items \`cancelled\`) and return it to clinician review (a \`review-response\` task in the tenant's queue); a counter also records her medication proposal (\`intent\` proposal, requester the patient). Nothing active is created.
-- Order-decisions task: 409 \`invalid_state\` with \`details.use\` = \`POST /v1/orders/{id}/decisions\`, the one path that answers it.
+- Order-decisions task: 409 \`invalid_state\` with \`details.use\` = \`POST /v1/orders/{id}/decisions\`, the one path that answers it; a schedule-visit task likewise names \`POST /v1/appointments\`.
 Task statuses (R4 task-status): \`ready\` -> \`completed\` here; \`cancelled\` (unenrolled, revoked, superseded) and \`on-hold\` (a clinician paused the plan) are set by the platform. Repeating the same completion answers 200 with the same result; a different payload for a completed task, or any payload for a cancelled or on-hold one, is 409 \`invalid_state\` with \`details.state\`. A payload of the other kind is 400. Gated: unmet required agreements -> 409 \`consent_required\`, nothing written. When the last task of an assessment completes, a review task is issued to the tenant's clinician queue. Another patient's task, or one that does not exist: 404.`;
 
 export const completeTaskRoute = createRoute({

@@ -148,6 +148,8 @@ export async function patientTaskView(medplum: MedplumClient, task: Task): Promi
     view.questionnaire = taskQuestionnaire(task);
   } else if (kind === 'treatment-offer' || kind === 'order-decisions') {
     view.offer = task.focus?.reference;
+  } else if (kind === 'schedule-visit') {
+    view.visitType = 'video-visit';
   } else {
     const definitions = await Promise.all(taskObservationDefinitions(task).map((r) => readVersioned(medplum, r)));
     view.measurements = definitions.map((d) => ({ code: definitionCode(d), units: allowedUnits(d) }));
@@ -156,7 +158,7 @@ export async function patientTaskView(medplum: MedplumClient, task: Task): Promi
 }
 
 /** The input types of a patient task (Task.input.type): what each input of the task is. */
-export type TaskInputKind = 'questionnaire' | 'activity-definition' | 'observation-definition';
+export type TaskInputKind = 'questionnaire' | 'activity-definition' | 'observation-definition' | 'segment';
 
 export const taskInputType = (kind: TaskInputKind): CodeableConcept => ({
   coding: [{ system: SYSTEMS.taskKind, code: kind }],

@@ -15,8 +15,8 @@ import type {
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import { requireAgreements } from './agreements';
-import { PATIENT_TASK_TAG, publishedDefinition } from './journey';
-import { monitoringActions, tasksOf } from './plans';
+import { publishedDefinition } from './journey';
+import { issueEntries, monitoringActions, tasksOf } from './plans';
 import { clinicianTask, issuedVersion, REVIEW_RESPONSE, tenantQueue, versioned } from './queues';
 import { fail } from './result';
 import { clickwrapProof, type SessionProof } from './trust';
@@ -207,15 +207,13 @@ async function acceptance(medplum: MedplumClient, context: OfferContext, offer: 
     description: 'Choose how to receive your treatment',
     focus: { reference: `RequestGroup/${group.id}` },
   };
-  const issued: Task[] = [...monitoring, orderDecisions].map((t) => ({
-    ...t,
-    meta: { tag: [PATIENT_TASK_TAG, ...episodeTags] },
-    for: her,
-    owner: her,
-    authoredOn: now,
-    basedOn: [{ reference: planUrl }],
-  }));
-  const taskUrls = issued.map(() => `urn:uuid:${randomUUID()}`);
+  const issued = issueEntries([...monitoring, orderDecisions], {
+    patient: `Patient/${patient.id}`,
+    carePlan: planUrl,
+    tags: episodeTags,
+    now,
+  });
+  const taskUrls = issued.filter((e) => e.resource?.resourceType === 'Task').map((e) => e.fullUrl as string);
   const plan: CarePlan = {
     resourceType: 'CarePlan',
     meta: { tag: episodeTags },
@@ -246,11 +244,7 @@ async function acceptance(medplum: MedplumClient, context: OfferContext, offer: 
     entries: [
       { fullUrl: consentUrl, resource: consent, request: { method: 'POST', url: 'Consent' } },
       { fullUrl: planUrl, resource: plan, request: { method: 'POST', url: 'CarePlan' } },
-      ...issued.map((resource, i) => ({
-        fullUrl: taskUrls[i],
-        resource,
-        request: { method: 'POST' as const, url: 'Task' },
-      })),
+      ...issued,
     ],
   };
 }

@@ -1,19 +1,23 @@
+import { randomUUID } from 'node:crypto';
 import type { MedplumClient } from '@medplum/core';
 import type {
   ActivityDefinition,
+  BundleEntry,
+  Coding,
   HealthcareService,
   ObservationDefinition,
   Patient,
   PlanDefinition,
   PlanDefinitionAction,
   Questionnaire,
+  ServiceRequest,
   Task,
   TaskInput,
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import { isPublishedTo } from './agreements';
 import { actionKind, availableWhereSheLives, frontedCanonical } from './catalog';
-import { publishedDefinition, taskInputType } from './journey';
+import { PATIENT_TASK_TAG, publishedDefinition, taskInputType } from './journey';
 
 /**
  * What a plan's actions issue to the patient (JOURNEY B, D.4, E): one task per questionnaire or
@@ -73,6 +77,30 @@ async function taskFor(
       input: [{ type: taskInputType('questionnaire'), valueCanonical: canonical }],
     };
   }
+  if (kind === 'visit') {
+    // A visit to book: the patient's schedule-visit task names the visit and its segments in order; the
+    // visit's request (a ServiceRequest, intent plan) is written beside it (visitEntries).
+    const activity = await publishedDefinition<ActivityDefinition>(
+      medplum,
+      'ActivityDefinition',
+      canonical,
+      organization,
+    );
+    if (activity?.kind !== 'Appointment') {
+      return undefined;
+    }
+    return {
+      ...base,
+      code: { coding: [{ system: SYSTEMS.taskKind, code: 'schedule-visit' }] },
+      input: [
+        { type: taskInputType('activity-definition'), valueCanonical: canonical },
+        ...(action.action ?? []).map((segment) => ({
+          type: taskInputType('segment'),
+          valueString: segment.title ?? segment.description ?? 'Visit',
+        })),
+      ],
+    };
+  }
   if (kind === 'measurement') {
     const activity = await publishedDefinition<ActivityDefinition>(
       medplum,
@@ -124,4 +152,45 @@ export async function offeredPlan(
   const plan =
     canonical && (await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization));
   return plan && canonical && plan.status === 'active' ? { plan, canonical } : undefined;
+}
+
+/**
+ * The transaction entries that issue a plan's tasks to the patient (tagged hers and the journey's,
+ * `basedOn` the plan); a schedule-visit task comes with the visit's request (a ServiceRequest, `intent`
+ * plan, since no practitioner orders it; JOURNEY E), which the task focuses on.
+ */
+export function issueEntries(
+  tasks: Task[],
+  context: { patient: string; carePlan: string; tags: Coding[]; now: string },
+): BundleEntry[] {
+  const entries: BundleEntry[] = [];
+  for (const task of tasks) {
+    const issued: Task = {
+      ...task,
+      meta: { tag: [PATIENT_TASK_TAG, ...context.tags] },
+      for: { reference: context.patient },
+      owner: { reference: context.patient },
+      authoredOn: context.now,
+      basedOn: [{ reference: context.carePlan }],
+    };
+    if (task.code?.coding?.some((c) => c.code === 'schedule-visit')) {
+      const requestUrl = `urn:uuid:${randomUUID()}`;
+      const canonical = task.input?.[0]?.valueCanonical as string;
+      const request: ServiceRequest = {
+        resourceType: 'ServiceRequest',
+        meta: { tag: context.tags },
+        status: 'active',
+        intent: 'plan',
+        subject: { reference: context.patient },
+        code: { coding: [{ system: SYSTEMS.visitType, code: 'video-visit' }], text: task.description },
+        instantiatesCanonical: [canonical],
+        basedOn: [{ reference: context.carePlan }],
+        authoredOn: context.now,
+      };
+      entries.push({ fullUrl: requestUrl, resource: request, request: { method: 'POST', url: 'ServiceRequest' } });
+      issued.focus = { reference: requestUrl };
+    }
+    entries.push({ fullUrl: `urn:uuid:${randomUUID()}`, resource: issued, request: { method: 'POST', url: 'Task' } });
+  }
+  return entries;
 }

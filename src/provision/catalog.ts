@@ -16,7 +16,7 @@ import type {
   Timing,
   ValueSet,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, type PlanType, SYSTEMS } from '../../contracts/systems';
+import { EXTENSIONS, type PlanType, SYSTEMS, VISIT_TYPES } from '../../contracts/systems';
 import { PLATFORM_CATALOG_TAG, TENANT_CATALOG_TAG } from './agreements';
 import type { KeyedResource } from './definition';
 import { keyRef } from './definition';
@@ -206,6 +206,34 @@ function measurement(tenant: Publisher, name: string, title: string, specs: Meas
 }
 
 /**
+ * A visit: an Appointment of a kind (SYSTEMS.visitType, VISIT_TYPES) and its length. The segments it is
+ * made of are the plan action's sub-actions (purpose, in order), so the same visit can be composed
+ * differently by two plans.
+ */
+function visitDefinition(tenant: Publisher, name: string, title: string): Definition {
+  const url = urlOf(tenant, `visits/${name}`);
+  const resource: ActivityDefinition = {
+    resourceType: 'ActivityDefinition',
+    meta: published(tenant),
+    url,
+    version: '1',
+    name: title.replace(/[^A-Za-z0-9]/g, ''),
+    title,
+    status: 'active',
+    kind: 'Appointment',
+    code: coding(SYSTEMS.visitType, 'video-visit', VISIT_TYPES['video-visit'].display),
+    timingDuration: {
+      value: VISIT_TYPES['video-visit'].minutes,
+      unit: 'min',
+      system: 'http://unitsofmeasure.org',
+      code: 'min',
+    },
+  };
+  const key = keyOf(tenant, `visit-${name}`);
+  return { key, canonical: `${url}|1`, title, resources: [{ key, resource, writeOnce: true }] };
+}
+
+/**
  * An eligibility rule of a treatment option (JOURNEY D.2), as data on the option: a FHIRPath expression
  * over the patient's record (a Bundle of her Patient, Conditions, Observations, MedicationRequests and
  * AllergyIntolerances) that is true when the rule FIRES, i.e. the option is not safe for her for this
@@ -293,7 +321,7 @@ function treatmentOption(tenant: Publisher, spec: TreatmentSpec): Definition {
 
 // ------------------------------------------------------------------ plans and offerings
 
-const kind = (code: 'questionnaire' | 'measurement') => [coding(SYSTEMS.taskKind, code)];
+const kind = (code: 'questionnaire' | 'measurement' | 'visit') => [coding(SYSTEMS.taskKind, code)];
 const WEEKLY: Timing = { repeat: { frequency: 1, period: 1, periodUnit: 'wk' } };
 const MONTHLY: Timing = { repeat: { frequency: 1, period: 1, periodUnit: 'mo' } };
 
@@ -309,6 +337,15 @@ const measure = (definition: Definition, title: string, timing?: Timing): PlanDe
   code: kind('measurement'),
   definitionCanonical: definition.canonical,
   ...(timing ? { timingTiming: timing } : {}),
+});
+
+/** A visit the plan books, made of segments in this order (its sub-actions: purpose only). */
+const visit = (definition: Definition, title: string, segments: string[], timing?: Timing): PlanDefinitionAction => ({
+  title,
+  code: kind('visit'),
+  definitionCanonical: definition.canonical,
+  ...(timing ? { timingTiming: timing } : {}),
+  action: segments.map((purpose) => ({ title: purpose })),
 });
 
 interface OfferingSpec {
@@ -459,6 +496,7 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
     { linkId: 'notes', text: 'Anything your care team should know', type: 'text' },
   ]);
   const reading = measurement(tenant, 'blood-pressure', 'Blood pressure reading', [SYSTOLIC, DIASTOLIC]);
+  const videoVisit = visitDefinition(tenant, 'video-visit', 'Video visit');
   const options = [
     treatmentOption(tenant, {
       name: 'lisinopril-10',
@@ -504,6 +542,7 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
     ...history.resources,
     ...checkIn.resources,
     ...reading.resources,
+    ...videoVisit.resources,
     ...options.flatMap((o) => o.resources),
     ...offering(tenant, {
       name: 'blood-pressure-check',
@@ -520,8 +559,12 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
       type: 'program',
       title: 'Blood pressure monitoring',
       service: 'Blood pressure monitoring program',
-      comment: 'A weekly reading and a monthly check-in with your care team.',
-      action: [measure(reading, 'Weekly blood pressure', WEEKLY), answer(checkIn, 'Monthly check-in', MONTHLY)],
+      comment: 'A weekly reading, a monthly check-in and a monthly video visit with your care team.',
+      action: [
+        measure(reading, 'Weekly blood pressure', WEEKLY),
+        answer(checkIn, 'Monthly check-in', MONTHLY),
+        visit(videoVisit, 'Monthly video visit', ['Check-in with a nurse', 'Visit with your clinician'], MONTHLY),
+      ],
     }),
     ...offering(tenant, {
       name: 'hypertension-treatment',

@@ -496,6 +496,9 @@ function clinicianPolicy(): AccessPolicyResource[] {
   ];
 }
 
+/** A plan's visit request (JOURNEY E): `intent` plan, since no practitioner orders it; never an order. */
+const VISIT_PLANS_ONLY = { language: 'text/fhirpath' as const, expression: "%after.intent = 'plan'" };
+
 /** A request written as a proposal, never an order: placing orders is the order-decisions bot's alone. */
 const PROPOSALS_ONLY = { language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" };
 
@@ -646,6 +649,11 @@ export const platformDefinition: ProvisionDefinition = {
           { resourceType: 'Binary', interaction: ['read'] },
           { resourceType: 'Consent', interaction: ['create', 'read', 'search'] },
           { resourceType: 'CarePlan', interaction: ['create', 'read', 'search'] },
+          {
+            resourceType: 'ServiceRequest',
+            interaction: ['create', 'read', 'search'],
+            writeConstraint: [VISIT_PLANS_ONLY],
+          },
           ...['RequestGroup', 'MedicationRequest'].map((resourceType) => ({
             resourceType,
             interaction: ['create' as const, 'read' as const, 'search' as const, 'update' as const],
@@ -741,6 +749,11 @@ export const platformDefinition: ProvisionDefinition = {
           { resourceType: 'EpisodeOfCare', interaction: ['create', 'read', 'search', 'update'] },
           { resourceType: 'CarePlan', interaction: ['create', 'read', 'search', 'update'] },
           { resourceType: 'Task', interaction: ['create', 'read', 'search', 'update'] },
+          {
+            resourceType: 'ServiceRequest',
+            interaction: ['create', 'read', 'search', 'update'],
+            writeConstraint: [VISIT_PLANS_ONLY],
+          },
           { resourceType: 'MedicationRequest', interaction: ['read'] },
           { resourceType: 'CareTeam', interaction: ['read', 'search'] },
         ],

@@ -88,7 +88,7 @@ describe('enrollment: draft -> active -> revoked', () => {
       subject: { reference: `Patient/${patient.patient.id}` },
       instantiatesCanonical: [draft.protocol],
     });
-    expect(plan.activity?.map((a) => a.detail?.status)).toEqual(['not-started', 'not-started']);
+    expect(plan.activity?.map((a) => a.detail?.status)).toEqual(['not-started', 'not-started', 'not-started']);
     expect(plan.activity?.[0]?.detail?.scheduledTiming?.repeat?.periodUnit).toBe('wk');
     expect(plan.meta?.tag).toContainEqual({ system: SYSTEMS.episode, code: draft.episodeOfCare });
     // Idempotent: the same enrollment again, 200.
@@ -99,7 +99,7 @@ describe('enrollment: draft -> active -> revoked', () => {
     expect(activated.status, activated.text).toBe(200);
     const active = activated.body as Enrollment;
     expect(active.status).toBe('active');
-    expect(active.tasks?.map((t) => t.kind)).toEqual(['measurement', 'questionnaire']);
+    expect(active.tasks?.map((t) => t.kind)).toEqual(['measurement', 'questionnaire', 'schedule-visit']);
     for (const view of active.tasks ?? []) {
       const task = await repo().readReference<Task>({ reference: view.task });
       expect(task).toMatchObject({ status: 'ready', basedOn: [{ reference: draft.carePlan }] });
@@ -122,7 +122,10 @@ describe('enrollment: draft -> active -> revoked', () => {
     expect(done.status, done.text).toBe(200);
     const revoked = await unenroll(patient, draft.carePlan);
     expect(revoked.status, revoked.text).toBe(200);
-    expect(revoked.body).toMatchObject({ status: 'revoked', cancelledTasks: [active.tasks?.[1]?.task] });
+    expect(revoked.body).toMatchObject({
+      status: 'revoked',
+      cancelledTasks: [active.tasks?.[1]?.task, active.tasks?.[2]?.task],
+    });
     expect((await repo().readReference<CarePlan>({ reference: draft.carePlan })).status).toBe('revoked');
     expect((await repo().readReference<Task>({ reference: measurement.task })).status).toBe('completed');
     expect((await repo().readReference<Task>({ reference: active.tasks?.[1]?.task as string })).status).toBe(
@@ -167,7 +170,7 @@ describe('enrollment: draft -> active -> revoked', () => {
       resourceType: 'Task',
       filters: [{ code: 'based-on', operator: 'eq', value: carePlan }],
     });
-    expect(tasks).toHaveLength(2);
+    expect(tasks).toHaveLength(3);
   });
 });
 
