@@ -44,12 +44,9 @@ export const PatientTaskSchema = z
       .array(MeasurementRequestSchema)
       .optional()
       .openapi({ description: 'Measurement tasks: the readings to submit, one per entry.' }),
-    visitType: z
-      .enum(['video-visit'])
-      .optional()
-      .openapi({
-        description: 'Schedule-visit tasks: the kind of visit to book (`POST /v1/appointments` with a free slot).',
-      }),
+    visitType: z.enum(['video-visit']).optional().openapi({
+      description: 'Schedule-visit tasks: the kind of visit to book (`POST /v1/appointments` with a free slot).',
+    }),
     offer: referenceTo('RequestGroup').optional().openapi({
       description:
         'Treatment-offer and order-decisions tasks: the proposal RequestGroup (the consent bundle), readable at `/v1/fhir/RequestGroup/{id}`.',
