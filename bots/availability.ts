@@ -1,10 +1,10 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { CareTeam, Location, Patient, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
+import type { CareTeam, Patient, Slot } from '@medplum/fhirtypes';
 import type { BotInput } from '../contracts/bot-inputs';
 import { SYSTEMS, VISIT_TYPES } from '../contracts/systems';
 import { contextNotFound } from './lib/agreements';
-import { whereaboutsOf } from './lib/catalog';
 import { type BotResult, fail } from './lib/result';
+import { licensedSchedules } from './lib/scheduling';
 import { searchAll } from './lib/search';
 import { addDays, isTimeZone, localDate } from './lib/slots';
 import { patientWorkflow } from './lib/trust';
@@ -167,67 +167,6 @@ async function practitionersOf(
     { cache: 'no-cache' },
   );
   return roles.some((r) => r.organization?.reference === organization) ? [query.practitioner as string] : undefined;
-}
-
-/**
- * The active Schedules of those practitioners' roles in her tenant whose licence (`location`, a
- * jurisdiction) covers where she lives, each with its practitioner: `Schedule/<id>` -> `Practitioner/<id>`.
- */
-async function licensedSchedules(
-  medplum: MedplumClient,
-  practitioners: string[],
-  organization: string | undefined,
-  patient: Patient,
-): Promise<Map<string, string>> {
-  const schedules = new Map<string, string>();
-  if (practitioners.length === 0 || !organization) {
-    return schedules;
-  }
-  const where = whereaboutsOf(patient);
-  const roles = (
-    await searchAll(medplum, 'PractitionerRole', {
-      practitioner: practitioners.join(','),
-      organization,
-      active: 'true',
-    })
-  ).filter((r) => r.organization?.reference === organization);
-  const licensed: PractitionerRole[] = [];
-  const jurisdictions = new Map<string, Location | undefined>();
-  for (const role of roles) {
-    for (const location of role.location ?? []) {
-      const reference = location.reference ?? '';
-      if (!jurisdictions.has(reference)) {
-        jurisdictions.set(
-          reference,
-          (await medplum.readReference({ reference }).catch(() => undefined)) as Location | undefined,
-        );
-      }
-      const address = jurisdictions.get(reference)?.address;
-      if (
-        address?.country?.toUpperCase() === where.country &&
-        address?.state?.toUpperCase() === where.state &&
-        where.state
-      ) {
-        licensed.push(role);
-        break;
-      }
-    }
-  }
-  if (licensed.length === 0) {
-    return schedules;
-  }
-  const found = (await searchAll(medplum, 'Schedule', {
-    actor: licensed.map((r) => `PractitionerRole/${r.id}`).join(','),
-    active: 'true',
-  })) as Schedule[];
-  const practitionerOf = new Map(licensed.map((r) => [`PractitionerRole/${r.id}`, r.practitioner?.reference ?? '']));
-  for (const schedule of found) {
-    const practitioner = practitionerOf.get(schedule.actor?.[0]?.reference ?? '');
-    if (practitioner) {
-      schedules.set(`Schedule/${schedule.id}`, practitioner);
-    }
-  }
-  return schedules;
 }
 
 /** Search parameters with repeats (a window is two `start` bounds) as MedplumClient takes them. */

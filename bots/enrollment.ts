@@ -8,6 +8,8 @@ import type {
   MedicationRequest,
   Patient,
   PlanDefinition,
+  Reference,
+  Slot,
   Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, START_ENDPOINT, SYSTEMS } from '../contracts/systems';
@@ -37,6 +39,7 @@ export type EnrollmentResult = BotResult<{
   status: 'draft' | 'active' | 'revoked';
   tasks?: PatientTask[];
   cancelledTasks?: string[];
+  cancelledAppointments?: string[];
 }>;
 
 /** Tasks of a plan that are still hers to do (what unenrolling cancels). */
@@ -266,6 +269,46 @@ async function unenroll(
       request: { method: 'PUT', url: `ServiceRequest/${visit.id}`, ifMatch: `W/"${visit.meta?.versionId}"` },
     });
   }
+  // Its future booked visits are cancelled with their slots freed (declared in the document).
+  const nowIso = new Date().toISOString();
+  const booked =
+    visits.length === 0
+      ? []
+      : (
+          await searchAll(medplum, 'Appointment', {
+            'based-on': visits.map((v) => `ServiceRequest/${v.id}`).join(','),
+            status: 'booked',
+          })
+        ).filter(
+          (a) => (a.start ?? '') > nowIso && a.participant?.some((p) => p.actor?.reference === `Patient/${patient.id}`),
+        );
+  for (const appointment of booked) {
+    entries.push({
+      resource: {
+        ...appointment,
+        status: 'cancelled',
+        cancelationReason: { coding: [{ system: SYSTEMS.cancelReason, code: 'unenrolled' }], text: 'unenrolled' },
+      },
+      request: { method: 'PUT', url: `Appointment/${appointment.id}`, ifMatch: `W/"${appointment.meta?.versionId}"` },
+    });
+    const slot = (await medplum.readReference(appointment.slot?.[0] as Reference<Slot>).catch(() => undefined)) as
+      | Slot
+      | undefined;
+    if (slot?.status === 'busy') {
+      entries.push({
+        resource: { ...slot, status: 'free' },
+        request: { method: 'PUT', url: `Slot/${slot.id}`, ifMatch: `W/"${slot.meta?.versionId}"` },
+      });
+    }
+    for (const encounter of await searchAll(medplum, 'Encounter', { appointment: `Appointment/${appointment.id}` })) {
+      if (encounter.status === 'planned') {
+        entries.push({
+          resource: { ...encounter, status: 'cancelled' },
+          request: { method: 'PUT', url: `Encounter/${encounter.id}`, ifMatch: `W/"${encounter.meta?.versionId}"` },
+        });
+      }
+    }
+  }
   if (episode && episode.status !== 'finished') {
     entries.push({
       resource: { ...episode, status: 'finished', period: { ...episode.period, end: now } },
@@ -291,6 +334,7 @@ async function unenroll(
     return {
       ...(await answer(medplum, saved, episode, false)),
       cancelledTasks: open.map((t) => `Task/${t.id}`),
+      ...(booked.length > 0 ? { cancelledAppointments: booked.map((a) => `Appointment/${a.id}`) } : {}),
     } as EnrollmentResult;
   } catch (err) {
     if (!lostRace(err)) {

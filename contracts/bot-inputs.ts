@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { Coordinate, RequirementsQuerySchema, WithdrawalRequestSchema } from './agreements';
+import { BookRequestSchema, EncounterRequestSchema, RescheduleRequestSchema } from './appointments';
 import { StartAssessmentRequestSchema } from './assessments';
 import { EnrollRequestSchema } from './enrollments';
 import { OrderDecisionsRequestSchema } from './orders';
@@ -64,6 +65,13 @@ export const BOT_INPUTS = {
   ]),
   /** The availability query as the gateway validated it (cross-field rules are the bot's). */
   availability: AvailabilityQuerySchema,
+  /** A visit's operations (the appointment's id from the path). */
+  appointments: z.union([
+    BookRequestSchema.extend({ operation: z.literal('book') }).strict(),
+    RescheduleRequestSchema.extend({ operation: z.literal('reschedule'), appointment: ResourceId }).strict(),
+    z.object({ operation: z.literal('cancel'), appointment: ResourceId }).strict(),
+    EncounterRequestSchema.extend({ operation: z.literal('encounter'), appointment: ResourceId }).strict(),
+  ]),
   /** Nothing: the tenant is decided from what the patient registered through, never from input. */
   'patient-home': z.object({}).strict(),
   /** A subscription delivery: the Communication that was written; the bot re-reads it by id. */

@@ -34,6 +34,12 @@ export const EnrollmentSchema = z
       .array(referenceTo('Task'))
       .optional()
       .openapi({ description: 'Revoked by this call: the open tasks of the plan it cancelled.' }),
+    cancelledAppointments: z
+      .array(referenceTo('Appointment'))
+      .optional()
+      .openapi({
+        description: 'Revoked by this call: the future visits of the plan it cancelled (their slots freed).',
+      }),
   })
   .openapi('Enrollment');
 
@@ -80,7 +86,7 @@ export const unenrollRoute = createRoute({
   tags: ['Enrollments'],
   summary: 'Unenroll',
   description:
-    "Revokes her plan (a draft or active enrollment, or the CarePlan of a treatment she accepted) and, in the same transaction, cancels its open tasks (`ready`, `on-hold`). Placed medication orders stay (stopping a medicine is a clinician's decision): when the plan has any, a `review-unenrollment` task goes to her care team. Not gated: stopping care never is. Already revoked: 200, nothing changed. A plan in another state (completed by the care team): 409 `invalid_state` with `details.state`. Another patient's plan, or one that does not exist: 404.",
+    "Revokes her plan (a draft or active enrollment, or the CarePlan of a treatment she accepted) and, in the same transaction, cancels its open tasks (`ready`, `on-hold`), withdraws the visits it asks for and cancels its future booked visits (reason `unenrolled`, their slots freed, their segments cancelled). Placed medication orders stay (stopping a medicine is a clinician's decision): when the plan has any, a `review-unenrollment` task goes to her care team. Not gated: stopping care never is. Already revoked: 200, nothing changed. A plan in another state (completed by the care team): 409 `invalid_state` with `details.state`. Another patient's plan, or one that does not exist: 404.",
   security: secured,
   request: { params: z.object({ id: IdParam }) },
   responses: {

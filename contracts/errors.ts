@@ -84,7 +84,7 @@ const DESCRIPTIONS: Record<number, string> = {
   403: `\`forbidden\`: \`details.reason\` is \`not_a_patient\` (a staff, bot or machine token), \`access_policy\` (the platform's access policy denies the action) or \`not_own_record\`. Do not retry.`,
   404: '`not_found`: unknown route (`details.method` and `details.path`, as the gateway saw them) or id, or a resource of another patient or tenant (existence is never revealed).',
   405: '`method_not_allowed`: `details.allow` lists the methods the path does allow, as does the `Allow` header; a refused record-plane write also has `details.use`, the endpoint that owns the change.',
-  409: 'A state conflict (`invalid_state` with `details.state`, `consent_required` with `details.agreements`, `review_required` with `details.use`: a clinical protocol is requested for review, never self-enrolled).',
+  409: 'A state conflict (`invalid_state` with `details.state`, `consent_required` with `details.agreements`, `review_required` with `details.use`: a clinical protocol is requested for review, never self-enrolled; `slot_unavailable` with `details.slot`: taken since it was listed).',
   412: '`version_conflict`: `If-Match` is not the current version; `details.ifMatch` is the value sent. Read the resource again and retry with its version.',
   413: '`payload_too_large`: the body is over the limit (`details.limit`, bytes).',
   415: `\`unsupported_media_type\`: \`details.accepted\` lists the body media types: ${list(ACCEPTED_BODY_TYPES)}.`,

@@ -54,6 +54,8 @@ export const SYSTEMS = {
   slotKey: `${BASE}/slot-key`,
   /** A tenant's visit team (CareTeam.category `<careTeam>|visits`): the practitioners patients book. */
   careTeam: `${BASE}/care-team`,
+  /** Why an Appointment was cancelled, when the platform cancels it to reschedule (`<cancelReason>|rescheduled`). */
+  cancelReason: `${BASE}/cancelation-reason`,
   /** A tenant's clinician work queues (CareTeam.category), e.g. `<careQueue>|intake-review`. */
   careQueue: `${BASE}/care-queue`,
   /** Subdivision codes such as US-CA (ISO 3166-2). */
@@ -134,6 +136,12 @@ export const EXTENSIONS = {
   fulfilmentPolicy: `${BASE}/fhir/StructureDefinition/fulfilment-policy`,
   /** On a placed order item (MedicationRequest, ServiceRequest): how the patient chose to receive it (valueCode). */
   fulfilmentMethod: `${BASE}/fhir/StructureDefinition/fulfilment-method`,
+  /** On an Appointment: how the visit happens, `sync` (live) or `async` (store-and-forward) (valueCode). */
+  visitModality: `${BASE}/fhir/StructureDefinition/visit-modality`,
+  /** On an Encounter (a visit segment): its position in the visit, from 1 (valueInteger). */
+  segmentPosition: `${BASE}/fhir/StructureDefinition/segment-position`,
+  /** On a rescheduled visit's new Appointment: the one it replaces (R5's cross-version extension). */
+  appointmentReplaces: 'http://hl7.org/fhir/5.0/StructureDefinition/extension-Appointment.replaces',
   /** On a Consent: the server-stamped clickwrap proof (complex extension). */
   clickwrapProof: `${BASE}/fhir/StructureDefinition/clickwrap-proof`,
 } as const;

@@ -13,6 +13,7 @@ import { ApiError, unauthenticated } from './errors';
 import { medplumForRequest } from './medplum/client';
 import { toApiError } from './medplum/upstream';
 import { registerAgreementRoutes } from './routes/agreements';
+import { registerAppointmentRoutes } from './routes/appointments';
 import { registerAssessmentRoutes } from './routes/assessments';
 import { registerConfigRoutes } from './routes/config';
 import { registerDocsRoutes } from './routes/docs';
@@ -66,6 +67,7 @@ export function createApp(deps: AppDeps): App {
   registerOrderRoutes(app);
   registerEnrollmentRoutes(app);
   registerSchedulingRoutes(app);
+  registerAppointmentRoutes(app);
   registerDocumentRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {

@@ -499,6 +499,14 @@ function clinicianPolicy(): AccessPolicyResource[] {
 /** A plan's visit request (JOURNEY E): `intent` plan, since no practitioner orders it; never an order. */
 const VISIT_PLANS_ONLY = { language: 'text/fhirpath' as const, expression: "%after.intent = 'plan'" };
 
+/** Booking changes a Slot's status between free and busy, and nothing else of it. */
+const SLOT_STATUS_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%before.exists() and (%after.status = 'busy' or %after.status = 'free') and %after.start = %before.start and " +
+    '%after.end = %before.end and %after.schedule = %before.schedule',
+};
+
 /** A request written as a proposal, never an order: placing orders is the order-decisions bot's alone. */
 const PROPOSALS_ONLY = { language: 'text/fhirpath' as const, expression: "%after.intent = 'proposal'" };
 
@@ -756,6 +764,12 @@ export const platformDefinition: ProvisionDefinition = {
           },
           { resourceType: 'MedicationRequest', interaction: ['read'] },
           { resourceType: 'CareTeam', interaction: ['read', 'search'] },
+          // Unenrolling cancels the plan's future visits: the Appointment, its segments, its Slot's status.
+          ...['Appointment', 'Encounter'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const, 'update' as const],
+          })),
+          { resourceType: 'Slot', interaction: ['read', 'update'], writeConstraint: [SLOT_STATUS_ONLY] },
         ],
       },
     },
@@ -783,6 +797,27 @@ export const platformDefinition: ProvisionDefinition = {
           ...['CareTeam', 'PractitionerRole', 'Location', 'Schedule', 'Slot'].map((resourceType) => ({
             resourceType,
             interaction: ['read' as const, 'search' as const],
+          })),
+        ],
+      },
+    },
+    {
+      key: 'bot-appointments',
+      policy: {
+        name: 'Bot: visits',
+        // It books, moves and cancels a patient's visits and starts their segments: it writes Appointments,
+        // their Encounters, her schedule-visit tasks, and a Slot's status (nothing else of it).
+        resource: [
+          ...agreementReads(),
+          { resourceType: 'Task', interaction: ['read', 'search', 'create', 'update'] },
+          ...['ServiceRequest', 'Schedule', 'PractitionerRole', 'Location'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const],
+          })),
+          { resourceType: 'Slot', interaction: ['read', 'search', 'update'], writeConstraint: [SLOT_STATUS_ONLY] },
+          ...['Appointment', 'Encounter'].map((resourceType) => ({
+            resourceType,
+            interaction: ['create' as const, 'read' as const, 'search' as const, 'update' as const],
           })),
         ],
       },
@@ -856,6 +891,12 @@ export const platformDefinition: ProvisionDefinition = {
       patient: true,
       description: 'POST /v1/enrollments, /activate, DELETE: a program enrollment (a CarePlan) and its tasks.',
       accessPolicy: 'bot-enrollment',
+    },
+    {
+      key: 'appointments',
+      patient: true,
+      description: 'POST /v1/appointments, /reschedule, /cancel, /encounter: a patient books and runs her visits.',
+      accessPolicy: 'bot-appointments',
     },
     {
       key: 'availability',

@@ -11,6 +11,18 @@ import {
   WithdrawnSchema,
   withdrawalsRoute,
 } from '../../contracts/agreements';
+import {
+  AppointmentSchema,
+  BookRequestSchema,
+  bookRoute,
+  cancelRoute,
+  EncounterAnswerSchema,
+  EncounterRequestSchema,
+  encounterRoute,
+  RescheduleRequestSchema,
+  rescheduleRoute,
+  segmentsRoute,
+} from '../../contracts/appointments';
 import { AssessmentSchema, StartAssessmentRequestSchema, startAssessmentRoute } from '../../contracts/assessments';
 import { DocumentAttachmentSchema, uploadDocumentRoute } from '../../contracts/documents';
 import {
@@ -135,6 +147,7 @@ export function createPatientCareClient(options: ClientOptions) {
     return body;
   }
 
+  const idOf = (reference: string) => reference.replace(/^Appointment\//, '');
   const ifMatch = (versionId?: string) => (versionId ? { 'if-match': `W/"${versionId}"` } : undefined);
 
   return {
@@ -186,6 +199,27 @@ export function createPatientCareClient(options: ClientOptions) {
         CompletedTaskSchema.parse(
           await call(completeTaskRoute, { params: { id: task.replace(/^Task\//, '') }, body: request }),
         ),
+      ),
+    },
+    appointments: {
+      /** Books a plan's visit (`{task, slot}`: her schedule-visit task and a free slot). */
+      book: takes(BookRequestSchema)(async (request) =>
+        AppointmentSchema.parse(await call(bookRoute, { body: request })),
+      ),
+      /** Moves a booked visit to another free slot (a new Appointment replaces it). */
+      reschedule: takesForId(RescheduleRequestSchema)(async (appointment, request) =>
+        AppointmentSchema.parse(await call(rescheduleRoute, { params: { id: idOf(appointment) }, body: request })),
+      ),
+      cancel: async (appointment: string) =>
+        AppointmentSchema.parse(await call(cancelRoute, { params: { id: idOf(appointment) } })),
+      segments: async (appointment: string) =>
+        (await call(segmentsRoute, { params: { id: idOf(appointment) } })) as {
+          appointment: string;
+          segments: { encounter: string; position: number; purpose: string; status: string }[];
+        },
+      /** Starts (or resumes) a segment: the one named, or the next unfinished one. */
+      encounter: takesForId(EncounterRequestSchema)(async (appointment, request = {}) =>
+        EncounterAnswerSchema.parse(await call(encounterRoute, { params: { id: idOf(appointment) }, body: request })),
       ),
     },
     availability: {

@@ -1,0 +1,610 @@
+import { randomUUID } from 'node:crypto';
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type {
+  Appointment,
+  Bundle,
+  BundleEntry,
+  CarePlan,
+  Encounter,
+  Patient,
+  Reference,
+  ServiceRequest,
+  Slot,
+  Task,
+} from '@medplum/fhirtypes';
+import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { contextNotFound, requireAgreements } from './lib/agreements';
+import { PATIENT_TASK_TAG } from './lib/journey';
+import { lostRace } from './lib/races';
+import { type BotResult, fail } from './lib/result';
+import { bookablePractitioner } from './lib/scheduling';
+import { searchAll } from './lib/search';
+import { patientWorkflow } from './lib/trust';
+
+interface SegmentView {
+  encounter: string;
+  position: number;
+  purpose: string;
+  status: string;
+}
+
+interface AppointmentView {
+  appointment: string;
+  status: 'booked' | 'arrived' | 'fulfilled' | 'cancelled';
+  start: string;
+  end: string;
+  practitioner: string;
+  modality: 'sync' | 'async';
+  carePlan?: string;
+  replaces?: string;
+  segments: SegmentView[];
+}
+
+export type AppointmentsResult = BotResult<
+  (AppointmentView & { created?: boolean }) | { appointment: string; segment: SegmentView; resumed: boolean }
+>;
+
+/** How long before its start a visit opens for its first segment. */
+const JOIN_EARLY_MS = 15 * 60_000;
+const CANCELLATION_REASONS = 'http://terminology.hl7.org/CodeSystem/appointment-cancellation-reason';
+
+/**
+ * A patient's visits (JOURNEY H): book a plan's visit on a free Slot, reschedule it (cancel and re-book
+ * in one step, never in place), cancel it, start or resume a segment. Each checks first and writes ONE
+ * transaction under If-Match on what it changes (the Slot, the Appointment, the Encounter), so two
+ * bookings of one slot, or concurrent reschedules of one visit, give exactly one result.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<AppointmentsResult> {
+  const start = await patientWorkflow(medplum, event, 'appointments');
+  if (!start.ok) {
+    return start;
+  }
+  const patient = (await medplum.readResource('Patient', start.caller.patientId)) as Patient & { id: string };
+  const input = start.input;
+  if (input.operation === 'book') {
+    return book(medplum, patient, input.task.split('/')[1], input.slot.split('/')[1]);
+  }
+  const appointment = await ownAppointment(medplum, input.appointment, patient.id);
+  if (!appointment) {
+    return contextNotFound();
+  }
+  switch (input.operation) {
+    case 'reschedule':
+      return reschedule(medplum, patient, appointment, input.slot.split('/')[1]);
+    case 'cancel':
+      return cancel(medplum, patient, appointment);
+    default:
+      return startSegment(medplum, patient, appointment, input.segment);
+  }
+}
+
+// ------------------------------------------------------------------ book
+
+async function book(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  taskId: string,
+  slotId: string,
+): Promise<AppointmentsResult> {
+  const her = `Patient/${patient.id}`;
+  for (let attempt = 0; ; attempt++) {
+    const task = (await medplum.readResource('Task', taskId).catch(() => undefined)) as Task | undefined;
+    const isVisitTask = task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === 'schedule-visit');
+    const isHers =
+      task?.for?.reference === her &&
+      task.meta?.tag?.some((t) => t.system === PATIENT_TASK_TAG.system && t.code === PATIENT_TASK_TAG.code);
+    if (!task || !isHers || !isVisitTask) {
+      return contextNotFound();
+    }
+    if (task.status === 'completed') {
+      const booked = task.output?.find((o) => o.type.text === 'appointment')?.valueReference?.reference ?? '';
+      const appointment = await ownAppointment(medplum, booked.split('/')[1] ?? '', patient.id);
+      return appointment && appointment.slot?.[0]?.reference === `Slot/${slotId}`
+        ? view(medplum, appointment, false)
+        : fail(409, 'invalid_state', 'This visit is already booked; reschedule it instead', {
+            state: 'completed',
+            ...(appointment ? { appointment: `Appointment/${appointment.id}` } : {}),
+          });
+    }
+    if (task.status !== 'ready') {
+      return fail(409, 'invalid_state', `This task is ${task.status}`, { state: task.status });
+    }
+    const visit = await visitOf(medplum, task, her);
+    if (!visit) {
+      return fail(409, 'invalid_state', 'This visit is no longer part of an active plan', { state: 'inactive' });
+    }
+    const gate = await requireAgreements(medplum, patient.id, { carePlan: `CarePlan/${visit.plan.id}` });
+    if (gate) {
+      return gate;
+    }
+    const slot = await bookableSlot(medplum, slotId, patient);
+    if (!slot.ok) {
+      return slot;
+    }
+    const segments = (task.input ?? []).filter((i) => i.type.coding?.some((c) => c.code === 'segment'));
+    const appointmentUrl = `urn:uuid:${randomUUID()}`;
+    const tags = (task.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
+    const entries: BundleEntry[] = [
+      takeSlot(slot.slot),
+      {
+        fullUrl: appointmentUrl,
+        resource: appointmentFor(slot.slot, slot.practitioner, her, visit, tags),
+        request: { method: 'POST', url: 'Appointment' },
+      },
+      ...segments.map((s, i) =>
+        encounterEntry(appointmentUrl, her, slot.practitioner, visit.request, i + 1, s.valueString ?? 'Visit', tags),
+      ),
+      {
+        resource: {
+          ...task,
+          status: 'completed',
+          lastModified: new Date().toISOString(),
+          output: [{ type: { text: 'appointment' }, valueReference: { reference: appointmentUrl } }],
+        },
+        request: { method: 'PUT', url: `Task/${task.id}`, ifMatch: `W/"${task.meta?.versionId}"` },
+      },
+    ];
+    try {
+      const response = await medplum.executeBatch(transaction(entries));
+      return view(medplum, response.entry?.[1]?.resource as Appointment, true);
+    } catch (err) {
+      if (!lostRace(err) || attempt > 0) {
+        if (lostRace(err)) {
+          return fail(409, 'invalid_state', 'This visit changed while it was being booked; try again', {
+            state: 'conflict',
+          });
+        }
+        throw err;
+      }
+      // The slot was taken, or this task booked, at the same moment: read both again, once.
+    }
+  }
+}
+
+// ------------------------------------------------------------------ reschedule
+
+async function reschedule(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  original: Appointment & { id: string },
+  slotId: string,
+): Promise<AppointmentsResult> {
+  const her = `Patient/${patient.id}`;
+  if (original.status === 'cancelled') {
+    const replacement = await replacementOf(medplum, original, her);
+    return replacement && replacement.slot?.[0]?.reference === `Slot/${slotId}`
+      ? view(medplum, replacement, false)
+      : fail(409, 'invalid_state', 'This visit is cancelled', {
+          state: 'cancelled',
+          ...(replacement ? { appointment: `Appointment/${replacement.id}` } : {}),
+        });
+  }
+  if (original.status !== 'booked') {
+    return fail(409, 'invalid_state', `This visit is ${original.status}`, { state: original.status });
+  }
+  const segments = await segmentsOf(medplum, original);
+  if (segments.some((s) => s.status !== 'planned')) {
+    return fail(409, 'invalid_state', 'This visit has started', { state: 'in-progress' });
+  }
+  const visit = await visitOfAppointment(medplum, original, her);
+  if (!visit) {
+    return fail(409, 'invalid_state', 'This visit is no longer part of an active plan', { state: 'inactive' });
+  }
+  const gate = await requireAgreements(medplum, patient.id, { carePlan: `CarePlan/${visit.plan.id}` });
+  if (gate) {
+    return gate;
+  }
+  const slot = await bookableSlot(medplum, slotId, patient);
+  if (!slot.ok) {
+    return slot;
+  }
+  const oldSlot = (await medplum.readReference(original.slot?.[0] as Reference<Slot>).catch(() => undefined)) as
+    | Slot
+    | undefined;
+  const tags = (original.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
+  const replacementUrl = `urn:uuid:${randomUUID()}`;
+  const replacement = appointmentFor(slot.slot, slot.practitioner, her, visit, tags);
+  replacement.extension = [
+    ...(replacement.extension ?? []),
+    { url: EXTENSIONS.appointmentReplaces, valueReference: { reference: `Appointment/${original.id}` } },
+  ];
+  const entries: BundleEntry[] = [
+    {
+      resource: {
+        ...original,
+        status: 'cancelled',
+        cancelationReason: { coding: [{ system: SYSTEMS.cancelReason, code: 'rescheduled' }], text: 'rescheduled' },
+      },
+      request: { method: 'PUT', url: `Appointment/${original.id}`, ifMatch: `W/"${original.meta?.versionId}"` },
+    },
+    { fullUrl: replacementUrl, resource: replacement, request: { method: 'POST', url: 'Appointment' } },
+    ...(oldSlot ? [freeSlot(oldSlot)] : []),
+    takeSlot(slot.slot),
+    ...segments.map(cancelEncounter),
+    ...segments.map((s) =>
+      encounterEntry(replacementUrl, her, slot.practitioner, visit.request, positionOf(s), purposeOf(s), tags),
+    ),
+  ];
+  try {
+    const response = await medplum.executeBatch(transaction(entries));
+    return view(medplum, response.entry?.[1]?.resource as Appointment, true);
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    // A concurrent reschedule of this visit, or a booking of that slot, got there first.
+    const now = await ownAppointment(medplum, original.id, patient.id);
+    const winner = now?.status === 'cancelled' ? await replacementOf(medplum, now, her) : undefined;
+    if (winner && winner.slot?.[0]?.reference === `Slot/${slotId}`) {
+      return view(medplum, winner, false);
+    }
+    const taken = (await medplum.readResource('Slot', slotId).catch(() => undefined)) as Slot | undefined;
+    return taken?.status !== 'free'
+      ? fail(409, 'slot_unavailable', 'This slot was just taken', { slot: `Slot/${slotId}` })
+      : fail(409, 'invalid_state', 'This visit changed while it was being rescheduled', {
+          state: now?.status ?? 'unknown',
+        });
+  }
+}
+
+// ------------------------------------------------------------------ cancel
+
+async function cancel(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  appointment: Appointment & { id: string },
+): Promise<AppointmentsResult> {
+  const her = `Patient/${patient.id}`;
+  if (appointment.status === 'cancelled') {
+    return view(medplum, appointment, false);
+  }
+  if (appointment.status !== 'booked') {
+    return fail(409, 'invalid_state', `This visit is ${appointment.status}`, { state: appointment.status });
+  }
+  const segments = await segmentsOf(medplum, appointment);
+  if (segments.some((s) => s.status !== 'planned')) {
+    return fail(409, 'invalid_state', 'This visit has started', { state: 'in-progress' });
+  }
+  const slot = (await medplum.readReference(appointment.slot?.[0] as Reference<Slot>).catch(() => undefined)) as
+    | Slot
+    | undefined;
+  const entries: BundleEntry[] = [
+    {
+      resource: {
+        ...appointment,
+        status: 'cancelled',
+        cancelationReason: {
+          coding: [{ system: CANCELLATION_REASONS, code: 'pat-cpp' }],
+          text: 'cancelled by the patient',
+        },
+      },
+      request: { method: 'PUT', url: `Appointment/${appointment.id}`, ifMatch: `W/"${appointment.meta?.versionId}"` },
+    },
+    ...(slot ? [freeSlot(slot)] : []),
+    ...segments.map(cancelEncounter),
+  ];
+  // Re-issued while her plan still asks for this visit: a new schedule-visit task like the one that booked it.
+  const visit = await visitOfAppointment(medplum, appointment, her);
+  const booked = visit ? await bookingTask(medplum, appointment, her) : undefined;
+  if (visit && booked) {
+    const { id: _id, meta, output: _output, executionPeriod: _period, lastModified: _modified, ...rest } = booked;
+    entries.push({
+      resource: {
+        ...rest,
+        meta: { tag: meta?.tag },
+        status: 'ready',
+        authoredOn: new Date().toISOString(),
+      } as Task,
+      request: { method: 'POST', url: 'Task' },
+    });
+  }
+  try {
+    const response = await medplum.executeBatch(transaction(entries));
+    return view(medplum, response.entry?.[0]?.resource as Appointment, false);
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    const now = await ownAppointment(medplum, appointment.id, patient.id);
+    return now?.status === 'cancelled'
+      ? view(medplum, now, false)
+      : fail(409, 'invalid_state', 'This visit changed while it was being cancelled; try again', {
+          state: now?.status ?? 'unknown',
+        });
+  }
+}
+
+// ------------------------------------------------------------------ start a segment
+
+async function startSegment(
+  medplum: MedplumClient,
+  patient: Patient & { id: string },
+  appointment: Appointment & { id: string },
+  segment: string | undefined,
+): Promise<AppointmentsResult> {
+  if (appointment.status !== 'booked' && appointment.status !== 'arrived') {
+    return fail(409, 'invalid_state', `This visit is ${appointment.status}`, { state: appointment.status });
+  }
+  const segments = await segmentsOf(medplum, appointment);
+  const unfinished = segments.find((s) => s.status === 'planned' || s.status === 'in-progress');
+  const chosen = segment ? segments.find((s) => `Encounter/${s.id}` === segment) : unfinished;
+  if (!chosen) {
+    return segment
+      ? contextNotFound()
+      : fail(409, 'invalid_state', 'Every segment of this visit is done', { state: 'finished' });
+  }
+  if (chosen.status === 'in-progress') {
+    return { ok: true, appointment: `Appointment/${appointment.id}`, segment: segmentView(chosen), resumed: true };
+  }
+  if (chosen !== unfinished || chosen.status !== 'planned') {
+    return fail(409, 'invalid_state', 'Only the next unfinished segment can be started', {
+      state: chosen.status,
+      ...(unfinished ? { next: `Encounter/${unfinished.id}` } : {}),
+    });
+  }
+  const now = Date.now();
+  const opensAt = Date.parse(appointment.start ?? '') - JOIN_EARLY_MS;
+  if (!(now >= opensAt && now <= Date.parse(appointment.end ?? ''))) {
+    return fail(409, 'invalid_state', 'This visit is not open now', {
+      state: 'not-open',
+      opensAt: new Date(opensAt).toISOString(),
+    });
+  }
+  const gate = await requireAgreements(medplum, patient.id, {
+    ...(appointment.supportingInformation?.[0]?.reference?.startsWith('CarePlan/')
+      ? { carePlan: appointment.supportingInformation[0].reference }
+      : {}),
+  });
+  if (gate) {
+    return gate;
+  }
+  const startedAt = new Date(now).toISOString();
+  const entries: BundleEntry[] = [
+    {
+      resource: { ...chosen, status: 'in-progress', period: { start: startedAt } },
+      request: { method: 'PUT', url: `Encounter/${chosen.id}`, ifMatch: `W/"${chosen.meta?.versionId}"` },
+    },
+  ];
+  if (appointment.status === 'booked') {
+    entries.push({
+      resource: { ...appointment, status: 'arrived' },
+      request: { method: 'PUT', url: `Appointment/${appointment.id}`, ifMatch: `W/"${appointment.meta?.versionId}"` },
+    });
+  }
+  try {
+    const response = await medplum.executeBatch(transaction(entries));
+    const started = response.entry?.[0]?.resource as Encounter;
+    return { ok: true, appointment: `Appointment/${appointment.id}`, segment: segmentView(started), resumed: false };
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    // Started by a concurrent call: resumed.
+    const again = (await medplum.readResource('Encounter', chosen.id as string)) as Encounter;
+    return again.status === 'in-progress'
+      ? { ok: true, appointment: `Appointment/${appointment.id}`, segment: segmentView(again), resumed: true }
+      : fail(409, 'invalid_state', 'This segment changed while it was being started', { state: again.status });
+  }
+}
+
+// ------------------------------------------------------------------ shared
+
+interface Visit {
+  request: ServiceRequest & { id: string };
+  plan: CarePlan & { id: string };
+}
+
+/** The visit a schedule-visit task books: its request (hers, active) in an active plan of hers. */
+async function visitOf(medplum: MedplumClient, task: Task, her: string): Promise<Visit | undefined> {
+  return visitFrom(medplum, task.focus?.reference, her);
+}
+
+async function visitOfAppointment(
+  medplum: MedplumClient,
+  appointment: Appointment,
+  her: string,
+): Promise<Visit | undefined> {
+  return visitFrom(medplum, appointment.basedOn?.[0]?.reference, her);
+}
+
+async function visitFrom(
+  medplum: MedplumClient,
+  reference: string | undefined,
+  her: string,
+): Promise<Visit | undefined> {
+  const [type, id] = (reference ?? '').split('/');
+  const request =
+    type === 'ServiceRequest' && id
+      ? ((await medplum.readResource('ServiceRequest', id).catch(() => undefined)) as
+          | (ServiceRequest & { id: string })
+          | undefined)
+      : undefined;
+  if (request?.subject?.reference !== her || request.status !== 'active') {
+    return undefined;
+  }
+  const [planType, planId] = (request.basedOn?.[0]?.reference ?? '').split('/');
+  const plan =
+    planType === 'CarePlan' && planId
+      ? ((await medplum.readResource('CarePlan', planId).catch(() => undefined)) as
+          | (CarePlan & { id: string })
+          | undefined)
+      : undefined;
+  return plan?.subject?.reference === her && plan.status === 'active' ? { request, plan } : undefined;
+}
+
+/** A slot she may book, free now; else 404 (not hers to book) or 409 `slot_unavailable`. */
+async function bookableSlot(
+  medplum: MedplumClient,
+  slotId: string,
+  patient: Patient,
+): Promise<{ ok: true; slot: Slot & { id: string }; practitioner: string } | ReturnType<typeof fail>> {
+  const slot = (await medplum.readResource('Slot', slotId).catch(() => undefined)) as
+    | (Slot & { id: string })
+    | undefined;
+  const practitioner = slot ? await bookablePractitioner(medplum, slot, patient) : undefined;
+  if (!slot || !practitioner) {
+    return contextNotFound();
+  }
+  if (
+    !slot.serviceType?.some((s) => s.coding?.some((c) => c.system === SYSTEMS.visitType && c.code === 'video-visit'))
+  ) {
+    return fail(400, 'invalid_request', 'This slot is for another kind of visit', {
+      issues: [{ path: 'slot', message: 'not a video-visit slot' }],
+    });
+  }
+  if (slot.status !== 'free' || Date.parse(slot.start) <= Date.now()) {
+    return fail(409, 'slot_unavailable', 'This slot is no longer free', { slot: `Slot/${slot.id}` });
+  }
+  return { ok: true, slot, practitioner };
+}
+
+function appointmentFor(
+  slot: Slot,
+  practitioner: string,
+  her: string,
+  visit: Visit,
+  tags: NonNullable<Appointment['meta']>['tag'],
+): Appointment {
+  return {
+    resourceType: 'Appointment',
+    meta: { tag: tags },
+    status: 'booked',
+    serviceType: slot.serviceType,
+    start: slot.start,
+    end: slot.end,
+    created: new Date().toISOString(),
+    slot: [{ reference: `Slot/${slot.id}` }],
+    basedOn: [{ reference: `ServiceRequest/${visit.request.id}` }],
+    supportingInformation: [{ reference: `CarePlan/${visit.plan.id}` }],
+    participant: [
+      { actor: { reference: her }, status: 'accepted' },
+      { actor: { reference: practitioner }, status: 'accepted' },
+    ],
+    extension: [{ url: EXTENSIONS.visitModality, valueCode: 'sync' }],
+  };
+}
+
+function encounterEntry(
+  appointment: string,
+  her: string,
+  practitioner: string,
+  request: ServiceRequest,
+  position: number,
+  purpose: string,
+  tags: NonNullable<Encounter['meta']>['tag'],
+): BundleEntry {
+  const episode = tags?.find((t) => t.system === SYSTEMS.episode)?.code;
+  const encounter: Encounter = {
+    resourceType: 'Encounter',
+    meta: { tag: tags },
+    status: 'planned',
+    class: { system: 'http://terminology.hl7.org/CodeSystem/v3-ActCode', code: 'VR', display: 'virtual' },
+    subject: { reference: her },
+    appointment: [{ reference: appointment }],
+    basedOn: [{ reference: `ServiceRequest/${request.id}` }],
+    ...(episode ? { episodeOfCare: [{ reference: episode }] } : {}),
+    type: [{ text: purpose }],
+    participant: [{ individual: { reference: practitioner } }],
+    extension: [{ url: EXTENSIONS.segmentPosition, valueInteger: position }],
+  };
+  return { resource: encounter, request: { method: 'POST', url: 'Encounter' } };
+}
+
+const takeSlot = (slot: Slot): BundleEntry => ({
+  resource: { ...slot, status: 'busy' },
+  request: { method: 'PUT', url: `Slot/${slot.id}`, ifMatch: `W/"${slot.meta?.versionId}"` },
+});
+
+const freeSlot = (slot: Slot): BundleEntry => ({
+  resource: { ...slot, status: 'free' },
+  request: { method: 'PUT', url: `Slot/${slot.id}`, ifMatch: `W/"${slot.meta?.versionId}"` },
+});
+
+const cancelEncounter = (encounter: Encounter): BundleEntry => ({
+  resource: { ...encounter, status: 'cancelled' },
+  request: { method: 'PUT', url: `Encounter/${encounter.id}`, ifMatch: `W/"${encounter.meta?.versionId}"` },
+});
+
+const transaction = (entry: BundleEntry[]): Bundle => ({ resourceType: 'Bundle', type: 'transaction', entry });
+
+/** Her appointment (she is a participant), or undefined. */
+async function ownAppointment(
+  medplum: MedplumClient,
+  id: string,
+  patientId: string,
+): Promise<(Appointment & { id: string }) | undefined> {
+  const appointment = id
+    ? ((await medplum.readResource('Appointment', id).catch(() => undefined)) as
+        | (Appointment & { id: string })
+        | undefined)
+    : undefined;
+  return appointment?.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`) ? appointment : undefined;
+}
+
+/** The Appointment that replaced a rescheduled one, hers. */
+async function replacementOf(
+  medplum: MedplumClient,
+  original: Appointment,
+  her: string,
+): Promise<(Appointment & { id: string }) | undefined> {
+  const candidates = await searchAll(medplum, 'Appointment', {
+    patient: her,
+    'based-on': original.basedOn?.[0]?.reference ?? '',
+  });
+  return candidates.find((a) =>
+    a.extension?.some(
+      (e) => e.url === EXTENSIONS.appointmentReplaces && e.valueReference?.reference === `Appointment/${original.id}`,
+    ),
+  ) as (Appointment & { id: string }) | undefined;
+}
+
+/** The schedule-visit task that booked an appointment (or the one that booked what it replaced). */
+async function bookingTask(medplum: MedplumClient, appointment: Appointment, her: string): Promise<Task | undefined> {
+  const tasks = await searchAll(medplum, 'Task', {
+    code: `${SYSTEMS.taskKind}|schedule-visit`,
+    focus: appointment.basedOn?.[0]?.reference ?? '',
+    subject: her,
+  });
+  return tasks.find((t) => t.for?.reference === her);
+}
+
+/** The segments of a visit, in position order. */
+async function segmentsOf(medplum: MedplumClient, appointment: Appointment): Promise<(Encounter & { id: string })[]> {
+  const encounters = (await searchAll(medplum, 'Encounter', {
+    appointment: `Appointment/${appointment.id}`,
+  })) as (Encounter & { id: string })[];
+  return encounters.sort((a, b) => positionOf(a) - positionOf(b));
+}
+
+const positionOf = (e: Encounter): number =>
+  e.extension?.find((x) => x.url === EXTENSIONS.segmentPosition)?.valueInteger ?? Number.MAX_SAFE_INTEGER;
+const purposeOf = (e: Encounter): string => e.type?.[0]?.text ?? 'Visit';
+
+const segmentView = (e: Encounter): SegmentView => ({
+  encounter: `Encounter/${e.id}`,
+  position: positionOf(e),
+  purpose: purposeOf(e),
+  status: e.status,
+});
+
+async function view(medplum: MedplumClient, appointment: Appointment, created: boolean): Promise<AppointmentsResult> {
+  const segments = await segmentsOf(medplum, appointment);
+  const practitioner = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Practitioner/'))?.actor
+    ?.reference as string;
+  const replaces = appointment.extension?.find((e) => e.url === EXTENSIONS.appointmentReplaces)?.valueReference
+    ?.reference;
+  const carePlan = appointment.supportingInformation?.find((r) => r.reference?.startsWith('CarePlan/'))?.reference;
+  return {
+    ok: true,
+    created,
+    appointment: `Appointment/${appointment.id}`,
+    status: appointment.status as AppointmentView['status'],
+    start: appointment.start as string,
+    end: appointment.end as string,
+    practitioner,
+    modality: (appointment.extension?.find((e) => e.url === EXTENSIONS.visitModality)?.valueCode ?? 'sync') as 'sync',
+    ...(carePlan ? { carePlan } : {}),
+    ...(replaces ? { replaces } : {}),
+    segments: segments.map(segmentView),
+  };
+}

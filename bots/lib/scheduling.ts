@@ -1,0 +1,111 @@
+import type { MedplumClient } from '@medplum/core';
+import type { Location, Patient, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
+import { whereaboutsOf } from './catalog';
+import { searchAll } from './search';
+
+/**
+ * Who may see and book whose time (JOURNEY H): a Schedule's actor is a PractitionerRole of the patient's
+ * tenant whose licence (`location`, a jurisdiction Location) covers where she lives. Shared by
+ * availability and booking, so what is listed to her is exactly what she may book.
+ */
+
+/** Whether a role is licensed where the patient lives (its country and state). */
+async function licensedWhereSheLives(
+  medplum: MedplumClient,
+  role: PractitionerRole,
+  patient: Patient,
+  jurisdictions: Map<string, Location | undefined> = new Map(),
+): Promise<boolean> {
+  const where = whereaboutsOf(patient);
+  for (const location of role.location ?? []) {
+    const reference = location.reference ?? '';
+    if (!jurisdictions.has(reference)) {
+      jurisdictions.set(
+        reference,
+        (await medplum.readReference({ reference }).catch(() => undefined)) as Location | undefined,
+      );
+    }
+    const address = jurisdictions.get(reference)?.address;
+    if (
+      where.state &&
+      address?.country?.toUpperCase() === where.country &&
+      address?.state?.toUpperCase() === where.state
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * The active Schedules of those practitioners' roles in her tenant whose licence (`location`, a
+ * jurisdiction) covers where she lives, each with its practitioner: `Schedule/<id>` -> `Practitioner/<id>`.
+ */
+export async function licensedSchedules(
+  medplum: MedplumClient,
+  practitioners: string[],
+  organization: string | undefined,
+  patient: Patient,
+): Promise<Map<string, string>> {
+  const schedules = new Map<string, string>();
+  if (practitioners.length === 0 || !organization) {
+    return schedules;
+  }
+  const roles = (
+    await searchAll(medplum, 'PractitionerRole', {
+      practitioner: practitioners.join(','),
+      organization,
+      active: 'true',
+    })
+  ).filter((r) => r.organization?.reference === organization);
+  const licensed: PractitionerRole[] = [];
+  const jurisdictions = new Map<string, Location | undefined>();
+  for (const role of roles) {
+    if (await licensedWhereSheLives(medplum, role, patient, jurisdictions)) {
+      licensed.push(role);
+    }
+  }
+  if (licensed.length === 0) {
+    return schedules;
+  }
+  const found = (await searchAll(medplum, 'Schedule', {
+    actor: licensed.map((r) => `PractitionerRole/${r.id}`).join(','),
+    active: 'true',
+  })) as Schedule[];
+  const practitionerOf = new Map(licensed.map((r) => [`PractitionerRole/${r.id}`, r.practitioner?.reference ?? '']));
+  for (const schedule of found) {
+    const practitioner = practitionerOf.get(schedule.actor?.[0]?.reference ?? '');
+    if (practitioner) {
+      schedules.set(`Schedule/${schedule.id}`, practitioner);
+    }
+  }
+  return schedules;
+}
+
+/**
+ * The practitioner of a slot she may book (its Schedule active, its actor a role of her tenant licensed
+ * where she lives), or undefined.
+ */
+export async function bookablePractitioner(
+  medplum: MedplumClient,
+  slot: Slot,
+  patient: Patient,
+): Promise<string | undefined> {
+  const [type, id] = (slot.schedule?.reference ?? '').split('/');
+  const schedule =
+    type === 'Schedule' && id
+      ? ((await medplum.readResource('Schedule', id).catch(() => undefined)) as Schedule | undefined)
+      : undefined;
+  const [roleType, roleId] = (schedule?.actor?.[0]?.reference ?? '').split('/');
+  const role =
+    schedule?.active && roleType === 'PractitionerRole' && roleId
+      ? ((await medplum.readResource('PractitionerRole', roleId).catch(() => undefined)) as
+          | PractitionerRole
+          | undefined)
+      : undefined;
+  const organization = patient.managingOrganization?.reference;
+  if (!role || role.active === false || !organization || role.organization?.reference !== organization) {
+    return undefined;
+  }
+  return (await licensedWhereSheLives(medplum, role, patient)) ? role.practitioner?.reference : undefined;
+}

@@ -1,0 +1,169 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { IdParam, secured } from './common';
+import { errorResponses, SECURED_STATUSES } from './errors';
+import { referenceTo } from './tasks';
+
+export const BookRequestSchema = z
+  .object({
+    task: referenceTo('Task').openapi({ description: 'Her `schedule-visit` task (what the plan issued).' }),
+    slot: referenceTo('Slot').openapi({ description: 'A free slot of `GET /v1/availability`.' }),
+  })
+  .strict()
+  .openapi('BookRequest');
+
+export const RescheduleRequestSchema = z
+  .object({ slot: referenceTo('Slot').openapi({ description: 'The new slot, free (`GET /v1/availability`).' }) })
+  .strict()
+  .openapi('RescheduleRequest');
+
+export const EncounterRequestSchema = z
+  .object({
+    segment: referenceTo('Encounter')
+      .optional()
+      .openapi({ description: 'The segment to start; omitted: the next unfinished one.' }),
+  })
+  .strict()
+  .openapi('EncounterRequest');
+
+export const SegmentSchema = z
+  .object({
+    encounter: referenceTo('Encounter'),
+    position: z.number().int().openapi({ description: 'From 1, in the visit’s declared order.' }),
+    purpose: z.string(),
+    status: z.string().openapi({ description: '`planned`, `in-progress` (started), `finished`, `cancelled`.' }),
+  })
+  .openapi('Segment');
+
+export const AppointmentSchema = z
+  .object({
+    appointment: referenceTo('Appointment'),
+    status: z.enum(['booked', 'arrived', 'fulfilled', 'cancelled']),
+    start: z.string(),
+    end: z.string(),
+    practitioner: referenceTo('Practitioner'),
+    modality: z.enum(['sync', 'async']),
+    carePlan: referenceTo('CarePlan').optional(),
+    replaces: referenceTo('Appointment')
+      .optional()
+      .openapi({ description: 'A rescheduled visit: the Appointment it replaces (cancelled, reason `rescheduled`).' }),
+    segments: z.array(SegmentSchema),
+  })
+  .openapi('Appointment');
+
+export const EncounterAnswerSchema = z
+  .object({
+    appointment: referenceTo('Appointment'),
+    segment: SegmentSchema,
+    resumed: z
+      .boolean()
+      .openapi({ description: 'True when the segment was already started (this call started nothing).' }),
+  })
+  .openapi('EncounterAnswer');
+
+const APPOINTMENT_ERRORS = errorResponses(400, 404, 409, 413, 415, ...SECURED_STATUSES);
+
+export const bookRoute = createRoute({
+  method: 'post',
+  path: '/v1/appointments',
+  operationId: 'appointments.book',
+  tags: ['Scheduling'],
+  summary: 'Book a visit',
+  description:
+    "Books the visit a `schedule-visit` task of her plan asks for on a free slot, in ONE transaction: the slot `free -> busy` (under If-Match), a `booked` Appointment (modality `sync`, `basedOn` the visit's request, linked to the care plan), its segments as `planned` Encounters in the visit's declared order, and the task completed. A slot taken since it was listed: 409 `slot_unavailable`, nothing written (of two patients booking one slot at once, one gets it). A slot for another kind of visit: 400. The same booking again: 200 with it; another slot for a task already booked: 409 `invalid_state` (reschedule instead). Gated: unmet required agreements -> 409 `consent_required`. Another patient's task, or a slot she cannot book (another provider's, a practitioner not licensed in her state, unknown): 404.",
+  security: secured,
+  request: { body: { required: true, content: { 'application/json': { schema: BookRequestSchema } } } },
+  responses: {
+    201: { description: 'Booked.', content: { 'application/json': { schema: AppointmentSchema } } },
+    200: {
+      description: 'Already booked on this slot.',
+      content: { 'application/json': { schema: AppointmentSchema } },
+    },
+    ...APPOINTMENT_ERRORS,
+  },
+});
+
+export const rescheduleRoute = createRoute({
+  method: 'post',
+  path: '/v1/appointments/{id}/reschedule',
+  operationId: 'appointments.reschedule',
+  tags: ['Scheduling'],
+  summary: 'Reschedule a visit',
+  description:
+    "Moves a `booked` visit to another free slot in ONE transaction, every write under If-Match: the original Appointment `cancelled` with reason `rescheduled`, a new `booked` Appointment linked to it (`replaces`), the old slot freed and the new one taken, the segments moved (the old ones `cancelled`, new `planned` ones). No in-place move. A stale slot: 409 `slot_unavailable`, nothing changed. A visit already started, or not booked: 409 `invalid_state`. The same reschedule again: 200 with the new Appointment; of concurrent reschedules of one visit, one wins and the others are 409. Gated. Another patient's appointment: 404.",
+  security: secured,
+  request: {
+    params: z.object({ id: IdParam }),
+    body: { required: true, content: { 'application/json': { schema: RescheduleRequestSchema } } },
+  },
+  responses: {
+    201: {
+      description: 'Rescheduled: the new Appointment.',
+      content: { 'application/json': { schema: AppointmentSchema } },
+    },
+    200: {
+      description: 'Already rescheduled onto this slot.',
+      content: { 'application/json': { schema: AppointmentSchema } },
+    },
+    ...APPOINTMENT_ERRORS,
+  },
+});
+
+export const cancelRoute = createRoute({
+  method: 'post',
+  path: '/v1/appointments/{id}/cancel',
+  operationId: 'appointments.cancel',
+  tags: ['Scheduling'],
+  summary: 'Cancel a visit',
+  description:
+    "Cancels a `booked` visit in ONE transaction: the Appointment `cancelled` (reason `pat-cpp`, cancelled by the patient through the portal), its slot freed, its segments `cancelled`; while her plan still asks for the visit, a new `schedule-visit` task is issued for it. Not gated (stopping care never is). Already cancelled: 200. A visit already started: 409 `invalid_state`. Another patient's appointment: 404.",
+  security: secured,
+  request: { params: z.object({ id: IdParam }) },
+  responses: {
+    200: { description: 'Cancelled.', content: { 'application/json': { schema: AppointmentSchema } } },
+    ...errorResponses(400, 404, 409, ...SECURED_STATUSES),
+  },
+});
+
+export const segmentsRoute = createRoute({
+  method: 'get',
+  path: '/v1/appointments/{id}/segments',
+  operationId: 'appointments.segments',
+  tags: ['Scheduling'],
+  summary: 'The segments of a visit',
+  description:
+    "The visit's segments (Encounters) in declared order, each with its position, purpose and status; read with her own token. Another patient's appointment, or one that does not exist: 404.",
+  security: secured,
+  request: { params: z.object({ id: IdParam }) },
+  responses: {
+    200: {
+      description: 'The segments.',
+      content: {
+        'application/json': {
+          schema: z
+            .object({ appointment: referenceTo('Appointment'), segments: z.array(SegmentSchema) })
+            .openapi('Segments'),
+        },
+      },
+    },
+    ...errorResponses(400, 404, ...SECURED_STATUSES),
+  },
+});
+
+export const encounterRoute = createRoute({
+  method: 'post',
+  path: '/v1/appointments/{id}/encounter',
+  operationId: 'appointments.encounter',
+  tags: ['Scheduling'],
+  summary: 'Start or resume a visit segment',
+  description:
+    "Starts a segment of her visit (`planned -> in-progress`, under If-Match), or resumes it if it is already started (200, `resumed`, nothing written): the one named, or with no `segment` the next unfinished one. Only the next unfinished segment, or one in progress, can be started; the first start moves the Appointment `booked -> arrived`. Open from 15 minutes before the visit's start until its end; otherwise 409 `invalid_state` (`details.state` `not-open`, `details.opensAt`). A cancelled visit: 409 `invalid_state`. Gated: unmet required agreements -> 409 `consent_required`, nothing changed. Another patient's appointment: 404.",
+  security: secured,
+  request: {
+    params: z.object({ id: IdParam }),
+    body: { required: false, content: { 'application/json': { schema: EncounterRequestSchema } } },
+  },
+  responses: {
+    200: { description: 'Started or resumed.', content: { 'application/json': { schema: EncounterAnswerSchema } } },
+    ...APPOINTMENT_ERRORS,
+  },
+});

@@ -1,0 +1,330 @@
+import type { WithId } from '@medplum/core';
+import type { Appointment, CareTeam, Consent, Encounter, Schedule, Slot, Task } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
+import { direct, fhirPath } from '../support/attack';
+import type { DemoActor } from '../support/backend';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { storeSnapshot } from '../support/journey';
+import { freshPatient } from '../support/patients';
+
+/**
+ * Booking, rescheduling, cancelling and running a visit (issue 16 items 3-5, JOURNEY H), on the demo
+ * schedules' materialised slots; every write in one transaction, concurrent calls giving one result.
+ */
+let gw: TestGateway;
+let team: WithId<CareTeam>;
+beforeAll(async () => {
+  gw = await startTestGateway({}, { runBots: true });
+  team = (await gw.backend.admin.searchOne('CareTeam', {
+    _tag: `${SYSTEMS.provisioning}|visit-team-northwind`,
+  })) as WithId<CareTeam>;
+});
+afterAll(() => gw?.close());
+
+interface Booked {
+  appointment: string;
+  status: string;
+  start: string;
+  practitioner: string;
+  replaces?: string;
+  segments: { encounter: string; position: number; purpose: string; status: string }[];
+}
+
+const repo = () => gw.backend.systemRepo;
+const store = () => storeSnapshot(gw.backend);
+const PROGRAM = 'northwind/programs/blood-pressure-monitoring';
+
+/** A new CA patient enrolled in the monitoring program, activated: her schedule-visit task. */
+async function withVisitToBook(): Promise<{ patient: DemoActor; task: string }> {
+  const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
+    protocols: { healthcareService: string; protocol?: string }[];
+  };
+  const service = protocols.find((p) => p.protocol?.includes(PROGRAM))?.healthcareService as string;
+  const { unmet } = (
+    await gw.call('GET', `/v1/agreements/requirements?healthcareService=${encodeURIComponent(service)}`, {
+      token: patient.token,
+    })
+  ).body as { unmet: unknown[] };
+  if (unmet.length) {
+    await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
+  }
+  const enrolled = await gw.call('POST', '/v1/enrollments', {
+    token: patient.token,
+    body: { healthcareService: service },
+  });
+  const { carePlan } = enrolled.body as { carePlan: string };
+  const active = await gw.call('POST', `/v1/enrollments/${carePlan.split('/')[1]}/activate`, { token: patient.token });
+  const task = (active.body as { tasks: { task: string; kind: string }[] }).tasks.find(
+    (t) => t.kind === 'schedule-visit',
+  );
+  expect(task).toBeDefined();
+  return { patient, task: task?.task as string };
+}
+
+/** Free slots she can book, in start order (the availability endpoint's first page). */
+async function freeSlots(patient: DemoActor, count = 50): Promise<string[]> {
+  const start = new Date(Date.now() + 86_400_000).toISOString();
+  const end = new Date(Date.now() + 20 * 86_400_000).toISOString();
+  const res = await gw.call(
+    'GET',
+    `/v1/availability?${new URLSearchParams({ careTeam: `CareTeam/${team.id}`, start, end, count: String(count) })}`,
+    { token: patient.token },
+  );
+  return ((res.body as { slots: { slot: string }[] }).slots ?? []).map((s) => s.slot);
+}
+
+const book = (patient: DemoActor, task: string, slot: string) =>
+  gw.call('POST', '/v1/appointments', { token: patient.token, body: { task, slot } });
+const idOf = (reference: string) => reference.split('/')[1];
+const reschedule = (patient: DemoActor, appointment: string, slot: string) =>
+  gw.call('POST', `/v1/appointments/${idOf(appointment)}/reschedule`, { token: patient.token, body: { slot } });
+const cancel = (patient: DemoActor, appointment: string) =>
+  gw.call('POST', `/v1/appointments/${idOf(appointment)}/cancel`, { token: patient.token });
+const startSegment = (patient: DemoActor, appointment: string, body: unknown = {}) =>
+  gw.call('POST', `/v1/appointments/${idOf(appointment)}/encounter`, { token: patient.token, body });
+const slotStatus = async (slot: string) => (await repo().readReference<Slot>({ reference: slot })).status;
+const encountersOf = (appointment: string) =>
+  repo().searchResources<Encounter>({
+    resourceType: 'Encounter',
+    filters: [{ code: 'appointment', operator: 'eq', value: appointment }],
+  });
+
+describe('booking', () => {
+  it('takes the slot, books the visit linked to her plan with its segments planned in declared order, and completes her task; a replay answers the same', async () => {
+    const { patient, task } = await withVisitToBook();
+    const [slot, other] = await freeSlots(patient);
+    const booked = await book(patient, task, slot);
+    expect(booked.status, booked.text).toBe(201);
+    const body = booked.body as Booked;
+    expect(body).toMatchObject({ status: 'booked', modality: 'sync' });
+    expect(body.segments.map((s) => [s.position, s.purpose, s.status])).toEqual([
+      [1, 'Check-in with a nurse', 'planned'],
+      [2, 'Visit with your clinician', 'planned'],
+    ]);
+    expect(await slotStatus(slot)).toBe('busy');
+    const appointment = await repo().readReference<Appointment>({ reference: body.appointment });
+    expect(appointment.slot?.[0]?.reference).toBe(slot);
+    expect(appointment.basedOn?.[0]?.reference).toMatch(/^ServiceRequest\//);
+    expect(appointment.supportingInformation?.[0]?.reference).toMatch(/^CarePlan\//);
+    expect((await repo().readReference<Task>({ reference: task })).status).toBe('completed');
+    const segments = await gw.call('GET', `/v1/appointments/${idOf(body.appointment)}/segments`, {
+      token: patient.token,
+    });
+    expect(segments).toMatchObject({ status: 200, body: { appointment: body.appointment, segments: body.segments } });
+
+    expect(await book(patient, task, slot)).toMatchObject({ status: 200, body });
+    const before = store();
+    expect(await book(patient, task, other)).toMatchObject({ status: 409, body: { error: { code: 'invalid_state' } } });
+    expect(store()).toEqual(before);
+  });
+
+  it('two patients booking one slot at once: exactly one booking, the other 409 slot_unavailable with nothing written', async () => {
+    const [a, b] = await Promise.all([withVisitToBook(), withVisitToBook()]);
+    const [slot] = await freeSlots(a.patient);
+    const answers = await Promise.all([book(a.patient, a.task, slot), book(b.patient, b.task, slot)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
+    const loser = answers.find((r) => r.status === 409);
+    expect(loser?.body).toMatchObject({ error: { code: 'slot_unavailable', details: { slot } } });
+    const appointments = await repo().searchResources<Appointment>({
+      resourceType: 'Appointment',
+      filters: [{ code: 'slot', operator: 'eq', value: slot }],
+    });
+    expect(appointments).toHaveLength(1);
+  });
+});
+
+describe('rescheduling and cancelling', () => {
+  it('a stale slot changes nothing; twenty concurrent reschedules onto different slots give one new appointment, one slot taken, the old one free, no orphan segment', async () => {
+    const { patient, task } = await withVisitToBook();
+    const slots = await freeSlots(patient, 60);
+    const { appointment } = (await book(patient, task, slots[0])).body as Booked;
+    // Stale: another patient holds slots[1].
+    const other = await withVisitToBook();
+    expect((await book(other.patient, other.task, slots[1])).status).toBe(201);
+    const before = store();
+    const stale = await reschedule(patient, appointment, slots[1]);
+    expect(stale).toMatchObject({ status: 409, body: { error: { code: 'slot_unavailable' } } });
+    expect(store()).toEqual(before);
+
+    const targets = slots.slice(2, 22);
+    const answers = await Promise.all(targets.map((slot) => reschedule(patient, appointment, slot)));
+    const won = answers.filter((r) => r.status === 201);
+    expect(won).toHaveLength(1);
+    expect(answers.filter((r) => r.status !== 201).every((r) => r.status === 409)).toBe(true);
+    const replacement = won[0].body as Booked;
+    expect(replacement.replaces).toBe(appointment);
+    const original = await repo().readReference<Appointment>({ reference: appointment });
+    expect(original).toMatchObject({ status: 'cancelled', cancelationReason: { text: 'rescheduled' } });
+    expect(await slotStatus(slots[0])).toBe('free');
+    const statuses = await Promise.all(targets.map(slotStatus));
+    expect(statuses.filter((s) => s === 'busy')).toHaveLength(1);
+    const taken = targets[statuses.indexOf('busy')];
+    expect((await repo().readReference<Appointment>({ reference: replacement.appointment })).slot?.[0]?.reference).toBe(
+      taken,
+    );
+    // Segments: the old ones cancelled, two new planned ones, nothing else of this visit.
+    expect((await encountersOf(appointment)).map((e) => e.status)).toEqual(['cancelled', 'cancelled']);
+    expect((await encountersOf(replacement.appointment)).map((e) => e.status).sort()).toEqual(['planned', 'planned']);
+    const all = await repo().searchResources<Encounter>({
+      resourceType: 'Encounter',
+      filters: [{ code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+    });
+    expect(all).toHaveLength(4);
+    // The same reschedule again answers the new appointment.
+    expect(await reschedule(patient, appointment, taken)).toMatchObject({ status: 200, body: replacement });
+  });
+
+  it('cancel frees the slot, cancels the segments and issues the visit to book again; a repeat answers the same', async () => {
+    const { patient, task } = await withVisitToBook();
+    const [slot] = await freeSlots(patient);
+    const { appointment } = (await book(patient, task, slot)).body as Booked;
+    const cancelled = await cancel(patient, appointment);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'cancelled' });
+    expect(await slotStatus(slot)).toBe('free');
+    expect((await encountersOf(appointment)).map((e) => e.status)).toEqual(['cancelled', 'cancelled']);
+    const tasks = await repo().searchResources<Task>({
+      resourceType: 'Task',
+      filters: [
+        { code: 'code', operator: 'eq', value: `${SYSTEMS.taskKind}|schedule-visit` },
+        { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
+      ],
+    });
+    expect(tasks.map((t) => t.status).sort()).toEqual(['completed', 'ready']);
+    expect((await cancel(patient, appointment)).body).toEqual(cancelled.body);
+  });
+});
+
+describe('unenrolling', () => {
+  it('cancels the plan’s future visits and frees their slots', async () => {
+    const { patient, task } = await withVisitToBook();
+    const [slot] = await freeSlots(patient);
+    const { appointment } = (await book(patient, task, slot)).body as Booked;
+    const carePlan = (await repo().readReference<Appointment>({ reference: appointment })).supportingInformation?.[0]
+      ?.reference as string;
+    const revoked = await gw.call('DELETE', `/v1/enrollments/${idOf(carePlan)}`, { token: patient.token });
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(revoked.body).toMatchObject({ status: 'revoked', cancelledAppointments: [appointment] });
+    expect((await repo().readReference<Appointment>({ reference: appointment })).status).toBe('cancelled');
+    expect(await slotStatus(slot)).toBe('free');
+    expect((await encountersOf(appointment)).map((e) => e.status)).toEqual(['cancelled', 'cancelled']);
+  });
+});
+
+describe('segments', () => {
+  /** A visit that is open now: a slot of Dr. Reyes starting in five minutes, booked. */
+  async function openVisit(): Promise<{ patient: DemoActor; appointment: string }> {
+    const { patient, task } = await withVisitToBook();
+    const [anySlot] = await freeSlots(patient);
+    const template = await repo().readReference<Slot>({ reference: anySlot });
+    const start = new Date(Date.now() + 5 * 60_000);
+    const soon = await repo().createResource<Slot>({
+      resourceType: 'Slot',
+      meta: { project: gw.backend.project.id },
+      schedule: template.schedule as { reference: string },
+      serviceType: template.serviceType,
+      status: 'free',
+      start: start.toISOString(),
+      end: new Date(start.getTime() + 30 * 60_000).toISOString(),
+    });
+    const booked = await book(patient, task, `Slot/${soon.id}`);
+    expect(booked.status, booked.text).toBe(201);
+    return { patient, appointment: (booked.body as Booked).appointment };
+  }
+
+  it('start the next unfinished segment, resume it, refuse skipping ahead; the first start marks the visit arrived', async () => {
+    const { patient, appointment } = await openVisit();
+    const first = await startSegment(patient, appointment);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body).toMatchObject({ resumed: false, segment: { position: 1, status: 'in-progress' } });
+    expect((await repo().readReference<Appointment>({ reference: appointment })).status).toBe('arrived');
+    const again = await startSegment(patient, appointment);
+    expect(again.body).toMatchObject({ resumed: true, segment: { position: 1, status: 'in-progress' } });
+    const second = ((await encountersOf(appointment)).find((e) => e.type?.[0]?.text?.startsWith('Visit')) as Encounter)
+      .id;
+    const before = store();
+    const skip = await startSegment(patient, appointment, { segment: `Encounter/${second}` });
+    expect(skip).toMatchObject({ status: 409, body: { error: { code: 'invalid_state' } } });
+    // A started visit is not rescheduled or cancelled.
+    expect((await cancel(patient, appointment)).status).toBe(409);
+    expect(store()).toEqual(before);
+    // Concurrent starts of a planned segment: one starts it, the rest resume.
+    const other = await openVisit();
+    const answers = await Promise.all(Array.from({ length: 10 }, () => startSegment(other.patient, other.appointment)));
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
+    expect(answers.filter((a) => (a.body as { resumed: boolean }).resumed === false)).toHaveLength(1);
+  });
+
+  it('is gated (409 consent_required, nothing changed) and opens 15 minutes before the start', async () => {
+    const { patient, appointment } = await openVisit();
+    const [acceptance] = (
+      await repo().searchResources<Consent>({
+        resourceType: 'Consent',
+        filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+      })
+    ).filter((c) => c.policy?.[0]?.uri);
+    await gw.call('POST', '/v1/agreements/withdrawals', {
+      token: patient.token,
+      body: { agreementUrl: acceptance.policy?.[0]?.uri?.split('|')[0], acknowledgeConsequence: true },
+    });
+    const before = store();
+    expect(await startSegment(patient, appointment)).toMatchObject({
+      status: 409,
+      body: { error: { code: 'consent_required' } },
+    });
+    expect(store()).toEqual(before);
+
+    const later = await withVisitToBook();
+    const [slot] = await freeSlots(later.patient);
+    const { appointment: future } = (await book(later.patient, later.task, slot)).body as Booked;
+    expect(await startSegment(later.patient, future)).toMatchObject({
+      status: 409,
+      body: { error: { code: 'invalid_state', details: { state: 'not-open' } } },
+    });
+  });
+});
+
+describe('isolation', () => {
+  it('another patient, of her tenant or another, cannot see a slot, book with her task, or touch her appointment; nobody writes a Slot or Appointment by hand', async () => {
+    const { patient, task } = await withVisitToBook();
+    const [slot, second] = await freeSlots(patient);
+    const { appointment } = (await book(patient, task, slot)).body as Booked;
+    const fresh = await withVisitToBook();
+    const before = store();
+    for (const other of [gw.backend.patients.bob, gw.backend.patients.carol]) {
+      expect((await book(other, task, second)).status).toBe(404);
+      expect((await reschedule(other, appointment, second)).status).toBe(404);
+      expect((await cancel(other, appointment)).status).toBe(404);
+      expect((await startSegment(other, appointment)).status).toBe(404);
+      expect(
+        (await gw.call('GET', `/v1/appointments/${idOf(appointment)}/segments`, { token: other.token })).status,
+      ).toBe(404);
+    }
+    // A northwind patient cannot book a southridge slot with a task of her own: it is not hers to see.
+    const southSchedule = (await gw.backend.admin.searchOne('Schedule', {
+      _tag: `${SYSTEMS.provisioning}|visit-schedule-li`,
+    })) as WithId<Schedule>;
+    const [southSlot] = await repo().searchResources<Slot>({
+      resourceType: 'Slot',
+      filters: [{ code: 'schedule', operator: 'eq', value: `Schedule/${southSchedule.id}` }],
+    });
+    expect((await book(fresh.patient, fresh.task, `Slot/${southSlot.id}`)).status).toBe(404);
+    // Directly on Medplum: no Slot or Appointment writes for a patient.
+    const stored = await repo().readReference<Slot>({ reference: second });
+    expect(
+      (await direct(gw.backend, patient.token, 'PUT', fhirPath(second), { body: { ...stored, status: 'busy' } }))
+        .status,
+    ).toBe(403);
+    const forged = await direct(gw.backend, patient.token, 'POST', fhirPath('Appointment'), {
+      body: {
+        resourceType: 'Appointment',
+        status: 'booked',
+        participant: [{ actor: { reference: `Patient/${patient.patient.id}` }, status: 'accepted' }],
+      },
+    });
+    expect(forged.status).toBe(403);
+    expect(store()).toEqual(before);
+  });
+});
