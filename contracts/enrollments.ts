@@ -34,12 +34,9 @@ export const EnrollmentSchema = z
       .array(referenceTo('Task'))
       .optional()
       .openapi({ description: 'Revoked by this call: the open tasks of the plan it cancelled.' }),
-    cancelledAppointments: z
-      .array(referenceTo('Appointment'))
-      .optional()
-      .openapi({
-        description: 'Revoked by this call: the future visits of the plan it cancelled (their slots freed).',
-      }),
+    cancelledAppointments: z.array(referenceTo('Appointment')).optional().openapi({
+      description: 'Revoked by this call: the future visits of the plan it cancelled (their slots freed).',
+    }),
   })
   .openapi('Enrollment');
 
