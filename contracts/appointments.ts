@@ -9,12 +9,17 @@ export const BookRequestSchema = z
     slot: referenceTo('Slot').openapi({ description: 'A free slot of `GET /v1/availability`.' }),
   })
   .strict()
-  .openapi('BookRequest');
+  .openapi('BookRequest', {
+    example: {
+      task: 'Task/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
+      slot: 'Slot/7a1e3b9c-2d4f-4e6a-8b0c-1d2e3f4a5b6c',
+    },
+  });
 
 export const RescheduleRequestSchema = z
   .object({ slot: referenceTo('Slot').openapi({ description: 'The new slot, free (`GET /v1/availability`).' }) })
   .strict()
-  .openapi('RescheduleRequest');
+  .openapi('RescheduleRequest', { example: { slot: 'Slot/7a1e3b9c-2d4f-4e6a-8b0c-1d2e3f4a5b6c' } });
 
 export const EncounterRequestSchema = z
   .object({
@@ -23,7 +28,7 @@ export const EncounterRequestSchema = z
       .openapi({ description: 'The segment to start; omitted: the next unfinished one.' }),
   })
   .strict()
-  .openapi('EncounterRequest');
+  .openapi('EncounterRequest', { example: {} });
 
 export const SegmentSchema = z
   .object({

@@ -6,6 +6,7 @@ import { runEmbeddedStoreBench } from './embedded-store';
 import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway';
 import { runIntakeBench } from './intake';
 import type { Round } from './paired';
+import { runSchedulingBench } from './scheduling';
 import { runSpineBench } from './spine';
 import { runTrustCheckBench } from './trust-checks';
 import { runRequirementsStoreSizeBench, runWorkflowBench } from './workflows';
@@ -18,7 +19,7 @@ import { runRequirementsStoreSizeBench, runWorkflowBench } from './workflows';
  */
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
-const SECTIONS = ['gateway', 'workflows', 'intake', 'spine', 'trust', 'embedded', 'store'] as const;
+const SECTIONS = ['gateway', 'workflows', 'intake', 'spine', 'scheduling', 'trust', 'embedded', 'store'] as const;
 type Section = (typeof SECTIONS)[number];
 const SKIPPED_BY: Partial<Record<Section, string>> = {
   workflows: 'BENCH_SKIP_WORKFLOWS',
@@ -89,6 +90,9 @@ async function main(): Promise<void> {
   if (runs('spine')) {
     await printSpineBench();
   }
+  if (runs('scheduling')) {
+    await printSchedulingBench();
+  }
   if (runs('trust')) {
     await printTrustCheckBench();
   }
@@ -118,6 +122,31 @@ async function printSpineBench(): Promise<void> {
   console.log(`  GET /v1/patient/profile (same run): p50 ${fmt(spine.profile.p50)}  p99 ${fmt(spine.profile.p99)}`);
   console.log(
     `  accept / profile p50: ${spine.ratioP50.toFixed(1)}x (target <= 5x) ${spine.ratioP50 <= 5 ? 'MET' : 'NOT MET'}`,
+  );
+}
+
+async function printSchedulingBench(): Promise<void> {
+  const iterations = Number(process.env.BENCH_SCHEDULING_ITERATIONS ?? 100);
+  const bookings = Number(process.env.BENCH_SCHEDULING_BOOKINGS ?? 50);
+  const r = await runSchedulingBench({ iterations, bookings });
+  console.log('## Scheduling (issue 16)');
+  console.log(
+    `   in process, sequential; a visit team of ${r.practitioners} practitioners, ${r.slots} free 30-minute slots over two weeks; ${iterations} calls of each view, each followed by a profile read`,
+  );
+  for (const round of r.rounds) {
+    const ratio = round.slotsView.p50 / round.profile.p50;
+    console.log(
+      `  ${String(round.patients).padStart(6)} patients: slots view p50 ${fmt(round.slotsView.p50)} p99 ${fmt(round.slotsView.p99)} | days view p50 ${fmt(round.daysView.p50)} p99 ${fmt(round.daysView.p99)} | profile p50 ${fmt(round.profile.p50)} | slots/profile ${ratio.toFixed(1)}x (target <= 3x) ${ratio <= 3 ? 'MET' : 'NOT MET'}`,
+    );
+  }
+  const [small, large] = r.rounds;
+  const flat = large.slotsView.p50 / small.slotsView.p50;
+  const flatDays = large.daysView.p50 / small.daysView.p50;
+  console.log(
+    `  10,000 vs 100 patients, p50: slots ${flat.toFixed(2)}x, days ${flatDays.toFixed(2)}x (target <= 1.5x) ${Math.max(flat, flatDays) <= 1.5 ? 'MET' : 'NOT MET'}`,
+  );
+  console.log(
+    `  booking (${r.samples}): p50 ${fmt(r.book.p50)} p99 ${fmt(r.book.p99)}; reschedule (${r.samples}): p50 ${fmt(r.reschedule.p50)} p99 ${fmt(r.reschedule.p99)}`,
   );
 }
 

@@ -1,4 +1,5 @@
 import type {
+  Appointment,
   Bundle,
   CarePlan,
   Observation,
@@ -52,6 +53,14 @@ beforeAll(async () => {
     intent: 'plan',
     subject: { reference: `Patient/${alice.patient.id}` },
   });
+  // A visit of hers (as the appointments bot books them).
+  const visit = await gw.backend.systemRepo.createResource<Appointment>({
+    resourceType: 'Appointment',
+    status: 'booked',
+    start: '2030-01-07T17:00:00Z',
+    end: '2030-01-07T17:30:00Z',
+    participant: [{ actor: { reference: `Patient/${alice.patient.id}` }, status: 'accepted' }],
+  });
   aliceResources = [
     { type: 'Patient', id: alice.patient.id },
     { type: 'Observation', id: observation.id as string },
@@ -59,6 +68,7 @@ beforeAll(async () => {
     { type: 'Task', id: task.id as string },
     { type: 'RequestGroup', id: order.id as string },
     { type: 'CarePlan', id: plan.id as string },
+    { type: 'Appointment', id: visit.id as string },
   ];
 });
 afterAll(() => gw?.close());
@@ -90,6 +100,10 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
     );
     expect(operations.map((o) => o.operationId).sort()).toEqual(
       [
+        'appointments.cancel',
+        'appointments.encounter',
+        'appointments.reschedule',
+        'appointments.segments',
         'enrollments.activate',
         'enrollments.delete',
         'fhir.read',
