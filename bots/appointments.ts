@@ -12,9 +12,10 @@ import type {
   Slot,
   Task,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { EXTENSIONS, SYSTEMS, VISIT_TYPES } from '../contracts/systems';
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { PATIENT_TASK_TAG } from './lib/journey';
+import { visitTypeOf } from './lib/plans';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { bookablePractitioner } from './lib/scheduling';
@@ -33,7 +34,7 @@ interface AppointmentView {
   status: 'booked' | 'arrived' | 'fulfilled' | 'cancelled';
   start: string;
   end: string;
-  practitioner: string;
+  practitioner?: string;
   modality: 'sync' | 'async';
   carePlan?: string;
   replaces?: string;
@@ -62,7 +63,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   const patient = (await medplum.readResource('Patient', start.caller.patientId)) as Patient & { id: string };
   const input = start.input;
   if (input.operation === 'book') {
-    return book(medplum, patient, input.task.split('/')[1], input.slot.split('/')[1]);
+    return book(medplum, patient, input.task.split('/')[1], input.slot?.split('/')[1]);
   }
   const appointment = await ownAppointment(medplum, input.appointment, patient.id);
   if (!appointment) {
@@ -84,7 +85,7 @@ async function book(
   medplum: MedplumClient,
   patient: Patient & { id: string },
   taskId: string,
-  slotId: string,
+  slotId: string | undefined,
 ): Promise<AppointmentsResult> {
   const her = `Patient/${patient.id}`;
   for (let attempt = 0; ; attempt++) {
@@ -99,7 +100,7 @@ async function book(
     if (task.status === 'completed') {
       const booked = task.output?.find((o) => o.type.text === 'appointment')?.valueReference?.reference ?? '';
       const appointment = await ownAppointment(medplum, booked.split('/')[1] ?? '', patient.id);
-      return appointment && appointment.slot?.[0]?.reference === `Slot/${slotId}`
+      return appointment && appointment.slot?.[0]?.reference === (slotId ? `Slot/${slotId}` : undefined)
         ? view(medplum, appointment, false)
         : fail(409, 'invalid_state', 'This visit is already booked; reschedule it instead', {
             state: 'completed',
@@ -117,22 +118,32 @@ async function book(
     if (gate) {
       return gate;
     }
-    const slot = await bookableSlot(medplum, slotId, patient);
-    if (!slot.ok) {
+    const asynchronous = visitTypeOf(task)?.code === 'async-review';
+    if (asynchronous === (slotId !== undefined)) {
+      return fail(
+        400,
+        'invalid_request',
+        asynchronous ? 'An asynchronous review takes no slot' : 'A live visit needs a slot',
+        {
+          issues: [{ path: 'slot', message: asynchronous ? 'not for an asynchronous review' : 'required' }],
+        },
+      );
+    }
+    const slot = slotId ? await bookableSlot(medplum, slotId, patient) : undefined;
+    if (slot && !slot.ok) {
       return slot;
     }
     const segments = (task.input ?? []).filter((i) => i.type.coding?.some((c) => c.code === 'segment'));
     const appointmentUrl = `urn:uuid:${randomUUID()}`;
     const tags = (task.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
+    const appointment = slot
+      ? appointmentFor(slot.slot, slot.practitioner, her, visit, tags)
+      : reviewFor(her, visit, tags);
     const entries: BundleEntry[] = [
-      takeSlot(slot.slot),
-      {
-        fullUrl: appointmentUrl,
-        resource: appointmentFor(slot.slot, slot.practitioner, her, visit, tags),
-        request: { method: 'POST', url: 'Appointment' },
-      },
+      ...(slot ? [takeSlot(slot.slot)] : []),
+      { fullUrl: appointmentUrl, resource: appointment, request: { method: 'POST', url: 'Appointment' } },
       ...segments.map((s, i) =>
-        encounterEntry(appointmentUrl, her, slot.practitioner, visit.request, i + 1, s.valueString ?? 'Visit', tags),
+        encounterEntry(appointmentUrl, her, slot?.practitioner, visit.request, i + 1, s.valueString ?? 'Visit', tags),
       ),
       {
         resource: {
@@ -146,7 +157,8 @@ async function book(
     ];
     try {
       const response = await medplum.executeBatch(transaction(entries));
-      return view(medplum, response.entry?.[1]?.resource as Appointment, true);
+      const saved = response.entry?.find((e) => e.resource?.resourceType === 'Appointment')?.resource;
+      return view(medplum, saved as Appointment, true);
     } catch (err) {
       if (!lostRace(err) || attempt > 0) {
         if (lostRace(err)) {
@@ -181,6 +193,9 @@ async function reschedule(
   }
   if (original.status !== 'booked') {
     return fail(409, 'invalid_state', `This visit is ${original.status}`, { state: original.status });
+  }
+  if (!original.slot?.length) {
+    return fail(409, 'invalid_state', 'An asynchronous review has no slot to move', { state: 'asynchronous' });
   }
   const segments = await segmentsOf(medplum, original);
   if (segments.some((s) => s.status !== 'planned')) {
@@ -265,9 +280,9 @@ async function cancel(
   if (segments.some((s) => s.status !== 'planned')) {
     return fail(409, 'invalid_state', 'This visit has started', { state: 'in-progress' });
   }
-  const slot = (await medplum.readReference(appointment.slot?.[0] as Reference<Slot>).catch(() => undefined)) as
-    | Slot
-    | undefined;
+  const slot = appointment.slot?.length
+    ? ((await medplum.readReference(appointment.slot[0] as Reference<Slot>).catch(() => undefined)) as Slot | undefined)
+    : undefined;
   const entries: BundleEntry[] = [
     {
       resource: {
@@ -484,10 +499,34 @@ function appointmentFor(
   };
 }
 
+/**
+ * An asynchronous review: no slot; booked from now for its review window, her care team's (a participant
+ * by type: R4's Appointment cannot name a CareTeam as actor).
+ */
+function reviewFor(her: string, visit: Visit, tags: NonNullable<Appointment['meta']>['tag']): Appointment {
+  const now = Date.now();
+  return {
+    resourceType: 'Appointment',
+    meta: { tag: tags },
+    status: 'booked',
+    serviceType: [{ coding: [{ system: SYSTEMS.visitType, code: 'async-review' }] }],
+    start: new Date(now).toISOString(),
+    end: new Date(now + VISIT_TYPES['async-review'].reviewHours * 3_600_000).toISOString(),
+    created: new Date(now).toISOString(),
+    basedOn: [{ reference: `ServiceRequest/${visit.request.id}` }],
+    supportingInformation: [{ reference: `CarePlan/${visit.plan.id}` }],
+    participant: [
+      { actor: { reference: her }, status: 'accepted' },
+      { type: [{ text: 'care team' }], status: 'needs-action' },
+    ],
+    extension: [{ url: EXTENSIONS.visitModality, valueCode: 'async' }],
+  };
+}
+
 function encounterEntry(
   appointment: string,
   her: string,
-  practitioner: string,
+  practitioner: string | undefined,
   request: ServiceRequest,
   position: number,
   purpose: string,
@@ -504,7 +543,7 @@ function encounterEntry(
     basedOn: [{ reference: `ServiceRequest/${request.id}` }],
     ...(episode ? { episodeOfCare: [{ reference: episode }] } : {}),
     type: [{ text: purpose }],
-    participant: [{ individual: { reference: practitioner } }],
+    ...(practitioner ? { participant: [{ individual: { reference: practitioner } }] } : {}),
     extension: [{ url: EXTENSIONS.segmentPosition, valueInteger: position }],
   };
   return { resource: encounter, request: { method: 'POST', url: 'Encounter' } };
@@ -590,7 +629,7 @@ const segmentView = (e: Encounter): SegmentView => ({
 async function view(medplum: MedplumClient, appointment: Appointment, created: boolean): Promise<AppointmentsResult> {
   const segments = await segmentsOf(medplum, appointment);
   const practitioner = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Practitioner/'))?.actor
-    ?.reference as string;
+    ?.reference;
   const replaces = appointment.extension?.find((e) => e.url === EXTENSIONS.appointmentReplaces)?.valueReference
     ?.reference;
   const carePlan = appointment.supportingInformation?.find((r) => r.reference?.startsWith('CarePlan/'))?.reference;
@@ -601,8 +640,10 @@ async function view(medplum: MedplumClient, appointment: Appointment, created: b
     status: appointment.status as AppointmentView['status'],
     start: appointment.start as string,
     end: appointment.end as string,
-    practitioner,
-    modality: (appointment.extension?.find((e) => e.url === EXTENSIONS.visitModality)?.valueCode ?? 'sync') as 'sync',
+    ...(practitioner ? { practitioner } : {}),
+    modality: (appointment.extension?.find((e) => e.url === EXTENSIONS.visitModality)?.valueCode ?? 'sync') as
+      | 'sync'
+      | 'async',
     ...(carePlan ? { carePlan } : {}),
     ...(replaces ? { replaces } : {}),
     segments: segments.map(segmentView),

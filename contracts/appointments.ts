@@ -6,7 +6,10 @@ import { referenceTo } from './tasks';
 export const BookRequestSchema = z
   .object({
     task: referenceTo('Task').openapi({ description: 'Her `schedule-visit` task (what the plan issued).' }),
-    slot: referenceTo('Slot').openapi({ description: 'A free slot of `GET /v1/availability`.' }),
+    slot: referenceTo('Slot').optional().openapi({
+      description:
+        'A free slot of `GET /v1/availability`: required for a live visit, absent for an asynchronous review (it takes no slot).',
+    }),
   })
   .strict()
   .openapi('BookRequest', {
@@ -45,7 +48,9 @@ export const AppointmentSchema = z
     status: z.enum(['booked', 'arrived', 'fulfilled', 'cancelled']),
     start: z.string(),
     end: z.string(),
-    practitioner: referenceTo('Practitioner'),
+    practitioner: referenceTo('Practitioner')
+      .optional()
+      .openapi({ description: 'A live visit: who holds it. An asynchronous review is her care team’s.' }),
     modality: z.enum(['sync', 'async']),
     carePlan: referenceTo('CarePlan').optional(),
     replaces: referenceTo('Appointment')
@@ -74,7 +79,7 @@ export const bookRoute = createRoute({
   tags: ['Scheduling'],
   summary: 'Book a visit',
   description:
-    "Books the visit a `schedule-visit` task of her plan asks for on a free slot, in ONE transaction: the slot `free -> busy` (under If-Match), a `booked` Appointment (modality `sync`, `basedOn` the visit's request, linked to the care plan), its segments as `planned` Encounters in the visit's declared order, and the task completed. A slot taken since it was listed: 409 `slot_unavailable`, nothing written (of two patients booking one slot at once, one gets it). A slot for another kind of visit: 400. The same booking again: 200 with it; another slot for a task already booked: 409 `invalid_state` (reschedule instead). Gated: unmet required agreements -> 409 `consent_required`. Another patient's task, or a slot she cannot book (another provider's, a practitioner not licensed in her state, unknown): 404.",
+    "Books the visit a `schedule-visit` task of her plan asks for. An asynchronous review (`visitType` `async-review`) takes no slot: it is booked from now for its review window (72 hours), modality `async`, with its segment planned. A live visit takes a free slot, in ONE transaction: the slot `free -> busy` (under If-Match), a `booked` Appointment (modality `sync`, `basedOn` the visit's request, linked to the care plan), its segments as `planned` Encounters in the visit's declared order, and the task completed. A slot taken since it was listed: 409 `slot_unavailable`, nothing written (of two patients booking one slot at once, one gets it). A slot for another kind of visit: 400. The same booking again: 200 with it; another slot for a task already booked: 409 `invalid_state` (reschedule instead). Gated: unmet required agreements -> 409 `consent_required`. Another patient's task, or a slot she cannot book (another provider's, a practitioner not licensed in her state, unknown): 404.",
   security: secured,
   request: { body: { required: true, content: { 'application/json': { schema: BookRequestSchema } } } },
   responses: {

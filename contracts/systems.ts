@@ -196,6 +196,7 @@ export const TIMEZONE_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/timez
  */
 export const VISIT_TYPES = {
   'video-visit': { modality: 'sync', minutes: 30, display: 'Video visit' },
-  'async-review': { modality: 'async', minutes: 0, display: 'Asynchronous review' },
+  /** Store-and-forward: no slot; the care team reviews within its window (72 hours) from booking. */
+  'async-review': { modality: 'async', minutes: 0, display: 'Asynchronous review', reviewHours: 72 },
 } as const;
 export type VisitType = keyof typeof VISIT_TYPES;

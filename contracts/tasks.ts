@@ -44,7 +44,7 @@ export const PatientTaskSchema = z
       .array(MeasurementRequestSchema)
       .optional()
       .openapi({ description: 'Measurement tasks: the readings to submit, one per entry.' }),
-    visitType: z.enum(['video-visit']).optional().openapi({
+    visitType: z.enum(['video-visit', 'async-review']).optional().openapi({
       description: 'Schedule-visit tasks: the kind of visit to book (`POST /v1/appointments` with a free slot).',
     }),
     offer: referenceTo('RequestGroup').optional().openapi({

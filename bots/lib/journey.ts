@@ -149,7 +149,8 @@ export async function patientTaskView(medplum: MedplumClient, task: Task): Promi
   } else if (kind === 'treatment-offer' || kind === 'order-decisions') {
     view.offer = task.focus?.reference;
   } else if (kind === 'schedule-visit') {
-    view.visitType = 'video-visit';
+    const code = task.input?.find((i) => i.type.coding?.some((c) => c.code === 'visit-type'))?.valueCoding?.code;
+    view.visitType = code === 'async-review' ? 'async-review' : 'video-visit';
   } else {
     const definitions = await Promise.all(taskObservationDefinitions(task).map((r) => readVersioned(medplum, r)));
     view.measurements = definitions.map((d) => ({ code: definitionCode(d), units: allowedUnits(d) }));
@@ -158,7 +159,12 @@ export async function patientTaskView(medplum: MedplumClient, task: Task): Promi
 }
 
 /** The input types of a patient task (Task.input.type): what each input of the task is. */
-export type TaskInputKind = 'questionnaire' | 'activity-definition' | 'observation-definition' | 'segment';
+export type TaskInputKind =
+  | 'questionnaire'
+  | 'activity-definition'
+  | 'observation-definition'
+  | 'segment'
+  | 'visit-type';
 
 export const taskInputType = (kind: TaskInputKind): CodeableConcept => ({
   coding: [{ system: SYSTEMS.taskKind, code: kind }],

@@ -14,7 +14,7 @@ import type {
   Task,
   TaskInput,
 } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../contracts/systems';
+import { SYSTEMS, VISIT_TYPES } from '../../contracts/systems';
 import { isPublishedTo } from './agreements';
 import { actionKind, availableWhereSheLives, frontedCanonical } from './catalog';
 import { PATIENT_TASK_TAG, publishedDefinition, taskInputType } from './journey';
@@ -86,7 +86,10 @@ async function taskFor(
       canonical,
       organization,
     );
-    if (activity?.kind !== 'Appointment') {
+    const visitType = activity?.code?.coding?.find(
+      (c) => c.system === SYSTEMS.visitType && c.code && c.code in VISIT_TYPES,
+    );
+    if (activity?.kind !== 'Appointment' || !visitType) {
       return undefined;
     }
     return {
@@ -94,6 +97,7 @@ async function taskFor(
       code: { coding: [{ system: SYSTEMS.taskKind, code: 'schedule-visit' }] },
       input: [
         { type: taskInputType('activity-definition'), valueCanonical: canonical },
+        ...(visitType ? [{ type: taskInputType('visit-type'), valueCoding: visitType }] : []),
         ...(action.action ?? []).map((segment) => ({
           type: taskInputType('segment'),
           valueString: segment.title ?? segment.description ?? 'Visit',
@@ -182,7 +186,7 @@ export function issueEntries(
         status: 'active',
         intent: 'plan',
         subject: { reference: context.patient },
-        code: { coding: [{ system: SYSTEMS.visitType, code: 'video-visit' }], text: task.description },
+        code: { coding: [visitTypeOf(task) as Coding], text: task.description },
         instantiatesCanonical: [canonical],
         basedOn: [{ reference: context.carePlan }],
         authoredOn: context.now,
@@ -194,3 +198,7 @@ export function issueEntries(
   }
   return entries;
 }
+
+/** The visit type a schedule-visit task books (its `visit-type` input), as a Coding. */
+export const visitTypeOf = (task: Task): Coding | undefined =>
+  task.input?.find((i) => i.type.coding?.some((c) => c.code === 'visit-type'))?.valueCoding;

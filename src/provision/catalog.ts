@@ -16,7 +16,7 @@ import type {
   Timing,
   ValueSet,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, type PlanType, SYSTEMS, VISIT_TYPES } from '../../contracts/systems';
+import { EXTENSIONS, type PlanType, SYSTEMS, VISIT_TYPES, type VisitType } from '../../contracts/systems';
 import { PLATFORM_CATALOG_TAG, TENANT_CATALOG_TAG } from './agreements';
 import type { KeyedResource } from './definition';
 import { keyRef } from './definition';
@@ -210,8 +210,12 @@ function measurement(tenant: Publisher, name: string, title: string, specs: Meas
  * made of are the plan action's sub-actions (purpose, in order), so the same visit can be composed
  * differently by two plans.
  */
-function visitDefinition(tenant: Publisher, name: string, title: string): Definition {
+function visitDefinition(tenant: Publisher, name: string, title: string, type: VisitType): Definition {
   const url = urlOf(tenant, `visits/${name}`);
+  const length =
+    type === 'async-review'
+      ? { value: VISIT_TYPES[type].reviewHours, unit: 'h', system: 'http://unitsofmeasure.org', code: 'h' }
+      : { value: VISIT_TYPES[type].minutes, unit: 'min', system: 'http://unitsofmeasure.org', code: 'min' };
   const resource: ActivityDefinition = {
     resourceType: 'ActivityDefinition',
     meta: published(tenant),
@@ -221,13 +225,8 @@ function visitDefinition(tenant: Publisher, name: string, title: string): Defini
     title,
     status: 'active',
     kind: 'Appointment',
-    code: coding(SYSTEMS.visitType, 'video-visit', VISIT_TYPES['video-visit'].display),
-    timingDuration: {
-      value: VISIT_TYPES['video-visit'].minutes,
-      unit: 'min',
-      system: 'http://unitsofmeasure.org',
-      code: 'min',
-    },
+    code: coding(SYSTEMS.visitType, type, VISIT_TYPES[type].display),
+    timingDuration: length,
   };
   const key = keyOf(tenant, `visit-${name}`);
   return { key, canonical: `${url}|1`, title, resources: [{ key, resource, writeOnce: true }] };
@@ -324,6 +323,7 @@ function treatmentOption(tenant: Publisher, spec: TreatmentSpec): Definition {
 const kind = (code: 'questionnaire' | 'measurement' | 'visit') => [coding(SYSTEMS.taskKind, code)];
 const WEEKLY: Timing = { repeat: { frequency: 1, period: 1, periodUnit: 'wk' } };
 const MONTHLY: Timing = { repeat: { frequency: 1, period: 1, periodUnit: 'mo' } };
+const QUARTERLY: Timing = { repeat: { frequency: 1, period: 3, periodUnit: 'mo' } };
 
 const answer = (definition: Definition, title: string, timing?: Timing): PlanDefinitionAction => ({
   title,
@@ -496,7 +496,8 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
     { linkId: 'notes', text: 'Anything your care team should know', type: 'text' },
   ]);
   const reading = measurement(tenant, 'blood-pressure', 'Blood pressure reading', [SYSTOLIC, DIASTOLIC]);
-  const videoVisit = visitDefinition(tenant, 'video-visit', 'Video visit');
+  const videoVisit = visitDefinition(tenant, 'video-visit', 'Video visit', 'video-visit');
+  const review = visitDefinition(tenant, 'async-review', 'Asynchronous review', 'async-review');
   const options = [
     treatmentOption(tenant, {
       name: 'lisinopril-10',
@@ -543,6 +544,7 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
     ...checkIn.resources,
     ...reading.resources,
     ...videoVisit.resources,
+    ...review.resources,
     ...options.flatMap((o) => o.resources),
     ...offering(tenant, {
       name: 'blood-pressure-check',
@@ -559,11 +561,12 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
       type: 'program',
       title: 'Blood pressure monitoring',
       service: 'Blood pressure monitoring program',
-      comment: 'A weekly reading, a monthly check-in and a monthly video visit with your care team.',
+      comment: 'A weekly reading, a monthly check-in and video visit, and a quarterly review of your readings.',
       action: [
         measure(reading, 'Weekly blood pressure', WEEKLY),
         answer(checkIn, 'Monthly check-in', MONTHLY),
         visit(videoVisit, 'Monthly video visit', ['Check-in with a nurse', 'Visit with your clinician'], MONTHLY),
+        visit(review, 'Quarterly review of your readings', ['Review by your care team'], QUARTERLY),
       ],
     }),
     ...offering(tenant, {

@@ -88,7 +88,7 @@ describe('enrollment: draft -> active -> revoked', () => {
       subject: { reference: `Patient/${patient.patient.id}` },
       instantiatesCanonical: [draft.protocol],
     });
-    expect(plan.activity?.map((a) => a.detail?.status)).toEqual(['not-started', 'not-started', 'not-started']);
+    expect(plan.activity?.map((a) => a.detail?.status)).toEqual(Array(4).fill('not-started'));
     expect(plan.activity?.[0]?.detail?.scheduledTiming?.repeat?.periodUnit).toBe('wk');
     expect(plan.meta?.tag).toContainEqual({ system: SYSTEMS.episode, code: draft.episodeOfCare });
     // Idempotent: the same enrollment again, 200.
@@ -99,7 +99,16 @@ describe('enrollment: draft -> active -> revoked', () => {
     expect(activated.status, activated.text).toBe(200);
     const active = activated.body as Enrollment;
     expect(active.status).toBe('active');
-    expect(active.tasks?.map((t) => t.kind)).toEqual(['measurement', 'questionnaire', 'schedule-visit']);
+    expect(active.tasks?.map((t) => t.kind)).toEqual([
+      'measurement',
+      'questionnaire',
+      'schedule-visit',
+      'schedule-visit',
+    ]);
+    expect(active.tasks?.slice(2).map((t) => (t as { visitType?: string }).visitType)).toEqual([
+      'video-visit',
+      'async-review',
+    ]);
     for (const view of active.tasks ?? []) {
       const task = await repo().readReference<Task>({ reference: view.task });
       expect(task).toMatchObject({ status: 'ready', basedOn: [{ reference: draft.carePlan }] });
@@ -124,7 +133,7 @@ describe('enrollment: draft -> active -> revoked', () => {
     expect(revoked.status, revoked.text).toBe(200);
     expect(revoked.body).toMatchObject({
       status: 'revoked',
-      cancelledTasks: [active.tasks?.[1]?.task, active.tasks?.[2]?.task],
+      cancelledTasks: active.tasks?.slice(1).map((t) => t.task),
     });
     expect((await repo().readReference<CarePlan>({ reference: draft.carePlan })).status).toBe('revoked');
     expect((await repo().readReference<Task>({ reference: measurement.task })).status).toBe('completed');
@@ -170,7 +179,7 @@ describe('enrollment: draft -> active -> revoked', () => {
       resourceType: 'Task',
       filters: [{ code: 'based-on', operator: 'eq', value: carePlan }],
     });
-    expect(tasks).toHaveLength(3);
+    expect(tasks).toHaveLength(4);
   });
 });
 

@@ -36,7 +36,7 @@ const store = () => storeSnapshot(gw.backend);
 const PROGRAM = 'northwind/programs/blood-pressure-monitoring';
 
 /** A new CA patient enrolled in the monitoring program, activated: her schedule-visit task. */
-async function withVisitToBook(): Promise<{ patient: DemoActor; task: string }> {
+async function withVisitToBook(visitType = 'video-visit'): Promise<{ patient: DemoActor; task: string }> {
   const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
   const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
     protocols: { healthcareService: string; protocol?: string }[];
@@ -56,8 +56,8 @@ async function withVisitToBook(): Promise<{ patient: DemoActor; task: string }> 
   });
   const { carePlan } = enrolled.body as { carePlan: string };
   const active = await gw.call('POST', `/v1/enrollments/${carePlan.split('/')[1]}/activate`, { token: patient.token });
-  const task = (active.body as { tasks: { task: string; kind: string }[] }).tasks.find(
-    (t) => t.kind === 'schedule-visit',
+  const task = (active.body as { tasks: { task: string; kind: string; visitType?: string }[] }).tasks.find(
+    (t) => t.kind === 'schedule-visit' && t.visitType === visitType,
   );
   expect(task).toBeDefined();
   return { patient, task: task?.task as string };
@@ -192,8 +192,40 @@ describe('rescheduling and cancelling', () => {
         { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
       ],
     });
-    expect(tasks.map((t) => t.status).sort()).toEqual(['completed', 'ready']);
+    const visitTasks = tasks.filter(
+      (t) => t.focus?.reference === tasks.find((x) => x.id === idOf(task))?.focus?.reference,
+    );
+    expect(visitTasks.map((t) => t.status).sort()).toEqual(['completed', 'ready']);
     expect((await cancel(patient, appointment)).body).toEqual(cancelled.body);
+  });
+});
+
+describe('an asynchronous review', () => {
+  it('is booked without a slot for its review window, its segment open at once; it cannot be moved, and a slot is refused', async () => {
+    const { patient, task } = await withVisitToBook('async-review');
+    const [slot] = await freeSlots(patient);
+    expect((await book(patient, task, slot)).status).toBe(400);
+    const booked = await gw.call('POST', '/v1/appointments', { token: patient.token, body: { task } });
+    expect(booked.status, booked.text).toBe(201);
+    const body = booked.body as Booked & { modality: string; end: string };
+    expect(body).toMatchObject({ status: 'booked', modality: 'async', segments: [{ position: 1, status: 'planned' }] });
+    expect(body.practitioner).toBeUndefined();
+    expect(Date.parse(body.end) - Date.parse(body.start)).toBe(72 * 3_600_000);
+    expect((await gw.call('POST', '/v1/appointments', { token: patient.token, body: { task } })).status).toBe(200);
+    const [other] = await freeSlots(patient);
+    expect(await reschedule(patient, body.appointment, other)).toMatchObject({
+      status: 409,
+      body: { error: { details: { state: 'asynchronous' } } },
+    });
+    expect((await startSegment(patient, body.appointment)).body).toMatchObject({
+      resumed: false,
+      segment: { purpose: 'Review by your care team', status: 'in-progress' },
+    });
+  });
+
+  it('a live visit without a slot is 400', async () => {
+    const { patient, task } = await withVisitToBook();
+    expect((await gw.call('POST', '/v1/appointments', { token: patient.token, body: { task } })).status).toBe(400);
   });
 });
 
