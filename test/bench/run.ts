@@ -126,7 +126,7 @@ async function printSpineBench(): Promise<void> {
 }
 
 async function printSchedulingBench(): Promise<void> {
-  const iterations = Number(process.env.BENCH_SCHEDULING_ITERATIONS ?? 100);
+  const iterations = Number(process.env.BENCH_SCHEDULING_ITERATIONS ?? 30);
   const bookings = Number(process.env.BENCH_SCHEDULING_BOOKINGS ?? 50);
   const r = await runSchedulingBench({ iterations, bookings });
   console.log('## Scheduling (issue 16)');
