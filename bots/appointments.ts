@@ -45,8 +45,8 @@ export type AppointmentsResult = BotResult<
   (AppointmentView & { created?: boolean }) | { appointment: string; segment: SegmentView; resumed: boolean }
 >;
 
-/** How long before its start a visit opens for its first segment. */
-const JOIN_EARLY_MS = 15 * 60_000;
+/** How long before its start a visit opens for its first segment (a slot's length: the next one is always open). */
+const JOIN_EARLY_MS = 30 * 60_000;
 const CANCELLATION_REASONS = 'http://terminology.hl7.org/CodeSystem/appointment-cancellation-reason';
 
 /**

@@ -166,7 +166,7 @@ export const encounterRoute = createRoute({
   tags: ['Scheduling'],
   summary: 'Start or resume a visit segment',
   description:
-    "Starts a segment of her visit (`planned -> in-progress`, under If-Match), or resumes it if it is already started (200, `resumed`, nothing written): the one named, or with no `segment` the next unfinished one. Only the next unfinished segment, or one in progress, can be started; the first start moves the Appointment `booked -> arrived`. Open from 15 minutes before the visit's start until its end; otherwise 409 `invalid_state` (`details.state` `not-open`, `details.opensAt`). A cancelled visit: 409 `invalid_state`. Gated: unmet required agreements -> 409 `consent_required`, nothing changed. Another patient's appointment: 404.",
+    "Starts a segment of her visit (`planned -> in-progress`, under If-Match), or resumes it if it is already started (200, `resumed`, nothing written): the one named, or with no `segment` the next unfinished one. Only the next unfinished segment, or one in progress, can be started; the first start moves the Appointment `booked -> arrived`. Open from 30 minutes before the visit's start until its end; otherwise 409 `invalid_state` (`details.state` `not-open`, `details.opensAt`). A cancelled visit: 409 `invalid_state`. Gated: unmet required agreements -> 409 `consent_required`, nothing changed. Another patient's appointment: 404.",
   security: secured,
   request: {
     params: z.object({ id: IdParam }),

@@ -70,7 +70,7 @@ export function isTimeZone(timeZone: string): boolean {
 }
 
 /**
- * The free slots of working hours (`availableTime`, wall-clock in `timeZone`), `minutes` long, on the
+ * The free slots of working hours (`availableTime`, wall-clock in `timeZone`; `allDay` is the whole day), `minutes` long, on the
  * `days` local dates from `from`: each `{start, end}` as ISO instants, in order. A slot that would start
  * in a skipped hour is not made; one in a repeated hour is made once.
  */
@@ -87,11 +87,13 @@ export function workingSlots(
     const [y, m, d] = date.split('-').map(Number);
     const day = DAYS[new Date(Date.UTC(y, m - 1, d)).getUTCDay()];
     for (const hours of availableTime) {
-      if (!hours.daysOfWeek?.includes(day) || !hours.availableStartTime || !hours.availableEndTime) {
+      const startTime = hours.allDay ? '00:00' : hours.availableStartTime;
+      const endTime = hours.allDay ? '24:00' : hours.availableEndTime;
+      if (!hours.daysOfWeek?.includes(day) || !startTime || !endTime) {
         continue;
       }
-      const [sh, sm] = hours.availableStartTime.split(':').map(Number);
-      const [eh, em] = hours.availableEndTime.split(':').map(Number);
+      const [sh, sm] = startTime.split(':').map(Number);
+      const [eh, em] = endTime.split(':').map(Number);
       for (let t = sh * 60 + sm; t + minutes <= eh * 60 + em; t += minutes) {
         const time = `${String(Math.floor(t / 60)).padStart(2, '0')}:${String(t % 60).padStart(2, '0')}`;
         const start = zonedInstant(date, time, timeZone);

@@ -490,6 +490,11 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
     },
     { linkId: 'medication', text: 'Do you take medicine for your blood pressure?', type: 'boolean', required: true },
     { linkId: 'symptoms', text: 'Headaches, dizziness or other symptoms you have noticed', type: 'text' },
+    {
+      linkId: 'reading-photo',
+      text: 'A photo of a recent reading or a letter from your doctor (optional)',
+      type: 'attachment',
+    },
   ]);
   const checkIn = questionnaire(tenant, 'monthly-check-in', 'Monthly check-in', [
     { linkId: 'side-effects', text: 'Have you had side effects from your treatment?', type: 'boolean' },
@@ -591,6 +596,7 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
           })),
         },
         measure(reading, 'Weekly blood pressure', WEEKLY),
+        visit(videoVisit, 'Follow-up video visit', ['Visit with your clinician'], MONTHLY),
       ],
     }),
   ];

@@ -16,6 +16,8 @@ interface VisitPractitioner {
   tenant: string;
   given: string;
   family: string;
+  /** Around the clock (on call, every day), instead of weekday office hours. */
+  onCall?: boolean;
   /** ISO 3166-2 US state she is licensed in, and her Schedule's time zone. */
   state: string;
   timeZone: string;
@@ -26,6 +28,16 @@ export const VISIT_PRACTITIONERS: VisitPractitioner[] = [
   { key: 'adeyemi', tenant: 'northwind', given: 'Ben', family: 'Adeyemi', state: 'NY', timeZone: 'America/New_York' },
   { key: 'li', tenant: 'southridge', given: 'Chen', family: 'Li', state: 'NY', timeZone: 'America/New_York' },
   { key: 'wolfe', tenant: 'southridge', given: 'Dana', family: 'Wolfe', state: 'TX', timeZone: 'America/Chicago' },
+  // On call around the clock for northwind's California patients: a live visit always starts within 30 minutes.
+  {
+    key: 'ortiz',
+    tenant: 'northwind',
+    given: 'Sam',
+    family: 'Ortiz',
+    state: 'CA',
+    timeZone: 'America/Los_Angeles',
+    onCall: true,
+  },
 ];
 
 const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri'] as const;
@@ -48,7 +60,9 @@ function practitionerResources(p: VisitPractitioner): KeyedResource[] {
     practitioner: keyRef(`visit-practitioner-${p.key}`),
     organization: org,
     location: [keyRef(jurisdictionKey('US', p.state))],
-    availableTime: [{ daysOfWeek: [...WEEKDAYS], availableStartTime: '09:00:00', availableEndTime: '17:00:00' }],
+    availableTime: p.onCall
+      ? [{ daysOfWeek: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], allDay: true }]
+      : [{ daysOfWeek: [...WEEKDAYS], availableStartTime: '09:00:00', availableEndTime: '17:00:00' }],
   };
   const schedule: Schedule = {
     resourceType: 'Schedule',

@@ -93,14 +93,14 @@ describe('accepting an offer', () => {
     });
     expect(plan.supportingInfo?.map((r) => r.reference)).toEqual([versionOf(group), body.consent]);
 
-    // Its first tasks: the protocol's weekly reading, then the order decisions on the offer.
+    // Its first tasks: the protocol's weekly reading, its follow-up visit to book, then the order decisions.
     const issued = await Promise.all(body.tasks.map((reference) => repo().readReference<Task>({ reference })));
-    expect(issued.map((t) => t.code?.coding?.[0]?.code)).toEqual(['measurement', 'order-decisions']);
+    expect(issued.map((t) => t.code?.coding?.[0]?.code)).toEqual(['measurement', 'schedule-visit', 'order-decisions']);
     for (const task of issued) {
       expect(task).toMatchObject({ status: 'ready', basedOn: [{ reference: body.carePlan }] });
       expect(task.owner?.reference).toBe(`Patient/${patient.patient.id}`);
     }
-    expect(issued[1].focus?.reference).toBe(`RequestGroup/${group.id}`);
+    expect(issued.at(-1)?.focus?.reference).toBe(`RequestGroup/${group.id}`);
     // Placing the orders is a separate step: the offer is still a proposal.
     expect(await repo().readResource<RequestGroup>('RequestGroup', group.id)).toMatchObject({
       intent: 'proposal',
@@ -267,7 +267,7 @@ describe('what cannot be accepted', () => {
     expect((await answer(gw, stranger, offer, { decision: 'accept' })).status).toBe(404);
 
     const accepted = await answer(gw, patient, offer, { decision: 'accept' });
-    const orderTask = (accepted.body as { tasks: string[] }).tasks[1];
+    const orderTask = (accepted.body as { tasks: string[] }).tasks.at(-1) as string;
     const misplaced = await gw.call('POST', `/v1/${orderTask.replace('Task/', 'tasks/')}/complete`, {
       token: patient.token,
       body: { decision: 'accept' },

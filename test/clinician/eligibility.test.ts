@@ -190,7 +190,10 @@ describe('selection and the consent bundle', () => {
       medicationCodeableConcept: { coding: [{ system: RXNORM, code: '197361' }] },
     });
     // The monitoring commitment travels with it; she sees her offer in her record.
-    expect(group.note?.map((n) => n.text)).toEqual(['Monitoring commitment: Weekly blood pressure']);
+    expect(group.note?.map((n) => n.text)).toEqual([
+      'Monitoring commitment: Weekly blood pressure',
+      'Monitoring commitment: Follow-up video visit',
+    ]);
     const mine = await gw.call('GET', `/v1/fhir/RequestGroup/${group.id}`, { token: patient.token });
     expect(mine.status).toBe(200);
     const done = await gw.backend.systemRepo.readResource<Task>('Task', selection.id as string);

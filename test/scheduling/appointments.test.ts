@@ -246,7 +246,7 @@ describe('unenrolling', () => {
 });
 
 describe('segments', () => {
-  /** A visit that is open now: a slot of Dr. Reyes starting in five minutes, booked. */
+  /** A visit that is open now: a slot of a practitioner of her team starting in five minutes, booked. */
   async function openVisit(): Promise<{ patient: DemoActor; appointment: string }> {
     const { patient, task } = await withVisitToBook();
     const [anySlot] = await freeSlots(patient);
@@ -289,7 +289,7 @@ describe('segments', () => {
     expect(answers.filter((a) => (a.body as { resumed: boolean }).resumed === false)).toHaveLength(1);
   });
 
-  it('is gated (409 consent_required, nothing changed) and opens 15 minutes before the start', async () => {
+  it('is gated (409 consent_required, nothing changed) and opens 30 minutes before the start', async () => {
     const { patient, appointment } = await openVisit();
     const [acceptance] = (
       await repo().searchResources<Consent>({

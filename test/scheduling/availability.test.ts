@@ -21,7 +21,7 @@ beforeAll(async () => {
   team = (await gw.backend.admin.searchOne('CareTeam', {
     _tag: `${SYSTEMS.provisioning}|visit-team-northwind`,
   })) as WithId<CareTeam>;
-  for (const key of ['reyes', 'adeyemi', 'li']) {
+  for (const key of ['reyes', 'adeyemi', 'li', 'ortiz']) {
     const p = await gw.backend.admin.searchOne('Practitioner', {
       _tag: `${SYSTEMS.provisioning}|visit-practitioner-${key}`,
     });
@@ -69,7 +69,7 @@ describe('availability of a visit team', () => {
     const query = { careTeam: `CareTeam/${team.id}`, ...window() };
     const forCa = await allSlots(ca, query);
     expect(forCa.length).toBeGreaterThan(100);
-    expect(new Set(forCa.map((s) => s.practitioner))).toEqual(new Set([practitioners.reyes]));
+    expect(new Set(forCa.map((s) => s.practitioner))).toEqual(new Set([practitioners.reyes, practitioners.ortiz]));
     expect(new Set(forCa.map((s) => s.slot)).size).toBe(forCa.length);
     expect(forCa.map((s) => s.start)).toEqual([...forCa.map((s) => s.start)].sort());
     for (const s of forCa) {

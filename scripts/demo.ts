@@ -1,0 +1,263 @@
+import { MedplumClient } from '@medplum/core';
+import type { CarePlan, Practitioner, QuestionnaireResponse, RequestGroup, Task } from '@medplum/fhirtypes';
+import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { createApp, DEFAULT_LIMITS } from '../src/app';
+import { signInClinician } from '../src/clinician';
+import { nodeAssetLoader } from '../src/docs-assets-node';
+import { createEdgeSigner } from '../src/edge/statement';
+import { launchEmbeddedMedplum } from '../src/embedded/launch';
+import { DEMO_PASSWORD, DEMO_TENANTS, demoDefinition, demoEmail } from '../src/provision/demo';
+import { createPatientCareClient, PatientCareApiError } from '../src/sdk';
+
+/**
+ * `npm run demo`: the whole journey on a fresh embedded Medplum (in memory), narrated. Every step is
+ * printed as the call a patient app makes through the SDK (`/v1/...`), or, for the clinician, the plain
+ * FHIR write Medplum's app makes (`src/clinician/`), with what came back. Any unexpected answer stops
+ * the demo with exit code 1.
+ */
+const PUBLIC_URL = 'http://localhost:8080';
+const started = Date.now();
+let step = 0;
+
+const say = (title: string) => console.log(`\n${++step}. ${title}`);
+const note = (text: string) => console.log(`   ${text}`);
+const brief = (value: unknown, max = 150): string => {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+};
+
+/** A fetch that prints each call and its answer, for one actor. */
+function narrated(fetcher: typeof fetch, who: string, strip: string): typeof fetch {
+  return async (input, init) => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+    const body = typeof init?.body === 'string' ? ` ${brief(init.body, 110)}` : init?.body ? ' <bytes>' : '';
+    console.log(`   ${who} → ${method} ${url.pathname.replace(strip, '')}${url.search}${body}`);
+    const response = await fetcher(input, init);
+    const text = await response.clone().text();
+    console.log(
+      `   ${' '.repeat(who.length)} ← ${response.status} ${brief(text.replace(/"access_token":"[^"]+"/, '"access_token":"…"'))}`,
+    );
+    return response;
+  };
+}
+
+function expect(condition: unknown, what: string): asserts condition {
+  if (!condition) {
+    throw new Error(`unexpected: ${what}`);
+  }
+}
+
+async function main(): Promise<void> {
+  console.log('Patient Care API: the whole journey on a fresh embedded Medplum (in memory)');
+  const medplum = await launchEmbeddedMedplum({ dbPath: ':memory:', definition: demoDefinition() });
+  const app = createApp({
+    medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
+    issuer: medplum.baseUrl,
+    projectId: medplum.project.id,
+    limits: DEFAULT_LIMITS,
+    assets: nodeAssetLoader(),
+    publicUrl: PUBLIC_URL,
+    edgeSigner: createEdgeSigner(medplum.edgeStatementKey),
+  });
+  const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+    app.fetch(new Request(input, init))) as typeof fetch;
+  try {
+    await journey(medplum, gatewayFetch);
+  } finally {
+    medplum.close();
+  }
+  console.log(`\nDone in ${((Date.now() - started) / 1000).toFixed(1)} s: every answer was the one expected.`);
+}
+
+async function journey(
+  medplum: Awaited<ReturnType<typeof launchEmbeddedMedplum>>,
+  gatewayFetch: typeof fetch,
+): Promise<void> {
+  const northwind = DEMO_TENANTS[0];
+  const medplumFetch = narrated(medplum.fetch, 'patient app (Medplum)', '');
+
+  say(`A new patient signs up through Medplum's registration, in ${northwind.name}'s patient app`);
+  const auth = new MedplumClient({ baseUrl: medplum.baseUrl, fetch: medplumFetch, cacheTime: 0 });
+  const user = await auth.startNewUser({
+    firstName: 'Maya',
+    lastName: 'Lopez',
+    email: `maya.lopez.${Date.now()}@example.com`,
+    password: 'a long enough demo password',
+    projectId: medplum.project.id,
+    clientId: northwind.appId,
+    recaptchaToken: '',
+  });
+  const registered = await auth.startNewPatient({ login: user.login, projectId: medplum.project.id });
+  await auth.processCode(registered.code as string);
+  const api = createPatientCareClient({
+    baseUrl: PUBLIC_URL,
+    accessToken: auth.getAccessToken() as string,
+    fetch: narrated(gatewayFetch, 'patient app', ''),
+  });
+
+  say('She is homed in the tenant of the app she registered through, and adds her address');
+  const home = await api.patient.home();
+  note(`her tenant: ${home.organization}`);
+  const profile = await api.patient.profile();
+  await api.fhir.updatePatient({
+    ...(profile as typeof profile & { id: string }),
+    address: [{ line: ['12 Palm Street'], city: 'Fresno', state: 'CA', postalCode: '93701', country: 'US' }],
+  });
+
+  say('She reads the catalog');
+  const { protocols } = await api.protocols.list();
+  const check = protocols.find((p) => 'assessment' in p && p.assessment?.includes('blood-pressure-check'));
+  expect(check, 'the blood-pressure check is in her catalog');
+  note(`offerings: ${protocols.map((p) => p.name).join("; ")}`);
+
+  say('She starts the blood-pressure check and meets the agreements gate');
+  try {
+    await api.assessments.start({ healthcareService: check.healthcareService });
+    expect(false, 'the start should have been gated');
+  } catch (err) {
+    expect(err instanceof PatientCareApiError && err.code === 'consent_required', 'a 409 consent_required');
+    note('409 consent_required: the agreements she must accept first');
+  }
+  const { unmet } = await api.agreements.requirements({ healthcareService: check.healthcareService });
+  await api.agreements.accept(unmet);
+
+  say('She completes the intake: a questionnaire with an uploaded document, and her readings');
+  const assessment = await api.assessments.start({ healthcareService: check.healthcareService });
+  const png = Uint8Array.from(
+    Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+      'base64',
+    ),
+  );
+  const photo = await api.documents.upload(png, { contentType: 'image/png', filename: 'reading.png' });
+  for (const task of assessment.tasks) {
+    if (task.kind === 'questionnaire') {
+      const answers = await api.fhir.createQuestionnaireResponse({
+        resourceType: 'QuestionnaireResponse',
+        status: 'completed',
+        questionnaire: task.questionnaire,
+        item: [
+          { linkId: 'diagnosed', answer: [{ valueBoolean: true }] },
+          { linkId: 'medication', answer: [{ valueBoolean: false }] },
+          { linkId: 'reading-photo', answer: [{ valueAttachment: photo }] },
+        ],
+      } as QuestionnaireResponse);
+      await api.tasks.complete(task.task, { questionnaireResponse: `QuestionnaireResponse/${answers.id}` });
+    } else {
+      await api.tasks.complete(task.task, {
+        measurements: [
+          { code: 'http://loinc.org|8480-6', value: 152, unit: 'mm[Hg]' },
+          { code: 'http://loinc.org|8462-4', value: 96, unit: 'mm[Hg]' },
+        ],
+      });
+    }
+  }
+
+  say("The clinician signs in to Medplum's app, claims the review and assigns a condition (ICD-10-CM I10)");
+  const clinician = await signInClinician({
+    baseUrl: medplum.baseUrl,
+    fetch: narrated(medplum.fetch, "clinician (Medplum's app)", ''),
+    email: demoEmail('clinician', northwind.key),
+    password: DEMO_PASSWORD,
+    projectId: medplum.project.id,
+  });
+  const review = (await clinician.queue()).find((t) => t.for?.reference === home.patient);
+  expect(review, 'the intake review is in her queue');
+  await clinician.assignCondition(review.id, 'I10');
+  await medplum.subscriptions.idle();
+
+  say('Eligibility arrives (a Subscription wakes the platform): advisory, with its provenance');
+  const selection = (await clinician.queue()).find(
+    (t) => t.for?.reference === home.patient && t.code?.coding?.[0]?.code === 'select-treatment',
+  );
+  expect(selection, 'the selection task is in her queue');
+  for (const option of (selection.input ?? []).filter((i) => i.valueCanonical)) {
+    const eligible = option.extension?.find((e) => e.url === EXTENSIONS.eligible)?.valueBoolean;
+    const preferred = option.extension?.some((e) => e.url === EXTENSIONS.guidelinePreferred);
+    note(
+      `${option.valueCanonical}: ${eligible ? 'eligible' : 'not eligible'}${preferred ? ' (guideline-preferred, a label)' : ''}`,
+    );
+  }
+  const guidance = selection.contained?.find((r) => r.resourceType === 'GuidanceResponse') as
+    | { performer?: { reference?: string } }
+    | undefined;
+  note(`performed by ${guidance?.performer?.reference} (the eligibility engine), from pinned versions`);
+
+  say('The clinician selects amlodipine; the platform composes the pinned consent bundle');
+  const amlodipine = selection.input?.find((i) => i.valueCanonical?.includes('amlodipine'))?.valueCanonical as string;
+  await clinician.select(selection.id, amlodipine);
+  await medplum.subscriptions.idle();
+
+  say('She sees her offer and accepts it: the treatment Consent and the active CarePlan, in one step');
+  const offers = await api.fhir.search<Task>('Task', { code: `${SYSTEMS.taskKind}|treatment-offer`, status: 'ready' });
+  const offer = offers.entry?.[0]?.resource;
+  expect(offer, 'her offer task');
+  const accepted = await api.tasks.complete(`Task/${offer.id}`, { decision: 'accept' });
+  expect(accepted.carePlan && accepted.consent, 'a CarePlan and a Consent');
+
+  say('She decides the order: delivered to her home');
+  const order = offer.focus?.reference as string;
+  const group = await api.fhir.read<RequestGroup>('RequestGroup', order.split('/')[1]);
+  const placed = await api.orders.decide(order, {
+    items: (group.action ?? []).map((a) => ({
+      item: a.resource?.reference as string,
+      decision: 'accept' as const,
+      fulfilment: 'delivery' as const,
+    })),
+  });
+  note(`order ${placed.order}: ${placed.status}; ${placed.items.map((i) => `${i.item} ${i.intent}`).join(', ')}`);
+
+  say('Her plan is active, instantiating exactly the versions she accepted');
+  const plan = await api.fhir.read<CarePlan>('CarePlan', (accepted.carePlan as string).split('/')[1]);
+  expect(plan.status === 'active', 'an active plan');
+  note(`${plan.instantiatesCanonical?.join(', ')}`);
+
+  say('She books the follow-up video visit the plan issued, with the on-call practitioner');
+  const tasks = await Promise.all((accepted.tasks ?? []).map((t) => api.fhir.read<Task>('Task', t.split('/')[1])));
+  const toBook = tasks.find((t) => t.code?.coding?.[0]?.code === 'schedule-visit');
+  expect(toBook, 'a visit to book');
+  const practitioners = await api.fhir.search<Practitioner>('Practitioner', { name: 'Ortiz' });
+  const ortiz = practitioners.entry?.[0]?.resource;
+  expect(ortiz, 'the on-call practitioner in her tenant');
+  const now = new Date();
+  const window = { start: now.toISOString(), end: new Date(now.getTime() + 7 * 86_400_000).toISOString() };
+  const free = await api.availability.get({ practitioner: `Practitioner/${ortiz.id}`, ...window, count: '3' });
+  const [soonest, later] = free.slots ?? [];
+  expect(soonest && later, 'free slots');
+  const booked = await api.appointments.book({ task: `Task/${toBook.id}`, slot: later.slot });
+
+  say('She reschedules it to the soonest slot: the original is cancelled and a linked replacement booked, in one step');
+  const moved = await api.appointments.reschedule(booked.appointment, { slot: soonest.slot });
+  note(`${moved.appointment} replaces ${moved.replaces}, ${moved.start}`);
+
+  say('Her visit opens: she starts its first segment');
+  const segments = await api.appointments.segments(moved.appointment);
+  note(segments.segments.map((s) => `${s.position}. ${s.purpose} (${s.status})`).join('; '));
+  const startedSegment = await api.appointments.encounter(moved.appointment, {});
+  expect(startedSegment.segment.status === 'in-progress', 'the segment started');
+
+  say('The journey view, assembled from her EpisodeOfCare key (every resource carries its tag)');
+  const tag = `${SYSTEMS.episode}|${assessment.episodeOfCare}`;
+  // What she and her clinician write themselves (answers, the Condition) is reached from these: the
+  // completed task's output, the CarePlan's `addresses`.
+  for (const type of [
+    'Task',
+    'Observation',
+    'RequestGroup',
+    'MedicationRequest',
+    'Consent',
+    'CarePlan',
+    'ServiceRequest',
+    'Appointment',
+    'Encounter',
+  ]) {
+    const found = await api.fhir.search(type as 'Task', { _tag: tag });
+    note(`${type}: ${(found.entry ?? []).length}`);
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`\nThe demo stopped: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
+});
