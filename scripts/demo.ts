@@ -109,7 +109,7 @@ async function journey(
   const { protocols } = await api.protocols.list();
   const check = protocols.find((p) => 'assessment' in p && p.assessment?.includes('blood-pressure-check'));
   expect(check, 'the blood-pressure check is in her catalog');
-  note(`offerings: ${protocols.map((p) => p.name).join("; ")}`);
+  note(`offerings: ${protocols.map((p) => p.name).join('; ')}`);
 
   say('She starts the blood-pressure check and meets the agreements gate');
   try {
