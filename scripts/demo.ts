@@ -21,23 +21,26 @@ let step = 0;
 
 const say = (title: string) => console.log(`\n${++step}. ${title}`);
 const note = (text: string) => console.log(`   ${text}`);
-const brief = (value: unknown, max = 150): string => {
+const brief = (value: unknown, max = 120): string => {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.length > max ? `${text.slice(0, max)}…` : text;
 };
+
+/** Secrets never printed: passwords, authorization codes and verifiers, tokens. */
+const SECRET =
+  /("?(password|code|code_verifier|codeVerifier|access_token|refresh_token|id_token)"?\s*[:=]\s*"?)[^"&,}]+/g;
+const redact = (text: string): string => text.replace(SECRET, '$1…');
 
 /** A fetch that prints each call and its answer, for one actor. */
 function narrated(fetcher: typeof fetch, who: string, strip: string): typeof fetch {
   return async (input, init) => {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
-    const body = typeof init?.body === 'string' ? ` ${brief(init.body, 110)}` : init?.body ? ' <bytes>' : '';
+    const body = typeof init?.body === 'string' ? ` ${brief(redact(init.body), 110)}` : init?.body ? ' <bytes>' : '';
     console.log(`   ${who} → ${method} ${url.pathname.replace(strip, '')}${url.search}${body}`);
     const response = await fetcher(input, init);
     const text = await response.clone().text();
-    console.log(
-      `   ${' '.repeat(who.length)} ← ${response.status} ${brief(text.replace(/"access_token":"[^"]+"/, '"access_token":"…"'))}`,
-    );
+    console.log(`   ${' '.repeat(who.length)} ← ${response.status} ${brief(redact(text))}`);
     return response;
   };
 }
@@ -47,6 +50,15 @@ function expect(condition: unknown, what: string): asserts condition {
     throw new Error(`unexpected: ${what}`);
   }
 }
+
+// MedplumClient warns, with a stack, that it falls back to the plain PKCE method outside a browser
+// (no `window.crypto`); the sign-in works the same. Not a step of the journey: not printed.
+const warn = console.warn.bind(console);
+console.warn = (...args: unknown[]) => {
+  if (!String(args[0]).startsWith('Failed to hash code verifier')) {
+    warn(...args);
+  }
+};
 
 async function main(): Promise<void> {
   console.log('Patient Care API: the whole journey on a fresh embedded Medplum (in memory)');
@@ -214,8 +226,14 @@ async function journey(
   note(`${plan.instantiatesCanonical?.join(', ')}`);
 
   say('She books the follow-up video visit the plan issued, with the on-call practitioner');
-  const tasks = await Promise.all((accepted.tasks ?? []).map((t) => api.fhir.read<Task>('Task', t.split('/')[1])));
-  const toBook = tasks.find((t) => t.code?.coding?.[0]?.code === 'schedule-visit');
+  let toBook: Task | undefined;
+  for (const reference of accepted.tasks ?? []) {
+    const task = await api.fhir.read<Task>('Task', reference.split('/')[1]);
+    if (task.code?.coding?.[0]?.code === 'schedule-visit') {
+      toBook = task;
+      break;
+    }
+  }
   expect(toBook, 'a visit to book');
   const practitioners = await api.fhir.search<Practitioner>('Practitioner', { name: 'Ortiz' });
   const ortiz = practitioners.entry?.[0]?.resource;
