@@ -18,9 +18,16 @@ import { createPatientCareClient, PatientCareApiError } from '../src/sdk';
 const PUBLIC_URL = 'http://localhost:8080';
 const started = Date.now();
 let step = 0;
+/** Quiet: the journey runs without a word (the bench times it). */
+let quiet = false;
+const print = (text: string) => {
+  if (!quiet) {
+    console.log(text);
+  }
+};
 
-const say = (title: string) => console.log(`\n${++step}. ${title}`);
-const note = (text: string) => console.log(`   ${text}`);
+const say = (title: string) => print(`\n${++step}. ${title}`);
+const note = (text: string) => print(`   ${text}`);
 const brief = (value: unknown, max = 120): string => {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.length > max ? `${text.slice(0, max)}…` : text;
@@ -37,10 +44,12 @@ function narrated(fetcher: typeof fetch, who: string, strip: string): typeof fet
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
     const body = typeof init?.body === 'string' ? ` ${brief(redact(init.body), 110)}` : init?.body ? ' <bytes>' : '';
-    console.log(`   ${who} → ${method} ${url.pathname.replace(strip, '')}${url.search}${body}`);
+    // Only sign-in traffic carries secrets (passwords, codes, tokens); elsewhere `code` is a FHIR code.
+    print(`   ${who} → ${method} ${url.pathname.replace(strip, '')}${url.search}${body}`);
     const response = await fetcher(input, init);
     const text = await response.clone().text();
-    console.log(`   ${' '.repeat(who.length)} ← ${response.status} ${brief(redact(text))}`);
+    const secret = /\/(auth|oauth2)\//.test(url.pathname);
+    print(`   ${' '.repeat(who.length)} ← ${response.status} ${brief(secret ? redact(text) : text)}`);
     return response;
   };
 }
@@ -82,10 +91,32 @@ async function main(): Promise<void> {
   console.log(`\nDone in ${((Date.now() - started) / 1000).toFixed(1)} s: every answer was the one expected.`);
 }
 
-async function journey(
+/** What the journey leaves behind: the patient's token and the ids of what she did (the bench reuses them). */
+export interface JourneyResult {
+  token: string;
+  healthcareService: string;
+  completedTask: string;
+  offerTask: string;
+  order: string;
+  orderItems: { item: string; decision: 'accept'; fulfilment: 'delivery' }[];
+  carePlan: string;
+  visitTask: string;
+  originalAppointment: string;
+  /** The slot first booked (the original's), and the one the visit moved to. */
+  bookedSlot: string;
+  appointment: string;
+  slot: string;
+  practitioner: string;
+  questionnaireResponse: string;
+}
+
+/** The whole journey (patient through the SDK, clinician through Medplum), narrated unless `silent`. */
+export async function journey(
   medplum: Awaited<ReturnType<typeof launchEmbeddedMedplum>>,
   gatewayFetch: typeof fetch,
-): Promise<void> {
+  silent = false,
+): Promise<JourneyResult> {
+  quiet = silent;
   const northwind = DEMO_TENANTS[0];
   const medplumFetch = narrated(medplum.fetch, 'patient app (Medplum)', '');
 
@@ -143,6 +174,7 @@ async function journey(
     ),
   );
   const photo = await api.documents.upload(png, { contentType: 'image/png', filename: 'reading.png' });
+  let questionnaireResponse = '';
   for (const task of assessment.tasks) {
     if (task.kind === 'questionnaire') {
       const answers = await api.fhir.createQuestionnaireResponse({
@@ -155,7 +187,8 @@ async function journey(
           { linkId: 'reading-photo', answer: [{ valueAttachment: photo }] },
         ],
       } as QuestionnaireResponse);
-      await api.tasks.complete(task.task, { questionnaireResponse: `QuestionnaireResponse/${answers.id}` });
+      questionnaireResponse = `QuestionnaireResponse/${answers.id}`;
+      await api.tasks.complete(task.task, { questionnaireResponse });
     } else {
       await api.tasks.complete(task.task, {
         measurements: [
@@ -211,13 +244,12 @@ async function journey(
   say('She decides the order: delivered to her home');
   const order = offer.focus?.reference as string;
   const group = await api.fhir.read<RequestGroup>('RequestGroup', order.split('/')[1]);
-  const placed = await api.orders.decide(order, {
-    items: (group.action ?? []).map((a) => ({
-      item: a.resource?.reference as string,
-      decision: 'accept' as const,
-      fulfilment: 'delivery' as const,
-    })),
-  });
+  const orderItems = (group.action ?? []).map((a) => ({
+    item: a.resource?.reference as string,
+    decision: 'accept' as const,
+    fulfilment: 'delivery' as const,
+  }));
+  const placed = await api.orders.decide(order, { items: orderItems });
   note(`order ${placed.order}: ${placed.status}; ${placed.items.map((i) => `${i.item} ${i.intent}`).join(', ')}`);
 
   say('Her plan is active, instantiating exactly the versions she accepted');
@@ -273,9 +305,28 @@ async function journey(
     const found = await api.fhir.search(type as 'Task', { _tag: tag });
     note(`${type}: ${(found.entry ?? []).length}`);
   }
+  return {
+    token: auth.getAccessToken() as string,
+    healthcareService: check.healthcareService,
+    completedTask: assessment.tasks[0].task,
+    offerTask: `Task/${offer.id}`,
+    order,
+    orderItems,
+    carePlan: accepted.carePlan as string,
+    visitTask: `Task/${toBook.id}`,
+    originalAppointment: booked.appointment,
+    bookedSlot: later.slot,
+    appointment: moved.appointment,
+    slot: soonest.slot,
+    practitioner: `Practitioner/${ortiz.id}`,
+    questionnaireResponse,
+  };
 }
 
-main().catch((err: unknown) => {
-  console.error(`\nThe demo stopped: ${err instanceof Error ? err.message : String(err)}`);
-  process.exitCode = 1;
-});
+// Run as a script (`npm run demo`), not when the bench imports the journey.
+if (process.argv[1]?.endsWith('demo.ts')) {
+  main().catch((err: unknown) => {
+    console.error(`\nThe demo stopped: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+  });
+}

@@ -27,7 +27,17 @@ const OPENAPI_INFO = {
 };
 
 export function registerDocsRoutes(app: App, assets: AssetLoader | undefined): void {
-  app.get('/v1/openapi.json', (c) => c.json(openApiDocument(app, c)));
+  // Generated once per server URL (routes are fixed once the app is built): it is ≈ 100 ms of work.
+  const documents = new Map<string, string>();
+  app.get('/v1/openapi.json', (c) => {
+    const server = publicUrl(c);
+    let text = documents.get(server);
+    if (text === undefined) {
+      text = JSON.stringify(openApiDocument(app, c));
+      documents.set(server, text);
+    }
+    return c.body(text, 200, { 'Content-Type': 'application/json' });
+  });
 
   app.get('/docs/assets/:name', async (c) => {
     const name = c.req.param('name');

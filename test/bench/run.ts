@@ -2,9 +2,10 @@ import { performance } from 'node:perf_hooks';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
-import { runEmbeddedStoreBench } from './embedded-store';
+import { percentiles, runEmbeddedStoreBench } from './embedded-store';
 import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway';
 import { runIntakeBench } from './intake';
+import { runOperationsBench } from './operations';
 import type { Round } from './paired';
 import { runSchedulingBench } from './scheduling';
 import { runSpineBench } from './spine';
@@ -19,7 +20,17 @@ import { runRequirementsStoreSizeBench, runWorkflowBench } from './workflows';
  */
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
-const SECTIONS = ['gateway', 'workflows', 'intake', 'spine', 'scheduling', 'trust', 'embedded', 'store'] as const;
+const SECTIONS = [
+  'operations',
+  'gateway',
+  'workflows',
+  'intake',
+  'spine',
+  'scheduling',
+  'trust',
+  'embedded',
+  'store',
+] as const;
 type Section = (typeof SECTIONS)[number];
 const SKIPPED_BY: Partial<Record<Section, string>> = {
   workflows: 'BENCH_SKIP_WORKFLOWS',
@@ -47,6 +58,9 @@ const LAYOUT_TITLES: Record<Layout, string> = {
 
 async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+  if (runs('operations')) {
+    await printOperationsBench();
+  }
   const layouts: Layout[] = !runs('gateway')
     ? []
     : process.env.BENCH_LAYOUTS
@@ -122,6 +136,31 @@ async function printSpineBench(): Promise<void> {
   console.log(`  GET /v1/patient/profile (same run): p50 ${fmt(spine.profile.p50)}  p99 ${fmt(spine.profile.p99)}`);
   console.log(
     `  accept / profile p50: ${spine.ratioP50.toFixed(1)}x (target <= 5x) ${spine.ratioP50 <= 5 ? 'MET' : 'NOT MET'}`,
+  );
+}
+
+async function printOperationsBench(): Promise<void> {
+  const seconds = Number(process.env.BENCH_OPERATION_SECONDS ?? 1.5);
+  const r = await runOperationsBench({ seconds, journeys: Number(process.env.BENCH_JOURNEYS ?? 5) });
+  const base = r.profile.p50;
+  console.log('## Every operation against a profile read (issue 17)');
+  console.log(
+    `   in process (the gateway calling the embedded Medplum in memory), concurrency ${r.concurrency}, ${seconds} s each; workflows measured on what repeats them; ratio = p50 / profile p50; target for a workflow <= 5x`,
+  );
+  const row = (f: (typeof r.operations)[number]) => {
+    const ratio = f.p50 / base;
+    const verdict = f.workflow ? (ratio <= 5 ? 'MET' : 'NOT MET') : '';
+    return `  | ${f.name} | ${f.p50.toFixed(2)} | ${f.p99.toFixed(2)} | ${f.requestsPerSecond.toFixed(0)} | ${ratio.toFixed(1)}x | ${verdict}${f.failures ? ` (${f.failures} failed)` : ''} |`;
+  };
+  console.log('  | operation | p50 ms | p99 ms | req/s | vs profile | workflow target |');
+  console.log('  |---|---|---|---|---|---|');
+  console.log(row(r.profile));
+  for (const f of r.operations) {
+    console.log(row(f));
+  }
+  const journey = percentiles(r.journeyMs);
+  console.log(
+    `  the whole journey (npm run demo's steps, clinician included, ${r.journeyMs.length} times): p50 ${fmt(journey.p50)}, slowest ${fmt(Math.max(...r.journeyMs))} (target < 1.5 s) ${journey.p50 < 1500 ? 'MET' : 'NOT MET'}`,
   );
 }
 
