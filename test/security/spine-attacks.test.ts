@@ -110,7 +110,7 @@ describe('refused', () => {
     expect(storeSnapshot(gw.backend)).toEqual(before);
   });
 
-  it('a clinician cannot place the offered item or put a Consent on it herself, nor write a client meta.author that makes her edit look Bot-issued', async () => {
+  it('a clinician cannot place the offered item or put a Consent on it herself, nor write a client meta.author that makes her edit look Bot-issued (packages/server/src/fhir/repo.ts getAuthor: only a super admin sets it)', async () => {
     const spine = await offered(gw, clinician);
     const token = tokenOf(clinician);
     const before = storeSnapshot(gw.backend);
