@@ -7,7 +7,6 @@ import type {
   CarePlan,
   Encounter,
   Patient,
-  Reference,
   ServiceRequest,
   Slot,
   Task,
@@ -213,9 +212,7 @@ async function reschedule(
   if (!slot.ok) {
     return slot;
   }
-  const oldSlot = (await medplum.readReference(original.slot?.[0] as Reference<Slot>).catch(() => undefined)) as
-    | Slot
-    | undefined;
+  const oldSlot = await heldSlot(medplum, original);
   const tags = (original.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
   const replacementUrl = `urn:uuid:${randomUUID()}`;
   const replacement = appointmentFor(slot.slot, slot.practitioner, her, visit, tags);
@@ -276,13 +273,14 @@ async function cancel(
   if (appointment.status !== 'booked') {
     return fail(409, 'invalid_state', `This visit is ${appointment.status}`, { state: appointment.status });
   }
+  if (Date.parse(appointment.end ?? '') <= Date.now()) {
+    return fail(409, 'invalid_state', 'This visit is over', { state: 'past' });
+  }
   const segments = await segmentsOf(medplum, appointment);
   if (segments.some((s) => s.status !== 'planned')) {
     return fail(409, 'invalid_state', 'This visit has started', { state: 'in-progress' });
   }
-  const slot = appointment.slot?.length
-    ? ((await medplum.readReference(appointment.slot[0] as Reference<Slot>).catch(() => undefined)) as Slot | undefined)
-    : undefined;
+  const slot = await heldSlot(medplum, appointment);
   const entries: BundleEntry[] = [
     {
       resource: {
@@ -301,7 +299,7 @@ async function cancel(
   // Re-issued while her plan still asks for this visit: a new schedule-visit task like the one that booked it.
   const visit = await visitOfAppointment(medplum, appointment, her);
   const booked = visit ? await bookingTask(medplum, appointment, her) : undefined;
-  if (visit && booked) {
+  if (visit && booked && !(await visitStillBooked(medplum, appointment, her))) {
     const { id: _id, meta, output: _output, executionPeriod: _period, lastModified: _modified, ...rest } = booked;
     entries.push({
       resource: {
@@ -577,7 +575,12 @@ async function ownAppointment(
         | (Appointment & { id: string })
         | undefined)
     : undefined;
-  return appointment?.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`) ? appointment : undefined;
+  // Hers, and the platform's: only the bots write Appointments (policy), and a bot's write carries its
+  // author (Medplum stamps meta.author, packages/server/src/fhir/repo.ts).
+  return appointment?.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`) &&
+    appointment.meta?.author?.reference?.startsWith('Bot/')
+    ? appointment
+    : undefined;
 }
 
 /** The Appointment that replaced a rescheduled one, hers. */
@@ -607,12 +610,50 @@ async function bookingTask(medplum: MedplumClient, appointment: Appointment, her
   return tasks.find((t) => t.for?.reference === her);
 }
 
+/** The Slot an Appointment holds: a Slot, busy; else undefined (nothing to free). */
+async function heldSlot(medplum: MedplumClient, appointment: Appointment): Promise<Slot | undefined> {
+  const [type, id] = (appointment.slot?.[0]?.reference ?? '').split('/');
+  const slot =
+    type === 'Slot' && id
+      ? ((await medplum.readResource('Slot', id).catch(() => undefined)) as Slot | undefined)
+      : undefined;
+  return slot?.resourceType === 'Slot' && slot.status === 'busy' ? slot : undefined;
+}
+
+/**
+ * Whether the visit is otherwise in hand: another booked or started Appointment of it, or a ready task to
+ * book it. Then cancelling this one re-issues nothing (one visit is never booked twice).
+ */
+async function visitStillBooked(medplum: MedplumClient, appointment: Appointment, her: string): Promise<boolean> {
+  const request = appointment.basedOn?.[0]?.reference ?? '';
+  const others = (await searchAll(medplum, 'Appointment', { patient: her, 'based-on': request })).filter(
+    (a) => a.id !== appointment.id && (a.status === 'booked' || a.status === 'arrived'),
+  );
+  const ready = (
+    await searchAll(medplum, 'Task', { code: `${SYSTEMS.taskKind}|schedule-visit`, focus: request, subject: her })
+  ).filter((t) => t.status === 'ready');
+  return others.length > 0 || ready.length > 0;
+}
+
 /** The segments of a visit, in position order. */
 async function segmentsOf(medplum: MedplumClient, appointment: Appointment): Promise<(Encounter & { id: string })[]> {
   const encounters = (await searchAll(medplum, 'Encounter', {
     appointment: `Appointment/${appointment.id}`,
   })) as (Encounter & { id: string })[];
-  return encounters.sort((a, b) => positionOf(a) - positionOf(b));
+  // Only the segments the platform made for this visit: hers, of its request, at a position (an
+  // Encounter naming the appointment is otherwise data anyone with an Encounter write could have made).
+  const her = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Patient/'))?.actor?.reference;
+  const request = appointment.basedOn?.[0]?.reference;
+  return encounters
+    .filter(
+      (e) =>
+        e.subject?.reference === her &&
+        e.basedOn?.some((b) => b.reference === request) &&
+        Number.isInteger(positionOf(e)) &&
+        positionOf(e) >= 1 &&
+        positionOf(e) <= 100,
+    )
+    .sort((a, b) => positionOf(a) - positionOf(b));
 }
 
 const positionOf = (e: Encounter): number =>

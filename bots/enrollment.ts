@@ -8,7 +8,6 @@ import type {
   MedicationRequest,
   Patient,
   PlanDefinition,
-  Reference,
   Slot,
   Task,
 } from '@medplum/fhirtypes';
@@ -280,7 +279,10 @@ async function unenroll(
             status: 'booked',
           })
         ).filter(
-          (a) => (a.start ?? '') > nowIso && a.participant?.some((p) => p.actor?.reference === `Patient/${patient.id}`),
+          (a) =>
+            (a.end ?? '') > nowIso &&
+            a.meta?.author?.reference?.startsWith('Bot/') &&
+            a.participant?.some((p) => p.actor?.reference === `Patient/${patient.id}`),
         );
   for (const appointment of booked) {
     entries.push({
@@ -291,17 +293,19 @@ async function unenroll(
       },
       request: { method: 'PUT', url: `Appointment/${appointment.id}`, ifMatch: `W/"${appointment.meta?.versionId}"` },
     });
-    const slot = (await medplum.readReference(appointment.slot?.[0] as Reference<Slot>).catch(() => undefined)) as
-      | Slot
-      | undefined;
-    if (slot?.status === 'busy') {
+    const [slotType, slotId] = (appointment.slot?.[0]?.reference ?? '').split('/');
+    const slot =
+      slotType === 'Slot' && slotId
+        ? ((await medplum.readResource('Slot', slotId).catch(() => undefined)) as Slot | undefined)
+        : undefined;
+    if (slot?.resourceType === 'Slot' && slot.status === 'busy') {
       entries.push({
         resource: { ...slot, status: 'free' },
         request: { method: 'PUT', url: `Slot/${slot.id}`, ifMatch: `W/"${slot.meta?.versionId}"` },
       });
     }
     for (const encounter of await searchAll(medplum, 'Encounter', { appointment: `Appointment/${appointment.id}` })) {
-      if (encounter.status === 'planned') {
+      if (encounter.status === 'planned' && encounter.subject?.reference === `Patient/${patient.id}`) {
         entries.push({
           resource: { ...encounter, status: 'cancelled' },
           request: { method: 'PUT', url: `Encounter/${encounter.id}`, ifMatch: `W/"${encounter.meta?.versionId}"` },

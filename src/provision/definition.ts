@@ -266,7 +266,6 @@ const CLINICIAN_WRITABLE_TYPES = [
   'Observation',
   'Condition',
   'Task',
-  'Appointment',
   'Encounter',
   'EpisodeOfCare',
   'Communication',
@@ -277,6 +276,9 @@ const CLINICIAN_WRITABLE_TYPES = [
 /** Written only by the platform's bots: a clinician reads them in their tenant, never writes them. */
 const CLINICIAN_READONLY_TYPES = [
   'CarePlan',
+  // Visits are booked, moved and cancelled by the appointments bot alone (a Slot is freed only for the
+  // Appointment that holds it): a clinician's Appointment would let a patient's cancel free anyone's Slot.
+  'Appointment',
   'RequestGroup',
   'Consent',
   'CareTeam',
@@ -406,6 +408,23 @@ const WORK_AS_ISSUED = {
 };
 
 /**
+ * A visit's segments are the appointments bot's: a clinician may record an encounter of her own (none
+ * naming an Appointment) and work on a segment (its status, period, notes), never attach an Encounter to
+ * a visit nor move one to another visit, patient, request or position.
+ */
+const SEGMENT_AS_BOOKED = {
+  language: 'text/fhirpath' as const,
+  expression:
+    '(%before.exists().not() and %after.appointment.empty()) or (%before.exists() and ' +
+    ['appointment', 'basedOn', 'subject', 'extension']
+      .map(
+        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
+      )
+      .join(' and ') +
+    ')',
+};
+
+/**
  * What the platform offered is not a clinician's to edit: a request composed into an offer (its
  * `groupIdentifier` names the offer) is changed only by the bots, so what the patient accepts and what
  * is placed is what was selected (she may still create and edit proposals of her own).
@@ -463,6 +482,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
         JOURNEY_KEYS,
         ONLY_OWN_TENANT,
         ...(resourceType === 'Task' ? [QUEUE_TRANSITIONS, QUEUE_CREATES, WORK_AS_ISSUED] : []),
+        ...(resourceType === 'Encounter' ? [SEGMENT_AS_BOOKED] : []),
       ],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
     })),
