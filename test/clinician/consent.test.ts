@@ -15,7 +15,7 @@ import type { Clinician } from '../../src/clinician';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { storeSnapshot } from '../support/journey';
+import { storeSnapshot, withdrawAnAgreement } from '../support/journey';
 import { freshPatient } from '../support/patients';
 import {
   AMLODIPINE,
@@ -122,13 +122,7 @@ describe('accepting an offer', () => {
 
   it('is gated by her agreements: with one withdrawn, 409 consent_required and nothing written', async () => {
     const { patient, offer } = await offered(gw, clinician);
-    const [accepted] = (await herResources<Consent>('Consent', patient)).filter((c) => c.policy?.[0]?.uri);
-    const url = accepted.policy?.[0]?.uri?.split('|')[0] as string;
-    const withdrawn = await gw.call('POST', '/v1/agreements/withdrawals', {
-      token: patient.token,
-      body: { agreementUrl: url, acknowledgeConsequence: true },
-    });
-    expect(withdrawn.status, withdrawn.text).toBe(200);
+    await withdrawAnAgreement(gw, patient);
     const before = storeSnapshot(gw.backend);
     const refused = await answer(gw, patient, offer, { decision: 'accept' });
     expect(refused).toMatchObject({ status: 409, body: { error: { code: 'consent_required' } } });

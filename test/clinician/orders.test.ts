@@ -5,7 +5,7 @@ import type { Clinician } from '../../src/clinician';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { storeSnapshot } from '../support/journey';
+import { storeSnapshot, withdrawAnAgreement } from '../support/journey';
 import { freshPatient } from '../support/patients';
 import { answer, type Offered, offered } from '../support/spine';
 
@@ -155,17 +155,7 @@ describe('what cannot be placed', () => {
 
   it('is gated by her agreements: 409 consent_required, nothing placed', async () => {
     const { patient, group, items } = await accepted();
-    const [acceptance] = (
-      await repo().searchResources<Consent>({
-        resourceType: 'Consent',
-        filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
-      })
-    ).filter((c) => c.policy?.[0]?.uri);
-    const withdrawn = await gw.call('POST', '/v1/agreements/withdrawals', {
-      token: patient.token,
-      body: { agreementUrl: acceptance.policy?.[0]?.uri?.split('|')[0], acknowledgeConsequence: true },
-    });
-    expect(withdrawn.status).toBe(200);
+    await withdrawAnAgreement(gw, patient);
     const before = storeSnapshot(gw.backend);
     const refused = await decide(patient, group.id, [
       { item: `MedicationRequest/${items[0].id}`, decision: 'accept', fulfilment: 'pickup' },

@@ -1,4 +1,4 @@
-import type { CarePlan, Consent, EpisodeOfCare, MedicationRequest, Task } from '@medplum/fhirtypes';
+import type { CarePlan, EpisodeOfCare, MedicationRequest, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
@@ -6,7 +6,7 @@ import { direct, executeBot, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { storeSnapshot } from '../support/journey';
+import { storeSnapshot, withdrawAnAgreement } from '../support/journey';
 import { freshPatient } from '../support/patients';
 import { answer, offered, workAbout } from '../support/spine';
 
@@ -209,16 +209,7 @@ describe('what cannot be enrolled in or changed', () => {
     expect(store()).toEqual(before);
     await acceptRequirements(patient, service);
     const { carePlan } = (await enroll(patient, service)).body as Enrollment;
-    const [acceptance] = (
-      await repo().searchResources<Consent>({
-        resourceType: 'Consent',
-        filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
-      })
-    ).filter((c) => c.policy?.[0]?.uri);
-    await gw.call('POST', '/v1/agreements/withdrawals', {
-      token: patient.token,
-      body: { agreementUrl: acceptance.policy?.[0]?.uri?.split('|')[0], acknowledgeConsequence: true },
-    });
+    await withdrawAnAgreement(gw, patient);
     const mark = store();
     expect(await activate(patient, carePlan)).toMatchObject({
       status: 409,

@@ -1,12 +1,12 @@
 import type { WithId } from '@medplum/core';
-import type { Appointment, CareTeam, Consent, Encounter, Schedule, Slot, Task } from '@medplum/fhirtypes';
+import type { Appointment, CareTeam, Encounter, Schedule, Slot, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import { direct, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { storeSnapshot } from '../support/journey';
-import { freshPatient } from '../support/patients';
+import { storeSnapshot, withdrawAnAgreement } from '../support/journey';
+import { freeSlots as freeSlotsOf, withVisitToBook as withVisitToBookOf } from '../support/visits';
 
 /**
  * Booking, rescheduling, cancelling and running a visit (issue 16 items 3-5, JOURNEY H), on the demo
@@ -32,48 +32,9 @@ interface Booked {
 }
 
 const repo = () => gw.backend.systemRepo;
+const withVisitToBook = (visitType?: string) => withVisitToBookOf(gw, visitType);
+const freeSlots = (patient: DemoActor, count?: number) => freeSlotsOf(gw, `CareTeam/${team.id}`, patient, count);
 const store = () => storeSnapshot(gw.backend);
-const PROGRAM = 'northwind/programs/blood-pressure-monitoring';
-
-/** A new CA patient enrolled in the monitoring program, activated: her schedule-visit task. */
-async function withVisitToBook(visitType = 'video-visit'): Promise<{ patient: DemoActor; task: string }> {
-  const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
-  const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
-    protocols: { healthcareService: string; protocol?: string }[];
-  };
-  const service = protocols.find((p) => p.protocol?.includes(PROGRAM))?.healthcareService as string;
-  const { unmet } = (
-    await gw.call('GET', `/v1/agreements/requirements?healthcareService=${encodeURIComponent(service)}`, {
-      token: patient.token,
-    })
-  ).body as { unmet: unknown[] };
-  if (unmet.length) {
-    await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
-  }
-  const enrolled = await gw.call('POST', '/v1/enrollments', {
-    token: patient.token,
-    body: { healthcareService: service },
-  });
-  const { carePlan } = enrolled.body as { carePlan: string };
-  const active = await gw.call('POST', `/v1/enrollments/${carePlan.split('/')[1]}/activate`, { token: patient.token });
-  const task = (active.body as { tasks: { task: string; kind: string; visitType?: string }[] }).tasks.find(
-    (t) => t.kind === 'schedule-visit' && t.visitType === visitType,
-  );
-  expect(task).toBeDefined();
-  return { patient, task: task?.task as string };
-}
-
-/** Free slots she can book, in start order (the availability endpoint's first page). */
-async function freeSlots(patient: DemoActor, count = 50): Promise<string[]> {
-  const start = new Date(Date.now() + 86_400_000).toISOString();
-  const end = new Date(Date.now() + 20 * 86_400_000).toISOString();
-  const res = await gw.call(
-    'GET',
-    `/v1/availability?${new URLSearchParams({ careTeam: `CareTeam/${team.id}`, start, end, count: String(count) })}`,
-    { token: patient.token },
-  );
-  return ((res.body as { slots: { slot: string }[] }).slots ?? []).map((s) => s.slot);
-}
 
 const book = (patient: DemoActor, task: string, slot: string) =>
   gw.call('POST', '/v1/appointments', { token: patient.token, body: { task, slot } });
@@ -291,16 +252,7 @@ describe('segments', () => {
 
   it('is gated (409 consent_required, nothing changed) and opens 30 minutes before the start', async () => {
     const { patient, appointment } = await openVisit();
-    const [acceptance] = (
-      await repo().searchResources<Consent>({
-        resourceType: 'Consent',
-        filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
-      })
-    ).filter((c) => c.policy?.[0]?.uri);
-    await gw.call('POST', '/v1/agreements/withdrawals', {
-      token: patient.token,
-      body: { agreementUrl: acceptance.policy?.[0]?.uri?.split('|')[0], acknowledgeConsequence: true },
-    });
+    await withdrawAnAgreement(gw, patient);
     const before = store();
     expect(await startSegment(patient, appointment)).toMatchObject({
       status: 409,

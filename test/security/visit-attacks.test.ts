@@ -8,7 +8,7 @@ import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot } from '../support/journey';
-import { freshPatient } from '../support/patients';
+import { freeSlots as freeSlotsOf, withVisitToBook as withVisitToBookOf } from '../support/visits';
 
 /**
  * Attacks on the visit workflow bots (bots/enrollment.ts, bots/appointments.ts, bots/availability.ts,
@@ -31,49 +31,11 @@ beforeAll(async () => {
 afterAll(() => gw?.close());
 
 const repo = () => gw.backend.systemRepo;
+const withVisitToBook = (visitType?: string) => withVisitToBookOf(gw, visitType);
+const freeSlots = (patient: DemoActor, count?: number) => freeSlotsOf(gw, `CareTeam/${team.id}`, patient, count);
 const store = () => storeSnapshot(gw.backend);
-const PROGRAM = 'northwind/programs/blood-pressure-monitoring';
 const tokenOf = (c: Clinician) => c.medplum.getAccessToken() as string;
 const idOf = (reference: string) => reference.split('/')[1];
-
-async function withVisitToBook(
-  visitType = 'video-visit',
-): Promise<{ patient: DemoActor; task: string; carePlan: string }> {
-  const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
-  const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
-    protocols: { healthcareService: string; protocol?: string }[];
-  };
-  const service = protocols.find((p) => p.protocol?.includes(PROGRAM))?.healthcareService as string;
-  const { unmet } = (
-    await gw.call('GET', `/v1/agreements/requirements?healthcareService=${encodeURIComponent(service)}`, {
-      token: patient.token,
-    })
-  ).body as { unmet: unknown[] };
-  if (unmet.length) {
-    await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
-  }
-  const enrolled = await gw.call('POST', '/v1/enrollments', {
-    token: patient.token,
-    body: { healthcareService: service },
-  });
-  const { carePlan } = enrolled.body as { carePlan: string };
-  const active = await gw.call('POST', `/v1/enrollments/${idOf(carePlan)}/activate`, { token: patient.token });
-  const task = (active.body as { tasks: { task: string; kind: string; visitType?: string }[] }).tasks.find(
-    (t) => t.kind === 'schedule-visit' && t.visitType === visitType,
-  );
-  return { patient, task: task?.task as string, carePlan };
-}
-
-async function freeSlots(patient: DemoActor, count = 50): Promise<string[]> {
-  const start = new Date(Date.now() + 86_400_000).toISOString();
-  const end = new Date(Date.now() + 20 * 86_400_000).toISOString();
-  const res = await gw.call(
-    'GET',
-    `/v1/availability?${new URLSearchParams({ careTeam: `CareTeam/${team.id}`, start, end, count: String(count) })}`,
-    { token: patient.token },
-  );
-  return ((res.body as { slots: { slot: string }[] }).slots ?? []).map((s) => s.slot);
-}
 
 const book = (patient: DemoActor, task: string, slot?: string) =>
   gw.call('POST', '/v1/appointments', { token: patient.token, body: slot ? { task, slot } : { task } });

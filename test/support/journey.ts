@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { Consent } from '@medplum/fhirtypes';
 import type { DemoActor, TestBackend } from './backend';
 import type { TestGateway } from './gateway';
 
@@ -88,4 +89,22 @@ export async function completeTasks(
     });
     assert.equal(done.status, 200, `${task.kind} ${done.text}`);
   }
+}
+
+/**
+ * What a patient app does to withdraw one of her accepted agreements (the first with a policy), with
+ * the consequence acknowledged: afterwards the agreements gate refuses what it guards. Must answer 200.
+ */
+export async function withdrawAnAgreement(gw: TestGateway, patient: DemoActor): Promise<void> {
+  const consents = await gw.backend.systemRepo.searchResources<Consent>({
+    resourceType: 'Consent',
+    filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+  });
+  const accepted = consents.find((c) => c.status === 'active' && c.policy?.[0]?.uri);
+  assert.ok(accepted, 'she has an accepted agreement');
+  const withdrawn = await gw.call('POST', '/v1/agreements/withdrawals', {
+    token: patient.token,
+    body: { agreementUrl: accepted.policy?.[0]?.uri?.split('|')[0], acknowledgeConsequence: true },
+  });
+  assert.equal(withdrawn.status, 200, withdrawn.text);
 }
