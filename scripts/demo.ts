@@ -5,7 +5,7 @@ import { createApp, DEFAULT_LIMITS } from '../src/app';
 import { signInClinician } from '../src/clinician';
 import { nodeAssetLoader } from '../src/docs-assets-node';
 import { createEdgeSigner } from '../src/edge/statement';
-import { launchEmbeddedMedplum } from '../src/embedded/launch';
+import { type LaunchedMedplum, launchEmbeddedMedplum } from '../src/embedded/launch';
 import { DEMO_PASSWORD, DEMO_TENANTS, demoDefinition, demoEmail } from '../src/provision/demo';
 import { createPatientCareClient, PatientCareApiError } from '../src/sdk';
 
@@ -26,7 +26,7 @@ const print = (text: string) => {
   }
 };
 
-const say = (title: string) => print(`\n${++step}. ${title}`);
+const announce = (title: string) => print(`\n${++step}. ${title}`);
 const note = (text: string) => print(`   ${text}`);
 const brief = (value: unknown, max = 120): string => {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
@@ -84,16 +84,56 @@ async function main(): Promise<void> {
   const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
     app.fetch(new Request(input, init))) as typeof fetch;
   try {
-    await journey(medplum, gatewayFetch);
+    await journey(embeddedBackend(medplum), gatewayFetch);
   } finally {
     medplum.close();
   }
   console.log(`\nDone in ${((Date.now() - started) / 1000).toFixed(1)} s: every answer was the one expected.`);
 }
 
+/**
+ * The Medplum a journey runs against: the embedded one (in process) or a real server (over the network).
+ * Nothing else of the backend is known to the journey, so the same steps run on both.
+ */
+export interface JourneyBackend {
+  /** Medplum's base URL, ending in `/` (where patients register and clinicians sign in). */
+  baseUrl: string;
+  /** How to reach it. */
+  fetch: typeof fetch;
+  projectId: string;
+  /** The client id of a demo tenant's patient app (`DEMO_TENANTS[].key`), which she registers through. */
+  appIdOf(tenantKey: string): string;
+  /**
+   * Resolves once the Subscriptions woken so far have run, where the backend can tell (the embedded
+   * Medplum); the journey polls either way, this only spares it the poll interval.
+   */
+  settle?(): Promise<void>;
+}
+
+/** The embedded Medplum as a journey's backend: its patient apps have the fixed ids of `DEMO_TENANTS`. */
+export function embeddedBackend(medplum: LaunchedMedplum): JourneyBackend {
+  return {
+    baseUrl: medplum.baseUrl,
+    fetch: medplum.fetch,
+    projectId: medplum.project.id,
+    appIdOf: (tenantKey) => {
+      const tenant = DEMO_TENANTS.find((t) => t.key === tenantKey);
+      if (!tenant) {
+        throw new Error(`no demo tenant ${tenantKey}`);
+      }
+      return tenant.appId;
+    },
+    settle: () => medplum.subscriptions.idle(),
+  };
+}
+
 /** What the journey leaves behind: the patient's token and the ids of what she did (the bench reuses them). */
 export interface JourneyResult {
   token: string;
+  /** Her Patient (`Patient/<id>`). */
+  patient: string;
+  /** The document she uploaded (`Binary/<id>`). */
+  document: string;
   healthcareService: string;
   completedTask: string;
   offerTask: string;
@@ -110,29 +150,88 @@ export interface JourneyResult {
   questionnaireResponse: string;
 }
 
-/** The whole journey (patient through the SDK, clinician through Medplum), narrated unless `silent`. */
+export interface JourneyOptions {
+  /** Without a word (the bench times it; the real-Medplum lane prints its own table). */
+  silent?: boolean;
+  /**
+   * Filled in as the journey goes: the steps begun (the last one is where it stopped, if it threw) and
+   * what it has made so far, so a caller can go on with what exists when a later step fails.
+   */
+  progress?: JourneyProgress;
+}
+
+export interface JourneyProgress extends Partial<JourneyResult> {
+  steps: string[];
+}
+
+/** How long a journey waits for work a Subscription does (Medplum delivers through a queue). */
+const WAIT = { everyMs: 250, deadlineMs: 30_000 };
+
+/**
+ * Polls `probe` (every 250 ms, 30 s at most) until it answers something: what a Subscription makes
+ * arrives after the write that woke it, seconds later on a real Medplum. Only the first probe is
+ * narrated; how long it took is.
+ */
+async function waitFor<T>(backend: JourneyBackend, what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const start = Date.now();
+  let polls = 0;
+  const wasQuiet = quiet;
+  try {
+    for (;;) {
+      await backend.settle?.();
+      const found = await probe();
+      polls++;
+      if (found !== undefined) {
+        if (polls > 1) {
+          quiet = wasQuiet;
+          note(`(${what}: there after ${polls} polls, ${((Date.now() - start) / 1000).toFixed(1)} s)`);
+        }
+        return found;
+      }
+      if (Date.now() - start > WAIT.deadlineMs) {
+        throw new Error(`unexpected: ${what} did not appear within ${WAIT.deadlineMs / 1000} s (${polls} polls)`);
+      }
+      quiet = true;
+      await new Promise((resolve) => setTimeout(resolve, WAIT.everyMs));
+    }
+  } finally {
+    quiet = wasQuiet;
+  }
+}
+
+/**
+ * The whole journey (patient through the SDK against `gatewayFetch`, clinician through Medplum), on any
+ * backend, narrated unless `silent`.
+ */
 export async function journey(
-  medplum: Awaited<ReturnType<typeof launchEmbeddedMedplum>>,
+  backend: JourneyBackend,
   gatewayFetch: typeof fetch,
-  silent = false,
+  options: JourneyOptions = {},
 ): Promise<JourneyResult> {
-  quiet = silent;
+  quiet = options.silent ?? false;
+  step = 0;
+  const progress: JourneyProgress = options.progress ?? { steps: [] };
+  const say = (title: string) => {
+    progress.steps.push(title);
+    announce(title);
+  };
   const northwind = DEMO_TENANTS[0];
-  const medplumFetch = narrated(medplum.fetch, 'patient app (Medplum)', '');
+  const medplumFetch = narrated(backend.fetch, 'patient app (Medplum)', '');
 
   say(`A new patient signs up through Medplum's registration, in ${northwind.name}'s patient app`);
-  const auth = new MedplumClient({ baseUrl: medplum.baseUrl, fetch: medplumFetch, cacheTime: 0 });
+  const auth = new MedplumClient({ baseUrl: backend.baseUrl, fetch: medplumFetch, cacheTime: 0 });
   const user = await auth.startNewUser({
     firstName: 'Maya',
     lastName: 'Lopez',
     email: `maya.lopez.${Date.now()}@example.com`,
     password: 'a long enough demo password',
-    projectId: medplum.project.id,
-    clientId: northwind.appId,
+    projectId: backend.projectId,
+    clientId: backend.appIdOf(northwind.key),
     recaptchaToken: '',
   });
-  const registered = await auth.startNewPatient({ login: user.login, projectId: medplum.project.id });
+  const registered = await auth.startNewPatient({ login: user.login, projectId: backend.projectId });
   await auth.processCode(registered.code as string);
+  progress.token = auth.getAccessToken() as string;
   const api = createPatientCareClient({
     baseUrl: PUBLIC_URL,
     accessToken: auth.getAccessToken() as string,
@@ -141,6 +240,7 @@ export async function journey(
 
   say('She is homed in the tenant of the app she registered through, and adds her address');
   const home = await api.patient.home();
+  progress.patient = home.patient;
   note(`her tenant: ${home.organization}`);
   const profile = await api.patient.profile();
   await api.fhir.updatePatient({
@@ -174,6 +274,7 @@ export async function journey(
     ),
   );
   const photo = await api.documents.upload(png, { contentType: 'image/png', filename: 'reading.png' });
+  progress.document = photo.url;
   let questionnaireResponse = '';
   for (const task of assessment.tasks) {
     if (task.kind === 'questionnaire') {
@@ -188,6 +289,7 @@ export async function journey(
         ],
       } as QuestionnaireResponse);
       questionnaireResponse = `QuestionnaireResponse/${answers.id}`;
+      progress.questionnaireResponse = questionnaireResponse;
       await api.tasks.complete(task.task, { questionnaireResponse });
     } else {
       await api.tasks.complete(task.task, {
@@ -201,22 +303,23 @@ export async function journey(
 
   say("The clinician signs in to Medplum's app, claims the review and assigns a condition (ICD-10-CM I10)");
   const clinician = await signInClinician({
-    baseUrl: medplum.baseUrl,
-    fetch: narrated(medplum.fetch, "clinician (Medplum's app)", ''),
+    baseUrl: backend.baseUrl,
+    fetch: narrated(backend.fetch, "clinician (Medplum's app)", ''),
     email: demoEmail('clinician', northwind.key),
     password: DEMO_PASSWORD,
-    projectId: medplum.project.id,
+    projectId: backend.projectId,
   });
-  const review = (await clinician.queue()).find((t) => t.for?.reference === home.patient);
-  expect(review, 'the intake review is in her queue');
+  const review = await waitFor(backend, 'the intake review in her queue', async () =>
+    (await clinician.queue()).find((t) => t.for?.reference === home.patient),
+  );
   await clinician.assignCondition(review.id, 'I10');
-  await medplum.subscriptions.idle();
 
   say('Eligibility arrives (a Subscription wakes the platform): advisory, with its provenance');
-  const selection = (await clinician.queue()).find(
-    (t) => t.for?.reference === home.patient && t.code?.coding?.[0]?.code === 'select-treatment',
+  const selection = await waitFor(backend, 'the selection task in her queue', async () =>
+    (await clinician.queue()).find(
+      (t) => t.for?.reference === home.patient && t.code?.coding?.[0]?.code === 'select-treatment',
+    ),
   );
-  expect(selection, 'the selection task is in her queue');
   for (const option of (selection.input ?? []).filter((i) => i.valueCanonical)) {
     const eligible = option.extension?.find((e) => e.url === EXTENSIONS.eligible)?.valueBoolean;
     const preferred = option.extension?.some((e) => e.url === EXTENSIONS.guidelinePreferred);
@@ -232,14 +335,19 @@ export async function journey(
   say('The clinician selects amlodipine; the platform composes the pinned consent bundle');
   const amlodipine = selection.input?.find((i) => i.valueCanonical?.includes('amlodipine'))?.valueCanonical as string;
   await clinician.select(selection.id, amlodipine);
-  await medplum.subscriptions.idle();
 
   say('She sees her offer and accepts it: the treatment Consent and the active CarePlan, in one step');
-  const offers = await api.fhir.search<Task>('Task', { code: `${SYSTEMS.taskKind}|treatment-offer`, status: 'ready' });
-  const offer = offers.entry?.[0]?.resource;
-  expect(offer, 'her offer task');
+  const offer = await waitFor(
+    backend,
+    'her offer task',
+    async () =>
+      (await api.fhir.search<Task>('Task', { code: `${SYSTEMS.taskKind}|treatment-offer`, status: 'ready' })).entry?.[0]
+        ?.resource,
+  );
+  progress.offerTask = `Task/${offer.id}`;
   const accepted = await api.tasks.complete(`Task/${offer.id}`, { decision: 'accept' });
   expect(accepted.carePlan && accepted.consent, 'a CarePlan and a Consent');
+  progress.carePlan = accepted.carePlan;
 
   say('She decides the order: delivered to her home');
   const order = offer.focus?.reference as string;
@@ -276,10 +384,12 @@ export async function journey(
   const [soonest, later] = free.slots ?? [];
   expect(soonest && later, 'free slots');
   const booked = await api.appointments.book({ task: `Task/${toBook.id}`, slot: later.slot });
+  progress.originalAppointment = booked.appointment;
 
   say('She reschedules it to the soonest slot: the original is cancelled and a linked replacement booked, in one step');
   const moved = await api.appointments.reschedule(booked.appointment, { slot: soonest.slot });
   note(`${moved.appointment} replaces ${moved.replaces}, ${moved.start}`);
+  progress.appointment = moved.appointment;
 
   say('Her visit opens: she starts its first segment');
   const segments = await api.appointments.segments(moved.appointment);
@@ -305,8 +415,10 @@ export async function journey(
     const found = await api.fhir.search(type as 'Task', { _tag: tag });
     note(`${type}: ${(found.entry ?? []).length}`);
   }
-  return {
+  const result: JourneyResult = {
     token: auth.getAccessToken() as string,
+    patient: home.patient,
+    document: photo.url as string,
     healthcareService: check.healthcareService,
     completedTask: assessment.tasks[0].task,
     offerTask: `Task/${offer.id}`,
@@ -321,6 +433,8 @@ export async function journey(
     practitioner: `Practitioner/${ortiz.id}`,
     questionnaireResponse,
   };
+  Object.assign(progress, result);
+  return result;
 }
 
 // Run as a script (`npm run demo`), not when the bench imports the journey.

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { type JourneyResult, journey } from '../../scripts/demo';
+import { embeddedBackend, type JourneyResult, journey } from '../../scripts/demo';
 import { type App, createApp, DEFAULT_LIMITS } from '../../src/app';
 import { nodeAssetLoader } from '../../src/docs-assets-node';
 import { createEdgeSigner } from '../../src/edge/statement';
@@ -68,7 +68,7 @@ export async function runOperationsBench(options: {
     const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
       served.fetch(new Request(input, init))) as typeof fetch;
     const t0 = performance.now();
-    state = await journey(medplum, gatewayFetch, true);
+    state = await journey(embeddedBackend(medplum), gatewayFetch, { silent: true });
     await medplum.subscriptions.idle();
     journeyMs.push(performance.now() - t0);
   }

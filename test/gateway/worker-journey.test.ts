@@ -3,7 +3,7 @@ import { serve } from '@hono/node-server';
 import type { CarePlan } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestHarness, type TestHarness } from 'wrangler';
-import { journey } from '../../scripts/demo';
+import { embeddedBackend, journey } from '../../scripts/demo';
 import { demoPatientTokens } from '../../src/embedded/demo-tokens';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { demoDefinition } from '../../src/provision/demo';
@@ -76,7 +76,7 @@ describe('src/worker.ts in workerd', () => {
       const url = new URL(input instanceof Request ? input.url : input);
       return worker.fetch(`${url.pathname}${url.search}`, init as Parameters<TestHarness['fetch']>[1]);
     }) as unknown as typeof fetch;
-    const done = await journey(medplum, throughWorker, true);
+    const done = await journey(embeddedBackend(medplum), throughWorker, { silent: true });
     const api = sdkFor(done.token);
     const plan = await api.fhir.read<CarePlan>('CarePlan', done.carePlan.split('/')[1]);
     expect(plan.status).toBe('active');
