@@ -11,8 +11,14 @@ import type {
   Reference,
   Task,
 } from '@medplum/fhirtypes';
-import { attachmentProblems } from '../contracts/attachments';
-import { BOOKING_ENDPOINT, EXTENSIONS, ORDER_DECISIONS_ENDPOINT, SYSTEMS } from '../contracts/systems';
+import { attachmentProblems, type BinaryOrigins, binaryIdOf } from '../contracts/attachments';
+import {
+  BOOKING_ENDPOINT,
+  EXTENSIONS,
+  ORDER_DECISIONS_ENDPOINT,
+  STORAGE_BASE_SECRET,
+  SYSTEMS,
+} from '../contracts/systems';
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { payloadDigest } from './lib/digest';
 import {
@@ -124,7 +130,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       }
       const work =
         'questionnaireResponse' in payload
-          ? await answersWork(medplum, task, patientId, payload.questionnaireResponse)
+          ? await answersWork(medplum, task, patientId, payload.questionnaireResponse, binaryOrigins(medplum, event))
           : await readingsWork(medplum, task, patient, payload.measurements);
       if (!work.ok) {
         return work;
@@ -155,7 +161,13 @@ type Work =
   | ReturnType<typeof fail>;
 
 /** A questionnaire task: her own completed answers to exactly the pinned Questionnaire. */
-async function answersWork(medplum: MedplumClient, task: Task, patientId: string, reference: string): Promise<Work> {
+async function answersWork(
+  medplum: MedplumClient,
+  task: Task,
+  patientId: string,
+  reference: string,
+  origins: BinaryOrigins,
+): Promise<Work> {
   const id = reference.split('/')[1];
   const answers = (await medplum.readResource('QuestionnaireResponse', id).catch(() => undefined)) as
     | QuestionnaireResponse
@@ -180,9 +192,12 @@ async function answersWork(medplum: MedplumClient, task: Task, patientId: string
   // Answers and uploads can be written straight to Medplum: every attachment is checked again here.
   const attachments: { linkId: string; url?: string; problems: string[] }[] = [];
   for (const { linkId, attachment } of attachmentsOf(answers.item ?? [])) {
-    const found = await attachmentProblemsOf(medplum, attachment, own);
+    const found = await attachmentProblemsOf(medplum, attachment, own, origins);
     if (found.length > 0) {
-      attachments.push({ linkId, url: attachment.url, problems: found });
+      // Named as `Binary/<id>`, never as the presigned URL this bot's own read got: that would hand her
+      // a download link for a file that may be someone else's.
+      const id = binaryIdOf(attachment.url, origins);
+      attachments.push({ linkId, url: id ? `Binary/${id}` : undefined, problems: found });
     }
   }
   if (attachments.length > 0) {
@@ -368,18 +383,26 @@ function attachmentsOf(
   ]);
 }
 
+/** Medplum's own URLs for a Binary: its base, and its storage base (the Project secret `storage-base-url`
+ * where Medplum's `storageBaseUrl` is not the default `<base>storage/`, e.g. a hosted Medplum). */
+function binaryOrigins(medplum: MedplumClient, event: BotEvent): BinaryOrigins {
+  const storageBaseUrl = event.secrets?.[STORAGE_BASE_SECRET]?.valueString;
+  return { baseUrl: medplum.getBaseUrl(), ...(storageBaseUrl ? { storageBaseUrl } : {}) };
+}
+
 /**
- * Why an attachment may not stand in her answer (contracts/attachments.ts): it must name a Binary
- * (`Binary/<id>`) that is her own upload, of an accepted type whose bytes carry its signature, and be
+ * Why an attachment may not stand in her answer (contracts/attachments.ts): it must name a Binary of
+ * this Medplum (`Binary/<id>`, or the presigned URL Medplum serves in its place) that is her own upload, of an accepted type whose bytes carry its signature, and be
  * what the attachment claims (type, size, hash). The bytes are read and hashed here.
  */
 async function attachmentProblemsOf(
   medplum: MedplumClient,
   attachment: Attachment,
   patient: string,
+  origins: BinaryOrigins,
 ): Promise<string[]> {
-  const match = /^Binary\/([A-Za-z0-9\-.]{1,64})$/.exec(attachment.url ?? '');
-  const binary = match ? await medplum.readResource('Binary', match[1]).catch(() => undefined) : undefined;
+  const id = binaryIdOf(attachment.url, origins);
+  const binary = id ? await medplum.readResource('Binary', id).catch(() => undefined) : undefined;
   if (!binary) {
     return ['not_own_document'];
   }

@@ -111,3 +111,42 @@ export function attachmentProblems(claim: AttachmentClaim, stored: StoredDocumen
   }
   return problems;
 }
+
+/** Where a Medplum serves a Binary: its FHIR base and its storage base (both ending in `/`). */
+export interface BinaryOrigins {
+  /** Medplum's base URL, e.g. `https://api.medplum.com/`. */
+  baseUrl: string;
+  /** Medplum's `storageBaseUrl`; by default `<baseUrl>storage/`. */
+  storageBaseUrl?: string;
+}
+
+/** A FHIR id that cannot walk a path (`..`): it starts with a letter or digit. */
+const BINARY_ID = /^[A-Za-z0-9][A-Za-z0-9\-.]{0,63}$/;
+
+/** Medplum's default `storageBaseUrl` (packages/server/src/config/loader.ts): `<baseUrl>storage/`. */
+export const defaultStorageBaseUrl = (baseUrl: string): string => `${baseUrl.replace(/\/?$/, '/')}storage/`;
+
+/**
+ * The Binary an attachment URL names, in each form Medplum writes or serves one (packages/server/src/fhir/
+ * rewrite.ts, normalizeBinaryUrl): `Binary/<id>`, `<baseUrl>fhir/R4/Binary/<id>`, and the presigned
+ * `<storageBaseUrl><id>/<versionId>?Expires=…&Signature=…` every read hands to whoever may read the
+ * Binary. Anything else (another host, a path that merely looks alike) names no Binary of this Medplum.
+ * The signature is not checked here: the caller reads the Binary by id with its own access.
+ */
+export function binaryIdOf(url: string | undefined, origins: BinaryOrigins): string | undefined {
+  if (!url) {
+    return undefined;
+  }
+  const base = origins.baseUrl.replace(/\/?$/, '/');
+  const storage = origins.storageBaseUrl ?? defaultStorageBaseUrl(base);
+  let rest: string | undefined;
+  if (url.startsWith('Binary/')) {
+    rest = url.slice('Binary/'.length);
+  } else if (url.startsWith(`${base}fhir/R4/Binary/`)) {
+    rest = url.slice(`${base}fhir/R4/Binary/`.length);
+  } else if (url.startsWith(storage)) {
+    rest = url.slice(storage.length).split('?')[0];
+  }
+  const id = rest?.split('/')[0];
+  return id !== undefined && BINARY_ID.test(id) ? id : undefined;
+}

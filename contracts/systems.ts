@@ -92,6 +92,8 @@ export const EXTENSIONS = {
   tenantOrganization: `${BASE}/fhir/StructureDefinition/tenant-organization`,
   /** On a Bot: sha256 of the deployed bundle, so provisioning redeploys only what changed. */
   botBundleSha256: `${BASE}/fhir/StructureDefinition/bot-bundle-sha256`,
+  /** On a scheduled Bot: the cron string provisioning has made Medplum schedule (see src/provision/apply.ts). */
+  cronScheduled: `${BASE}/fhir/StructureDefinition/cron-scheduled`,
   /** On an agreement DocumentReference: where it applies (valueCodeableConcept, ISO 3166-2). */
   agreementJurisdiction: `${BASE}/fhir/StructureDefinition/agreement-jurisdiction`,
   /** On an agreement DocumentReference: true when the platform requires it (valueBoolean). */
@@ -172,6 +174,12 @@ export const BOT_AUDIENCE = { system: `${BASE}/bot-audience`, patient: 'patient'
  * name of the Project secret holding its HMAC key (a bot reads it from `event.secrets`).
  */
 export const EDGE_STATEMENT = { secretName: 'edge-statement-key', maxAgeSeconds: 60 } as const;
+
+/**
+ * The Project secret naming Medplum's `storageBaseUrl` (where it serves presigned attachment URLs), for a
+ * Medplum whose storage is not at the default `<baseUrl>storage/`; unset, the bots assume the default.
+ */
+export const STORAGE_BASE_SECRET = 'storage-base-url';
 
 /** The kinds of patient task (Task.code under SYSTEMS.taskKind); here, without zod, for the bots too. */
 export const TASK_KINDS = [

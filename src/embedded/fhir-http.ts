@@ -2,6 +2,7 @@ import { badRequest, ContentType, getStatus, isOk, isOperationOutcome, Operation
 import type { FhirRequest, FhirRouter, HttpMethod } from '@medplum/fhir-router';
 import type { Binary, Bundle, OperationOutcome, Resource } from '@medplum/fhirtypes';
 import { withBufferedBody } from '../shared/buffered-body';
+import type { AttachmentUrls } from './attachments';
 import type { SqliteRepository } from './store/repo';
 
 const FHIR_JSON = 'application/fhir+json; charset=utf-8';
@@ -169,6 +170,7 @@ export async function handleFhirRequest(
   router: FhirRouter,
   repo: SqliteRepository,
   maxBodyBytes: number,
+  attachments?: AttachmentUrls,
 ): Promise<Response> {
   const url = call.url;
   const path = url.pathname.replace(/^\/fhir\/R4\/?/, '');
@@ -210,7 +212,10 @@ export async function handleFhirRequest(
   if (!resource) {
     return outcomeResponse(outcome, status);
   }
-  return resourceResponse(call, resource, status, options?.contentType);
+  // Each reader gets presigned URLs for the Binaries it may read (packages/server/src/fhir/response.ts).
+  const presented =
+    attachments && resource.resourceType !== 'Binary' ? await attachments.presign(resource, repo) : resource;
+  return resourceResponse(call, presented, status, options?.contentType);
 }
 
 function resourceResponse(call: FhirCall, resource: Resource, status: number, contentType?: string): Response {

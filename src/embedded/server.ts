@@ -1,11 +1,12 @@
 import type { WithId } from '@medplum/core';
-import { badRequest, MedplumClient, notFound } from '@medplum/core';
+import { badRequest, MEDPLUM_VERSION, MedplumClient, notFound } from '@medplum/core';
 import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
 import type { OriginRule } from '../shared/cors';
 import { headerRecord, plainCall, requestBytes } from '../shared/fetch-init';
 import { createAdminRoutes } from './admin/routes';
+import { AttachmentUrls } from './attachments';
 import { authenticate, systemContext } from './auth/authenticate';
 import { CallerCache, foreignCommitCounter } from './auth/cache';
 import type { SigningKey } from './auth/keys';
@@ -16,6 +17,7 @@ import { medplumCors } from './cors';
 import { CronScheduler } from './cron';
 import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
 import { loadFhirSchema } from './schema';
+import { serveStorage } from './storage';
 import { Database } from './store/database';
 import { type ResourceChange, SqliteRepository } from './store/repo';
 import { SubscriptionQueue } from './subscriptions';
@@ -73,10 +75,13 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   // eslint-style forward declaration: the queue needs the bot runner, which needs the app's fetch.
   let queue: SubscriptionQueue | undefined;
   let bots: BotRunner | undefined;
+  let cron: CronScheduler | undefined;
   const callers = new CallerCache(foreignCommitCounter(db));
+  const attachments = new AttachmentUrls(baseUrl, options.clock);
   const env = {
     db,
     baseUrl,
+    attachments,
     clock: options.clock,
     overlapConflictMs: options.overlapConflictMs,
     onCommit: (changes: ResourceChange[]) => {
@@ -84,6 +89,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
       callers.forget(changes);
       bots?.forget(changes);
       queue?.enqueueChanges(changes);
+      cron?.onChanges(changes);
     },
   };
   const systemRepo = new SqliteRepository(env, systemContext(SYSTEM_PROJECT));
@@ -98,7 +104,13 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     try {
       const caller = await authenticate(authDeps, call.headers.authorization);
       const extendedMode = call.headers['x-medplum']?.toLowerCase() === 'extended';
-      return await handleFhirRequest(call, router, systemRepo.withCaller({ ...caller, extendedMode }), maxBodyBytes);
+      return await handleFhirRequest(
+        call,
+        router,
+        systemRepo.withCaller({ ...caller, extendedMode }),
+        maxBodyBytes,
+        attachments,
+      );
     } catch (err) {
       return thrownResponse(err);
     }
@@ -143,8 +155,9 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     retryDelayMs: options.subscriptionRetryDelayMs,
   });
 
-  const cron = new CronScheduler({
+  cron = new CronScheduler({
     systemRepo,
+    db,
     runBot: (bot) => bots.run(bot, { input: bot, contentType: 'application/fhir+json', requester: undefined }),
   });
   cron.start();
@@ -169,7 +182,8 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
       body: async () => new Uint8Array(await c.req.arrayBuffer()),
     }),
   );
-  app.get('/healthcheck', (c) => c.json({ ok: true }));
+  app.get('/storage/:id/:versionId', (c) => serveStorage(c.req.raw, attachments, systemRepo));
+  app.get('/healthcheck', (c) => c.json({ ok: true, version: MEDPLUM_VERSION }));
   app.notFound(() => outcomeResponse(notFound));
   app.onError(thrownResponse);
 
@@ -181,10 +195,10 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     systemRepo,
     key,
     subscriptions: queue,
-    cron,
+    cron: cron as CronScheduler,
     clientFor,
     close() {
-      cron.stop();
+      cron?.stop();
       queue?.close();
       db.close();
     },

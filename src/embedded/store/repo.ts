@@ -41,6 +41,7 @@ import type {
   Resource,
   ResourceType,
 } from '@medplum/fhirtypes';
+import type { AttachmentUrls } from '../attachments';
 import type { CallerContext } from '../context';
 import type { Database } from './database';
 import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
@@ -60,6 +61,8 @@ export interface RepositoryEnvironment {
   db: Database;
   /** Base URL of the embedded server, ending in `/`, for Bundle links. */
   baseUrl: string;
+  /** Attachment URLs: whatever form a write names a Binary in, it is stored as `Binary/<id>`. */
+  attachments?: AttachmentUrls;
   onCommit?: (changes: ResourceChange[]) => void;
   clock?: () => Date;
   /**
@@ -247,7 +250,7 @@ export class SqliteRepository extends FhirRepository {
     if (this.loadCurrent(resource.resourceType, id)) {
       throw new OperationOutcomeError(badRequest('Assigned ID is already in use'));
     }
-    const incoming = deepClone(resource);
+    const incoming = this.storedForm(resource);
     const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
     removeFields(incoming, protectedFieldsOf(policy));
     this.bindToProject(incoming);
@@ -257,6 +260,12 @@ export class SqliteRepository extends FhirRepository {
     this.persist(stored, undefined);
     this.recordChange({ interaction: 'create', resource: stored });
     return this.present(deepClone(stored), policy);
+  }
+
+  /** A copy of what is written, its attachment URLs as references (packages/server/src/fhir/repo.ts). */
+  private storedForm<T extends Resource>(resource: T): T {
+    const copy = deepClone(resource);
+    return this.env.attachments ? this.env.attachments.toReferences(copy) : copy;
   }
 
   /** Memberships and project users can only ever belong to the caller's own project. */
@@ -301,7 +310,7 @@ export class SqliteRepository extends FhirRepository {
     if (options?.ifMatch !== undefined && options.ifMatch !== existing.meta?.versionId) {
       throw new OperationOutcomeError(preconditionFailed);
     }
-    const incoming = deepClone(resource);
+    const incoming = this.storedForm(resource);
     restoreFields(incoming, existing, protectedFieldsOf(existingPolicy));
     const stored = this.stamp({ ...incoming, id }, existing);
     validateWrite(stored);
