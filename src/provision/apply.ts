@@ -13,7 +13,8 @@ import type {
   Resource,
   Subscription,
 } from '@medplum/fhirtypes';
-import { BOT_AUDIENCE, EDGE_STATEMENT, EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { binaryIdOf } from '../../contracts/attachments';
+import { BOT_AUDIENCE, EDGE_STATEMENT, EXTENSIONS, STORAGE_BASE_SECRET, SYSTEMS } from '../../contracts/systems';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
 
 export interface ProvisionReport {
@@ -28,6 +29,11 @@ export interface ProvisionOptions {
   bundles: Record<string, string>;
   /** The HMAC key of the gateway's edge statements, stored as the Project secret bots read. */
   edgeStatementKey?: string;
+  /**
+   * Medplum's `storageBaseUrl` when it is not the default `<baseUrl>storage/` (a hosted Medplum): stored as
+   * the Project secret the bots read presigned attachment URLs with.
+   */
+  storageBaseUrl?: string;
   /** Run the bots marked `runAfterProvisioning` once at the end (default true; tests that need none skip it). */
   runBots?: boolean;
 }
@@ -78,7 +84,9 @@ export async function applyDefinition(
   const missing = definition.project.features.filter((f) => !project.features?.includes(f));
   if (missing.length > 0) {
     throw new Error(
-      `Project ${project.id} lacks features ${missing.join(', ')}: a Medplum super admin must enable them`,
+      `Project ${project.id} lacks the features ${missing.join(', ')}: a Medplum super admin must enable them ` +
+        `(README, "Pointing at a real Medplum", step 1; with shared/real-medplum: EXTRA_FEATURES=cron). ` +
+        'Without cron the scheduled bots (reconcile, materialize-slots) would never run.',
     );
   }
 
@@ -237,15 +245,20 @@ export async function applyDefinition(
   }
 
   const defaultPolicy = keys.get(`policy-${definition.project.defaultPatientAccessPolicy}`);
+  // Secrets the bots read (event.secrets), each set only when given.
+  const secrets = [
+    ...(options.edgeStatementKey ? [{ name: EDGE_STATEMENT.secretName, valueString: options.edgeStatementKey }] : []),
+    ...(options.storageBaseUrl ? [{ name: STORAGE_BASE_SECRET, valueString: options.storageBaseUrl }] : []),
+  ];
   const desiredProject: Project = {
     ...project,
     defaultPatientAccessPolicy: defaultPolicy as Reference<AccessPolicy> | undefined,
     // The key bots check the gateway's edge statements with (event.secrets); set only when given.
-    ...(options.edgeStatementKey
+    ...(secrets.length > 0
       ? {
           secret: [
-            ...(project.secret ?? []).filter((s) => s.name !== EDGE_STATEMENT.secretName),
-            { name: EDGE_STATEMENT.secretName, valueString: options.edgeStatementKey },
+            ...(project.secret ?? []).filter((s) => !secrets.some((given) => given.name === s.name)),
+            ...secrets,
           ],
         }
       : {}),
@@ -274,7 +287,10 @@ export async function applyDefinition(
         meta: bot.patient ? { tag: [{ system: BOT_AUDIENCE.system, code: BOT_AUDIENCE.patient }] } : undefined,
         runtimeVersion: 'vmcontext',
         ...(bot.cronString ? { cronString: bot.cronString } : {}),
-        extension: [{ url: EXTENSIONS.botBundleSha256, valueString: sha256 }],
+        extension: [
+          { url: EXTENSIONS.botBundleSha256, valueString: sha256 },
+          ...(bot.cronString ? [{ url: EXTENSIONS.cronScheduled, valueString: bot.cronString }] : []),
+        ],
       },
       {
         // Bot + its membership with the policy (packages/server/src/admin/bot.ts): 201 with the Bot.
@@ -287,6 +303,9 @@ export async function applyDefinition(
           })) as WithId<Bot>,
       },
     );
+    if (bot.cronString && (report.created.includes(`bot-${bot.key}`) || report.updated.includes(`bot-${bot.key}`))) {
+      await scheduleCron(medplum, saved);
+    }
     if (
       !saved.executableCode ||
       report.created.includes(`bot-${bot.key}`) ||
@@ -295,7 +314,7 @@ export async function applyDefinition(
       await medplum.post(medplum.fhirUrl('Bot', saved.id, '$deploy'), { code, filename: `${bot.key}.js` });
       report.deployed.push(bot.key);
     }
-    await sealBotCode(medplum, saved.id, getReferenceString(project));
+    await sealBotCode(medplum, saved.id, getReferenceString(project), options.storageBaseUrl);
     await membership(
       `membership-bot-${bot.key}`,
       plainReference(saved),
@@ -412,6 +431,21 @@ function pickTags(meta: unknown): unknown {
   return { ...(tag === undefined ? {} : { tag }), ...(accounts === undefined ? {} : { accounts }) };
 }
 
+/**
+ * Medplum schedules a bot only when it is written with a cron string that differs from its previous
+ * version's, and only if the Project has the `cron` feature at that moment (packages/server/src/workers/
+ * cron.ts, addCronJobs). A bot written with its cron string before the feature was on is never
+ * scheduled, and writing the same string again schedules nothing. So whenever provisioning writes a
+ * scheduled bot (created, changed, or without the `cron-scheduled` mark of an earlier version), it writes
+ * it once without the string and then as defined: the second write schedules it. A bot that carries the
+ * mark was so written with the feature on (provisioning refuses a Project without it), and is left alone.
+ */
+async function scheduleCron(medplum: MedplumClient, bot: WithId<Bot>): Promise<void> {
+  const { cronString: _unscheduled, ...withoutCron } = bot;
+  await medplum.updateResource<Bot>(withoutCron);
+  await medplum.updateResource<Bot>(bot);
+}
+
 /** `{ reference }` only: a display would make a stored copy differ from the definition on every run. */
 function plainReference<T extends Resource>(resource: WithId<T>): Reference<T> {
   return { reference: getReferenceString(resource) } as Reference<T>;
@@ -424,13 +458,19 @@ function plainReference<T extends Resource>(resource: WithId<T>): Reference<T> {
  * clinicians may read Binaries (uploads, POST /v1/documents), so unsealed code would be theirs to read
  * by its id. Sealing an already sealed Binary writes nothing.
  */
-async function sealBotCode(medplum: MedplumClient, botId: string, context: string): Promise<void> {
+async function sealBotCode(
+  medplum: MedplumClient,
+  botId: string,
+  context: string,
+  storageBaseUrl: string | undefined,
+): Promise<void> {
   const bot = await medplum.readResource('Bot', botId, { cache: 'no-cache' });
-  const url = bot.executableCode?.url;
-  if (!url?.startsWith('Binary/')) {
-    return;
+  // Medplum hands a project admin the presigned storage URL in place of `Binary/<id>` (fhir/rewrite.ts).
+  const id = binaryIdOf(bot.executableCode?.url, { baseUrl: medplum.getBaseUrl(), storageBaseUrl });
+  if (!id) {
+    throw new Error(`Bot ${botId}: its code names no Binary of this Medplum, so it cannot be sealed`);
   }
-  const binary = await medplum.readResource('Binary', url.slice('Binary/'.length), { cache: 'no-cache' });
+  const binary = await medplum.readResource('Binary', id, { cache: 'no-cache' });
   if (binary.securityContext?.reference === context) {
     return;
   }

@@ -87,6 +87,8 @@ function configure(db: DatabaseSync): void {
 
 function createSchema(db: DatabaseSync): void {
   db.exec(`
+    -- Scheduled bots (src/embedded/cron.ts), as Medplum keeps its cron jobs in Redis.
+    CREATE TABLE IF NOT EXISTS cron_job (bot_id TEXT PRIMARY KEY, pattern TEXT NOT NULL) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS resource (
       type TEXT NOT NULL,
       id TEXT NOT NULL,
