@@ -45,6 +45,8 @@ export const BOT_INPUTS = {
     .object({ agreements: z.array(Coordinate).min(1).max(20), edge: EdgeStatementToken.optional() })
     .strict(),
   'withdraw-agreement': WithdrawalRequestSchema.strict(),
+  /** One of her uploads, by the Binary's id (from the path). */
+  'read-document': z.object({ document: ResourceId }).strict(),
   'start-assessment': StartAssessmentRequestSchema.strict(),
   'request-review': PatientRequestSchema,
   /** The task (its id, from the path) and what completes it; an offer's answer also the gateway's edge statement. */

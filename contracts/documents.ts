@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { DOCUMENT_MAX_BYTES, DOCUMENT_TYPES } from './attachments';
-import { secured } from './common';
+import { IdParam, secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
 
 const list = DOCUMENT_TYPES.map((t) => `\`${t}\``).join(', ');
@@ -54,7 +54,7 @@ export const uploadDocumentRoute = createRoute({
   operationId: 'documents.upload',
   tags: ['Documents'],
   summary: 'Upload a document',
-  description: `The body is the file's bytes; \`Content-Type\` names its type, one of ${list}, and the bytes must carry that type's signature (a PNG sent as \`application/pdf\` is refused). At most ${DOCUMENT_MAX_BYTES} bytes (10 MiB), counted as the body arrives. The file is stored as a Binary of the patient's own record: readable by the patient and the clinicians of her organization only. The answer is an attachment to use as it is in a QuestionnaireResponse \`valueAttachment\`; when an answer is submitted with a task, every attachment it uses is checked again (own file, type, signature, size, hash). Not idempotent: the same file sent twice is stored twice, harmlessly. Any refusal stores nothing.`,
+  description: `The body is the file's bytes; \`Content-Type\` names its type, one of ${list}, and the bytes must carry that type's signature (a PNG sent as \`application/pdf\` is refused). At most ${DOCUMENT_MAX_BYTES} bytes (10 MiB), counted as the body arrives. The file is stored as a Binary of the patient's own record; she reads it back with \`GET /v1/documents/{id}\` (the id of \`Binary/<id>\`). The answer is an attachment to use as it is in a QuestionnaireResponse \`valueAttachment\`; when an answer is submitted with a task, every attachment it uses is checked again (own file, type, signature, size, hash). Not idempotent: the same file sent twice is stored twice, harmlessly. Any refusal stores nothing.`,
   security: secured,
   request: {
     query: DocumentQuerySchema,
@@ -78,5 +78,24 @@ export const uploadDocumentRoute = createRoute({
       ...documented[415],
       description: `\`unsupported_media_type\`: \`details.declared\` is the \`Content-Type\` sent, \`details.detected\` the type the bytes' signature shows (\`null\`: none of the accepted), \`details.accepted\` the accepted types: ${list}.`,
     },
+  },
+});
+
+export const readDocumentRoute = createRoute({
+  method: 'get',
+  path: '/v1/documents/{id}',
+  operationId: 'documents.read',
+  tags: ['Documents'],
+  summary: 'Read one of her documents',
+  description:
+    "The bytes of a document she uploaded (`id` is the id of the attachment's `Binary/<id>`), with its type. Only her own uploads: another patient's file, or any other stored file, is 404 like an id that does not exist. The record service never lets a patient read a stored file by id directly (`GET /v1/fhir/Binary/{id}` is 404 and names this endpoint), so this is the one way back to her files. Served as a download that no browser runs (`Content-Disposition: attachment`, `X-Content-Type-Options: nosniff`, a sandboxing `Content-Security-Policy`), never cached by shared caches.",
+  security: secured,
+  request: { params: z.object({ id: IdParam }) },
+  responses: {
+    200: {
+      description: 'The document.',
+      content: Object.fromEntries(DOCUMENT_TYPES.map((type) => [type, { schema: DocumentBytes }])),
+    },
+    ...errorResponses(404, ...SECURED_STATUSES),
   },
 });

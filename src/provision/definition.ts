@@ -6,6 +6,7 @@ import type {
   Reference,
   Resource,
 } from '@medplum/fhirtypes';
+import { DOCUMENT_TYPES } from '../../contracts/attachments';
 import {
   BOT_AUDIENCE,
   CATALOG,
@@ -185,12 +186,18 @@ function patientPolicy(): AccessPolicyResource[] {
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     ...CATALOG_TYPES.flatMap(catalogReads),
     ...TENANT_DIRECTORY_TYPES.map((type) => ({ resourceType: type, criteria: inTenant(type), readonly: true })),
-    // Own uploads (POST /v1/documents). A Binary belongs to a record only through its securityContext,
-    // which must be the patient herself; Medplum lets a Binary be read only by whoever can read that
-    // context (packages/server/src/fhir/binary-utils.ts). Criteria are not written: they do not apply to
-    // Binary (@medplum/core satisfiedAccessPolicy). Read only, no vread, history or search: Medplum
-    // checks the context on `GET Binary/:id`.
-    { resourceType: 'Binary', interaction: ['create', 'read'], writeConstraint: [OWN_SECURITY_CONTEXT] },
+    // Own uploads (POST /v1/documents): created, never read by id. Criteria do not apply to Binary
+    // (@medplum/core satisfiedAccessPolicy matches any Binary), and Medplum 5.0.10 does not check a
+    // Binary's securityContext on `GET Binary/:id` (later versions do: binary-utils.ts readAuthorizedBinary),
+    // so any read grant would open every Binary of the project, other tenants' uploads and bot code
+    // included. She gets her own back through GET /v1/documents/{id} (the read-document bot). The
+    // context must be herself, and only a document type may be stored (no HTML, SVG or script that a
+    // presigned URL would serve on Medplum's origin).
+    {
+      resourceType: 'Binary',
+      interaction: ['create'],
+      writeConstraint: [OWN_SECURITY_CONTEXT, DOCUMENT_TYPES_ONLY],
+    },
     // Only the workflow bots meant for patients ($execute needs read access to the Bot); never their code.
     {
       resourceType: 'Bot',
@@ -202,6 +209,12 @@ function patientPolicy(): AccessPolicyResource[] {
 }
 
 const ownCompartment = (type: string): string => `${type}?_compartment=%patient`;
+
+/** An upload is a document of an accepted type (contracts/attachments.ts), never active content. */
+const DOCUMENT_TYPES_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression: DOCUMENT_TYPES.map((type) => `%after.contentType = '${type}'`).join(' or '),
+};
 
 /** A patient's upload is hers: its security context (who may read it) is the patient herself. */
 const OWN_SECURITY_CONTEXT = {
@@ -510,9 +523,8 @@ function clinicianPolicy(): AccessPolicyResource[] {
       readonly: true,
     })),
     ...CATALOG_TYPES.filter((type) => type !== 'DocumentReference').flatMap(catalogReads),
-    // Patients' uploads: readable when their security context, a Patient, is of the clinician's tenant
-    // (the Patient entry above decides; packages/server/src/fhir/binary-utils.ts).
-    { resourceType: 'Binary', interaction: ['read'] },
+    // No Binary: on Medplum 5.0.10 a read grant opens every Binary of the project by id, whatever its
+    // securityContext (see the patient policy). Patients' uploads stay out of clinicians' direct reach.
   ];
 }
 
@@ -584,13 +596,25 @@ const SMS_INTEGRATION = `ClientApplication?_tag=${SYSTEMS.integration}|sms`;
 /** The platform's project: access policies, bots, tenants and their apps. Demo data lives in demo.ts. */
 export const platformDefinition: ProvisionDefinition = {
   project: {
-    features: ['bots', 'transaction-bundles'],
+    features: ['bots', 'transaction-bundles', 'cron'],
     defaultPatientAccessPolicy: 'patient',
   },
   accessPolicies: [
     { key: 'patient', policy: { name: 'Patient (default)', resource: patientPolicy() } },
     { key: 'clinician', policy: { name: 'Clinician', resource: clinicianPolicy() } },
     { key: 'bot-agreements-read', policy: { name: 'Bot: agreement requirements', resource: agreementReads() } },
+    {
+      key: 'bot-read-document',
+      // Any Binary by id (it checks the security context is the requester before handing anything over),
+      // and the Patients that are their contexts (a Medplum that checks securityContext reads it too).
+      policy: {
+        name: 'Bot: read a document',
+        resource: [
+          { resourceType: 'Binary', interaction: ['read'] },
+          { resourceType: 'Patient', interaction: ['read'] },
+        ],
+      },
+    },
     {
       key: 'bot-accept-agreements',
       policy: {
@@ -881,6 +905,12 @@ export const platformDefinition: ProvisionDefinition = {
       patient: true,
       description: 'POST /v1/agreements/acceptances: one Consent per agreement with clickwrap proof.',
       accessPolicy: 'bot-accept-agreements',
+    },
+    {
+      key: 'read-document',
+      patient: true,
+      description: 'GET /v1/documents/{id}: one of her own uploads.',
+      accessPolicy: 'bot-read-document',
     },
     {
       key: 'withdraw-agreement',

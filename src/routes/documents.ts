@@ -5,9 +5,11 @@ import {
   isDocumentType,
   mediaTypeOf,
 } from '../../contracts/attachments';
-import { DocumentAttachmentSchema, uploadDocumentRoute } from '../../contracts/documents';
+import { DocumentAttachmentSchema, readDocumentRoute, uploadDocumentRoute } from '../../contracts/documents';
+import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { ApiError } from '../errors';
+import { callBot } from '../medplum/bots';
 
 export function registerDocumentRoutes(app: App): void {
   app.openapi(uploadDocumentRoute, async (c) => {
@@ -47,6 +49,23 @@ export function registerDocumentRoutes(app: App): void {
       creation: binary.meta?.lastUpdated ?? new Date().toISOString(),
     };
     return c.json(DocumentAttachmentSchema.parse(attachment), 201);
+  });
+
+  app.openapi(readDocumentRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const result = await callBot(c.get('medplum'), { system: SYSTEMS.bots, value: 'read-document' }, { document: id });
+    const contentType = String(result.contentType);
+    if (!isDocumentType(contentType) || typeof result.data !== 'string') {
+      throw new Error('read-document answered no document');
+    }
+    const bytes = Uint8Array.from(atob(result.data), (ch) => ch.charCodeAt(0));
+    return c.body(bytes, 200, {
+      'Content-Type': contentType,
+      'Content-Disposition': `attachment; filename="${id}"`,
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Security-Policy': "sandbox; default-src 'none'",
+      'Cache-Control': 'private, no-store',
+    });
   });
 }
 

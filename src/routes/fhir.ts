@@ -41,6 +41,15 @@ export function registerFhirRoutes(app: App): void {
         issues: [{ path: 'type', message: UNKNOWN_RESOURCE_TYPE }],
       });
     }
+    if (type === 'Binary' && (c.req.method === 'GET' || c.req.method === 'HEAD')) {
+      // Stored files are never read by id on the record plane (her policy has no Binary read: see
+      // src/provision/definition.ts); her own come back through their endpoint. Asked of Medplum once,
+      // so that a revoked session is 401 here too.
+      await c.get('medplum').readResource('Patient', c.get('session').patientId);
+      throw new ApiError('not_found', 'Stored files are read at their own endpoint', {
+        use: 'GET /v1/documents/{id}',
+      });
+    }
     return next();
   });
 

@@ -1,5 +1,5 @@
 import { AccessPolicyInteraction, satisfiedAccessPolicy } from '@medplum/core';
-import type { AccessPolicy, Binary, Bot } from '@medplum/fhirtypes';
+import type { AccessPolicy, Binary, Bot, ProjectMembership } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { direct, fhirPath } from '../support/attack';
 import { startTestBackend, type TestBackend } from '../support/backend';
@@ -43,19 +43,51 @@ describe('Binary access, as on Medplum', () => {
     expect((await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` })).status).toBe(201);
   });
 
-  it('a Binary is read only by whoever may read its securityContext (packages/server/src/fhir/binary-utils.ts, readAuthorizedBinary)', async () => {
+  it('no patient or clinician reads a Binary by id, her own upload included: their policies grant no Binary read', async () => {
     const { alice, bob } = backend.patients;
     const res = await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` });
     const path = fhirPath(`Binary/${(res.body as Binary).id}`);
-    expect((await direct(backend, alice.token, 'GET', path)).status).toBe(200);
-    expect((await direct(backend, backend.clinicians.northwind.token, 'GET', path)).status).toBe(200);
-    expect((await direct(backend, bob.token, 'GET', path)).status).toBe(404);
-    expect((await direct(backend, backend.clinicians.southridge.token, 'GET', path)).status).toBe(404);
+    for (const token of [
+      alice.token,
+      bob.token,
+      backend.clinicians.northwind.token,
+      backend.clinicians.southridge.token,
+    ]) {
+      expect((await direct(backend, token, 'GET', path)).status).toBe(403);
+    }
+  });
+
+  it('for a caller whose policy does read Binaries, a Binary is read only by whoever may read its securityContext (stricter than 5.0.10; packages/server/src/fhir/binary-utils.ts, readAuthorizedBinary, after it)', async () => {
+    const { alice, bob } = backend.patients;
+    const res = await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` });
+    const path = fhirPath(`Binary/${(res.body as Binary).id}`);
+    const readerOf = async (patientId: string) => {
+      const policy = await backend.systemRepo.createResource<AccessPolicy>({
+        resourceType: 'AccessPolicy',
+        meta: { project: backend.project.id },
+        resource: [
+          { resourceType: 'Binary', interaction: ['read'] },
+          { resourceType: 'Patient', criteria: `Patient?_id=${patientId}`, interaction: ['read'] },
+        ],
+      });
+      const membership = await backend.systemRepo.createResource<ProjectMembership>({
+        resourceType: 'ProjectMembership',
+        meta: { project: backend.project.id },
+        project: { reference: `Project/${backend.project.id}` },
+        user: { reference: 'ClientApplication/binary-reader' },
+        profile: { reference: 'ClientApplication/binary-reader' },
+        accessPolicy: { reference: `AccessPolicy/${policy.id}` },
+      });
+      return (await backend.login(membership)).token;
+    };
+    expect((await direct(backend, await readerOf(alice.patient.id), 'GET', path)).status).toBe(200);
+    expect((await direct(backend, await readerOf(bob.patient.id), 'GET', path)).status).toBe(404);
   });
 
   it("so a bot's code is sealed with the Project as its context, which no patient or clinician reads", async () => {
     const [bot] = await backend.systemRepo.searchResources<Bot>({ resourceType: 'Bot' });
     const code = bot.executableCode?.url as string;
+    expect(code).toMatch(/^Binary\//);
     const binary = await backend.systemRepo.readResource<Binary>('Binary', code.split('/')[1]);
     expect(binary.securityContext?.reference).toBe(`Project/${backend.project.id}`);
     for (const token of [backend.patients.alice.token, backend.clinicians.northwind.token]) {

@@ -57,6 +57,22 @@ async function upload(
   return result;
 }
 
+/** `GET /v1/documents/{id}` of an attachment's `Binary/<id>`, checked against the document. */
+async function readDocument(url: string, token = gw.backend.patients.alice.token) {
+  const id = url.replace(/^Binary\//, '');
+  const response = await gw.app.request(`http://gateway.test/v1/documents/${id}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const result = { status: response.status, headers: response.headers, bytes, text: bytes.toString('latin1') };
+  const json = response.headers.get('content-type')?.startsWith('application/json');
+  createResponseValidator(gw.doc)('GET', '/v1/documents/{id}', {
+    ...result,
+    body: json ? (JSON.parse(result.text) as unknown) : result.text,
+  });
+  return result;
+}
+
 /** The attachment, or the error envelope (loosely typed: the document validator checks the shape). */
 // biome-ignore lint/suspicious/noExplicitAny: a test reads both shapes of the answer
 type Answer = Record<string, any>;
@@ -101,9 +117,15 @@ describe('POST /v1/documents', () => {
     });
     expect(answers.status, answers.text).toBe(201);
     expect((answers.body as QuestionnaireResponse).item?.[0]?.answer?.[0]?.valueAttachment).toEqual(res.body);
-    const read = await gw.call('GET', `/v1/fhir/${res.body.url}`);
+    const read = await readDocument(res.body.url);
     expect(read.status).toBe(200);
-    expect(Buffer.from((read.body as Binary).data ?? '', 'base64')).toEqual(Buffer.from(FILES['application/pdf']));
+    expect(read.headers.get('content-type')).toBe('application/pdf');
+    expect(read.bytes).toEqual(Buffer.from(FILES['application/pdf']));
+    // Served so that no browser runs it, and kept by no shared cache.
+    expect(read.headers.get('content-disposition')).toMatch(/^attachment/);
+    expect(read.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(read.headers.get('content-security-policy')).toContain('sandbox');
+    expect(read.headers.get('cache-control')).toContain('no-store');
   });
 
   it('refuses a disguised file (PNG bytes sent as a PDF), naming what was declared and detected; nothing written', async () => {
@@ -179,21 +201,33 @@ describe('POST /v1/documents', () => {
   });
 });
 
-describe("a patient's document: hers and her clinicians' only", () => {
+describe("a patient's document: hers alone, and never a Binary read by id", () => {
   let url: string;
   beforeAll(async () => {
     const res = await upload(FILES['image/jpeg'], 'image/jpeg', { token: gw.backend.patients.bob.token });
     url = res.body.url;
   });
 
-  it('another patient cannot read it through the gateway (404, as if absent)', async () => {
+  it('she reads it back through GET /v1/documents/{id}; another patient gets 404, as if absent', async () => {
+    const own = await readDocument(url, gw.backend.patients.bob.token);
+    expect(own.status).toBe(200);
+    expect(own.text).toContain('JFIF');
     for (const key of ['alice', 'carol']) {
-      const res = await gw.call('GET', `/v1/fhir/${url}`, { token: gw.backend.patients[key].token });
+      const res = await readDocument(url, gw.backend.patients[key].token);
       expect(res.status, key).toBe(404);
+      expect(res.text).not.toContain('JFIF');
     }
   });
 
-  it('nor directly on Medplum: a patient of the same tenant, a patient and a clinician of the other tenant', async () => {
+  it('GET /v1/fhir/Binary/{id} is 404 naming the endpoint to use, for her too', async () => {
+    for (const key of ['bob', 'alice']) {
+      const res = await gw.call('GET', `/v1/fhir/${url}`, { token: gw.backend.patients[key].token });
+      expect(res.status, key).toBe(404);
+      expect(res.body).toMatchObject({ error: { code: 'not_found', details: { use: 'GET /v1/documents/{id}' } } });
+    }
+  });
+
+  it('nobody reads a Binary by id directly on Medplum, not even its owner or her clinician (Medplum 5.0.10 does not check securityContext on GET Binary/:id)', async () => {
     for (const role of [
       'patient of the same tenant',
       'patient of the other tenant',
@@ -206,15 +240,27 @@ describe("a patient's document: hers and her clinicians' only", () => {
         expect(res.text).not.toContain('JFIF');
       }
     }
+    for (const reader of [patientActor(gw.backend, 'bob'), clinicianActor(gw.backend, 'northwind')]) {
+      const res = await direct(gw.backend, reader.token, 'GET', fhirPath(url), { headers: { accept: '*/*' } });
+      expect(res.status, reader.label).toBe(403);
+      expect(res.text).not.toContain('JFIF');
+    }
   });
 
-  it('the patient herself and the clinician of her tenant can', async () => {
+  it('a patient cannot store active content directly on Medplum: HTML, SVG and scripts are refused, nothing written', async () => {
     const bob = patientActor(gw.backend, 'bob');
-    const clinician = clinicianActor(gw.backend, 'northwind');
-    for (const reader of [bob, clinician]) {
-      const res = await direct(gw.backend, reader.token, 'GET', fhirPath(url), { headers: { accept: '*/*' } });
-      expect(res.status, reader.label).toBe(200);
-      expect(res.text).toContain('JFIF');
+    for (const [type, body] of [
+      ['text/html', '<script>alert(1)</script>'],
+      ['image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'],
+      ['application/javascript', 'alert(1)'],
+    ]) {
+      const before = fingerprint();
+      const res = await direct(gw.backend, bob.token, 'POST', fhirPath('Binary'), {
+        headers: { 'content-type': type, 'x-security-context': bob.profile },
+        rawBody: body,
+      });
+      expect(res.status, type).toBe(403);
+      expect(fingerprint()).toEqual(before);
     }
   });
 });
