@@ -1,0 +1,679 @@
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { MedplumClient } from '@medplum/core';
+import type { AuditEvent, Bot, Bundle, ClientApplication, Resource, Schedule } from '@medplum/fhirtypes';
+import { SYSTEMS } from '../contracts/systems';
+import { createApp, DEFAULT_LIMITS } from '../src/app';
+import { createEdgeSigner } from '../src/edge/statement';
+import { loadFhirSchema } from '../src/embedded/schema';
+import { applyDefinition, type ProvisionReport } from '../src/provision/apply';
+import { readBotBundles } from '../src/provision/bundles';
+import { DEMO_PASSWORD, DEMO_TENANTS, demoDefinition, demoEmail } from '../src/provision/demo';
+import { PatientCareApiError } from '../src/sdk';
+import { type JourneyBackend, type JourneyProgress, journey } from './demo';
+
+/**
+ * `npm run verify:medplum -- --base-url URL --client-id ID --client-secret SECRET [--project-id ID]
+ * [--wait-cron-minutes N] [--verbose]`: the real-Medplum lane (DESIGN section 6). Against a real Medplum
+ * project, as its project admin: provisions the demo definition twice (the second run must write
+ * nothing), runs `npm run demo`'s whole journey through an in-process gateway pointed at it, makes the
+ * attacks that need only HTTP calls (directly on Medplum with real tokens, and through the gateway),
+ * checks the demo calendars and the cron bot, and prints one markdown table. Exit code 1 when any row
+ * FAILED. Not part of `npm test`: it needs a real Medplum (`../shared/real-medplum/`). docs/real-medplum.md.
+ */
+
+type Result = 'ok' | 'held' | 'FAILED' | 'not reached' | 'pending';
+
+interface Row {
+  step: string;
+  result: Result;
+  detail: string;
+}
+
+const rows: Row[] = [];
+const row = (step: string, result: Result, detail: string): void => {
+  rows.push({ step, result, detail });
+  console.error(`${result.padEnd(11)} ${step}${detail ? ` — ${detail}` : ''}`);
+};
+
+const PUBLIC_URL = 'http://localhost:8080';
+const DAY = 86_400_000;
+
+const message = (err: unknown): string => {
+  if (err instanceof PatientCareApiError) {
+    const details = err.details ? ` ${JSON.stringify(err.details).slice(0, 200)}` : '';
+    return `${err.status} ${err.code}: ${err.message}${details}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+};
+
+// MedplumClient warns, with a stack, that it falls back to the plain PKCE method outside a browser.
+const warn = console.warn.bind(console);
+console.warn = (...args: unknown[]) => {
+  if (!String(args[0]).startsWith('Failed to hash code verifier')) {
+    warn(...args);
+  }
+};
+
+interface Answer {
+  status: number;
+  text: string;
+  body: unknown;
+  contentType: string;
+}
+
+async function answerOf(response: Response): Promise<Answer> {
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: response.status, text, body, contentType: response.headers.get('content-type') ?? '' };
+}
+
+/** One HTTP call to Medplum with a token. The admin's own look-ups wait out the FHIR quota (429). */
+async function medplumCall(
+  baseUrl: string,
+  token: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; waitOutQuota?: boolean } = {},
+): Promise<Answer> {
+  for (let attempt = 0; ; attempt++) {
+    const response = await fetch(new URL(path, baseUrl), {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: 'application/fhir+json, application/json',
+        ...(options.body === undefined ? {} : { 'content-type': 'application/fhir+json' }),
+      },
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    });
+    const answer = await answerOf(response);
+    if (answer.status !== 429 || !options.waitOutQuota || attempt >= 3) {
+      return answer;
+    }
+    const wait = /"msBeforeNext"\s*:\s*(\d+)/.exec(answer.text.replaceAll('\\"', '"'))?.[1];
+    const ms = Math.min(Number(wait ?? 20_000) + 500, 65_000);
+    console.error(`            (the admin's FHIR quota is spent: waiting ${(ms / 1000).toFixed(0)} s)`);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+  }
+}
+
+const entriesOf = (body: unknown): Resource[] =>
+  ((body as Bundle | undefined)?.entry ?? []).map((e) => e.resource).filter((r): r is Resource => Boolean(r));
+
+/** What came back, in a few words: status, and what the body is. */
+function describe(answer: Answer): string {
+  const body = answer.body as (Resource & { issue?: { details?: { text?: string } }[] }) | undefined;
+  if (answer.status >= 400) {
+    const text = body?.issue?.[0]?.details?.text ?? (body as { error?: { code?: string } })?.error?.code;
+    return `${answer.status}${text ? ` (${String(text).slice(0, 80)})` : ''}`;
+  }
+  if (body?.resourceType === 'Bundle') {
+    return `${answer.status}, a Bundle of ${entriesOf(body).length}`;
+  }
+  if (body?.resourceType) {
+    return `${answer.status}, ${body.resourceType}/${body.id ?? ''}`;
+  }
+  return `${answer.status}, ${answer.contentType.split(';')[0] || 'a body'} of ${answer.text.length} bytes`;
+}
+
+const REFUSED = [403, 404];
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      'base-url': { type: 'string' },
+      'client-id': { type: 'string' },
+      'client-secret': { type: 'string' },
+      'project-id': { type: 'string' },
+      'wait-cron-minutes': { type: 'string', default: '0' },
+      verbose: { type: 'boolean', default: false },
+    },
+  });
+  const clientId = values['client-id'];
+  const clientSecret = values['client-secret'];
+  const waitCronMinutes = Number(values['wait-cron-minutes']);
+  if (!values['base-url'] || !clientId || !clientSecret || !Number.isFinite(waitCronMinutes) || waitCronMinutes < 0) {
+    console.error(
+      'usage: npm run verify:medplum -- --base-url URL --client-id ID --client-secret SECRET [--project-id ID] [--wait-cron-minutes N] [--verbose]',
+    );
+    process.exitCode = 2;
+    return;
+  }
+  const baseUrl = values['base-url'].endsWith('/') ? values['base-url'] : `${values['base-url']}/`;
+  const startedAt = new Date();
+
+  const health = await answerOf(await fetch(new URL('healthcheck', baseUrl)));
+  const version =
+    (health.body as { version?: string } | undefined)?.version ?? `unknown (healthcheck ${health.status})`;
+
+  loadFhirSchema();
+  // Every call provisioning makes is seen here: what it wrote is known even when a run throws.
+  const calls: string[] = [];
+  const observed: typeof fetch = async (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : input);
+    const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+    const response = await fetch(input, init);
+    calls.push(`${method} ${url.pathname.replace(/^\/fhir\/R4\//, '')} -> ${response.status}`);
+    return response;
+  };
+  const admin = new MedplumClient({ baseUrl, cacheTime: 0, fetch: observed });
+  await admin.startClientLogin(clientId, clientSecret);
+  const adminToken = admin.getAccessToken() as string;
+  const me = (await admin.get('auth/me', { cache: 'no-cache' })) as { project?: { id?: string; reference?: string } };
+  const projectId = me.project?.id ?? me.project?.reference?.split('/')[1] ?? '';
+  if (values['project-id'] && values['project-id'] !== projectId) {
+    console.error(`The client is a member of project ${projectId}, not ${values['project-id']}`);
+    process.exitCode = 2;
+    return;
+  }
+  console.error(`Medplum ${version} at ${baseUrl}, project ${projectId}\n`);
+  const adminGet = (path: string) => medplumCall(baseUrl, adminToken, 'GET', path, { waitOutQuota: true });
+
+  // 1. Provisioning, twice: the second run writes nothing.
+  const definition = demoDefinition();
+  const edgeStatementKey = process.env.EDGE_STATEMENT_KEY || randomBytes(32).toString('base64url');
+  /** One run; what it wrote: every call but reads, searches and the bots it runs at the end. */
+  const provision = async (label: string): Promise<{ report?: ProvisionReport; writes: string[] }> => {
+    const t0 = Date.now();
+    const from = calls.length;
+    const writesSince = () =>
+      calls
+        .slice(from)
+        .filter((c) => !/^(GET|HEAD) /.test(c) && !/\/_search |\/\$execute /.test(c) && !c.includes('oauth2/'));
+    const seconds = () => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
+    try {
+      const report = await applyDefinition(admin, definition, {
+        bundles: readBotBundles(definition),
+        edgeStatementKey,
+      });
+      const counts = `created ${report.created.length}, updated ${report.updated.length}, unchanged ${report.unchanged.length}, deployed ${report.deployed.length}`;
+      row(label, 'ok', `${counts}, ${calls.length - from} calls (${seconds()})`);
+      return { report, writes: writesSince() };
+    } catch (err) {
+      row(label, 'FAILED', `after ${seconds()}, at ${calls.at(-1) ?? 'the first call'}: ${message(err)}`);
+      return { writes: writesSince() };
+    }
+  };
+  const first = await provision('provisioning (demo definition)');
+  const second = await provision('provisioning again');
+  // Judged on the calls seen, so that a run that throws at its end (a bot it runs) still answers.
+  const reported = second.report ? [...second.report.created, ...second.report.updated] : [];
+  const wrote = [...new Set([...second.writes, ...reported])];
+  row(
+    'provisioning again writes nothing',
+    wrote.length === 0 ? 'ok' : 'FAILED',
+    wrote.length === 0
+      ? `no create, update, patch, delete or deploy${second.report ? `; ${second.report.unchanged.length} unchanged` : ''}${first.report ? '' : ' (the first run failed)'}`
+      : `wrote ${wrote.slice(0, 8).join(', ')}${wrote.length > 8 ? ` (+${wrote.length - 8})` : ''}`,
+  );
+
+  // The demo patient apps, found by provisioning key (a real Medplum chose their ids).
+  const appIds = new Map<string, string>();
+  for (const tenant of DEMO_TENANTS) {
+    const found = await adminGet(
+      `fhir/R4/ClientApplication?_tag=${encodeURIComponent(`${SYSTEMS.provisioning}|app-${tenant.key}`)}`,
+    );
+    const app = entriesOf(found.body)[0] as ClientApplication | undefined;
+    if (app?.id) {
+      appIds.set(tenant.key, app.id);
+    }
+  }
+  const backend: JourneyBackend = {
+    baseUrl,
+    fetch: globalThis.fetch,
+    projectId,
+    appIdOf: (tenantKey) => {
+      const id = appIds.get(tenantKey);
+      if (!id) {
+        throw new Error(`no ClientApplication tagged ${SYSTEMS.provisioning}|app-${tenantKey}`);
+      }
+      return id;
+    },
+  };
+
+  // 2. The whole journey, the patient through the SDK against an in-process gateway on this Medplum.
+  const app = createApp({
+    medplum: { baseUrl },
+    issuer: baseUrl,
+    projectId,
+    limits: DEFAULT_LIMITS,
+    publicUrl: PUBLIC_URL,
+    edgeSigner: createEdgeSigner(edgeStatementKey),
+  });
+  const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+    app.fetch(new Request(input, init))) as typeof fetch;
+  const progress: JourneyProgress = { steps: [] };
+  const journeyStart = Date.now();
+  let journeyError: unknown;
+  try {
+    await journey(backend, gatewayFetch, { silent: !values.verbose, progress });
+  } catch (err) {
+    journeyError = err;
+  }
+  progress.steps.forEach((title, i) => {
+    const failed = journeyError !== undefined && i === progress.steps.length - 1;
+    row(`journey ${i + 1}. ${title}`, failed ? 'FAILED' : 'ok', failed ? message(journeyError) : '');
+  });
+  if (journeyError === undefined) {
+    row(
+      'the whole journey',
+      'ok',
+      `${progress.steps.length} steps in ${((Date.now() - journeyStart) / 1000).toFixed(1)} s`,
+    );
+  } else {
+    row(`journey after step ${progress.steps.length}`, 'not reached', 'the journey stopped at the step above');
+  }
+
+  // 3. Attacks that need only HTTP: directly on Medplum with real tokens, and through the gateway.
+  await attacks({ baseUrl, projectId, adminToken, adminGet, gatewayFetch, progress, edgeStatementKey });
+
+  // 4. Calendars and cron.
+  await calendars(adminGet);
+  await cron(adminGet, waitCronMinutes);
+
+  // 5. The table.
+  const failed = rows.filter((r) => r.result === 'FAILED').length;
+  const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+  console.log(`## Real-Medplum lane: Medplum ${version}, ${startedAt.toISOString()}\n`);
+  console.log(
+    `${rows.length} rows: ${rows.filter((r) => r.result === 'ok' || r.result === 'held').length} ok or held, ${failed} FAILED, ${rows.filter((r) => r.result === 'not reached').length} not reached, ${rows.filter((r) => r.result === 'pending').length} pending.\n`,
+  );
+  console.log('| step | result | detail |');
+  console.log('|---|---|---|');
+  for (const r of rows) {
+    console.log(`| ${cell(r.step)} | ${r.result === 'FAILED' ? '**FAILED**' : r.result} | ${cell(r.detail)} |`);
+  }
+  process.exitCode = failed > 0 ? 1 : 0;
+}
+
+interface Person {
+  who: string;
+  token: string;
+  profile: string;
+}
+
+/** Signs a demo person in through Medplum's own login (email and password, then the code). */
+async function signIn(baseUrl: string, projectId: string, who: string, email: string): Promise<Person> {
+  const client = new MedplumClient({ baseUrl, cacheTime: 0 });
+  const login = await client.startLogin({ email, password: DEMO_PASSWORD, projectId });
+  if (!login.code) {
+    throw new Error(`${email}: Medplum asked for more than a password`);
+  }
+  await client.processCode(login.code);
+  const profile = client.getProfile();
+  return { who, token: client.getAccessToken() as string, profile: `${profile?.resourceType}/${profile?.id}` };
+}
+
+interface AttackContext {
+  baseUrl: string;
+  projectId: string;
+  adminToken: string;
+  adminGet: (path: string) => Promise<Answer>;
+  gatewayFetch: typeof fetch;
+  progress: JourneyProgress;
+  edgeStatementKey: string;
+}
+
+async function attacks(ctx: AttackContext): Promise<void> {
+  const { baseUrl, projectId, progress } = ctx;
+  const people = new Map<string, Person>();
+  for (const [key, who, email] of [
+    ['alice', 'alice (Northwind patient)', demoEmail('alice', 'northwind')],
+    ['bob', 'bob (Northwind patient)', demoEmail('bob', 'northwind')],
+    ['carol', 'carol (Southridge patient)', demoEmail('carol', 'southridge')],
+    ['northwind-clinician', 'the Northwind clinician', demoEmail('clinician', 'northwind')],
+    ['southridge-clinician', 'the Southridge clinician', demoEmail('clinician', 'southridge')],
+  ] as const) {
+    try {
+      people.set(key, await signIn(baseUrl, projectId, who, email));
+    } catch (err) {
+      row(`sign-in: ${who}`, 'FAILED', message(err));
+    }
+  }
+  if (progress.token && progress.patient) {
+    people.set('maya', { who: 'the journey patient', token: progress.token, profile: progress.patient });
+  }
+
+  const direct = (person: Person, method: string, path: string, body?: unknown) =>
+    medplumCall(baseUrl, person.token, method, `fhir/R4/${path}`, { body });
+  const viaGateway = async (person: Person, path: string) =>
+    answerOf(
+      await ctx.gatewayFetch(`${PUBLIC_URL}/v1/fhir/${path}`, { headers: { authorization: `Bearer ${person.token}` } }),
+    );
+
+  /**
+   * One attack: `attacker` does `call`; held when Medplum (or the gateway) refuses it (403/404), or, for a
+   * search, when nothing of `forbidden` comes back.
+   */
+  const attack = async (
+    what: string,
+    needs: { attacker?: string; target?: string },
+    call: (attacker: Person, target: string) => Promise<Answer>,
+    expect: 'refused' | 'nothing' = 'refused',
+  ): Promise<void> => {
+    const attacker = needs.attacker ? people.get(needs.attacker) : undefined;
+    if (!attacker || !needs.target) {
+      row(
+        `attack: ${what}`,
+        'not reached',
+        !attacker ? 'the attacker could not sign in' : 'the journey did not make it',
+      );
+      return;
+    }
+    try {
+      const answer = await call(attacker, needs.target);
+      const targetId = needs.target.split('/').pop() as string;
+      const leaked =
+        expect === 'nothing' && answer.status === 200 && entriesOf(answer.body).some((r) => r.id === targetId);
+      const held = REFUSED.includes(answer.status) || (expect === 'nothing' && answer.status === 200 && !leaked);
+      row(
+        `attack: ${what}`,
+        held ? 'held' : 'FAILED',
+        `expected ${expect === 'refused' ? '403/404' : 'nothing of it'}, got ${describe(answer)}`,
+      );
+    } catch (err) {
+      row(`attack: ${what}`, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  };
+  /** What must still work, so that the refusals above are refusals of something real. */
+  const control = async (
+    what: string,
+    person: Person | undefined,
+    target: string | undefined,
+    call: () => Promise<Answer>,
+  ) => {
+    if (!person || !target) {
+      row(`control: ${what}`, 'not reached', 'nothing to read');
+      return;
+    }
+    const answer = await call();
+    row(`control: ${what}`, answer.status === 200 ? 'ok' : 'FAILED', `expected 200, got ${describe(answer)}`);
+  };
+
+  const binary = progress.document; // Binary/<id>
+  const patient = progress.patient;
+  const response = progress.questionnaireResponse || undefined;
+  const observation = patient
+    ? entriesOf((await ctx.adminGet(`fhir/R4/Observation?subject=${patient}&_count=1`)).body)[0]
+    : undefined;
+  const observationRef = observation ? `Observation/${observation.id}` : undefined;
+  const maya = people.get('maya');
+
+  // The journey patient's uploaded document (Binary.securityContext = her Patient).
+  await control('the journey patient reads her own uploaded Binary', maya, binary, () =>
+    direct(maya as Person, 'GET', binary as string),
+  );
+  for (const attacker of ['bob', 'carol']) {
+    const who = people.get(attacker)?.who ?? attacker;
+    await attack(`${who} reads the journey patient's uploaded Binary directly`, { attacker, target: binary }, (a, t) =>
+      direct(a, 'GET', t),
+    );
+    await attack(
+      `${who} reads the journey patient's uploaded Binary through GET /v1/fhir/Binary/{id}`,
+      { attacker, target: binary },
+      (a, t) => viaGateway(a, t),
+    );
+  }
+  await attack(
+    "the Southridge clinician reads the journey patient's uploaded Binary directly",
+    { attacker: 'southridge-clinician', target: binary },
+    (a, t) => direct(a, 'GET', t),
+  );
+
+  // Another patient's record.
+  for (const [attacker, target, label] of [
+    ['bob', patient, "the journey patient's Patient"],
+    ['carol', patient, "the journey patient's Patient"],
+    ['bob', response, "the journey patient's QuestionnaireResponse"],
+    ['carol', response, "the journey patient's QuestionnaireResponse"],
+    ['bob', observationRef, "the journey patient's Observation"],
+    ['carol', observationRef, "the journey patient's Observation"],
+  ] as const) {
+    const who = people.get(attacker)?.who ?? attacker;
+    await attack(`${who} reads ${label} directly`, { attacker, target }, (a, t) => direct(a, 'GET', t));
+    await attack(`${who} reads ${label} through the gateway`, { attacker, target }, (a, t) => viaGateway(a, t));
+  }
+  const alice = people.get('alice');
+  const aliceWeight = alice
+    ? entriesOf((await ctx.adminGet(`fhir/R4/Observation?subject=${alice.profile}&_count=1`)).body)[0]
+    : undefined;
+  await attack(
+    "bob (Northwind patient) reads alice's Patient directly",
+    { attacker: 'bob', target: alice?.profile },
+    (a, t) => direct(a, 'GET', t),
+  );
+  await attack(
+    "bob (Northwind patient) searches alice's Observations (Observation?subject=)",
+    { attacker: 'bob', target: aliceWeight ? `Observation/${aliceWeight.id}` : undefined },
+    (a) => direct(a, 'GET', `Observation?subject=${alice?.profile}`),
+    'nothing',
+  );
+  await attack(
+    "carol (Southridge patient) reads alice's body-weight Observation directly",
+    { attacker: 'carol', target: aliceWeight ? `Observation/${aliceWeight.id}` : undefined },
+    (a, t) => direct(a, 'GET', t),
+  );
+
+  // A clinician of the other tenant.
+  await control(
+    'the Northwind clinician reads the journey patient (her tenant)',
+    people.get('northwind-clinician'),
+    patient,
+    () => direct(people.get('northwind-clinician') as Person, 'GET', patient as string),
+  );
+  await attack(
+    'the Southridge clinician reads the journey patient directly',
+    { attacker: 'southridge-clinician', target: patient },
+    (a, t) => direct(a, 'GET', t),
+  );
+  await attack(
+    'the Southridge clinician searches the journey patient (Patient?_id=)',
+    { attacker: 'southridge-clinician', target: patient },
+    (a, t) => direct(a, 'GET', `Patient?_id=${t.split('/')[1]}`),
+    'nothing',
+  );
+  await attack(
+    "the Southridge clinician searches the journey patient's Observations",
+    { attacker: 'southridge-clinician', target: observationRef },
+    () => direct(people.get('southridge-clinician') as Person, 'GET', `Observation?subject=${patient}`),
+    'nothing',
+  );
+
+  // Bots: their code, and $execute of a bot patients may not run.
+  const botOf = async (key: string): Promise<Bot | undefined> =>
+    entriesOf((await ctx.adminGet(`fhir/R4/Bot?identifier=${encodeURIComponent(`${SYSTEMS.bots}|${key}`)}`)).body)[0] as
+      | Bot
+      | undefined;
+  // A real Medplum answers a Bot's code as a presigned storage URL (`<base>storage/<id>/<version>?...`).
+  const binaryOf = (url: string | undefined): string | undefined => {
+    const id = url?.startsWith('Binary/') ? url.slice(7) : /\/storage\/([\w-]+)\//.exec(url ?? '')?.[1];
+    return id ? `Binary/${id.split('/')[0]}` : undefined;
+  };
+  const completeTask = await botOf('complete-task');
+  const code = binaryOf(completeTask?.executableCode?.url);
+  const source = binaryOf(completeTask?.sourceCode?.url);
+  await control(
+    "the admin reads a bot's code Binary (Bot.executableCode.url)",
+    { who: 'admin', token: ctx.adminToken, profile: '' },
+    code,
+    () => medplumCall(baseUrl, ctx.adminToken, 'GET', `fhir/R4/${code}`),
+  );
+  for (const attacker of ['bob', 'northwind-clinician']) {
+    const who = people.get(attacker)?.who ?? attacker;
+    await attack(
+      `${who} reads the complete-task bot's code Binary (executableCode)`,
+      { attacker, target: code },
+      (a, t) => direct(a, 'GET', t),
+    );
+    await attack(
+      `${who} reads the complete-task bot's source Binary (sourceCode)`,
+      { attacker, target: source },
+      (a, t) => direct(a, 'GET', t),
+    );
+  }
+  // A patient may read the bots she runs, but not where their code is (reads.test.ts).
+  const patientBot = people.get('bob');
+  if (patientBot && completeTask?.id) {
+    const answer = await direct(patientBot, 'GET', `Bot/${completeTask.id}`);
+    const shows = /executableCode|sourceCode/.test(answer.text);
+    row(
+      'attack: bob (Northwind patient) reads the complete-task Bot: where its code is',
+      shows ? 'FAILED' : 'held',
+      `expected no executableCode/sourceCode, got ${describe(answer)}${shows ? ' showing them' : ''}`,
+    );
+  }
+  for (const key of ['eligibility', 'compose-offer', 'reconcile', 'materialize-slots', 'sms-opt-out']) {
+    const bot = await botOf(key);
+    await attack(
+      `bob (Northwind patient) runs the ${key} bot ($execute), not a patient's`,
+      { attacker: 'bob', target: bot?.id ? `Bot/${bot.id}` : undefined },
+      (a, t) => direct(a, 'POST', `${t}/$execute`, {}),
+    );
+  }
+
+  // Bot-only writes.
+  const bob = people.get('bob');
+  await attack(
+    'bob (Northwind patient) creates a CarePlan for himself directly',
+    { attacker: 'bob', target: bob?.profile },
+    (a) =>
+      direct(a, 'POST', 'CarePlan', {
+        resourceType: 'CarePlan',
+        status: 'active',
+        intent: 'plan',
+        subject: { reference: a.profile },
+      }),
+  );
+  await attack(
+    'bob (Northwind patient) creates a Consent for himself directly',
+    { attacker: 'bob', target: bob?.profile },
+    (a) =>
+      direct(a, 'POST', 'Consent', {
+        resourceType: 'Consent',
+        status: 'active',
+        scope: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/consentscope', code: 'treatment' }] },
+        category: [{ coding: [{ system: 'http://loinc.org', code: '59284-0' }] }],
+        patient: { reference: a.profile },
+        dateTime: new Date().toISOString(),
+      }),
+  );
+  await attack(
+    'bob (Northwind patient) reads the Project (its secrets hold the edge key)',
+    { attacker: 'bob', target: `Project/${projectId}` },
+    (a, t) => direct(a, 'GET', t),
+  );
+  for (const key of ['bob', 'northwind-clinician']) {
+    const person = people.get(key);
+    if (!person) {
+      continue;
+    }
+    const answer = await medplumCall(baseUrl, person.token, 'GET', 'auth/me');
+    const shows = answer.text.includes(ctx.edgeStatementKey);
+    row(
+      `attack: ${person.who} reads auth/me: the Project's secrets`,
+      answer.status === 200 && !shows ? 'held' : 'FAILED',
+      `expected 200 without the edge-statement key, got ${answer.status}${shows ? ' WITH the key' : ''}`,
+    );
+  }
+}
+
+/** Every Schedule of the demo tenants has free Slots in the coming week (materialize-slots ran at provisioning). */
+async function calendars(adminGet: (path: string) => Promise<Answer>): Promise<void> {
+  const tenants = new Map<string, string>();
+  for (const tenant of DEMO_TENANTS) {
+    const org = entriesOf(
+      (await adminGet(`fhir/R4/Organization?_tag=${encodeURIComponent(`${SYSTEMS.provisioning}|org-${tenant.key}`)}`))
+        .body,
+    )[0];
+    if (org?.id) {
+      tenants.set(`Organization/${org.id}`, tenant.name);
+    }
+  }
+  // What the bot said of its runs (provisioning runs it once at its end).
+  const bot = entriesOf(
+    (await adminGet(`fhir/R4/Bot?identifier=${encodeURIComponent(`${SYSTEMS.bots}|materialize-slots`)}`)).body,
+  )[0];
+  const runs = bot?.id
+    ? (entriesOf(
+        (await adminGet(`fhir/R4/AuditEvent?entity=Bot/${bot.id}&_sort=_lastUpdated&_count=20`)).body,
+      ) as AuditEvent[])
+    : [];
+  const failedRuns = runs.filter((r) => r.outcome !== '0');
+  row(
+    'calendars: the materialize-slots runs (AuditEvents)',
+    runs.length > 0 && failedRuns.length === 0 ? 'ok' : 'FAILED',
+    runs.length === 0
+      ? 'no run recorded'
+      : `${runs.length} run(s), outcomes ${runs.map((r) => r.outcome).join(', ')}${failedRuns.length ? `; ${lastLine(failedRuns[0].outcomeDesc)}` : ''}`,
+  );
+  const schedules = entriesOf((await adminGet('fhir/R4/Schedule?active=true&_count=100')).body) as Schedule[];
+  const ours = schedules.filter((s) => s.meta?.accounts?.some((a) => tenants.has(a.reference ?? '')));
+  if (ours.length === 0) {
+    row('calendars: every demo Schedule has free Slots this week', 'FAILED', 'no Schedule of the demo tenants');
+    return;
+  }
+  const now = new Date();
+  const end = new Date(now.getTime() + 7 * DAY);
+  for (const schedule of ours) {
+    const tenant = tenants.get(schedule.meta?.accounts?.find((a) => tenants.has(a.reference ?? ''))?.reference ?? '');
+    const counted = await adminGet(
+      `fhir/R4/Slot?schedule=Schedule/${schedule.id}&status=free&start=ge${now.toISOString()}&start=lt${end.toISOString()}&_summary=count`,
+    );
+    const total = (counted.body as Bundle | undefined)?.total ?? 0;
+    row(
+      `calendars: ${schedule.comment ?? `Schedule/${schedule.id}`} (${tenant})`,
+      counted.status === 200 && total > 0 ? 'ok' : 'FAILED',
+      counted.status === 200 ? `${total} free Slots in the coming week` : describe(counted),
+    );
+  }
+}
+
+/** The last line of a bot's output (an AuditEvent's outcomeDesc), where its error is. */
+const lastLine = (text: string | undefined): string => (text ?? '').trim().split('\n').at(-1)?.slice(0, 200) ?? '';
+
+/** Whether the reconcile cron bot has run: an AuditEvent of a run Medplum started without a requester. */
+async function cron(adminGet: (path: string) => Promise<Answer>, waitMinutes: number): Promise<void> {
+  const found = await adminGet(`fhir/R4/Bot?identifier=${encodeURIComponent(`${SYSTEMS.bots}|reconcile`)}`);
+  const bot = entriesOf(found.body)[0] as Bot | undefined;
+  if (!bot?.id) {
+    row('cron: the reconcile bot has run', 'FAILED', 'no reconcile bot');
+    return;
+  }
+  const deadline = Date.now() + waitMinutes * 60_000;
+  for (;;) {
+    const events = entriesOf(
+      (await adminGet(`fhir/R4/AuditEvent?entity=Bot/${bot.id}&_sort=-_lastUpdated&_count=20`)).body,
+    ) as AuditEvent[];
+    // A cron run has no requester (packages/server/src/workers/cron.ts executeBot without one).
+    const runs = events.filter((e) => !e.agent?.some((a) => a.requestor && a.who?.reference));
+    if (runs.length > 0) {
+      const last = runs[0];
+      row(
+        `cron: the reconcile bot has run (${bot.cronString})`,
+        last.outcome === '0' ? 'ok' : 'FAILED',
+        `${runs.length} run(s), last at ${last.recorded} with outcome ${last.outcome}${last.outcome === '0' ? '' : `: ${lastLine(last.outcomeDesc)}`}`,
+      );
+      return;
+    }
+    if (Date.now() >= deadline) {
+      const waited = waitMinutes > 0 ? ` within ${waitMinutes} min` : ' yet';
+      row(
+        `cron: the reconcile bot has run (${bot.cronString})`,
+        waitMinutes > 0 ? 'FAILED' : 'pending',
+        `no run${waited}${waitMinutes > 0 ? '' : ' (--wait-cron-minutes N to wait for one)'}; ${events.length} AuditEvent(s) of it in all`,
+      );
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 15_000));
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`The lane stopped: ${message(err)}`);
+  process.exitCode = 1;
+});
