@@ -60,17 +60,25 @@ interface Answer {
   text: string;
   body: unknown;
   contentType: string;
+  bytes: number;
 }
 
 async function answerOf(response: Response): Promise<Answer> {
-  const text = await response.text();
+  const raw = new Uint8Array(await response.arrayBuffer());
+  const text = new TextDecoder().decode(raw);
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
     body = undefined;
   }
-  return { status: response.status, text, body, contentType: response.headers.get('content-type') ?? '' };
+  return {
+    status: response.status,
+    text,
+    body,
+    contentType: response.headers.get('content-type') ?? '',
+    bytes: raw.byteLength,
+  };
 }
 
 /** One HTTP call to Medplum with a token. The admin's own look-ups wait out the FHIR quota (429). */
@@ -118,7 +126,7 @@ function describe(answer: Answer): string {
   if (body?.resourceType) {
     return `${answer.status}, ${body.resourceType}/${body.id ?? ''}`;
   }
-  return `${answer.status}, ${answer.contentType.split(';')[0] || 'a body'} of ${answer.text.length} bytes`;
+  return `${answer.status}, ${answer.contentType.split(';')[0] || 'a body'} of ${answer.bytes} bytes`;
 }
 
 const REFUSED = [403, 404];
@@ -341,10 +349,9 @@ async function attacks(ctx: AttackContext): Promise<void> {
 
   const direct = (person: Person, method: string, path: string, body?: unknown) =>
     medplumCall(baseUrl, person.token, method, `fhir/R4/${path}`, { body });
-  const viaGateway = async (person: Person, path: string) =>
-    answerOf(
-      await ctx.gatewayFetch(`${PUBLIC_URL}/v1/fhir/${path}`, { headers: { authorization: `Bearer ${person.token}` } }),
-    );
+  const gateway = async (person: Person, path: string) =>
+    answerOf(await ctx.gatewayFetch(`${PUBLIC_URL}${path}`, { headers: { authorization: `Bearer ${person.token}` } }));
+  const viaGateway = (person: Person, path: string) => gateway(person, `/v1/fhir/${path}`);
 
   /**
    * One attack: `attacker` does `call`; held when Medplum (or the gateway) refuses it (403/404), or, for a
@@ -404,9 +411,11 @@ async function attacks(ctx: AttackContext): Promise<void> {
   const observationRef = observation ? `Observation/${observation.id}` : undefined;
   const maya = people.get('maya');
 
-  // The journey patient's uploaded document (Binary.securityContext = her Patient).
-  await control('the journey patient reads her own uploaded Binary', maya, binary, () =>
-    direct(maya as Person, 'GET', binary as string),
+  // The journey patient's uploaded document (Binary.securityContext = her Patient): hers through
+  // GET /v1/documents/{id} alone; nobody reads a Binary by id on Medplum (5.0.10 does not check its context).
+  const documentPath = `/v1/documents/${binary?.split('/')[1]}`;
+  await control('the journey patient reads her own document through GET /v1/documents/{id}', maya, binary, () =>
+    gateway(maya as Person, documentPath),
   );
   for (const attacker of ['bob', 'carol']) {
     const who = people.get(attacker)?.who ?? attacker;
@@ -417,6 +426,11 @@ async function attacks(ctx: AttackContext): Promise<void> {
       `${who} reads the journey patient's uploaded Binary through GET /v1/fhir/Binary/{id}`,
       { attacker, target: binary },
       (a, t) => viaGateway(a, t),
+    );
+    await attack(
+      `${who} reads the journey patient's document through GET /v1/documents/{id}`,
+      { attacker, target: binary },
+      (a) => gateway(a, documentPath),
     );
   }
   await attack(
