@@ -1,36 +1,102 @@
-import type { BotEvent, MedplumClient } from '@medplum/core';
+import { type BotEvent, type MedplumClient, OperationOutcomeError } from '@medplum/core';
 import type { Bundle, BundleEntry, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
 import { SYSTEMS, TIMEZONE_EXTENSION, VISIT_TYPES, type VisitType } from '../contracts/systems';
 import { readInput } from './lib/input';
 import { searchAll } from './lib/search';
 import { localDate, workingSlots } from './lib/slots';
 
-/** How far ahead free Slots exist: three weeks from today, extended by every daily run. */
+/** How far ahead free Slots exist: three weeks from today, extended by every run. */
 export const HORIZON_DAYS = 21;
+/**
+ * The most Slots one run makes. Each is a conditional create, 120 points of the bot's FHIR quota on
+ * Medplum (a write 100, its search 20; packages/server/src/fhir/fhirquota.ts), and the bot has 50,000 a
+ * minute for everything it does: 350 (42,000) leaves room for its reads. The soonest missing Slots of
+ * all Schedules come first, so every Schedule has its next days after one run; the hourly runs fill
+ * the rest of the horizon.
+ */
+export const SLOTS_PER_RUN = 350;
 /** Conditional creates per batch. */
 const PER_BATCH = 100;
 
+interface WantedSlot {
+  schedule: Schedule & { id: string };
+  key: string;
+  start: string;
+  end: string;
+}
+
 /**
- * Cron bot (daily, and once after provisioning): materialises the free Slots of every active Schedule
+ * Cron bot (hourly, and once after provisioning): materialises the free Slots of every active Schedule
  * for the next HORIZON_DAYS local days (JOURNEY H). A Schedule has one actor, a PractitionerRole whose
  * `availableTime` is its working hours, wall-clock in the Schedule's time zone; its slots are as long as
- * the visit type it serves. Each Slot is a conditional create keyed `Schedule/<id>;<start>`, so a run
- * makes only what is missing and never touches a booked Slot. It decides nothing from its input.
+ * the visit type it serves. What exists is read first (one paged search of keys), so a run writes only
+ * what is missing, at most SLOTS_PER_RUN, soonest first. Each Slot is a conditional create keyed
+ * `Schedule/<id>;<start>`, so two runs never make one twice and a booked Slot is never touched. Every
+ * batch entry is checked: if any write failed the run fails, naming how many, and the next run makes
+ * them. It decides nothing from its input.
  */
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
   const input = readInput('materialize-slots', event.input);
   if (!input.ok) {
     return input;
   }
+  const now = new Date().toISOString();
   const schedules = await searchAll(medplum, 'Schedule', { active: 'true' });
-  let made = 0;
+  const wanted: WantedSlot[] = [];
   for (const schedule of schedules) {
-    made += await materialize(medplum, schedule);
+    wanted.push(...(await slotsOf(medplum, schedule, now)));
   }
-  return { ok: true, schedules: schedules.length, slots: made };
+  const existing = new Set<string>();
+  if (wanted.length > 0) {
+    const found = await searchAll(medplum, 'Slot', {
+      schedule: schedules.map((s) => `Schedule/${s.id}`).join(','),
+      start: `ge${now}`,
+      _elements: 'identifier',
+    });
+    for (const slot of found) {
+      for (const identifier of slot.identifier ?? []) {
+        if (identifier.system === SYSTEMS.slotKey && identifier.value) {
+          existing.add(identifier.value);
+        }
+      }
+    }
+  }
+  const missing = wanted.filter((w) => !existing.has(w.key)).sort((a, b) => a.start.localeCompare(b.start));
+  const slice = missing.slice(0, SLOTS_PER_RUN);
+  let made = 0;
+  const failed: string[] = [];
+  for (let i = 0; i < slice.length; i += PER_BATCH) {
+    const batch = slice.slice(i, i + PER_BATCH);
+    const bundle: Bundle = { resourceType: 'Bundle', type: 'batch', entry: batch.map(slotCreate) };
+    const response = await medplum.executeBatch(bundle);
+    batch.forEach((_, index) => {
+      const status = response.entry?.[index]?.response?.status ?? 'none';
+      if (status.startsWith('201')) {
+        made++;
+      } else if (!status.startsWith('200')) {
+        // 200: another run made it first. Anything else (a 429 of the quota, a 5xx) is a Slot not made.
+        failed.push(status.split(' ')[0]);
+      }
+    });
+  }
+  if (failed.length > 0) {
+    const statuses = [...new Set(failed)].join(', ');
+    const text = `materialize-slots: ${failed.length} of ${slice.length} slot writes failed (${statuses})`;
+    // Refused for the quota: said as Medplum says it (`throttled`), so that a caller waits and runs it again.
+    const code = failed.includes('429') ? 'throttled' : 'exception';
+    throw new OperationOutcomeError({
+      resourceType: 'OperationOutcome',
+      issue: [{ severity: 'error', code, details: { text } }],
+    });
+  }
+  return { ok: true, schedules: schedules.length, slots: made, remaining: missing.length - slice.length };
 }
 
-async function materialize(medplum: MedplumClient, schedule: Schedule): Promise<number> {
+async function slotsOf(
+  medplum: MedplumClient,
+  schedule: Schedule & { id: string },
+  now: string,
+): Promise<WantedSlot[]> {
   const timeZone = schedule.extension?.find((e) => e.url === TIMEZONE_EXTENSION)?.valueCode;
   const [type, id] = (schedule.actor?.[0]?.reference ?? '').split('/');
   const role =
@@ -42,36 +108,30 @@ async function materialize(medplum: MedplumClient, schedule: Schedule): Promise<
     .find((c) => c.system === SYSTEMS.visitType && c.code && c.code in VISIT_TYPES)?.code as VisitType | undefined;
   const minutes = visit ? VISIT_TYPES[visit].minutes : 0;
   if (!timeZone || !role?.availableTime || minutes === 0) {
-    return 0;
+    return [];
   }
   const today = localDate(Date.now(), timeZone);
-  const now = new Date().toISOString();
-  const slots = workingSlots(role.availableTime, timeZone, today, HORIZON_DAYS, minutes).filter((s) => s.start > now);
-  let made = 0;
-  for (let i = 0; i < slots.length; i += PER_BATCH) {
-    const entries: BundleEntry[] = slots.slice(i, i + PER_BATCH).map(({ start, end }) => {
-      const key = `Schedule/${schedule.id};${start}`;
-      const slot: Slot = {
-        resourceType: 'Slot',
-        identifier: [{ system: SYSTEMS.slotKey, value: key }],
-        schedule: { reference: `Schedule/${schedule.id}` },
-        serviceType: schedule.serviceType,
-        status: 'free',
-        start,
-        end,
-      };
-      return {
-        resource: slot,
-        request: {
-          method: 'POST',
-          url: 'Slot',
-          ifNoneExist: `identifier=${encodeURIComponent(`${SYSTEMS.slotKey}|${key}`)}`,
-        },
-      };
-    });
-    const bundle: Bundle = { resourceType: 'Bundle', type: 'batch', entry: entries };
-    const response = await medplum.executeBatch(bundle);
-    made += (response.entry ?? []).filter((e) => e.response?.status?.startsWith('201')).length;
-  }
-  return made;
+  return workingSlots(role.availableTime, timeZone, today, HORIZON_DAYS, minutes)
+    .filter((s) => s.start > now)
+    .map(({ start, end }) => ({ schedule, key: `Schedule/${schedule.id};${start}`, start, end }));
+}
+
+function slotCreate({ schedule, key, start, end }: WantedSlot): BundleEntry {
+  const slot: Slot = {
+    resourceType: 'Slot',
+    identifier: [{ system: SYSTEMS.slotKey, value: key }],
+    schedule: { reference: `Schedule/${schedule.id}` },
+    serviceType: schedule.serviceType,
+    status: 'free',
+    start,
+    end,
+  };
+  return {
+    resource: slot,
+    request: {
+      method: 'POST',
+      url: 'Slot',
+      ifNoneExist: `identifier=${encodeURIComponent(`${SYSTEMS.slotKey}|${key}`)}`,
+    },
+  };
 }

@@ -96,6 +96,6 @@ export const readDocumentRoute = createRoute({
       description: 'The document.',
       content: Object.fromEntries(DOCUMENT_TYPES.map((type) => [type, { schema: DocumentBytes }])),
     },
-    ...errorResponses(404, ...SECURED_STATUSES),
+    ...errorResponses(400, 404, ...SECURED_STATUSES),
   },
 });

@@ -16,6 +16,7 @@ import { BotRunner, registerBotOperations } from './bots/operations';
 import { medplumCors } from './cors';
 import { CronScheduler } from './cron';
 import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
+import { DEFAULT_FHIR_QUOTA, FhirQuota } from './quota';
 import { loadFhirSchema } from './schema';
 import { serveStorage } from './storage';
 import { Database } from './store/database';
@@ -37,6 +38,11 @@ export interface EmbeddedMedplumOptions {
   overlapConflictMs?: number;
   /** Origins whose pages may call this API from a browser (Medplum's `allowedOrigins`); default none. */
   corsOrigins?: readonly OriginRule[];
+  /**
+   * FHIR quota points per membership and minute, as Medplum's `defaultFhirQuota` (default 50,000, or
+   * `EMBEDDED_FHIR_QUOTA`); a Project's `userFhirQuota` / `totalFhirQuota` system settings override it.
+   */
+  fhirQuota?: number;
 }
 
 export interface EmbeddedMedplum {
@@ -78,10 +84,16 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   let cron: CronScheduler | undefined;
   const callers = new CallerCache(foreignCommitCounter(db));
   const attachments = new AttachmentUrls(baseUrl, options.clock);
+  const quotaFromEnv = Number(process.env.EMBEDDED_FHIR_QUOTA);
+  const quota = new FhirQuota(
+    options.fhirQuota ?? (quotaFromEnv > 0 ? quotaFromEnv : DEFAULT_FHIR_QUOTA),
+    options.clock ? () => (options.clock as () => Date)().getTime() : undefined,
+  );
   const env = {
     db,
     baseUrl,
     attachments,
+    quota,
     clock: options.clock,
     overlapConflictMs: options.overlapConflictMs,
     onCommit: (changes: ResourceChange[]) => {
@@ -104,13 +116,18 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     try {
       const caller = await authenticate(authDeps, call.headers.authorization);
       const extendedMode = call.headers['x-medplum']?.toLowerCase() === 'extended';
-      return await handleFhirRequest(
+      const response = await handleFhirRequest(
         call,
         router,
         systemRepo.withCaller({ ...caller, extendedMode }),
         maxBodyBytes,
         attachments,
       );
+      const rateLimit = quota.header(caller);
+      if (rateLimit) {
+        response.headers.set('ratelimit', rateLimit);
+      }
+      return response;
     } catch (err) {
       return thrownResponse(err);
     }

@@ -3,6 +3,7 @@ import { getStatus, OperationOutcomeError } from '@medplum/core';
 import type { Identifier } from '@medplum/fhirtypes';
 import { ERROR_STATUS, type ErrorCode } from '../../contracts/errors';
 import { ApiError } from '../errors';
+import { retryAfterSeconds } from '../shared/rate-limit';
 
 interface BotFailure {
   ok: false;
@@ -32,6 +33,18 @@ export async function callBot(
   try {
     result = await medplum.executeBot(bot, input, 'application/json', { maxRetries: 0 });
   } catch (err) {
+    if (err instanceof OperationOutcomeError && err.outcome.issue?.some((i) => i.code === 'throttled')) {
+      // The bot ran out of its own FHIR quota on Medplum (packages/server/src/fhir/fhirquota.ts), which all
+      // patients share: the platform is at capacity, not the caller at fault. Nothing was written (each
+      // bot's change is one transaction); the same call later succeeds.
+      const seconds = retryAfterSeconds(err.outcome);
+      throw new ApiError(
+        'upstream_unavailable',
+        'The record service is at capacity; try again shortly',
+        { retryAfter: seconds },
+        { 'Retry-After': String(seconds) },
+      );
+    }
     if (err instanceof OperationOutcomeError && !MEDPLUM_REFUSALS.has(getStatus(err.outcome))) {
       // The bot threw: never the caller's fault, and its text may hold internals. Medplum answers it
       // 400 with the normalized outcome of what was thrown, whose code (conflict, invalid...) is not a

@@ -2,6 +2,7 @@ import { getStatus, isOperationOutcome, OperationOutcomeError } from '@medplum/c
 import type { OperationOutcome } from '@medplum/fhirtypes';
 import { ApiError, forbidden, unauthenticated } from '../errors';
 import { hasBufferedBody, withBufferedBody } from '../shared/buffered-body';
+import { retryAfterSeconds } from '../shared/rate-limit';
 
 /** Thrown by the gateway's fetch when Medplum itself failed; never a client mistake. */
 export class UpstreamFailure extends Error {
@@ -77,10 +78,6 @@ function isBinary(input: RequestInfo | URL): boolean {
   return /\/Binary\//.test(url);
 }
 
-/** What a 429 asks the client to wait: MedplumClient's error keeps none of Medplum's headers to pass on. */
-const RETRY_AFTER_SECONDS = 1;
-const RETRY_AFTER = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
-
 /** Maps what a MedplumClient call threw to the public error; undefined when it is not Medplum's (a bug). */
 export function toApiError(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) {
@@ -123,8 +120,15 @@ export function toApiError(err: unknown): ApiError | undefined {
     case 412:
       // The route that sent the If-Match adds it to the details (src/routes/fhir.ts).
       return new ApiError('version_conflict', 'If-Match does not match the current version');
-    case 429:
-      return new ApiError('rate_limited', 'Too many requests', { retryAfter: RETRY_AFTER_SECONDS }, RETRY_AFTER);
+    case 429: {
+      const seconds = retryAfterSeconds(outcome);
+      return new ApiError(
+        'rate_limited',
+        'Too many requests',
+        { retryAfter: seconds },
+        { 'Retry-After': String(seconds) },
+      );
+    }
     default:
       return new ApiError('upstream_error', 'The record service failed');
   }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { MedplumClient, WithId } from '@medplum/core';
-import { getReferenceString } from '@medplum/core';
+import { getReferenceString, OperationOutcomeError } from '@medplum/core';
 import type {
   AccessPolicy,
   Bot,
@@ -15,6 +15,7 @@ import type {
 } from '@medplum/fhirtypes';
 import { binaryIdOf } from '../../contracts/attachments';
 import { BOT_AUDIENCE, EDGE_STATEMENT, EXTENSIONS, STORAGE_BASE_SECRET, SYSTEMS } from '../../contracts/systems';
+import { retryAfterSeconds } from '../shared/rate-limit';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
 
 export interface ProvisionReport {
@@ -77,6 +78,7 @@ export async function applyDefinition(
   options: ProvisionOptions,
 ): Promise<ProvisionReport> {
   const report: ProvisionReport = { created: [], updated: [], unchanged: [], deployed: [] };
+  await requireTestedMedplum(medplum);
   const keys = new Map<string, Reference>();
   const project = await currentProject(medplum);
   keys.set('project', plainReference(project));
@@ -335,12 +337,73 @@ export async function applyDefinition(
     });
   }
   // Work that must exist before the first cron run (the next weeks' free Slots): each such bot once.
+  // A one-off run follows a run that made something (a first one, a new schedule...) or deployed the
+  // bot's new code: a run that changed nothing writes nothing, and the bots' own schedules carry on.
   if (options.runBots !== false) {
-    for (const bot of definition.bots.filter((b) => b.runAfterProvisioning)) {
-      await medplum.executeBot({ system: SYSTEMS.bots, value: bot.key }, {}, 'application/json');
+    const due = definition.bots.filter(
+      (b) => b.runAfterProvisioning && (report.created.length > 0 || report.deployed.includes(b.key)),
+    );
+    for (const bot of due) {
+      await whenQuotaAllows(() => medplum.executeBot({ system: SYSTEMS.bots, value: bot.key }, {}, 'application/json'));
     }
   }
   return report;
+}
+
+/** How many times a call refused for a spent FHIR quota is tried again, each after its window ends. */
+const QUOTA_ATTEMPTS = 3;
+
+/**
+ * A call made again once Medplum's FHIR quota window has passed, when it was refused for the quota:
+ * a 429, or a bot that stopped on its own 429 (thrown, so answered 400 with a `throttled` issue). A
+ * refused call did nothing (each bot's change is one transaction, each Slot a conditional create).
+ */
+async function whenQuotaAllows<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const outcome = err instanceof OperationOutcomeError ? err.outcome : undefined;
+      const throttled = outcome?.issue?.some((i) => i.code === 'throttled');
+      if (!outcome || !throttled || attempt >= QUOTA_ATTEMPTS) {
+        throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, retryAfterSeconds(outcome) * 1000 + 250));
+    }
+  }
+}
+
+/** The oldest Medplum server this project is tested on (the real-Medplum lane, docs/real-medplum.md). */
+export const OLDEST_TESTED_MEDPLUM = '5.0.10';
+
+/**
+ * Refuses a Medplum older than the oldest tested: `/healthcheck` answers `{ok, version}` (e.g.
+ * `5.0.10-e9bc9bcf4`; packages/server/src/healthcheck.ts). An older server may lack what the bots and
+ * policies rely on, and would fail in odd ways later.
+ */
+async function requireTestedMedplum(medplum: MedplumClient): Promise<void> {
+  const health = (await medplum.get('healthcheck', { cache: 'no-cache' })) as { version?: unknown };
+  const version = typeof health.version === 'string' ? health.version : undefined;
+  if (!version || compareVersions(version, OLDEST_TESTED_MEDPLUM) < 0) {
+    throw new Error(
+      `Medplum ${version ?? '(version unknown)'} is older than ${OLDEST_TESTED_MEDPLUM}, the oldest this project is tested on: upgrade the server first`,
+    );
+  }
+}
+
+/** Compares the `major.minor.patch` at the start of two versions. */
+export function compareVersions(a: string, b: string): number {
+  const parts = (v: string) => (/^(\d+)\.(\d+)\.(\d+)/.exec(v) ?? []).slice(1, 4).map(Number);
+  const [x, y] = [parts(a), parts(b)];
+  if (x.length < 3) {
+    return -1;
+  }
+  for (let i = 0; i < 3; i++) {
+    if (x[i] !== y[i]) {
+      return x[i] - y[i];
+    }
+  }
+  return 0;
 }
 
 async function currentProject(medplum: MedplumClient): Promise<WithId<Project>> {

@@ -29,7 +29,9 @@ async function main(): Promise<void> {
   }
   loadFhirSchema();
   const definition = values.demo ? demoDefinition() : platformDefinition;
-  const medplum = new MedplumClient({ baseUrl, cacheTime: 0 });
+  // A 429 of the FHIR quota is waited out: MedplumClient retries after the window the `RateLimit`
+  // header names (up to a minute) instead of stopping half way.
+  const medplum = new MedplumClient({ baseUrl, cacheTime: 0, maxRetries: 4, maxRetryTime: 65_000 });
   await medplum.startClientLogin(clientId, clientSecret);
   // The key the gateway signs edge statements with (its EDGE_STATEMENT_KEY), stored as the Project
   // secret the bots check; from the environment, never a flag (flags end up in shell histories).

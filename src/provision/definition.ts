@@ -985,9 +985,9 @@ export const platformDefinition: ProvisionDefinition = {
     {
       key: 'materialize-slots',
       description:
-        'Daily (and once after provisioning): the free Slots of every active Schedule for the next three weeks.',
+        'Hourly (and once after provisioning): the free Slots of every active Schedule for the next three weeks, at most 350 a run (its FHIR quota), soonest first.',
       accessPolicy: 'bot-materialize-slots',
-      cronString: '0 2 * * *',
+      cronString: '0 * * * *',
       runAfterProvisioning: true,
     },
     {

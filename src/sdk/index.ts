@@ -24,7 +24,7 @@ import {
   segmentsRoute,
 } from '../../contracts/appointments';
 import { AssessmentSchema, StartAssessmentRequestSchema, startAssessmentRoute } from '../../contracts/assessments';
-import { DocumentAttachmentSchema, uploadDocumentRoute } from '../../contracts/documents';
+import { DocumentAttachmentSchema, readDocumentRoute, uploadDocumentRoute } from '../../contracts/documents';
 import {
   activateEnrollmentRoute,
   EnrollmentSchema,
@@ -111,6 +111,45 @@ export function createPatientCareClient(options: ClientOptions) {
       headers?: Record<string, string>;
     } = {},
   ) {
+    const response = await send(route, input);
+    const body = (await response.json()) as unknown;
+    if (!response.ok) {
+      throw apiError(response.status, body);
+    }
+    return body;
+  }
+
+  /** A call whose success is bytes (a document), not JSON. */
+  async function callForBytes(route: Route, params: Record<string, string>) {
+    const response = await send(route, { params, headers: { accept: '*/*' } });
+    if (!response.ok) {
+      throw apiError(response.status, await response.json().catch(() => undefined));
+    }
+    return {
+      contentType: response.headers.get('content-type') ?? 'application/octet-stream',
+      data: new Uint8Array(await response.arrayBuffer()),
+    };
+  }
+
+  function apiError(status: number, body: unknown): PatientCareApiError {
+    const envelope = ErrorEnvelopeSchema.safeParse(body);
+    if (envelope.success) {
+      const { code, message, details } = envelope.data.error;
+      return new PatientCareApiError(status, code, message, details);
+    }
+    return new PatientCareApiError(status, 'internal', 'Unexpected error response');
+  }
+
+  async function send(
+    route: Route,
+    input: {
+      params?: Record<string, string>;
+      query?: Query;
+      body?: unknown;
+      raw?: { data: BodyInit; contentType: string };
+      headers?: Record<string, string>;
+    },
+  ): Promise<Response> {
     const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(input.params?.[name] ?? ''));
     const search = new URLSearchParams();
     for (const [key, value] of Object.entries(input.query ?? {})) {
@@ -130,21 +169,11 @@ export function createPatientCareClient(options: ClientOptions) {
     }
     // Not `search.size`: browsers before 2023 lack it, and the query would be dropped.
     const queryString = search.toString();
-    const response = await fetchImpl(`${base}${path}${queryString ? `?${queryString}` : ''}`, {
+    return fetchImpl(`${base}${path}${queryString ? `?${queryString}` : ''}`, {
       method: route.method.toUpperCase(),
       headers,
       body: input.raw ? input.raw.data : input.body === undefined ? undefined : JSON.stringify(input.body),
     });
-    const body = (await response.json()) as unknown;
-    if (!response.ok) {
-      const envelope = ErrorEnvelopeSchema.safeParse(body);
-      if (envelope.success) {
-        const { code, message, details } = envelope.data.error;
-        throw new PatientCareApiError(response.status, code, message, details);
-      }
-      throw new PatientCareApiError(response.status, 'internal', 'Unexpected error response');
-    }
-    return body;
   }
 
   const idOf = (reference: string) => reference.replace(/^Appointment\//, '');
@@ -177,6 +206,8 @@ export function createPatientCareClient(options: ClientOptions) {
           await call(uploadDocumentRoute, { query: { filename }, raw: { data: file, contentType } }),
         );
       },
+      /** One of her uploads, by its id or its attachment's `Binary/<id>`: the bytes and their type. */
+      read: async (document: string) => callForBytes(readDocumentRoute, { id: document.replace(/^Binary\//, '') }),
     },
     assessments: {
       /** Starts or resumes the assessment an offering of `protocols.list()` fronts (the same answer when resumed). */

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { MedplumClient } from '@medplum/core';
 import type { AuditEvent, Bot } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { binaryIdOf } from '../../contracts/attachments';
 import { runBotBundle } from '../../src/embedded/bots/vm';
 import { startTestBackend, type TestBackend } from '../support/backend';
 import { deployFixtureBot } from '../support/bots';
@@ -111,7 +112,8 @@ describe('a deployed bundle', () => {
     expect(await execute()).toMatchObject({ id: 'second-deploy' });
     // The same Binary rewritten in place (an admin's PUT) is read again too.
     const deployed = (await backend.admin.readResource('Bot', bot.id)) as Bot;
-    const binaryId = String(deployed.executableCode?.url).split('/')[1];
+    // As a project admin may read it, its URL comes presigned (fhir/rewrite.ts): its id either way.
+    const binaryId = binaryIdOf(deployed.executableCode?.url, { baseUrl: backend.baseUrl }) as string;
     const third = 'exports.handler = async () => ({ resourceType: "Parameters", id: "rewritten" });';
     await backend.admin.updateResource({
       resourceType: 'Binary',

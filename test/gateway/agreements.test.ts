@@ -236,8 +236,9 @@ describe('acceptances', () => {
 
   it('with 1,010 published versions of one agreement, the newest is the one asked for', async () => {
     // One page holds at most 1,000: a catalog read that stops at the first page asks for an old
-    // version. Published in order, oldest first, so the newest is the last of 1,010 stored.
-    const own = await startTestGateway();
+    // version. Published in order, oldest first, so the newest is the last of 1,010 stored. Writing
+    // them in one go is 101,000 quota points, twice what Medplum gives an admin a minute: raised here.
+    const own = await startTestGateway({}, { fhirQuota: 1_000_000 });
     try {
       const versions = Array.from({ length: 1010 }, (_, i) => i);
       const day = (i: number) => new Date(Date.UTC(2026, 1, 1) + i * 3600_000).toISOString();

@@ -104,6 +104,7 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
         'appointments.encounter',
         'appointments.reschedule',
         'appointments.segments',
+        'documents.read',
         'enrollments.activate',
         'enrollments.delete',
         'fhir.read',

@@ -23,7 +23,9 @@ describe('provisioning', () => {
     expect(backend.provisioning.deployed.sort()).toEqual(platformDefinition.bots.map((b) => b.key).sort());
     const bot = await backend.admin.searchOne('Bot', { name: 'patient-home' });
     // A project admin may read the code's Binary, so Medplum hands it over presigned (fhir/rewrite.ts).
-    expect(bot?.executableCode?.url).toMatch(/^http:\/\/embedded\.medplum\.local\/storage\/[\w-]+\/[\w-]+\?Expires=\d+&Signature=/);
+    expect(bot?.executableCode?.url).toMatch(
+      /^http:\/\/embedded\.medplum\.local\/storage\/[\w-]+\/[\w-]+\?Expires=\d+&Signature=/,
+    );
     const membership = await backend.admin.searchOne('ProjectMembership', { profile: `Bot/${bot?.id}` });
     expect(membership?.accessPolicy?.reference).toMatch(/^AccessPolicy\//);
   });

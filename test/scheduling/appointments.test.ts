@@ -15,7 +15,7 @@ import { freeSlots as freeSlotsOf, withVisitToBook as withVisitToBookOf } from '
 let gw: TestGateway;
 let team: WithId<CareTeam>;
 beforeAll(async () => {
-  gw = await startTestGateway({}, { runBots: true });
+  gw = await startTestGateway({}, { allSlots: true });
   team = (await gw.backend.admin.searchOne('CareTeam', {
     _tag: `${SYSTEMS.provisioning}|visit-team-northwind`,
   })) as WithId<CareTeam>;

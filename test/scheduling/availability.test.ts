@@ -17,7 +17,7 @@ let gw: TestGateway;
 let team: WithId<CareTeam>;
 const practitioners: Record<string, string> = {};
 beforeAll(async () => {
-  gw = await startTestGateway({}, { runBots: true });
+  gw = await startTestGateway({}, { allSlots: true });
   team = (await gw.backend.admin.searchOne('CareTeam', {
     _tag: `${SYSTEMS.provisioning}|visit-team-northwind`,
   })) as WithId<CareTeam>;

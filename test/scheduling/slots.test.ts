@@ -1,7 +1,7 @@
-import type { Slot } from '@medplum/fhirtypes';
+import type { ProjectMembership, Slot } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addDays, localDate, workingSlots, zonedInstant } from '../../bots/lib/slots';
-import { HORIZON_DAYS } from '../../bots/materialize-slots';
+import { HORIZON_DAYS, SLOTS_PER_RUN } from '../../bots/materialize-slots';
 import { SYSTEMS } from '../../contracts/systems';
 import { VISIT_PRACTITIONERS } from '../../src/provision/schedules';
 import { startTestBackend, type TestBackend } from '../support/backend';
@@ -52,8 +52,13 @@ describe('wall-clock slots', () => {
 
 describe('materialised free Slots', () => {
   let backend: TestBackend;
+  // The FHIR quota's minute passes between two runs of the bot (the embedded Medplum counts it as Medplum).
+  let offset = 0;
+  const nextMinute = () => {
+    offset += 61_000;
+  };
   beforeAll(async () => {
-    backend = await startTestBackend({ runBots: true });
+    backend = await startTestBackend({ runBots: true, clock: () => new Date(Date.now() + offset) });
   });
   afterAll(() => backend?.close());
 
@@ -62,18 +67,56 @@ describe('materialised free Slots', () => {
     (backend.db.reader.prepare("SELECT content FROM resource WHERE type = 'Slot'").all() as { content: string }[]).map(
       (row) => JSON.parse(row.content) as Slot,
     );
-
-  it('provisioning makes the next weeks of free slots of every demo schedule, each keyed once; a later run adds none', async () => {
-    const made = await slots();
-    const perSchedule = new Map<string, number>();
+  const perSchedule = (made: Slot[]) => {
+    const counts = new Map<string, number>();
     for (const slot of made) {
-      perSchedule.set(slot.schedule.reference as string, (perSchedule.get(slot.schedule.reference as string) ?? 0) + 1);
+      counts.set(slot.schedule.reference as string, (counts.get(slot.schedule.reference as string) ?? 0) + 1);
+    }
+    return counts;
+  };
+
+  it('provisioning makes the soonest slots of every demo schedule, no more than one run may afford of its quota', async () => {
+    const made = await slots();
+    expect(made.length).toBe(SLOTS_PER_RUN);
+    expect(perSchedule(made).size).toBe(VISIT_PRACTITIONERS.length);
+    // Soonest first across schedules: every schedule has its next days, none the whole horizon yet.
+    const inTwoDays = new Date(Date.now() + 2 * 86_400_000).toISOString();
+    for (const [schedule, count] of perSchedule(made.filter((s) => s.start < inTwoDays))) {
+      expect(count, schedule).toBeGreaterThan(0);
+    }
+    expect(perSchedule(made.filter((s) => s.start < inTwoDays)).size).toBe(VISIT_PRACTITIONERS.length);
+  });
+
+  it('the hourly runs fill the next weeks, each keyed once, each run within its quota; a later run adds none', async () => {
+    let runs = 0;
+    for (;;) {
+      const earlier = await slots();
+      const before = earlier.length;
+      nextMinute();
+      await backend.cron.tick(new Date('2026-11-26T02:00:00Z'));
+      runs++;
+      const now = await slots();
+      const after = now.length;
+      // Soonest first: what a run adds starts no earlier than the latest of what was there.
+      const known = new Set(earlier.map((s) => s.id));
+      const latest = earlier
+        .map((s) => s.start)
+        .sort()
+        .at(-1) as string;
+      expect(now.filter((s) => !known.has(s.id)).every((s) => s.start >= latest)).toBe(true);
+      expect(after - before).toBeLessThanOrEqual(SLOTS_PER_RUN);
+      if (after === before) {
+        break;
+      }
+    }
+    expect(runs).toBeGreaterThan(2);
+    const made = await slots();
+    for (const slot of made) {
       expect(slot.status).toBe('free');
       expect(slot.identifier?.[0]?.system).toBe(SYSTEMS.slotKey);
     }
-    expect(perSchedule.size).toBe(VISIT_PRACTITIONERS.length);
     // Office hours: weekdays of three weeks, 16 half-hours a day; on call: every day, 48 (today's past ones excepted).
-    const counts = [...perSchedule.values()].sort((a, b) => a - b);
+    const counts = [...perSchedule(made).values()].sort((a, b) => a - b);
     for (const count of counts.slice(0, -1)) {
       expect(count).toBeGreaterThan(14 * 16 - 16);
       expect(count).toBeLessThanOrEqual(((HORIZON_DAYS + 2) / 7) * 5 * 16 + 16);
@@ -81,12 +124,40 @@ describe('materialised free Slots', () => {
     expect(counts.at(-1)).toBeGreaterThanOrEqual((HORIZON_DAYS - 1) * 48);
     expect(counts.at(-1)).toBeLessThanOrEqual(HORIZON_DAYS * 48);
     expect(new Set(made.map((s) => s.identifier?.[0]?.value)).size).toBe(made.length);
-    // The daily run makes what is missing (a slot lost here) and nothing twice.
+    // A run makes what is missing (a slot lost here) and nothing twice.
     const lost = made.find((s) => s.start > new Date(Date.now() + 86_400_000).toISOString()) as Slot;
     await backend.systemRepo.deleteResource('Slot', lost.id as string);
-    await backend.cron.tick(new Date('2026-11-26T02:00:00Z'));
+    nextMinute();
+    await backend.cron.tick(new Date('2026-11-26T03:00:00Z'));
     const after = await slots();
     expect(after.length).toBe(made.length);
     expect(after.some((s) => s.identifier?.[0]?.value === lost.identifier?.[0]?.value)).toBe(true);
+  });
+
+  it('a run whose writes are refused fails loudly, naming how many, and the next run makes them', async () => {
+    const made = await slots();
+    const gone = made.filter((s) => s.start > new Date(Date.now() + 5 * 86_400_000).toISOString()).slice(0, 3);
+    for (const slot of gone) {
+      await backend.systemRepo.deleteResource('Slot', slot.id as string);
+    }
+    // The bot's own quota spent (as other runs or a flood can leave it): every write is refused 429.
+    const bot = await backend.admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|materialize-slots` });
+    const membership = await backend.systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
+    });
+    const { medplum: asBot } = await backend.login(membership as ProjectMembership);
+    nextMinute();
+    for (let i = 0; i < 49_900 / 20; i++) {
+      await asBot.search('Schedule', { _count: '1' });
+    }
+    const answer = await backend.admin
+      .executeBot({ system: SYSTEMS.bots, value: 'materialize-slots' }, {}, 'application/json')
+      .catch((err: unknown) => err);
+    expect(String(answer)).toMatch(/materialize-slots: 3 of 3 slot writes failed \(429\)|Too Many Requests/);
+    expect((await slots()).length).toBe(made.length - gone.length);
+    nextMinute();
+    await backend.cron.tick(new Date('2026-11-26T04:00:00Z'));
+    expect((await slots()).length).toBe(made.length);
   });
 });

@@ -21,7 +21,7 @@ let team: WithId<CareTeam>;
 let clinician: Clinician;
 let foreign: Clinician;
 beforeAll(async () => {
-  gw = await startTestGateway({}, { runBots: true });
+  gw = await startTestGateway({}, { allSlots: true });
   team = (await gw.backend.admin.searchOne('CareTeam', {
     _tag: `${SYSTEMS.provisioning}|visit-team-northwind`,
   })) as WithId<CareTeam>;

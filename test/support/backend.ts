@@ -32,7 +32,15 @@ export interface TestBackend extends LaunchedMedplum {
   login(membership: ProjectMembership): Promise<{ medplum: MedplumClient; token: string }>;
 }
 
-export type TestBackendOptions = Partial<EmbeddedMedplumOptions> & { runBots?: boolean };
+export type TestBackendOptions = Partial<EmbeddedMedplumOptions> & {
+  runBots?: boolean;
+  /**
+   * Every free Slot of the horizon at once, as the hourly runs of materialize-slots make them over some
+   * hours: the bot is run until nothing is missing, under a quota raised for it (one run makes at most
+   * SLOTS_PER_RUN, within a minute's quota on Medplum).
+   */
+  allSlots?: boolean;
+};
 
 /**
  * The shared fixture: an in-memory embedded Medplum provisioned with the platform definition and
@@ -41,12 +49,24 @@ export type TestBackendOptions = Partial<EmbeddedMedplumOptions> & { runBots?: b
  */
 export async function startTestBackend(options: TestBackendOptions = {}): Promise<TestBackend> {
   // Provisioning's one-off bot runs (the next weeks' free Slots) only where a test asks for them.
+  const { allSlots, ...launchOptions } = options;
   const backend = await launchEmbeddedMedplum({
     dbPath: ':memory:',
     definition: demoDefinition(),
-    runBots: false,
-    ...options,
+    runBots: allSlots ?? false,
+    ...(allSlots ? { fhirQuota: 1_000_000 } : {}),
+    ...launchOptions,
   });
+  for (let run = 0; allSlots && run < 20; run++) {
+    const result = (await backend.admin.executeBot(
+      { system: SYSTEMS.bots, value: 'materialize-slots' },
+      {},
+      'application/json',
+    )) as { remaining?: number };
+    if (!result.remaining) {
+      break;
+    }
+  }
   const login = async (membership: ProjectMembership) => {
     const medplum = await backend.clientFor(membership);
     return { medplum, token: medplum.getAccessToken() as string };

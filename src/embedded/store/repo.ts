@@ -43,6 +43,7 @@ import type {
 } from '@medplum/fhirtypes';
 import type { AttachmentUrls } from '../attachments';
 import type { CallerContext } from '../context';
+import { type FhirQuota, QUOTA_POINTS } from '../quota';
 import type { Database } from './database';
 import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
 import { collectReferences, collectTokenKeys, getPatientCompartments } from './indexing';
@@ -63,6 +64,8 @@ export interface RepositoryEnvironment {
   baseUrl: string;
   /** Attachment URLs: whatever form a write names a Binary in, it is stored as `Binary/<id>`. */
   attachments?: AttachmentUrls;
+  /** Medplum's FHIR quota: every interaction of a non-system caller spends points (../quota.ts). */
+  quota?: FhirQuota;
   onCommit?: (changes: ResourceChange[]) => void;
   clock?: () => Date;
   /**
@@ -114,6 +117,7 @@ export class SqliteRepository extends FhirRepository {
   // ---------------------------------------------------------------- reads
 
   async readResource<T extends Resource>(resourceType: string, id: string): Promise<WithId<T>> {
+    this.spend(QUOTA_POINTS.read);
     this.checkTypeInteraction(resourceType, AccessPolicyInteraction.READ);
     const resource = await this.read(() => this.loadCurrent<T>(resourceType, id));
     if (!resource) {
@@ -172,6 +176,7 @@ export class SqliteRepository extends FhirRepository {
     id: string,
     options?: ReadHistoryOptions,
   ): Promise<Bundle<WithId<T>>> {
+    this.spend(QUOTA_POINTS.history);
     this.checkTypeInteraction(resourceType, AccessPolicyInteraction.HISTORY);
     const latest = this.connection()
       .prepare('SELECT content FROM history WHERE type = ? AND id = ? AND deleted = 0 ORDER BY seq DESC LIMIT 1')
@@ -200,6 +205,7 @@ export class SqliteRepository extends FhirRepository {
     searchRequest: SearchRequest<T>,
     _options?: SearchOptions,
   ): Promise<Bundle<WithId<T>>> {
+    this.spend(QUOTA_POINTS.search);
     validateResourceType(searchRequest.resourceType);
     this.checkTypeInteraction(searchRequest.resourceType, AccessPolicyInteraction.SEARCH);
     const bundle = await this.read(() =>
@@ -246,6 +252,7 @@ export class SqliteRepository extends FhirRepository {
     if (!this.tx) {
       return this.withTransaction((repo) => repo.createResource(resource, options));
     }
+    this.spend(QUOTA_POINTS.write);
     const id = resource.id && (options?.assignedId || this.caller.system) ? resource.id : generateId();
     if (this.loadCurrent(resource.resourceType, id)) {
       throw new OperationOutcomeError(badRequest('Assigned ID is already in use'));
@@ -260,6 +267,15 @@ export class SqliteRepository extends FhirRepository {
     this.persist(stored, undefined);
     this.recordChange({ interaction: 'create', resource: stored });
     return this.present(deepClone(stored), policy);
+  }
+
+  /**
+   * Points off the caller's FHIR quota, before the work (Medplum's repo.ts charges at each interaction's
+   * start: read 1, history 10, search 20, write 100). Writes are charged once each, inside their
+   * transaction, whether they came alone or in a Bundle.
+   */
+  private spend(points: number): void {
+    this.env.quota?.consume(this.caller, points);
   }
 
   /** A copy of what is written, its attachment URLs as references (packages/server/src/fhir/repo.ts). */
@@ -288,6 +304,7 @@ export class SqliteRepository extends FhirRepository {
     if (!this.tx) {
       return this.withTransaction((repo) => repo.updateResource(resource, options));
     }
+    this.spend(QUOTA_POINTS.write);
     const existing = this.loadCurrent<T>(resource.resourceType, id);
     if (!existing) {
       if (this.isDeleted(resource.resourceType, id)) {
@@ -350,6 +367,7 @@ export class SqliteRepository extends FhirRepository {
     if (!this.tx) {
       return this.withTransaction((repo) => repo.deleteResource(resourceType, id, options));
     }
+    this.spend(QUOTA_POINTS.write);
     const existing = this.loadCurrent(resourceType, id);
     if (!existing) {
       throw new OperationOutcomeError(this.isDeleted(resourceType, id) ? gone : notFound);
