@@ -24,6 +24,8 @@ interface Window {
  */
 export class FhirQuota {
   private readonly windows = new Map<string, Window>();
+  /** Points spent since start (or `resetSpending`) by membership id, refused calls included, as Medplum counts them. */
+  private readonly totals = new Map<string, number>();
 
   constructor(
     private readonly defaultLimit: number = DEFAULT_FHIR_QUOTA,
@@ -38,6 +40,7 @@ export class FhirQuota {
     const userLimit = setting('userFhirQuota') ?? this.defaultLimit;
     const projectLimit = setting('totalFhirQuota') ?? userLimit * 10;
     const now = this.now();
+    this.totals.set(caller.membership.id, (this.totals.get(caller.membership.id) ?? 0) + points);
     const user = this.charge(`membership:${caller.membership.id}`, points, now);
     if (user.consumed > userLimit) {
       throw new OperationOutcomeError(refusal(user, userLimit, now));
@@ -46,6 +49,15 @@ export class FhirQuota {
     if (project.consumed > projectLimit) {
       throw new OperationOutcomeError(refusal(project, projectLimit, now));
     }
+  }
+
+  /** What each membership has spent (the bench's per-bot cost of a journey). */
+  spending(): ReadonlyMap<string, number> {
+    return new Map(this.totals);
+  }
+
+  resetSpending(): void {
+    this.totals.clear();
   }
 
   /**

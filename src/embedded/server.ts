@@ -57,6 +57,8 @@ export interface EmbeddedMedplum {
   subscriptions: SubscriptionQueue;
   /** Runs cron bots each minute; `tick(at)` runs those due at a given minute. */
   cron: CronScheduler;
+  /** Medplum's FHIR quota as this server counts it (what each membership spent: the bench). */
+  quota: FhirQuota;
   /** A MedplumClient for the given membership, authenticated with a freshly minted token. */
   clientFor(membership: ProjectMembership, clientId?: string): Promise<MedplumClient>;
   close(): void;
@@ -213,6 +215,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     key,
     subscriptions: queue,
     cron: cron as CronScheduler,
+    quota,
     clientFor,
     close() {
       cron?.stop();

@@ -7,6 +7,7 @@ import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway
 import { runIntakeBench } from './intake';
 import { runOperationsBench } from './operations';
 import type { Round } from './paired';
+import { runQuotaBench } from './quota';
 import { runSchedulingBench } from './scheduling';
 import { runSpineBench } from './spine';
 import { runTrustCheckBench } from './trust-checks';
@@ -21,6 +22,7 @@ import { runRequirementsStoreSizeBench, runWorkflowBench } from './workflows';
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 const SECTIONS = [
+  'quota',
   'operations',
   'gateway',
   'workflows',
@@ -58,6 +60,12 @@ const LAYOUT_TITLES: Record<Layout, string> = {
 
 async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+  if (runs('quota')) {
+    await printQuotaBench();
+  }
+  // The load sections drive one patient and the bots far past a minute's FHIR quota on purpose: they
+  // measure speed, so the embedded Medplum's quota (Medplum's 50,000 by default) is raised for them.
+  process.env.EMBEDDED_FHIR_QUOTA ??= '1000000000';
   if (runs('operations')) {
     await printOperationsBench();
   }
@@ -116,6 +124,29 @@ async function main(): Promise<void> {
   if (runs('store')) {
     await printStoreBench();
   }
+}
+
+/** Issue 23's target: a whole journey within 2,500 points of Medplum's FHIR quota, bots together. */
+const JOURNEY_POINTS_TARGET = 2500;
+/** Medplum's default FHIR quota of one membership (each bot's), points a minute. */
+const MEMBERSHIP_QUOTA = 50_000;
+
+async function printQuotaBench(): Promise<void> {
+  const figures = await runQuotaBench();
+  const bots = figures.filter((f) => f.bot);
+  const botPoints = bots.reduce((sum, f) => sum + f.points, 0);
+  console.log("## FHIR quota points of one whole journey (npm run demo's steps), as Medplum counts them");
+  console.log('   read 1, history 10, search 20, write 100 (packages/server/src/fhir/fhirquota.ts); by membership');
+  console.log('| who | points | journeys a minute before its 50,000 run out |');
+  console.log('|---|---|---|');
+  for (const f of figures) {
+    const perMinute = f.bot ? String(Math.floor(MEMBERSHIP_QUOTA / f.points)) : '(per person)';
+    console.log(`| ${f.spender}${f.bot ? ' (bot)' : ''} | ${f.points} | ${perMinute} |`);
+  }
+  const all = figures.reduce((sum, f) => sum + f.points, 0);
+  console.log(
+    `bots together: ${botPoints} points (target <= ${JOURNEY_POINTS_TARGET}) ${botPoints <= JOURNEY_POINTS_TARGET ? 'MET' : 'NOT MET'}; everyone: ${all}; the busiest bot allows ${Math.floor(MEMBERSHIP_QUOTA / Math.max(...bots.map((b) => b.points), 1))} journeys a minute at the default quota`,
+  );
 }
 
 async function printSpineBench(): Promise<void> {

@@ -1,0 +1,58 @@
+import type { Bot, ProjectMembership } from '@medplum/fhirtypes';
+import { embeddedBackend, journey } from '../../scripts/demo';
+import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { nodeAssetLoader } from '../../src/docs-assets-node';
+import { createEdgeSigner } from '../../src/edge/statement';
+import { launchEmbeddedMedplum } from '../../src/embedded/launch';
+import { demoDefinition } from '../../src/provision/demo';
+
+export interface QuotaFigure {
+  /** A bot's name, or who else spent: the patient, the clinician. */
+  spender: string;
+  bot: boolean;
+  points: number;
+}
+
+/**
+ * What one whole journey (npm run demo's steps) spends of Medplum's FHIR quota, by membership, as the
+ * embedded Medplum counts it (src/embedded/quota.ts: Medplum's points). A bot's points count against the
+ * bot for every patient at once: they bound how many journeys a minute the platform can carry.
+ */
+export async function runQuotaBench(): Promise<QuotaFigure[]> {
+  const medplum = await launchEmbeddedMedplum({ dbPath: ':memory:', definition: demoDefinition() });
+  try {
+    const app = createApp({
+      medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
+      issuer: medplum.baseUrl,
+      projectId: medplum.project.id,
+      limits: DEFAULT_LIMITS,
+      assets: nodeAssetLoader(),
+      publicUrl: 'http://localhost:8080',
+      edgeSigner: createEdgeSigner(medplum.edgeStatementKey),
+    });
+    const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(input, init))) as typeof fetch;
+    await medplum.subscriptions.idle();
+    medplum.quota.resetSpending();
+    await journey(embeddedBackend(medplum), gatewayFetch, { silent: true });
+    await medplum.subscriptions.idle();
+    const figures: QuotaFigure[] = [];
+    for (const [membershipId, points] of medplum.quota.spending()) {
+      const membership = await medplum.systemRepo.readResource<ProjectMembership>('ProjectMembership', membershipId);
+      const [type, id] = (membership.profile?.reference ?? '').split('/');
+      if (type === 'Bot') {
+        const bot = await medplum.systemRepo.readResource<Bot>('Bot', id);
+        figures.push({ spender: bot.name ?? id, bot: true, points });
+      } else {
+        figures.push({
+          spender: type === 'Patient' ? 'the patient' : type === 'Practitioner' ? 'the clinician' : type,
+          bot: false,
+          points,
+        });
+      }
+    }
+    return figures.sort((a, b) => b.points - a.points);
+  } finally {
+    medplum.close();
+  }
+}
