@@ -63,12 +63,25 @@ async function readBody(call: FhirCall, resourcePath: string, maxBytes: number):
   if (bytes.byteLength > maxBytes) {
     throw new BodyError(badRequest(`Request body exceeds ${maxBytes} bytes`), 413);
   }
-  if (resourcePath === 'Binary' && method === 'POST' && !isJson) {
-    // The upload's security context comes from X-Security-Context (packages/server/src/fhir/binary.ts,
-    // uploadBinaryData); the caller's policy then judges the Binary like any write.
+  const binaryPath = /^Binary(\/([^/]+))?$/.exec(resourcePath);
+  if (binaryPath && (method === 'POST' || (method === 'PUT' && binaryPath[2]))) {
+    // Medplum's Binary endpoint (packages/server/src/fhir/binary.ts): the body is the content, whatever
+    // its type (JSON included), except a Binary resource sent as `application/fhir+json` for its own id.
+    if (contentType === ContentType.FHIR_JSON) {
+      const resource = parseJson(bytes);
+      if (isBinaryResource(resource) && (!binaryPath[2] || resource.id === binaryPath[2])) {
+        if (nestedDeeperThan(resource, MAX_JSON_DEPTH)) {
+          throw new BodyError(badRequest(`JSON body nested deeper than ${MAX_JSON_DEPTH} levels`));
+        }
+        return resource;
+      }
+    }
+    // The upload's security context comes from X-Security-Context (uploadBinaryData); the caller's
+    // policy then judges the Binary like any write.
     const securityContext = call.headers['x-security-context'];
     const binary: Binary = {
       resourceType: 'Binary',
+      ...(binaryPath[2] ? { id: binaryPath[2] } : {}),
       contentType: contentType || 'application/octet-stream',
       data: Buffer.from(bytes).toString('base64'),
       ...(securityContext ? { securityContext: { reference: securityContext } } : {}),
@@ -92,6 +105,18 @@ async function readBody(call: FhirCall, resourcePath: string, maxBytes: number):
     throw new BodyError(badRequest(`JSON body nested deeper than ${MAX_JSON_DEPTH} levels`));
   }
   return parsed;
+}
+
+function parseJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes)) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function isBinaryResource(value: unknown): value is Binary {
+  return typeof value === 'object' && value !== null && (value as Resource).resourceType === 'Binary';
 }
 
 /**

@@ -168,8 +168,8 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   });
   queue = new SubscriptionQueue({
     systemRepo,
-    runBot: (bot, input, requester) =>
-      bots.run(bot as WithId<Bot>, { input, contentType: 'application/fhir+json', requester }),
+    runBot: (bot, input, requester, headers) =>
+      bots.run(bot as WithId<Bot>, { input, contentType: 'application/fhir+json', requester, headers }),
     maxAttempts: options.subscriptionMaxAttempts,
     retryDelayMs: options.subscriptionRetryDelayMs,
   });

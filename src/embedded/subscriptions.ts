@@ -17,7 +17,12 @@ export interface SubscriptionJob {
 export interface SubscriptionQueueOptions {
   /** The system's view of the store: reads Subscriptions across projects. */
   systemRepo: SqliteRepository;
-  runBot: (bot: Bot, input: Resource, requester: string | undefined) => Promise<unknown>;
+  runBot: (
+    bot: Bot,
+    input: Resource | { deletedResource: Resource },
+    requester: string | undefined,
+    headers: Record<string, string>,
+  ) => Promise<unknown>;
   /**
    * Total tries of a delivery the platform failed to make (the Bot unreadable, not deployed, no
    * membership). A failure of the bot's own code is never retried, as on Medplum: the reconciler
@@ -137,7 +142,8 @@ export class SubscriptionQueue {
     const maxAttempts = this.options.maxAttempts ?? 3;
     try {
       const bot = await this.options.systemRepo.readResource<Bot>('Bot', job.botId);
-      await this.options.runBot(bot, job.resource, job.resource.meta?.author?.reference);
+      const input = job.interaction === 'delete' ? { deletedResource: job.resource } : job.resource;
+      await this.options.runBot(bot, input, job.resource.meta?.author?.reference, deliveryHeaders(job));
     } catch (err) {
       this.options.onError?.(job, err);
       if (job.attempt < maxAttempts && !this.closed && !(err instanceof BotExecutionError)) {
@@ -149,6 +155,29 @@ export class SubscriptionQueue {
       }
     }
   }
+}
+
+/**
+ * The headers of a delivery, as Medplum builds them for a rest-hook and hands them to the bot as
+ * `event.headers` (packages/server/src/workers/subscription.ts, buildRestHookHeaders): which
+ * Subscription, which interaction, what was deleted, and the Subscription's own `channel.header`s.
+ */
+export function deliveryHeaders(job: SubscriptionJob): Record<string, string> {
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/fhir+json',
+    'X-Medplum-Subscription': job.subscription.id as string,
+    'X-Medplum-Interaction': job.interaction,
+  };
+  if (job.interaction === 'delete') {
+    headers['X-Medplum-Deleted-Resource'] = `${job.resource.resourceType}/${job.resource.id}`;
+  }
+  for (const header of job.subscription.channel?.header ?? []) {
+    const [key, value] = header.split(/:/);
+    if (key && value !== undefined) {
+      headers[key.trim()] = value.trim();
+    }
+  }
+  return headers;
 }
 
 function supportsInteraction(subscription: Subscription, interaction: ResourceChange['interaction']): boolean {

@@ -118,6 +118,9 @@ function demoPatientResources(patient: DemoPatient): KeyedResource[] {
   };
   const weight: Observation = {
     resourceType: 'Observation',
+    // Her tenant, stated: provisioning writes as a project admin in extended mode, where Medplum keeps
+    // exactly the accounts sent and derives none from the patient (packages/server/src/fhir/repo.ts).
+    meta: { accounts: [org] },
     status: 'final',
     code: { coding: [{ system: LOINC, code: BODY_WEIGHT, display: 'Body weight' }] },
     subject: keyRef(`demo-patient-${patient.key}`),

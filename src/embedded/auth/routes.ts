@@ -487,7 +487,11 @@ async function passwordLogin(
   // Reserved before anything is looked up: while throttled the answer is 429 whatever the password,
   // and an unknown email is throttled exactly like a known one.
   const attempt = secretCheck(userIdentity(email));
-  const project = await readProject(deps, requireString(body, 'projectId'));
+  // The project as Medplum finds it (packages/server/src/auth/login.ts, getProjectIdByClientId): named, or
+  // the client's own; without either, the one project the user is a member of.
+  const client = await readClient(deps, optionalString(body, 'clientId'));
+  const named = optionalString(body, 'projectId') ?? client?.meta?.project;
+  const project = named ? await readProject(deps, named) : await soleProjectOf(deps, email);
   const user = project ? await userByEmail(deps, email, project) : undefined;
   // The password is checked even without a user or project: the answer's timing tells nothing.
   const matches = verifyPassword(password, user?.passwordHash);
@@ -505,7 +509,6 @@ async function passwordLogin(
   if (!membership) {
     throw new OperationOutcomeError(badRequest('User is not a member of this project'));
   }
-  const client = await readClient(deps, optionalString(body, 'clientId'));
   const code = randomSecret();
   const login = await createLogin(deps, {
     user: createReference(user),
@@ -570,6 +573,29 @@ async function readProject(deps: AuthDeps, projectId: string | undefined): Promi
     throw new OperationOutcomeError(badRequest('Project not found', 'projectId'));
   }
   return project;
+}
+
+/**
+ * Without a project or client to go by: the project of the one membership the user of that email has.
+ * Medplum would then ask which membership to use (`/auth/profile`), which this server does not offer: with
+ * none or several, the login fails like a wrong password.
+ */
+async function soleProjectOf(deps: AuthDeps, email: string): Promise<WithId<Project> | undefined> {
+  const users = await deps.systemRepo.searchResources<User>({
+    resourceType: 'User',
+    filters: [{ code: 'email', operator: Operator.EXACT, value: email }],
+    count: 2,
+  });
+  if (users.length !== 1) {
+    return undefined;
+  }
+  const memberships = await deps.systemRepo.searchResources<ProjectMembership>({
+    resourceType: 'ProjectMembership',
+    filters: [{ code: 'user', operator: 'eq', value: `User/${users[0].id}` }],
+    count: 2,
+  });
+  const projectId = memberships.length === 1 ? memberships[0].project?.reference?.split('/')[1] : undefined;
+  return projectId ? readProject(deps, projectId) : undefined;
 }
 
 async function readClient(

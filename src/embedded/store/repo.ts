@@ -539,33 +539,44 @@ export class SqliteRepository extends FhirRepository {
   }
 
   /**
-   * meta.accounts: the system, and a project admin in extended mode (`X-Medplum: extended`), may set
-   * them; everyone else keeps the existing ones (Medplum ignores accounts sent without extended mode).
-   * The policy's top-level compartment is always stamped, and a resource in a patient's
-   * compartment inherits that patient's accounts (how tenancy follows the patient in Medplum).
+   * meta.accounts as Medplum computes them (packages/server/src/fhir/repo.ts, getAccounts): a project admin
+   * in extended mode (`X-Medplum: extended`), or the system, who sends `meta` gets exactly the accounts
+   * sent, nothing added. Anyone else's are derived: the writer's policy compartment on create only (an
+   * edit never pulls a resource into the editor's account), then a Patient keeps its own accounts and any
+   * other resource takes the accounts of the patients it names; what it had before does not carry over.
    */
   private accountsFor(resource: Resource, existing: Resource | undefined, patients: string[]): Reference[] {
+    const privileged =
+      this.caller.system || (this.caller.membership.admin === true && this.caller.extendedMode === true);
     const accounts = new Map<string, Reference>();
     const add = (ref: Reference | undefined): void => {
       if (ref?.reference) {
         accounts.set(ref.reference, { reference: ref.reference });
       }
     };
-    const privileged =
-      this.caller.system || (this.caller.membership.admin === true && this.caller.extendedMode === true);
-    const source = privileged ? resource.meta : existing?.meta;
-    add(source?.account);
-    for (const account of source?.accounts ?? []) {
-      add(account);
+    if (privileged && resource.meta) {
+      add(resource.meta.account);
+      for (const account of resource.meta.accounts ?? []) {
+        add(account);
+      }
+      return [...accounts.values()];
     }
-    add(this.caller.accessPolicy?.compartment);
-    if (resource.resourceType !== 'Patient') {
-      for (const patientRef of patients) {
-        const [, patientId] = patientRef.split('/');
-        const patient = this.loadCurrent('Patient', patientId);
-        for (const account of patient?.meta?.accounts ?? []) {
-          add(account);
-        }
+    if (!existing) {
+      add(this.caller.accessPolicy?.compartment);
+    }
+    if (resource.resourceType === 'Patient') {
+      add(existing?.meta?.account);
+      for (const account of existing?.meta?.accounts ?? []) {
+        add(account);
+      }
+      return [...accounts.values()];
+    }
+    for (const patientRef of patients) {
+      const [, patientId] = patientRef.split('/');
+      const patient = this.loadCurrent('Patient', patientId);
+      add(patient?.meta?.account);
+      for (const account of patient?.meta?.accounts ?? []) {
+        add(account);
       }
     }
     return [...accounts.values()];
