@@ -38,6 +38,9 @@ async function main(): Promise<void> {
   const report = await applyDefinition(medplum, definition, {
     bundles: readBotBundles(definition),
     edgeStatementKey: process.env.EDGE_STATEMENT_KEY || undefined,
+    // Medplum's `storageBaseUrl`, where it is not `<base>storage/` (a hosted Medplum): the bots read
+    // presigned attachment URLs with it.
+    storageBaseUrl: process.env.STORAGE_BASE_URL || undefined,
   });
   console.log(
     JSON.stringify({
