@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Binary, QuestionnaireResponse } from '@medplum/fhirtypes';
+import type { Binary, Bot, QuestionnaireResponse } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attachmentProblems, DOCUMENT_MAX_BYTES, DOCUMENT_TYPES } from '../../contracts/attachments';
+import { attachmentProblems, binaryIdOf, DOCUMENT_MAX_BYTES, DOCUMENT_TYPES } from '../../contracts/attachments';
 import { attackerFor, clinicianActor, direct, fhirPath, patientActor } from '../support/attack';
 import { createResponseValidator, startTestGateway, type TestGateway } from '../support/gateway';
 
@@ -216,6 +216,23 @@ describe("a patient's document: hers alone, and never a Binary read by id", () =
       const res = await readDocument(url, gw.backend.patients[key].token);
       expect(res.status, key).toBe(404);
       expect(res.text).not.toContain('JFIF');
+    }
+  });
+
+  it("no other stored file comes back through it: a bot's code, a Binary of no one, an unknown id (404)", async () => {
+    const [bot] = await gw.backend.systemRepo.searchResources<Bot>({ resourceType: 'Bot' });
+    const code = binaryIdOf(bot.executableCode?.url, { baseUrl: gw.backend.baseUrl }) as string;
+    const orphan = await gw.backend.systemRepo.createResource<Binary>({
+      resourceType: 'Binary',
+      contentType: 'application/pdf',
+      data: Buffer.from(FILES['application/pdf']).toString('base64'),
+      meta: { project: gw.backend.project.id },
+    });
+    for (const id of [code, orphan.id, '0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e']) {
+      const res = await readDocument(`Binary/${id}`, gw.backend.patients.bob.token);
+      expect(res.status, id).toBe(404);
+      expect(res.text).not.toContain('%PDF');
+      expect(res.text).not.toContain('exports');
     }
   });
 
