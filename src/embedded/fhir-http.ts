@@ -54,11 +54,6 @@ async function readBody(call: FhirCall, resourcePath: string, maxBytes: number):
     return undefined;
   }
   const contentType = (call.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-  const isJson =
-    contentType === '' ||
-    contentType === ContentType.JSON ||
-    contentType === ContentType.FHIR_JSON ||
-    contentType === 'application/json-patch+json';
   const bytes = await call.body();
   if (bytes.byteLength > maxBytes) {
     throw new BodyError(badRequest(`Request body exceeds ${maxBytes} bytes`), 413);
