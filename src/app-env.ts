@@ -17,6 +17,10 @@ export interface Limits {
   bodyBytes: number;
   /** Deadline for each call to Medplum. */
   upstreamTimeoutMs: number;
+  /** Calls one caller may have in flight at once; beyond it, 429 (src/edge/admission.ts). */
+  inFlightPerCaller: number;
+  /** Calls everyone may have in flight at once on this instance; beyond it, 503. */
+  inFlightTotal: number;
 }
 
 export interface AccessLogEntry {
@@ -70,4 +74,9 @@ export interface AppEnv {
 
 export type App = OpenAPIHono<AppEnv>;
 
-export const DEFAULT_LIMITS: Limits = { bodyBytes: 1024 * 1024, upstreamTimeoutMs: 10_000 };
+export const DEFAULT_LIMITS: Limits = {
+  bodyBytes: 1024 * 1024,
+  upstreamTimeoutMs: 10_000,
+  inFlightPerCaller: 32,
+  inFlightTotal: 256,
+};

@@ -7,6 +7,7 @@ import { uploadDocumentRoute } from '../contracts/documents';
 import { ACCEPTED_BODY_TYPES } from '../contracts/errors';
 import type { AccessLogEntry, App, AppDeps, AppEnv, Limits } from './app-env';
 import { createTokenVerifier, type TokenVerifier } from './auth/verify';
+import { admission } from './edge/admission';
 import { gatewayCors } from './edge/cors';
 import { createEdge, type Edge } from './edge/request';
 import { ApiError, unauthenticated } from './errors';
@@ -56,6 +57,7 @@ export function createApp(deps: AppDeps): App {
   app.use('*', gatewayCors(app, deps.corsOrigins ?? []));
   app.use('*', limitBody(deps.limits.bodyBytes));
   app.use('/v1/*', authenticate(deps, verify));
+  app.use('/v1/*', admission({ perCaller: deps.limits.inFlightPerCaller, total: deps.limits.inFlightTotal }));
 
   registerConfigRoutes(app, deps);
   registerPatientRoutes(app);

@@ -56,6 +56,8 @@ export function loadConfig(env: Record<string, string | undefined>): NodeConfig 
     limits: {
       bodyBytes: positive(env.BODY_LIMIT_BYTES) ?? DEFAULT_LIMITS.bodyBytes,
       upstreamTimeoutMs: positive(env.UPSTREAM_TIMEOUT_MS) ?? DEFAULT_LIMITS.upstreamTimeoutMs,
+      inFlightPerCaller: positive(env.IN_FLIGHT_PER_CALLER) ?? DEFAULT_LIMITS.inFlightPerCaller,
+      inFlightTotal: positive(env.IN_FLIGHT_TOTAL) ?? DEFAULT_LIMITS.inFlightTotal,
     },
   };
 }

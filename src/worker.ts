@@ -21,6 +21,8 @@ export interface WorkerEnv {
    */
   EDGE_STATEMENT_KEY?: string;
   BODY_LIMIT_BYTES?: string;
+  IN_FLIGHT_PER_CALLER?: string;
+  IN_FLIGHT_TOTAL?: string;
   UPSTREAM_TIMEOUT_MS?: string;
   /** Origins whose pages may call the API from a browser (comma-separated; `https://host:*` for any port). None by default. */
   CORS_ORIGINS?: string;
@@ -52,6 +54,8 @@ function appFor(env: WorkerEnv): App {
         limits: {
           bodyBytes: Number(env.BODY_LIMIT_BYTES) || DEFAULT_LIMITS.bodyBytes,
           upstreamTimeoutMs: Number(env.UPSTREAM_TIMEOUT_MS) || DEFAULT_LIMITS.upstreamTimeoutMs,
+          inFlightPerCaller: Number(env.IN_FLIGHT_PER_CALLER) || DEFAULT_LIMITS.inFlightPerCaller,
+          inFlightTotal: Number(env.IN_FLIGHT_TOTAL) || DEFAULT_LIMITS.inFlightTotal,
         },
         assets: assetsFrom(env),
         log: (entry) => console.log(JSON.stringify(entry)),

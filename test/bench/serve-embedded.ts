@@ -24,7 +24,8 @@ if (process.env.GATEWAY_PORT) {
     medplum: { baseUrl, fetch: medplum.fetch },
     issuer: baseUrl,
     projectId: medplum.project.id,
-    limits: DEFAULT_LIMITS,
+    // One patient's token drives the whole load: admission sized for it (the bench measures speed).
+    limits: { ...DEFAULT_LIMITS, inFlightPerCaller: 4096, inFlightTotal: 4096 },
     log: stdoutAccessLog(),
   });
   serve({ fetch: gateway.fetch, port: Number(process.env.GATEWAY_PORT), hostname: '127.0.0.1' });

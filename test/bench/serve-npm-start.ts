@@ -22,7 +22,8 @@ const gateway = createApp({
   medplum: { baseUrl, fetch: medplum.fetch },
   issuer: baseUrl,
   projectId: medplum.projectId,
-  limits: DEFAULT_LIMITS,
+  // One patient's token drives the whole load: admission sized for it (the bench measures speed).
+  limits: { ...DEFAULT_LIMITS, inFlightPerCaller: 4096, inFlightTotal: 4096 },
   log: stdoutAccessLog(),
   // As src/node.ts: acceptances carry the gateway's signed edge statement.
   edgeSigner: createEdgeSigner(medplum.edgeStatementKey),

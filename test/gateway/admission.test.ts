@@ -1,0 +1,75 @@
+import type { Consent } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../src/app';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { freshPatient } from '../support/patients';
+
+/**
+ * Admission before work (issue 24, src/edge/admission.ts): a caller's calls in flight are bounded, and
+ * so are everyone's; beyond them the answer is immediate, 429 or 503 with Retry-After, never an outage.
+ */
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startTestGateway({ limits: { ...DEFAULT_LIMITS, inFlightPerCaller: 8, inFlightTotal: 24 } });
+});
+afterAll(() => gw?.close());
+
+describe('admission', () => {
+  it('1,000 concurrent acceptances from one token: the flood gets 429s, exactly one effect, other patients keep being served', async () => {
+    const flooder = await freshPatient(gw.backend, { tenant: 'northwind', state: 'TX' });
+    const requirements = await gw.call('GET', '/v1/agreements/requirements', { token: flooder.token });
+    const unmet = (requirements.body as { unmet: { url: string; version: string }[] }).unmet;
+    const coordinates = unmet.map((u) => `${u.url}|${u.version}`);
+    const flood = Array.from({ length: 1000 }, () =>
+      gw.call('POST', '/v1/agreements/acceptances', {
+        token: flooder.token,
+        body: { agreements: coordinates },
+        headers: { 'content-type': 'application/json' },
+      }),
+    );
+    // While the flood is in flight, another patient reads her profile and her requirements.
+    const others = await Promise.all(
+      ['alice', 'carol'].flatMap((key) => [
+        gw.call('GET', '/v1/patient/profile', { token: gw.backend.patients[key].token }),
+        gw.call('GET', '/v1/agreements/requirements', { token: gw.backend.patients[key].token }),
+      ]),
+    );
+    const answers = await Promise.all(flood);
+    expect(others.map((o) => o.status)).toEqual([200, 200, 200, 200]);
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s >= 500)).toEqual([]);
+    expect(new Set(statuses)).toEqual(new Set([200, 429]));
+    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(1000 - 900);
+    const refused = answers.find((a) => a.status === 429);
+    expect(refused?.body).toMatchObject({ error: { code: 'rate_limited', details: { inFlightLimit: 8 } } });
+    expect(refused?.headers.get('retry-after')).toBe('1');
+    expect(refused?.headers.get('ratelimit')).toBe('"inflight-caller";r=0;t=1');
+    // Exactly one effect: one acceptance of each agreement, whatever got through.
+    const consents = await gw.backend.systemRepo.searchResources<Consent>({
+      resourceType: 'Consent',
+      filters: [{ code: 'patient', operator: 'eq', value: `Patient/${flooder.patient.id}` }],
+    });
+    expect(consents).toHaveLength(unmet.length);
+    // And once the flood has passed, she is served again.
+    const after = await gw.call('GET', '/v1/agreements/requirements', { token: flooder.token });
+    expect(after.status).toBe(200);
+    expect((after.body as { satisfied: boolean }).satisfied).toBe(true);
+  });
+
+  it('beyond the instance’s capacity every caller gets 503 at once, with Retry-After', async () => {
+    const patients = await Promise.all(
+      Array.from({ length: 6 }, () => freshPatient(gw.backend, { tenant: 'southridge', state: 'TX' })),
+    );
+    const answers = await Promise.all(
+      patients.flatMap((p) =>
+        Array.from({ length: 8 }, () => gw.call('GET', '/v1/agreements/requirements', { token: p.token })),
+      ),
+    );
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(24);
+    const full = answers.find((a) => a.status === 503);
+    expect(full?.body).toMatchObject({ error: { code: 'upstream_unavailable', details: { inFlightLimit: 24 } } });
+    expect(full?.headers.get('retry-after')).toBe('1');
+  });
+});
