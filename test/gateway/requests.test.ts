@@ -103,6 +103,19 @@ describe('POST /v1/requests', () => {
     expect(store()).toEqual(before);
   });
 
+  it('a note that is only whitespace or holds a control character is 400 naming it, nothing written (FHIR string); line breaks are fine', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const before = store();
+    for (const note of ['   ', '\t\n', 'a\u0000b', 'bell\u0007', 'del\u007f']) {
+      const refused = await request(patient, { medication: `${RXNORM}|197361`, note });
+      expect(refused.status, JSON.stringify(note)).toBe(400);
+      expect(refused.body).toMatchObject({ error: { code: 'invalid_request', details: { issues: [{ path: 'note' }] } } });
+    }
+    expect(store()).toEqual(before);
+    const fine = await request(patient, { medication: `${RXNORM}|197361`, note: 'Since Monday:\n\tdizzy in the morning' });
+    expect(fine.status).toBe(201);
+  });
+
   it('20 concurrent identical requests make one proposal and one review task', async () => {
     const patient = await freshPatient(gw.backend, { tenant: 'southridge', state: 'NY' });
     const answers = await Promise.all(
