@@ -173,7 +173,7 @@ function patientPolicy(): AccessPolicyResource[] {
       criteria: 'Patient?_id=%patient.id',
       interaction: ['read', 'search', 'update', 'history', 'vread'],
       readonlyFields: ['managingOrganization', 'identifier', 'link', 'generalPractitioner'],
-      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT],
     },
     // Own answers: created and updated by the patient, never deleted, never about or by anyone else;
     // once submitted (no longer in-progress) they are frozen: a completed task points at what was answered.
@@ -181,7 +181,13 @@ function patientPolicy(): AccessPolicyResource[] {
       resourceType: 'QuestionnaireResponse',
       criteria: 'QuestionnaireResponse?subject=%patient',
       interaction: ['read', 'search', 'create', 'update', 'history', 'vread'],
-      writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS, JOURNEY_KEYS, ANSWERS_FROZEN_ONCE_SUBMITTED],
+      writeConstraint: [
+        ONLY_SELF_REFERENCES,
+        SERVER_OWNED_TAGS,
+        JOURNEY_KEYS,
+        ANSWERS_FROZEN_ONCE_SUBMITTED,
+        ONLY_OWN_TENANT,
+      ],
     },
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     ...CATALOG_TYPES.flatMap(catalogReads),
@@ -196,7 +202,7 @@ function patientPolicy(): AccessPolicyResource[] {
     {
       resourceType: 'Binary',
       interaction: ['create'],
-      writeConstraint: [OWN_SECURITY_CONTEXT, DOCUMENT_TYPES_ONLY],
+      writeConstraint: [OWN_SECURITY_CONTEXT, DOCUMENT_TYPES_ONLY, ONLY_OWN_TENANT],
     },
     // Only the workflow bots meant for patients ($execute needs read access to the Bot); never their code.
     {
@@ -346,13 +352,19 @@ function unchangedCodes(path: string, system: string, field: 'code' | 'value'): 
 }
 
 /**
- * A clinician's write stays in their tenant: every account it carries is theirs. The criteria alone
- * pass a resource that names a patient of theirs AND one of another tenant (its accounts are then
- * both tenants', and one of them matches).
+ * A write stays in the writer's tenant: every account it carries is theirs. For a clinician, the criteria
+ * alone pass a resource that names a patient of theirs AND one of another tenant (its accounts are then
+ * both tenants', and one of them matches). For a patient: Medplum keeps the accounts a non-admin SENDS
+ * whenever it derives none itself (packages/server/src/fhir/repo.ts: the result's meta starts as the
+ * one sent, getAccounts overrides it only with something), so a patient not yet homed (no tenant, no
+ * `%organization` parameter: nothing can equal it) could otherwise choose her tenant, and an upload (no
+ * patient to derive from) could be filed in any tenant.
  */
 const ONLY_OWN_TENANT = {
   language: 'text/fhirpath' as const,
-  expression: `%after.meta.accounts.all(reference = '%${TENANT_PARAMETER}')`,
+  expression:
+    `%after.meta.accounts.all(reference = '%${TENANT_PARAMETER}') and ` +
+    `%after.meta.account.all(reference = '%${TENANT_PARAMETER}')`,
 };
 
 /** A Task's owner as one string ('' when it has none), so comparisons never meet an empty collection. */

@@ -81,7 +81,7 @@ describe('meta.accounts, as packages/server/src/fhir/repo.ts getAccounts compute
     expect(derived.meta?.accounts).toEqual(alice.meta?.accounts);
   });
 
-  it("a writer's policy compartment is stamped on create only; an edit does not pull a resource into it, and a non-patient resource keeps no accounts of its own", async () => {
+  it("a writer's policy compartment is stamped on create only; an edit does not pull a resource into it; with nothing to derive, the accounts sent stand", async () => {
     const tenant = await backend.systemRepo.createResource<Organization>({
       resourceType: 'Organization',
       name: 'Compartment',
@@ -97,8 +97,8 @@ describe('meta.accounts, as packages/server/src/fhir/repo.ts getAccounts compute
     });
     expect(created.status, created.text).toBe(201);
     expect((created.body as Organization).meta?.accounts).toEqual([{ reference: `Organization/${tenant.id}` }]);
-    // Someone else's Organization, in another account: the writer's edit neither adds its compartment
-    // nor keeps the account (no patient to take one from).
+    // Someone else's Organization, in another account: the writer's edit does not add its compartment;
+    // with no patient to derive from, what the writer sends stands, the account it had or none.
     const owned = await backend.systemRepo.createResource<Organization>({
       resourceType: 'Organization',
       name: 'Made elsewhere',
@@ -108,7 +108,13 @@ describe('meta.accounts, as packages/server/src/fhir/repo.ts getAccounts compute
       body: { ...owned, name: 'Edited by the writer' },
     });
     expect(edited.status, edited.text).toBe(200);
-    expect((edited.body as Organization).meta?.accounts).toBeUndefined();
+    expect((edited.body as Organization).meta?.accounts).toEqual([{ reference: 'Organization/elsewhere' }]);
+    const { meta: _dropped, ...withoutMeta } = owned;
+    const bare = await direct(backend, writer.token, 'PUT', fhirPath(`Organization/${owned.id}`), {
+      body: { ...withoutMeta, name: 'Edited without meta' },
+    });
+    expect(bare.status, bare.text).toBe(200);
+    expect((bare.body as Organization).meta?.accounts).toBeUndefined();
   });
 });
 

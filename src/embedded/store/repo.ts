@@ -544,6 +544,7 @@ export class SqliteRepository extends FhirRepository {
    * sent, nothing added. Anyone else's are derived: the writer's policy compartment on create only (an
    * edit never pulls a resource into the editor's account), then a Patient keeps its own accounts and any
    * other resource takes the accounts of the patients it names; what it had before does not carry over.
+   * When that derives nothing, the accounts sent stand (Medplum's result meta starts as the one sent).
    */
   private accountsFor(resource: Resource, existing: Resource | undefined, patients: string[]): Reference[] {
     const privileged =
@@ -569,13 +570,21 @@ export class SqliteRepository extends FhirRepository {
       for (const account of existing?.meta?.accounts ?? []) {
         add(account);
       }
-      return [...accounts.values()];
     }
-    for (const patientRef of patients) {
+    for (const patientRef of resource.resourceType === 'Patient' ? [] : patients) {
       const [, patientId] = patientRef.split('/');
       const patient = this.loadCurrent('Patient', patientId);
       add(patient?.meta?.account);
       for (const account of patient?.meta?.accounts ?? []) {
+        add(account);
+      }
+    }
+    if (accounts.size === 0) {
+      // Nothing derived: Medplum then keeps what the writer sent (its result's meta starts as the one
+      // sent, and getAccounts overrides it only with something). Policies must refuse what they do not
+      // allow (src/provision/definition.ts, ONLY_OWN_TENANT).
+      add(resource.meta?.account);
+      for (const account of resource.meta?.accounts ?? []) {
         add(account);
       }
     }
