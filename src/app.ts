@@ -9,6 +9,7 @@ import type { AccessLogEntry, App, AppDeps, AppEnv, Limits } from './app-env';
 import { createTokenVerifier, type TokenVerifier } from './auth/verify';
 import { admission } from './edge/admission';
 import { gatewayCors } from './edge/cors';
+import { guardJsonBody } from './edge/json-body';
 import { createEdge, type Edge } from './edge/request';
 import { ApiError, unauthenticated } from './errors';
 import { medplumForRequest } from './medplum/client';
@@ -56,6 +57,7 @@ export function createApp(deps: AppDeps): App {
   app.use('*', requestContext(deps, edge));
   app.use('*', gatewayCors(app, deps.corsOrigins ?? []));
   app.use('*', limitBody(deps.limits.bodyBytes));
+  app.use('*', guardJsonBody((path) => OWN_BODY_LIMIT.has(path)));
   app.use('/v1/*', authenticate(deps, verify));
   app.use('/v1/*', admission({ perCaller: deps.limits.inFlightPerCaller, total: deps.limits.inFlightTotal }));
 

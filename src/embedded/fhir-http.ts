@@ -2,6 +2,7 @@ import { badRequest, ContentType, getStatus, isOk, isOperationOutcome, Operation
 import type { FhirRequest, FhirRouter, HttpMethod } from '@medplum/fhir-router';
 import type { Binary, Bundle, OperationOutcome, Resource } from '@medplum/fhirtypes';
 import { withBufferedBody } from '../shared/buffered-body';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../shared/json-depth';
 import type { AttachmentUrls } from './attachments';
 import type { SqliteRepository } from './store/repo';
 
@@ -114,36 +115,6 @@ function isBinaryResource(value: unknown): value is Binary {
   return typeof value === 'object' && value !== null && (value as Resource).resourceType === 'Binary';
 }
 
-/**
- * How deep a body may nest objects and arrays. FHIR resources stay far below it (a transaction whose
- * QuestionnaireResponse nests items 40 deep is under 100); past it, every recursive walk downstream (the
- * validator, FHIRPath, cloning, JSON.stringify) risks the stack. Real Medplum has no such limit: its
- * validator overflows and the router answers that 400 (packages/fhir-router/src/fhirrouter.ts, handleRequest).
- */
-const MAX_JSON_DEPTH = 100;
-
-/** Iterative, so a hostile body cannot overflow the stack here either. */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const nodes: unknown[] = [value];
-  const depths: number[] = [1];
-  while (nodes.length > 0) {
-    const node = nodes.pop();
-    const depth = depths.pop() as number;
-    if (node === null || typeof node !== 'object') {
-      continue;
-    }
-    if (depth > limit) {
-      return true;
-    }
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (child !== null && typeof child === 'object') {
-        nodes.push(child);
-        depths.push(depth + 1);
-      }
-    }
-  }
-  return false;
-}
 
 /** An entity tag (`W/"<versionId>"` or `"<versionId>"`) or `*`: the If-Match values that mean something. */
 const IF_MATCH = /^(\*|(W\/)?"[^"]+")$/;
