@@ -11,7 +11,13 @@ import type {
   Reference,
   Task,
 } from '@medplum/fhirtypes';
-import { attachmentProblems, type BinaryOrigins, binaryIdOf } from '../contracts/attachments';
+import {
+  attachmentProblems,
+  type BinaryOrigins,
+  binaryIdOf,
+  DOCUMENT_MAX_BYTES,
+  MAX_ATTACHMENTS_PER_ANSWER,
+} from '../contracts/attachments';
 import {
   BOOKING_ENDPOINT,
   EXTENSIONS,
@@ -189,9 +195,18 @@ async function answersWork(
   if (problems.length > 0) {
     return fail(400, 'invalid_request', 'These answers cannot complete this task', { issues: problems });
   }
-  // Answers and uploads can be written straight to Medplum: every attachment is checked again here.
+  // Answers and uploads can be written straight to Medplum: every attachment is checked again here, and
+  // their number is bounded first (each is read with this bot's quota, which every patient shares).
+  const attached = attachmentsOf(answers.item ?? []);
+  if (attached.length > MAX_ATTACHMENTS_PER_ANSWER) {
+    return fail(422, 'invalid_attachment', `These answers attach more than ${MAX_ATTACHMENTS_PER_ANSWER} files`, {
+      issues: [
+        { path: 'questionnaireResponse', message: `${attached.length} files; at most ${MAX_ATTACHMENTS_PER_ANSWER}` },
+      ],
+    });
+  }
   const attachments: { linkId: string; url?: string; problems: string[] }[] = [];
-  for (const { linkId, attachment } of attachmentsOf(answers.item ?? [])) {
+  for (const { linkId, attachment } of attached) {
     const found = await attachmentProblemsOf(medplum, attachment, own, origins);
     if (found.length > 0) {
       // Named as `Binary/<id>`, never as the presigned URL this bot's own read got: that would hand her
@@ -403,8 +418,12 @@ async function attachmentProblemsOf(
 ): Promise<string[]> {
   const id = binaryIdOf(attachment.url, origins);
   const binary = id ? await medplum.readResource('Binary', id).catch(() => undefined) : undefined;
-  if (!binary) {
+  if (binary?.securityContext?.reference !== patient) {
+    // Not hers (or not there): nothing more is read, and nothing more said of it.
     return ['not_own_document'];
+  }
+  if (attachment.size !== undefined && attachment.size > DOCUMENT_MAX_BYTES) {
+    return ['size_out_of_bounds'];
   }
   const bytes = new Uint8Array(
     await (await medplum.download(medplum.fhirUrl('Binary', binary.id as string))).arrayBuffer(),

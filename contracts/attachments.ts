@@ -8,6 +8,12 @@
 /** The largest document accepted, in bytes (10 MiB), counted as the body streams in. */
 export const DOCUMENT_MAX_BYTES = 10 * 1024 * 1024;
 
+/**
+ * The most files one set of answers may attach: each is read and hashed by the completion bot, whose
+ * FHIR quota every patient shares, so their number is bounded before any is read.
+ */
+export const MAX_ATTACHMENTS_PER_ANSWER = 10;
+
 /** Media types a document may have. Each has a signature its bytes must carry. */
 export const DOCUMENT_TYPES = ['application/pdf', 'image/png', 'image/jpeg', 'image/heic'] as const;
 export type DocumentType = (typeof DOCUMENT_TYPES)[number];
@@ -89,10 +95,12 @@ export interface StoredDocument {
  * `422 invalid_attachment` with these.
  */
 export function attachmentProblems(claim: AttachmentClaim, stored: StoredDocument, patient: string): string[] {
-  const problems: string[] = [];
   if (stored.securityContext !== patient) {
-    problems.push('not_own_document');
+    // Nothing more is said of a file that is not hers: its type, size or hash would be facts about
+    // someone else's document.
+    return ['not_own_document'];
   }
+  const problems: string[] = [];
   const detected = detectDocumentType(stored.bytes);
   if (!isDocumentType(stored.contentType) || detected !== stored.contentType) {
     problems.push('unsupported_media_type');

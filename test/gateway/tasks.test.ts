@@ -1,5 +1,14 @@
-import type { CareTeam, Observation, Patient, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import type {
+  Bot,
+  CareTeam,
+  Observation,
+  Patient,
+  ProjectMembership,
+  QuestionnaireResponse,
+  Task,
+} from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_ATTACHMENTS_PER_ANSWER } from '../../contracts/attachments';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
@@ -146,25 +155,58 @@ describe('answers with attachments', () => {
     const own = await upload(patient);
     const theirs = await upload(gw.backend.patients.bob);
     const before = store();
-    for (const [attachment, problem] of [
-      [theirs, 'not_own_document'],
-      [{ ...own, hash: theirs.hash === own.hash ? 'AAAA' : theirs.hash }, 'hash_mismatch'],
-      [{ ...own, contentType: 'application/pdf' }, 'content_type_mismatch'],
-      [{ ...own, url: 'https://elsewhere.example/labs.png' }, 'not_own_document'],
+    for (const [attachment, problems] of [
+      // Another's file: that alone, nothing of its type, size or hash (facts about someone else's document).
+      [theirs, ['not_own_document']],
+      [{ ...theirs, contentType: 'application/pdf', size: 1, hash: 'AAAA' }, ['not_own_document']],
+      [{ ...own, hash: theirs.hash === own.hash ? 'AAAA' : theirs.hash }, ['hash_mismatch']],
+      [{ ...own, contentType: 'application/pdf' }, ['content_type_mismatch']],
+      [{ ...own, url: 'https://elsewhere.example/labs.png' }, ['not_own_document']],
     ] as const) {
       const answersRef = await withFile(patient, pinned, attachment);
       const mark = store();
       const refused = await complete(patient, questionnaireTask.task, { questionnaireResponse: answersRef });
-      expect(refused.status, problem).toBe(422);
+      expect(refused.status, problems.join()).toBe(422);
       expect(refused.body).toMatchObject({
-        error: {
-          code: 'invalid_attachment',
-          details: { issues: [{ linkId: 'lab-results', problems: expect.arrayContaining([problem]) }] },
-        },
+        error: { code: 'invalid_attachment', details: { issues: [{ linkId: 'lab-results', problems }] } },
       });
       expect(store()).toEqual(mark);
     }
     expect(store()).not.toEqual(before);
+    // More files than one set of answers may attach: refused before any is read.
+    const many = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
+      token: patient.token,
+      body: {
+        resourceType: 'QuestionnaireResponse',
+        status: 'completed',
+        questionnaire: pinned,
+        item: [
+          { linkId: 'previous-programs', answer: [{ valueBoolean: true }] },
+          {
+            linkId: 'lab-results',
+            answer: Array.from({ length: MAX_ATTACHMENTS_PER_ANSWER + 1 }, () => ({ valueAttachment: own })),
+          },
+        ],
+      },
+    });
+    expect(many.status).toBe(201);
+    const bot = await gw.backend.systemRepo.searchOne<Bot>({
+      resourceType: 'Bot',
+      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|complete-task` }],
+    });
+    const membership = await gw.backend.systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
+    });
+    const spent = () => gw.backend.quota.spending().get(membership?.id as string) ?? 0;
+    const beforeMany = spent();
+    const tooMany = await complete(patient, questionnaireTask.task, {
+      questionnaireResponse: `QuestionnaireResponse/${(many.body as QuestionnaireResponse).id}`,
+    });
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body).toMatchObject({ error: { code: 'invalid_attachment' } });
+    // No file was read: what the bot spent is its own checks (the caller, the task, the answers).
+    expect(spent() - beforeMany).toBeLessThan(200);
     const done = await complete(patient, questionnaireTask.task, {
       questionnaireResponse: await withFile(patient, pinned, own),
     });
