@@ -12,6 +12,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS, VISIT_TYPES } from '../contracts/systems';
+import { absent } from './lib/absent';
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { PATIENT_TASK_TAG } from './lib/journey';
 import { visitTypeOf } from './lib/plans';
@@ -88,7 +89,7 @@ async function book(
 ): Promise<AppointmentsResult> {
   const her = `Patient/${patient.id}`;
   for (let attempt = 0; ; attempt++) {
-    const task = (await medplum.readResource('Task', taskId).catch(() => undefined)) as Task | undefined;
+    const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
     const isVisitTask = task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === 'schedule-visit');
     const isHers =
       task?.for?.reference === her &&
@@ -250,7 +251,7 @@ async function reschedule(
     if (winner && winner.slot?.[0]?.reference === `Slot/${slotId}`) {
       return view(medplum, winner, false);
     }
-    const taken = (await medplum.readResource('Slot', slotId).catch(() => undefined)) as Slot | undefined;
+    const taken = (await medplum.readResource('Slot', slotId).catch(absent)) as Slot | undefined;
     return taken?.status !== 'free'
       ? fail(409, 'slot_unavailable', 'This slot was just taken', { slot: `Slot/${slotId}` })
       : fail(409, 'invalid_state', 'This visit changed while it was being rescheduled', {
@@ -428,7 +429,7 @@ async function visitFrom(
   const [type, id] = (reference ?? '').split('/');
   const request =
     type === 'ServiceRequest' && id
-      ? ((await medplum.readResource('ServiceRequest', id).catch(() => undefined)) as
+      ? ((await medplum.readResource('ServiceRequest', id).catch(absent)) as
           | (ServiceRequest & { id: string })
           | undefined)
       : undefined;
@@ -438,9 +439,7 @@ async function visitFrom(
   const [planType, planId] = (request.basedOn?.[0]?.reference ?? '').split('/');
   const plan =
     planType === 'CarePlan' && planId
-      ? ((await medplum.readResource('CarePlan', planId).catch(() => undefined)) as
-          | (CarePlan & { id: string })
-          | undefined)
+      ? ((await medplum.readResource('CarePlan', planId).catch(absent)) as (CarePlan & { id: string }) | undefined)
       : undefined;
   return plan?.subject?.reference === her && plan.status === 'active' ? { request, plan } : undefined;
 }
@@ -451,9 +450,7 @@ async function bookableSlot(
   slotId: string,
   patient: Patient,
 ): Promise<{ ok: true; slot: Slot & { id: string }; practitioner: string } | ReturnType<typeof fail>> {
-  const slot = (await medplum.readResource('Slot', slotId).catch(() => undefined)) as
-    | (Slot & { id: string })
-    | undefined;
+  const slot = (await medplum.readResource('Slot', slotId).catch(absent)) as (Slot & { id: string }) | undefined;
   const practitioner = slot ? await bookablePractitioner(medplum, slot, patient) : undefined;
   if (!slot || !practitioner) {
     return contextNotFound();
@@ -571,9 +568,7 @@ async function ownAppointment(
   patientId: string,
 ): Promise<(Appointment & { id: string }) | undefined> {
   const appointment = id
-    ? ((await medplum.readResource('Appointment', id).catch(() => undefined)) as
-        | (Appointment & { id: string })
-        | undefined)
+    ? ((await medplum.readResource('Appointment', id).catch(absent)) as (Appointment & { id: string }) | undefined)
     : undefined;
   // Hers, and the platform's: only the bots write Appointments (policy), and a bot's write carries its
   // author (Medplum stamps meta.author, packages/server/src/fhir/repo.ts).
@@ -614,9 +609,7 @@ async function bookingTask(medplum: MedplumClient, appointment: Appointment, her
 async function heldSlot(medplum: MedplumClient, appointment: Appointment): Promise<Slot | undefined> {
   const [type, id] = (appointment.slot?.[0]?.reference ?? '').split('/');
   const slot =
-    type === 'Slot' && id
-      ? ((await medplum.readResource('Slot', id).catch(() => undefined)) as Slot | undefined)
-      : undefined;
+    type === 'Slot' && id ? ((await medplum.readResource('Slot', id).catch(absent)) as Slot | undefined) : undefined;
   return slot?.resourceType === 'Slot' && slot.status === 'busy' ? slot : undefined;
 }
 

@@ -2,6 +2,7 @@ import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { CareTeam, Patient, Slot } from '@medplum/fhirtypes';
 import type { BotInput } from '../contracts/bot-inputs';
 import { SYSTEMS, VISIT_TYPES } from '../contracts/systems';
+import { absent } from './lib/absent';
 import { contextNotFound } from './lib/agreements';
 import { type BotResult, fail } from './lib/result';
 import { licensedSchedules } from './lib/scheduling';
@@ -150,7 +151,7 @@ async function practitionersOf(
     return undefined;
   }
   if (query.careTeam) {
-    const team = (await medplum.readResource('CareTeam', query.careTeam.split('/')[1]).catch(() => undefined)) as
+    const team = (await medplum.readResource('CareTeam', query.careTeam.split('/')[1]).catch(absent)) as
       | CareTeam
       | undefined;
     const visits = team?.category?.some((c) =>

@@ -25,6 +25,7 @@ import {
   STORAGE_BASE_SECRET,
   SYSTEMS,
 } from '../contracts/systems';
+import { absent } from './lib/absent';
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { payloadDigest } from './lib/digest';
 import {
@@ -84,7 +85,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   const { task: taskId, edge, ...payload } = { edge: undefined, ...start.input };
   const digest = payloadDigest(payload);
   for (let attempt = 0; ; attempt++) {
-    const task = (await medplum.readResource('Task', taskId).catch(() => undefined)) as Task | undefined;
+    const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
     if (!task || task.for?.reference !== `Patient/${patientId}` || !isPatientTask(task)) {
       return contextNotFound();
     }
@@ -175,7 +176,7 @@ async function answersWork(
   origins: BinaryOrigins,
 ): Promise<Work> {
   const id = reference.split('/')[1];
-  const answers = (await medplum.readResource('QuestionnaireResponse', id).catch(() => undefined)) as
+  const answers = (await medplum.readResource('QuestionnaireResponse', id).catch(absent)) as
     | QuestionnaireResponse
     | undefined;
   const own = `Patient/${patientId}`;
@@ -354,7 +355,7 @@ async function episodeOf(medplum: MedplumClient, task: Task): Promise<EpisodeOfC
   const code = task.meta?.tag?.find((t) => t.system === SYSTEMS.episode)?.code;
   const id = code?.startsWith('EpisodeOfCare/') ? code.slice('EpisodeOfCare/'.length) : undefined;
   const episode = id
-    ? ((await medplum.readResource('EpisodeOfCare', id).catch(() => undefined)) as EpisodeOfCare | undefined)
+    ? ((await medplum.readResource('EpisodeOfCare', id).catch(absent)) as EpisodeOfCare | undefined)
     : undefined;
   // Only the patient's own episode counts (a tag is data; the episode's patient is the check).
   return episode?.patient?.reference === task.for?.reference ? episode : undefined;
@@ -417,7 +418,7 @@ async function attachmentProblemsOf(
   origins: BinaryOrigins,
 ): Promise<string[]> {
   const id = binaryIdOf(attachment.url, origins);
-  const binary = id ? await medplum.readResource('Binary', id).catch(() => undefined) : undefined;
+  const binary = id ? await medplum.readResource('Binary', id).catch(absent) : undefined;
   if (binary?.securityContext?.reference !== patient) {
     // Not hers (or not there): nothing more is read, and nothing more said of it.
     return ['not_own_document'];

@@ -15,6 +15,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { absent } from './lib/absent';
 import { PATIENT_TASK_TAG } from './lib/journey';
 import { authorAgent, completedByOwner, issuedVersion, outputNamed, REVIEW_RESPONSE, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
@@ -133,7 +134,7 @@ async function readVersion<T extends Condition>(medplum: MedplumClient, referenc
   if (type !== 'Condition' || !id || !versionId) {
     return undefined;
   }
-  return (await medplum.readVersion('Condition', id, versionId).catch(() => undefined)) as T | undefined;
+  return (await medplum.readVersion('Condition', id, versionId).catch(absent)) as T | undefined;
 }
 
 /** Records why nothing was offered on the selection (its businessStatus), under If-Match. */

@@ -11,6 +11,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, type FulfilmentMethod, SYSTEMS } from '../contracts/systems';
+import { absent } from './lib/absent';
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { whereaboutsOf } from './lib/catalog';
 import { payloadDigest } from './lib/digest';
@@ -53,7 +54,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   const own = `Patient/${patientId}`;
   const digest = payloadDigest({ items: decisions });
   for (let attempt = 0; ; attempt++) {
-    const group = (await medplum.readResource('RequestGroup', orderId).catch(() => undefined)) as
+    const group = (await medplum.readResource('RequestGroup', orderId).catch(absent)) as
       | (RequestGroup & { id: string })
       | undefined;
     if (!group || group.subject?.reference !== own) {
@@ -178,7 +179,7 @@ async function itemsOf(
     const [type, id] = (action.resource?.reference ?? '').split('/');
     const item =
       (type === 'MedicationRequest' || type === 'ServiceRequest') && id
-        ? ((await medplum.readResource(type, id).catch(() => undefined)) as Item | undefined)
+        ? ((await medplum.readResource(type, id).catch(absent)) as Item | undefined)
         : undefined;
     if (
       !item ||
@@ -236,7 +237,7 @@ async function allowedMethods(
 ): Promise<Record<string, FulfilmentMethod[]>> {
   const organization = patient.managingOrganization?.reference;
   const tenant = organization
-    ? ((await medplum.readReference({ reference: organization }).catch(() => undefined)) as Organization | undefined)
+    ? ((await medplum.readReference({ reference: organization }).catch(absent)) as Organization | undefined)
     : undefined;
   const { country } = whereaboutsOf(patient);
   const methods = (kind: string): FulfilmentMethod[] =>

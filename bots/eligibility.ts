@@ -22,6 +22,7 @@ import type {
   ValueSet,
 } from '@medplum/fhirtypes';
 import { CATALOG, EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { absent } from './lib/absent';
 import { isPublishedTo } from './lib/agreements';
 import { planTypeOf } from './lib/catalog';
 import { authorAgent, clinicianTask, completedByOwner, outputNamed, tenantQueue, versioned } from './lib/queues';
@@ -112,7 +113,7 @@ async function assignedCondition(
   if (type !== 'Condition' || !id) {
     return undefined;
   }
-  const condition = (await medplum.readResource('Condition', id).catch(() => undefined)) as
+  const condition = (await medplum.readResource('Condition', id).catch(absent)) as
     | (Condition & { id: string })
     | undefined;
   return condition?.subject?.reference === patientRef ? condition : undefined;

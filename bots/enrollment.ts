@@ -13,6 +13,7 @@ import type {
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, START_ENDPOINT, SYSTEMS } from '../contracts/systems';
 import type { PatientTask } from '../contracts/tasks';
+import { absent } from './lib/absent';
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { planTypeOf } from './lib/catalog';
 import {
@@ -61,7 +62,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (input.operation === 'enroll') {
     return enroll(medplum, patient, input.healthcareService);
   }
-  const plan = (await medplum.readResource('CarePlan', input.carePlan).catch(() => undefined)) as
+  const plan = (await medplum.readResource('CarePlan', input.carePlan).catch(absent)) as
     | (CarePlan & { id: string })
     | undefined;
   if (!plan || plan.subject?.reference !== `Patient/${patientId}`) {
@@ -296,7 +297,7 @@ async function unenroll(
     const [slotType, slotId] = (appointment.slot?.[0]?.reference ?? '').split('/');
     const slot =
       slotType === 'Slot' && slotId
-        ? ((await medplum.readResource('Slot', slotId).catch(() => undefined)) as Slot | undefined)
+        ? ((await medplum.readResource('Slot', slotId).catch(absent)) as Slot | undefined)
         : undefined;
     if (slot?.resourceType === 'Slot' && slot.status === 'busy') {
       entries.push({
@@ -394,7 +395,7 @@ async function episodeOfPlan(
   const code = plan.meta?.tag?.find((t) => t.system === SYSTEMS.episode)?.code ?? '';
   const id = code.startsWith('EpisodeOfCare/') ? code.slice('EpisodeOfCare/'.length) : undefined;
   const episode = id
-    ? ((await medplum.readResource('EpisodeOfCare', id).catch(() => undefined)) as EpisodeOfCare | undefined)
+    ? ((await medplum.readResource('EpisodeOfCare', id).catch(absent)) as EpisodeOfCare | undefined)
     : undefined;
   return episode?.patient?.reference === `Patient/${patientId}` ? episode : undefined;
 }
@@ -404,7 +405,7 @@ async function hasPlacedOrders(medplum: MedplumClient, plan: CarePlan, patientId
   for (const activity of plan.activity ?? []) {
     const [type, id] = (activity.reference?.reference ?? '').split('/');
     if (type === 'MedicationRequest' && id) {
-      const request = (await medplum.readResource('MedicationRequest', id).catch(() => undefined)) as
+      const request = (await medplum.readResource('MedicationRequest', id).catch(absent)) as
         | MedicationRequest
         | undefined;
       if (

@@ -1,6 +1,7 @@
 import { type BotEvent, type MedplumClient, OperationOutcomeError } from '@medplum/core';
 import type { Bundle, BundleEntry, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
 import { SYSTEMS, TIMEZONE_EXTENSION, VISIT_TYPES, type VisitType } from '../contracts/systems';
+import { absent } from './lib/absent';
 import { readInput } from './lib/input';
 import { searchAll } from './lib/search';
 import { localDate, workingSlots } from './lib/slots';
@@ -101,7 +102,7 @@ async function slotsOf(
   const [type, id] = (schedule.actor?.[0]?.reference ?? '').split('/');
   const role =
     type === 'PractitionerRole' && id
-      ? ((await medplum.readResource('PractitionerRole', id).catch(() => undefined)) as PractitionerRole | undefined)
+      ? ((await medplum.readResource('PractitionerRole', id).catch(absent)) as PractitionerRole | undefined)
       : undefined;
   const visit = schedule.serviceType
     ?.flatMap((s) => s.coding ?? [])

@@ -8,6 +8,7 @@ import type {
   Reference,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, TENANT_PARAMETER } from '../contracts/systems';
+import { absent } from './lib/absent';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
@@ -27,9 +28,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return start;
   }
   const { patientId, clientId } = start.caller;
-  const client = clientId
-    ? await medplum.readResource('ClientApplication', clientId).catch(() => undefined)
-    : undefined;
+  const client = clientId ? await medplum.readResource('ClientApplication', clientId).catch(absent) : undefined;
   const organization = tenantOf(client);
   if (!organization) {
     // The app the patient signed in with does not belong to a tenant: nothing to decide from.

@@ -1,6 +1,7 @@
 import { Buffer } from 'node:buffer';
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import { DOCUMENT_MAX_BYTES, isDocumentType } from '../contracts/attachments';
+import { absent } from './lib/absent';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
@@ -18,7 +19,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (!start.ok) {
     return start;
   }
-  const binary = await medplum.readResource('Binary', start.input.document).catch(() => undefined);
+  const binary = await medplum.readResource('Binary', start.input.document).catch(absent);
   const own = binary?.securityContext?.reference === `Patient/${start.caller.patientId}`;
   if (!binary || !own || !isDocumentType(binary.contentType)) {
     return fail(404, 'not_found', 'No document of yours has this id');

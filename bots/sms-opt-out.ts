@@ -1,4 +1,5 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
+import { absent } from './lib/absent';
 import { readInput } from './lib/input';
 import { fail } from './lib/result';
 import { applyOptOuts, optOutOf, smsIntegration } from './lib/sms';
@@ -22,9 +23,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return input;
   }
   const integration = await smsIntegration(medplum, event.requester?.reference);
-  const message = integration
-    ? await medplum.readResource('Communication', input.value.id).catch(() => undefined)
-    : undefined;
+  const message = integration ? await medplum.readResource('Communication', input.value.id).catch(absent) : undefined;
   if (!integration || !message || message.meta?.author?.reference !== integration) {
     return fail(403, 'forbidden', 'Only inbound messages of the SMS integration are acted on');
   }

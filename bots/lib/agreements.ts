@@ -11,6 +11,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { CATALOG, EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { absent } from './absent';
 import {
   type AgreementRequirement,
   type AgreementVersion,
@@ -213,7 +214,7 @@ async function readOrUndefined<T>(medplum: MedplumClient, reference: string): Pr
   if (!type || !id) {
     return undefined;
   }
-  return (await medplum.readResource(type as 'Patient', id).catch(() => undefined)) as T | undefined;
+  return (await medplum.readResource(type as 'Patient', id).catch(absent)) as T | undefined;
 }
 
 /** The idempotency key of one acceptance (Consent.identifier): no `|` or `,`, which FHIR search splits on. */

@@ -8,6 +8,7 @@ import type {
   PlanDefinitionAction,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, PLAN_TYPES, type PlanType, SYSTEMS } from '../../contracts/systems';
+import { absent } from './absent';
 import { isPublishedTo } from './agreements';
 
 /**
@@ -141,7 +142,7 @@ export async function availableWhereSheLives(
   const organization = patient.managingOrganization?.reference;
   const locations = new Map<string, Location>();
   for (const area of service.coverageArea ?? []) {
-    const location = (await medplum.readReference(area).catch(() => undefined)) as Location | undefined;
+    const location = (await medplum.readReference(area).catch(absent)) as Location | undefined;
     if (location && area.reference && isPublishedTo(location, organization)) {
       locations.set(area.reference, location);
     }

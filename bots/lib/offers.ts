@@ -14,6 +14,7 @@ import type {
   TaskOutput,
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
+import { absent } from './absent';
 import { requireAgreements } from './agreements';
 import { publishedDefinition } from './journey';
 import { issueEntries, monitoringActions, tasksOf } from './plans';
@@ -96,9 +97,7 @@ async function currentOffer(
   const [type, id] = (task.focus?.reference ?? '').split('/');
   const group =
     type === 'RequestGroup' && id
-      ? ((await medplum.readResource('RequestGroup', id).catch(() => undefined)) as
-          | (RequestGroup & { id: string })
-          | undefined)
+      ? ((await medplum.readResource('RequestGroup', id).catch(absent)) as (RequestGroup & { id: string }) | undefined)
       : undefined;
   if (!group || group.subject?.reference !== own || group.status !== 'active' || group.intent !== 'proposal') {
     return superseded();
@@ -108,7 +107,7 @@ async function currentOffer(
     const [itemType, itemId] = (action.resource?.reference ?? '').split('/');
     const item =
       itemType === 'MedicationRequest' && itemId
-        ? ((await medplum.readResource('MedicationRequest', itemId).catch(() => undefined)) as
+        ? ((await medplum.readResource('MedicationRequest', itemId).catch(absent)) as
             | (MedicationRequest & { id: string })
             | undefined)
         : undefined;
@@ -129,7 +128,7 @@ async function currentOffer(
   const [conditionType, conditionId, , pinnedVersion] = (group.reasonReference?.[0]?.reference ?? '').split('/');
   const condition =
     conditionType === 'Condition' && conditionId
-      ? ((await medplum.readResource('Condition', conditionId).catch(() => undefined)) as Condition | undefined)
+      ? ((await medplum.readResource('Condition', conditionId).catch(absent)) as Condition | undefined)
       : undefined;
   const withdrawn = condition?.verificationStatus?.coding?.some(
     (c) => c.code === 'refuted' || c.code === 'entered-in-error',
@@ -328,9 +327,7 @@ async function selectionOf(medplum: MedplumClient, group: RequestGroup): Promise
   const key = group.groupIdentifier;
   const [type, id] = (key?.system === SYSTEMS.offer ? (key.value ?? '') : '').split('/');
   const current =
-    type === 'Task' && id
-      ? ((await medplum.readResource('Task', id).catch(() => undefined)) as Task | undefined)
-      : undefined;
+    type === 'Task' && id ? ((await medplum.readResource('Task', id).catch(absent)) as Task | undefined) : undefined;
   // Its options and findings as the platform issued them (a clinician's later edits are not carried on).
   const selection = current ? await issuedVersion(medplum, current) : undefined;
   return selection?.for?.reference === group.subject?.reference ? selection : undefined;

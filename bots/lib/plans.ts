@@ -15,6 +15,7 @@ import type {
   TaskInput,
 } from '@medplum/fhirtypes';
 import { SYSTEMS, VISIT_TYPES } from '../../contracts/systems';
+import { absent } from './absent';
 import { isPublishedTo } from './agreements';
 import { actionKind, availableWhereSheLives, frontedCanonical } from './catalog';
 import { PATIENT_TASK_TAG, publishedDefinition, taskInputType } from './journey';
@@ -118,9 +119,7 @@ async function taskFor(
     }
     const inputs: TaskInput[] = [{ type: taskInputType('activity-definition'), valueCanonical: canonical }];
     for (const requirement of requirements) {
-      const definition = (await medplum.readReference(requirement).catch(() => undefined)) as
-        | ObservationDefinition
-        | undefined;
+      const definition = (await medplum.readReference(requirement).catch(absent)) as ObservationDefinition | undefined;
       if (!definition || !isPublishedTo(definition, organization)) {
         return undefined;
       }
@@ -142,9 +141,7 @@ export async function offeredPlan(
 ): Promise<{ plan: PlanDefinition; canonical: string } | undefined> {
   const organization = patient.managingOrganization?.reference;
   const id = reference.split('/')[1];
-  const service = (await medplum.readResource('HealthcareService', id).catch(() => undefined)) as
-    | HealthcareService
-    | undefined;
+  const service = (await medplum.readResource('HealthcareService', id).catch(absent)) as HealthcareService | undefined;
   // What GET /v1/protocols lists, and nothing else: an active offering of an active plan.
   if (service?.active !== true || !isPublishedTo(service, organization)) {
     return undefined;

@@ -11,6 +11,7 @@ import type {
   TaskOutput,
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
+import { absent } from './absent';
 import { readInput } from './input';
 import { fail } from './result';
 
@@ -93,7 +94,7 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
     'forbidden',
     `Only ${codes.join(' or ')} work completed by the clinician who owns it is acted on`,
   );
-  const task = (await medplum.readResource('Task', input.value.id).catch(() => undefined)) as Task | undefined;
+  const task = (await medplum.readResource('Task', input.value.id).catch(absent)) as Task | undefined;
   const clinician = task?.owner?.reference ?? '';
   if (
     !task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && codes.includes(c.code ?? '')) ||
@@ -116,7 +117,7 @@ async function isReconciler(medplum: MedplumClient, requester: string): Promise<
   if (type !== 'Bot' || !id) {
     return false;
   }
-  const bot = await medplum.readResource('Bot', id).catch(() => undefined);
+  const bot = await medplum.readResource('Bot', id).catch(absent);
   return bot?.identifier?.some((i) => i.system === SYSTEMS.bots && i.value === 'reconcile') ?? false;
 }
 

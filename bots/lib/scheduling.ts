@@ -1,5 +1,6 @@
 import type { MedplumClient } from '@medplum/core';
 import type { Location, Patient, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
+import { absent } from './absent';
 import { whereaboutsOf } from './catalog';
 import { searchAll } from './search';
 
@@ -20,10 +21,7 @@ async function licensedWhereSheLives(
   for (const location of role.location ?? []) {
     const reference = location.reference ?? '';
     if (!jurisdictions.has(reference)) {
-      jurisdictions.set(
-        reference,
-        (await medplum.readReference({ reference }).catch(() => undefined)) as Location | undefined,
-      );
+      jurisdictions.set(reference, (await medplum.readReference({ reference }).catch(absent)) as Location | undefined);
     }
     const address = jurisdictions.get(reference)?.address;
     if (
@@ -94,14 +92,12 @@ export async function bookablePractitioner(
   const [type, id] = (slot.schedule?.reference ?? '').split('/');
   const schedule =
     type === 'Schedule' && id
-      ? ((await medplum.readResource('Schedule', id).catch(() => undefined)) as Schedule | undefined)
+      ? ((await medplum.readResource('Schedule', id).catch(absent)) as Schedule | undefined)
       : undefined;
   const [roleType, roleId] = (schedule?.actor?.[0]?.reference ?? '').split('/');
   const role =
     schedule?.active && roleType === 'PractitionerRole' && roleId
-      ? ((await medplum.readResource('PractitionerRole', roleId).catch(() => undefined)) as
-          | PractitionerRole
-          | undefined)
+      ? ((await medplum.readResource('PractitionerRole', roleId).catch(absent)) as PractitionerRole | undefined)
       : undefined;
   const organization = patient.managingOrganization?.reference;
   if (!role || role.active === false || !organization || role.organization?.reference !== organization) {

@@ -1,6 +1,7 @@
 import type { MedplumClient } from '@medplum/core';
 import type { Communication, Consent } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { absent } from './absent';
 import { inactivateConsents } from './agreements';
 import { lostRace } from './races';
 import { searchAll } from './search';
@@ -28,7 +29,7 @@ export async function smsIntegration(
   reference: string | undefined,
 ): Promise<string | undefined> {
   const id = /^ClientApplication\/([A-Za-z0-9\-.]{1,64})$/.exec(reference ?? '')?.[1];
-  const client = id ? await medplum.readResource('ClientApplication', id).catch(() => undefined) : undefined;
+  const client = id ? await medplum.readResource('ClientApplication', id).catch(absent) : undefined;
   const isIntegration = client?.meta?.tag?.some((t) => t.system === SYSTEMS.integration && t.code === 'sms');
   return isIntegration ? reference : undefined;
 }

@@ -1,5 +1,6 @@
-import type { OperationOutcome, Patient, Project } from '@medplum/fhirtypes';
+import type { Bot, OperationOutcome, Patient, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
 import { fhirPath } from '../support/attack';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
@@ -106,6 +107,33 @@ describe('the FHIR quota, as Medplum counts it', () => {
     ).toBe(200);
     nextMinute();
     expect((await requirements()).status).toBe(200);
+  });
+
+  it('a bot whose reads are refused for its quota fails as that, 503, never as a 404 that blames the patient (bots/lib/absent.ts)', async () => {
+    nextMinute();
+    const bot = await gw.backend.systemRepo.searchOne<Bot>({
+      resourceType: 'Bot',
+      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|complete-task` }],
+    });
+    const membership = await gw.backend.systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
+    });
+    const { token } = await gw.backend.login(membership as ProjectMembership);
+    // The bot's minute spent (by other patients' work, say): its next read is refused.
+    let spending = 0;
+    while ((await call(token, 'GET', 'Task?_count=1')).status === 200) {
+      spending++;
+    }
+    expect(spending).toBeGreaterThan(10);
+    const answer = await gw.call('POST', '/v1/tasks/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e/complete', {
+      token: gw.backend.patients.alice.token,
+      body: { questionnaireResponse: 'QuestionnaireResponse/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e' },
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(answer.status).toBe(503);
+    expect(answer.body).toMatchObject({ error: { code: 'upstream_unavailable' } });
+    expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 
   it('without the setting, a membership has the server default (Medplum: 50,000)', async () => {
