@@ -1,5 +1,5 @@
-import { type BotEvent, type MedplumClient, OperationOutcomeError } from '@medplum/core';
-import type { Bundle, BundleEntry, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type { Bundle, BundleEntry, OperationOutcome, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
 import { SYSTEMS, TIMEZONE_EXTENSION, VISIT_TYPES, type VisitType } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { readInput } from './lib/input';
@@ -84,11 +84,14 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     const statuses = [...new Set(failed)].join(', ');
     const text = `materialize-slots: ${failed.length} of ${slice.length} slot writes failed (${statuses})`;
     // Refused for the quota: said as Medplum says it (`throttled`), so that a caller waits and runs it again.
+    // Thrown as the OperationOutcome itself: Medplum answers a thrown outcome as it is (core's
+    // normalizeOperationOutcome), where an error of the class bundled into the bot would lose its code.
     const code = failed.includes('429') ? 'throttled' : 'exception';
-    throw new OperationOutcomeError({
+    const outcome: OperationOutcome = {
       resourceType: 'OperationOutcome',
       issue: [{ severity: 'error', code, details: { text } }],
-    });
+    };
+    throw outcome;
   }
   return { ok: true, schedules: schedules.length, slots: made, remaining: missing.length - slice.length };
 }

@@ -278,7 +278,16 @@ async function main(): Promise<void> {
   }
 
   // 3. Attacks that need only HTTP: directly on Medplum with real tokens, and through the gateway.
-  await attacks({ baseUrl, projectId, adminToken, adminGet, gatewayFetch, progress, edgeStatementKey });
+  await attacks({
+    baseUrl,
+    projectId,
+    adminToken,
+    adminGet,
+    gatewayFetch,
+    progress,
+    edgeStatementKey,
+    appIdOf: backend.appIdOf,
+  });
 
   // 4. Calendars and cron.
   await calendars(adminGet);
@@ -317,6 +326,28 @@ async function signIn(baseUrl: string, projectId: string, who: string, email: st
   return { who, token: client.getAccessToken() as string, profile: `${profile?.resourceType}/${profile?.id}` };
 }
 
+/** A new patient registered through a tenant's app (`auth/newuser` -> `auth/newpatient`), never homed. */
+async function register(baseUrl: string, projectId: string, clientId: string): Promise<Person> {
+  const client = new MedplumClient({ baseUrl, cacheTime: 0 });
+  const user = await client.startNewUser({
+    firstName: 'Nina',
+    lastName: 'Newcomer',
+    email: `newcomer.${Date.now()}@example.com`,
+    password: 'a long enough lane password',
+    projectId,
+    clientId,
+    recaptchaToken: '',
+  });
+  const registered = await client.startNewPatient({ login: user.login, projectId });
+  await client.processCode(registered.code as string);
+  const profile = client.getProfile();
+  return {
+    who: 'a new patient, not yet homed',
+    token: client.getAccessToken() as string,
+    profile: `${profile?.resourceType}/${profile?.id}`,
+  };
+}
+
 interface AttackContext {
   baseUrl: string;
   projectId: string;
@@ -325,6 +356,8 @@ interface AttackContext {
   gatewayFetch: typeof fetch;
   progress: JourneyProgress;
   edgeStatementKey: string;
+  /** A demo tenant's patient app (found by provisioning key), to register a new patient through. */
+  appIdOf: (tenantKey: string) => string;
 }
 
 async function attacks(ctx: AttackContext): Promise<void> {
@@ -574,6 +607,39 @@ async function attacks(ctx: AttackContext): Promise<void> {
         category: [{ coding: [{ system: 'http://loinc.org', code: '59284-0' }] }],
         patient: { reference: a.profile },
         dateTime: new Date().toISOString(),
+      }),
+  );
+  // Nobody chooses a tenant by sending meta.accounts: Medplum keeps what a non-admin sends whenever it
+  // derives none itself (a patient not yet homed, an upload naming no patient).
+  const southridge = entriesOf(
+    (await ctx.adminGet(`fhir/R4/Organization?_tag=${encodeURIComponent(`${SYSTEMS.provisioning}|org-southridge`)}`))
+      .body,
+  )[0];
+  const elsewhere = southridge?.id ? [{ reference: `Organization/${southridge.id}` }] : undefined;
+  try {
+    const newcomer = await register(baseUrl, projectId, ctx.appIdOf('northwind'));
+    people.set('newcomer', newcomer);
+  } catch (err) {
+    row('sign-up: a new Northwind patient, not yet homed', 'FAILED', message(err));
+  }
+  await attack(
+    'a new patient, not yet homed, puts herself in Southridge (her Patient with meta.accounts)',
+    { attacker: 'newcomer', target: elsewhere ? people.get('newcomer')?.profile : undefined },
+    async (a, t) => {
+      const own = await direct(a, 'GET', t);
+      return direct(a, 'PUT', t, { ...(own.body as object), meta: { accounts: elsewhere } });
+    },
+  );
+  await attack(
+    'bob (Northwind patient) files an upload in Southridge (a Binary with meta.accounts)',
+    { attacker: 'bob', target: elsewhere ? bob?.profile : undefined },
+    (a) =>
+      direct(a, 'POST', 'Binary', {
+        resourceType: 'Binary',
+        contentType: 'application/pdf',
+        data: btoa('%PDF-1.7 filed elsewhere'),
+        securityContext: { reference: a.profile },
+        meta: { accounts: elsewhere },
       }),
   );
   await attack(

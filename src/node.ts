@@ -1,4 +1,5 @@
 import { constants } from 'node:os';
+import { dirname, join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { stdoutAccessLog } from './access-log-node';
 import { createApp } from './app';
@@ -57,7 +58,11 @@ async function main(): Promise<void> {
     corsOrigins: config.corsOrigins,
     ...edge,
   });
-  const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
+  // Listening before anything is printed: a port in use is one line, not a banner and a stack.
+  const server = await listen(app.fetch, config.port, config.host).catch(async (err: unknown) => {
+    await medplum.close();
+    throw err;
+  });
   medplum.stopped.then(() => {
     // Without its Medplum the gateway can answer nothing but 503s. Calls in flight get theirs, then
     // the process stops. The line says no more: a crash's own text may hold patient data.
@@ -68,6 +73,7 @@ async function main(): Promise<void> {
   });
   const baseUrl = config.publicUrl.replace(/\/+$/, '');
   const tokens = medplum.demoTokens;
+  const tokensFile = demoTokensFile(config.embeddedDb, config.port);
   const [first] = DEMO_PATIENTS;
   const apps = Object.entries(medplum.demoApps).map(([tenant, id]) => `${tenant} ${id}`);
   const people = [
@@ -86,12 +92,41 @@ Patient Care API on the embedded Medplum (demo data: ${DEMO_PATIENTS.map((p) => 
   token:         ${tokens[first.key]}
 
   curl -H "Authorization: Bearer $TOKEN" ${baseUrl}/v1/patient/profile
-  Tokens for the other demo patients (valid 1 h) are in .data/demo-tokens.json; restart to renew them,
+  Tokens for the other demo patients (valid 1 h) are in ${tokensFile}; restart to renew them,
   or sign in (README, "Sign up and sign in").
 `);
   const { writeFile, mkdir } = await import('node:fs/promises');
-  await mkdir('.data', { recursive: true });
-  await writeFile('.data/demo-tokens.json', `${JSON.stringify(tokens, null, 2)}\n`);
+  await mkdir(dirname(tokensFile), { recursive: true });
+  await writeFile(tokensFile, `${JSON.stringify(tokens, null, 2)}\n`);
+}
+
+/**
+ * Where the demo patients' tokens are written: beside the store they belong to, so that two instances on
+ * two stores never overwrite each other's (`.data/embedded-medplum.sqlite` -> `.data/embedded-medplum.
+ * demo-tokens.json`); an in-memory store's by the gateway's port.
+ */
+export function demoTokensFile(dbPath: string, port: number): string {
+  return dbPath === ':memory:'
+    ? join('.data', `demo-tokens.port-${port}.json`)
+    : `${dbPath.replace(/\.sqlite$/, '')}.demo-tokens.json`;
+}
+
+/** Serves `fetch` once the port is ours; a port in use (or not ours to take) is a one-line error. */
+function listen(fetch: (request: Request) => Response | Promise<Response>, port: number, hostname?: string) {
+  return new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const server = serve({ fetch, port, hostname });
+    server.once('listening', () => resolve(server));
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const where = `${hostname ?? 'every interface'}:${port}`;
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE'
+            ? `Port ${port} is in use (${where}): stop what uses it, or start with another PORT.`
+            : `Cannot listen on ${where}: ${err.code ?? 'error'}.`,
+        ),
+      );
+    });
+  });
 }
 
 main().catch((err: unknown) => {

@@ -30,9 +30,22 @@ describe('npm start (src/node.ts)', () => {
       expect(logLines.join('\n')).not.toContain(token);
     });
     await eventually(async () => {
-      const file = await readFile(join(started?.cwd as string, '.data', 'demo-tokens.json'), 'utf8');
+      const port = new URL((started as NpmStart).gatewayUrl).port;
+      const file = await readFile(join(started?.cwd as string, '.data', `demo-tokens.port-${port}.json`), 'utf8');
       expect(Object.keys(JSON.parse(file)).sort()).toEqual(['alice', 'bob', 'carol', 'dave']);
     });
+
+    // A second one whose gateway port is taken says so in one line, before any banner or token.
+    const port = new URL(started.gatewayUrl).port;
+    const second = await startNpmStart({ PORT: port }).then(
+      () => undefined,
+      (err: unknown) => String(err),
+    );
+    expect(second).toMatch(
+      new RegExp(
+        `npm start exited with 1: Port ${port} is in use \\(127\\.0\\.0\\.1:${port}\\): stop what uses it, or start with another PORT\\.\\n$`,
+      ),
+    );
 
     started.child.kill('SIGTERM');
     expect(await started.exited).toBe(143);

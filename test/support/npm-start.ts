@@ -39,7 +39,7 @@ export interface NpmStart {
   medplumUrl: string;
   /** The demo patient's token it printed. */
   token: string;
-  /** Every demo patient's token, by key (`alice`, ...), as it wrote them to `.data/demo-tokens.json`. */
+  /** Every demo patient's token, by key (`alice`, ...), as it wrote them (an in-memory store: `.data/demo-tokens.port-<port>.json`). */
   tokens: Record<string, string>;
   stdout(): string;
   exited: Promise<number | null>;
@@ -106,7 +106,9 @@ export async function startNpmStart(env: Record<string, string> = {}): Promise<N
     // Written just after the banner.
     let tokens: Record<string, string> = {};
     await eventually(async () => {
-      tokens = JSON.parse(await readFile(join(cwd, '.data', 'demo-tokens.json'), 'utf8')) as Record<string, string>;
+      tokens = JSON.parse(
+        await readFile(join(cwd, '.data', `demo-tokens.port-${env.PORT ?? port}.json`), 'utf8'),
+      ) as Record<string, string>;
     }, 10_000);
     return {
       child,
