@@ -63,10 +63,15 @@ async function main(): Promise<void> {
     await medplum.close();
     throw err;
   });
-  medplum.stopped.then(() => {
+  medplum.stopped.then((err) => {
     // Without its Medplum the gateway can answer nothing but 503s. Calls in flight get theirs, then
-    // the process stops. The line says no more: a crash's own text may hold patient data.
-    console.error('The embedded Medplum thread stopped; stopping the gateway.');
+    // the process stops with exit code 1, for a supervisor to restart it on the same store (every
+    // acknowledged write is on disk: WAL, synchronous=FULL). The line names the reason by its code
+    // (e.g. ERR_WORKER_OUT_OF_MEMORY) and never by its text, which may hold patient data.
+    const reason = (err as NodeJS.ErrnoException | undefined)?.code ?? err?.name ?? 'exit';
+    console.error(
+      `The embedded Medplum thread stopped (${reason}); stopping the gateway. Start it again (a supervisor's restart does): nothing acknowledged is lost.`,
+    );
     process.exitCode = 1;
     server.close();
     setTimeout(() => process.exit(1), 1_000).unref();
