@@ -57,7 +57,10 @@ export function createApp(deps: AppDeps): App {
   app.use('*', requestContext(deps, edge));
   app.use('*', gatewayCors(app, deps.corsOrigins ?? []));
   app.use('*', limitBody(deps.limits.bodyBytes));
-  app.use('*', guardJsonBody((path) => OWN_BODY_LIMIT.has(path)));
+  app.use(
+    '*',
+    guardJsonBody((path) => OWN_BODY_LIMIT.has(path)),
+  );
   app.use('/v1/*', authenticate(deps, verify));
   app.use('/v1/*', admission({ perCaller: deps.limits.inFlightPerCaller, total: deps.limits.inFlightTotal }));
 

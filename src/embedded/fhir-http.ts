@@ -115,7 +115,6 @@ function isBinaryResource(value: unknown): value is Binary {
   return typeof value === 'object' && value !== null && (value as Resource).resourceType === 'Binary';
 }
 
-
 /** An entity tag (`W/"<versionId>"` or `"<versionId>"`) or `*`: the If-Match values that mean something. */
 const IF_MATCH = /^(\*|(W\/)?"[^"]+")$/;
 

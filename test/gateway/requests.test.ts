@@ -109,10 +109,15 @@ describe('POST /v1/requests', () => {
     for (const note of ['   ', '\t\n', 'a\u0000b', 'bell\u0007', 'del\u007f']) {
       const refused = await request(patient, { medication: `${RXNORM}|197361`, note });
       expect(refused.status, JSON.stringify(note)).toBe(400);
-      expect(refused.body).toMatchObject({ error: { code: 'invalid_request', details: { issues: [{ path: 'note' }] } } });
+      expect(refused.body).toMatchObject({
+        error: { code: 'invalid_request', details: { issues: [{ path: 'note' }] } },
+      });
     }
     expect(store()).toEqual(before);
-    const fine = await request(patient, { medication: `${RXNORM}|197361`, note: 'Since Monday:\n\tdizzy in the morning' });
+    const fine = await request(patient, {
+      medication: `${RXNORM}|197361`,
+      note: 'Since Monday:\n\tdizzy in the morning',
+    });
     expect(fine.status).toBe(201);
   });
 
