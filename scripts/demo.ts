@@ -1,7 +1,7 @@
 import { MedplumClient } from '@medplum/core';
 import type { CarePlan, Practitioner, QuestionnaireResponse, RequestGroup, Task } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
-import { createApp, DEFAULT_LIMITS } from '../src/app';
+import { type App, createApp, DEFAULT_LIMITS } from '../src/app';
 import { signInClinician } from '../src/clinician';
 import { nodeAssetLoader } from '../src/docs-assets-node';
 import { createEdgeSigner } from '../src/edge/statement';
@@ -69,9 +69,14 @@ console.warn = (...args: unknown[]) => {
   }
 };
 
-async function main(): Promise<void> {
-  console.log('Patient Care API: the whole journey on a fresh embedded Medplum (in memory)');
-  const medplum = await launchEmbeddedMedplum({ dbPath: ':memory:', definition: demoDefinition() });
+/**
+ * The gateway over an embedded Medplum, in process, as `npm run demo` runs it (the bench too): the app
+ * and a fetch that calls it.
+ */
+export function embeddedGateway(medplum: Awaited<ReturnType<typeof launchEmbeddedMedplum>>): {
+  app: App;
+  fetch: typeof fetch;
+} {
   const app = createApp({
     medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
     issuer: medplum.baseUrl,
@@ -83,6 +88,13 @@ async function main(): Promise<void> {
   });
   const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
     app.fetch(new Request(input, init))) as typeof fetch;
+  return { app, fetch: gatewayFetch };
+}
+
+async function main(): Promise<void> {
+  console.log('Patient Care API: the whole journey on a fresh embedded Medplum (in memory)');
+  const medplum = await launchEmbeddedMedplum({ dbPath: ':memory:', definition: demoDefinition() });
+  const { fetch: gatewayFetch } = embeddedGateway(medplum);
   try {
     await journey(embeddedBackend(medplum), gatewayFetch);
   } finally {

@@ -75,6 +75,16 @@ interface Route {
 
 type Query = Record<string, string | number | undefined>;
 
+/** What a call sends: path parameters, query, a JSON body or raw bytes, extra headers. */
+interface CallInput {
+  params?: Record<string, string>;
+  query?: Query;
+  body?: unknown;
+  /** A body sent as it is (an upload's bytes) with its media type, instead of JSON. */
+  raw?: { data: BodyInit; contentType: string };
+  headers?: Record<string, string>;
+}
+
 /**
  * A method taking the input of a contract schema. Its parameter type is inferred, not written as
  * `z.input<typeof Schema>`, so that the published declarations (packages/sdk) spell the type out and
@@ -100,17 +110,7 @@ export function createPatientCareClient(options: ClientOptions) {
   const fetchImpl = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/$/, '');
 
-  async function call(
-    route: Route,
-    input: {
-      params?: Record<string, string>;
-      query?: Query;
-      body?: unknown;
-      /** A body sent as it is (an upload's bytes) with its media type, instead of JSON. */
-      raw?: { data: BodyInit; contentType: string };
-      headers?: Record<string, string>;
-    } = {},
-  ) {
+  async function call(route: Route, input: CallInput = {}) {
     const response = await send(route, input);
     const body = (await response.json()) as unknown;
     if (!response.ok) {
@@ -140,16 +140,7 @@ export function createPatientCareClient(options: ClientOptions) {
     return new PatientCareApiError(status, 'internal', 'Unexpected error response');
   }
 
-  async function send(
-    route: Route,
-    input: {
-      params?: Record<string, string>;
-      query?: Query;
-      body?: unknown;
-      raw?: { data: BodyInit; contentType: string };
-      headers?: Record<string, string>;
-    },
-  ): Promise<Response> {
+  async function send(route: Route, input: CallInput): Promise<Response> {
     const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(input.params?.[name] ?? ''));
     const search = new URLSearchParams();
     for (const [key, value] of Object.entries(input.query ?? {})) {

@@ -1,8 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { embeddedBackend, type JourneyResult, journey } from '../../scripts/demo';
-import { type App, createApp, DEFAULT_LIMITS } from '../../src/app';
-import { nodeAssetLoader } from '../../src/docs-assets-node';
-import { createEdgeSigner } from '../../src/edge/statement';
+import { embeddedBackend, embeddedGateway, type JourneyResult, journey } from '../../scripts/demo';
+import type { App } from '../../src/app';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { demoDefinition } from '../../src/provision/demo';
 import { type Percentiles, percentiles } from './embedded-store';
@@ -55,18 +53,9 @@ export async function runOperationsBench(options: {
   for (let i = 0; i < options.journeys; i++) {
     medplum?.close();
     medplum = await launchEmbeddedMedplum({ dbPath: ':memory:', definition: demoDefinition() });
-    app = createApp({
-      medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
-      issuer: medplum.baseUrl,
-      projectId: medplum.project.id,
-      limits: DEFAULT_LIMITS,
-      assets: nodeAssetLoader(),
-      publicUrl: 'http://localhost:8080',
-      edgeSigner: createEdgeSigner(medplum.edgeStatementKey),
-    });
-    const served = app;
-    const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
-      served.fetch(new Request(input, init))) as typeof fetch;
+    const gateway = embeddedGateway(medplum);
+    app = gateway.app;
+    const gatewayFetch = gateway.fetch;
     const t0 = performance.now();
     state = await journey(embeddedBackend(medplum), gatewayFetch, { silent: true });
     await medplum.subscriptions.idle();

@@ -1,8 +1,5 @@
 import type { Bot, ProjectMembership } from '@medplum/fhirtypes';
-import { embeddedBackend, journey } from '../../scripts/demo';
-import { createApp, DEFAULT_LIMITS } from '../../src/app';
-import { nodeAssetLoader } from '../../src/docs-assets-node';
-import { createEdgeSigner } from '../../src/edge/statement';
+import { embeddedBackend, embeddedGateway, journey } from '../../scripts/demo';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { demoDefinition } from '../../src/provision/demo';
 
@@ -21,17 +18,7 @@ export interface QuotaFigure {
 export async function runQuotaBench(): Promise<QuotaFigure[]> {
   const medplum = await launchEmbeddedMedplum({ dbPath: ':memory:', definition: demoDefinition() });
   try {
-    const app = createApp({
-      medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
-      issuer: medplum.baseUrl,
-      projectId: medplum.project.id,
-      limits: DEFAULT_LIMITS,
-      assets: nodeAssetLoader(),
-      publicUrl: 'http://localhost:8080',
-      edgeSigner: createEdgeSigner(medplum.edgeStatementKey),
-    });
-    const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
-      app.fetch(new Request(input, init))) as typeof fetch;
+    const { fetch: gatewayFetch } = embeddedGateway(medplum);
     await medplum.subscriptions.idle();
     medplum.quota.resetSpending();
     await journey(embeddedBackend(medplum), gatewayFetch, { silent: true });

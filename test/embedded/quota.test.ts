@@ -1,7 +1,7 @@
-import type { Bot, OperationOutcome, Patient, Project, ProjectMembership } from '@medplum/fhirtypes';
+import type { OperationOutcome, Patient, Project } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
 import { fhirPath } from '../support/attack';
+import { signInAsBot } from '../support/bots';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 /**
@@ -111,15 +111,7 @@ describe('the FHIR quota, as Medplum counts it', () => {
 
   it('a bot whose reads are refused for its quota fails as that, 503, never as a 404 that blames the patient (bots/lib/absent.ts)', async () => {
     nextMinute();
-    const bot = await gw.backend.systemRepo.searchOne<Bot>({
-      resourceType: 'Bot',
-      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|complete-task` }],
-    });
-    const membership = await gw.backend.systemRepo.searchOne<ProjectMembership>({
-      resourceType: 'ProjectMembership',
-      filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
-    });
-    const { token } = await gw.backend.login(membership as ProjectMembership);
+    const { token } = await signInAsBot(gw.backend, 'complete-task');
     // The bot's minute spent (by other patients' work, say): its next read is refused.
     let spending = 0;
     while ((await call(token, 'GET', 'Task?_count=1')).status === 200) {

@@ -1,16 +1,9 @@
-import type {
-  Bot,
-  CareTeam,
-  Observation,
-  Patient,
-  ProjectMembership,
-  QuestionnaireResponse,
-  Task,
-} from '@medplum/fhirtypes';
+import type { CareTeam, Observation, Patient, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ATTACHMENTS_PER_ANSWER } from '../../contracts/attachments';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
+import { botMembership } from '../support/bots';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { type StartedAssessment, startAssessment, storeSnapshot } from '../support/journey';
 import { freshPatient } from '../support/patients';
@@ -190,15 +183,8 @@ describe('answers with attachments', () => {
       },
     });
     expect(many.status).toBe(201);
-    const bot = await gw.backend.systemRepo.searchOne<Bot>({
-      resourceType: 'Bot',
-      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|complete-task` }],
-    });
-    const membership = await gw.backend.systemRepo.searchOne<ProjectMembership>({
-      resourceType: 'ProjectMembership',
-      filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
-    });
-    const spent = () => gw.backend.quota.spending().get(membership?.id as string) ?? 0;
+    const membership = await botMembership(gw.backend, 'complete-task');
+    const spent = () => gw.backend.quota.spending().get(membership.id) ?? 0;
     const beforeMany = spent();
     const tooMany = await complete(patient, questionnaireTask.task, {
       questionnaireResponse: `QuestionnaireResponse/${(many.body as QuestionnaireResponse).id}`,

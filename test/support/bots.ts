@@ -42,11 +42,8 @@ export async function deployFixtureBot(
   return backend.admin.readResource('Bot', bot.id);
 }
 
-/** Signs in as a provisioned platform bot (by its `SYSTEMS.bots` identifier), with its own membership. */
-export async function signInAsBot(
-  backend: TestBackend,
-  key: string,
-): Promise<{ medplum: MedplumClient; token: string }> {
+/** The membership of a provisioned platform bot (by its `SYSTEMS.bots` identifier): what it runs as. */
+export async function botMembership(backend: TestBackend, key: string): Promise<WithId<ProjectMembership>> {
   const bot = await backend.systemRepo.searchOne<Bot>({
     resourceType: 'Bot',
     filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.bots}|${key}` }],
@@ -58,5 +55,13 @@ export async function signInAsBot(
   if (!membership) {
     throw new Error(`no provisioned bot ${key}`);
   }
-  return backend.login(membership);
+  return membership as WithId<ProjectMembership>;
+}
+
+/** Signs in as a provisioned platform bot, with its own membership. */
+export async function signInAsBot(
+  backend: TestBackend,
+  key: string,
+): Promise<{ medplum: MedplumClient; token: string }> {
+  return backend.login(await botMembership(backend, key));
 }
