@@ -34,9 +34,21 @@ export async function callBot(
     result = await medplum.executeBot(bot, input, 'application/json', { maxRetries: 0 });
   } catch (err) {
     if (err instanceof OperationOutcomeError && err.outcome.issue?.some((i) => i.code === 'throttled')) {
-      // The bot ran out of its own FHIR quota on Medplum (packages/server/src/fhir/fhirquota.ts), which all
-      // patients share: the platform is at capacity, not the caller at fault. Nothing was written (each
-      // bot's change is one transaction); the same call later succeeds.
+      // Whose quota (packages/server/src/fhir/fhirquota.ts)? Medplum's `RateLimit` header on the answer is
+      // the caller's own state: spent, the $execute itself was refused, and she is over her share (429).
+      // Otherwise the bot ran out of its own quota, which all patients share: the platform is at capacity,
+      // not the caller at fault (503). Either way nothing was written (each bot's change is one
+      // transaction) and the same call later succeeds.
+      const own = medplum.rateLimitStatus().find((limit) => limit.name === 'fhirInteractions');
+      if (own && own.remainingUnits <= 0) {
+        const wait = Math.min(Math.max(own.secondsUntilReset, 1), 60);
+        throw new ApiError(
+          'rate_limited',
+          'Too many requests from this account; try again shortly',
+          { retryAfter: wait },
+          { 'Retry-After': String(wait) },
+        );
+      }
       const seconds = retryAfterSeconds(err.outcome);
       throw new ApiError(
         'upstream_unavailable',

@@ -77,6 +77,12 @@ describe('the FHIR quota, as Medplum counts it', () => {
     const retryAfter = Number(viaGateway.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThan(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
+    // A workflow too: her own quota is spent (Medplum refuses the $execute itself), so it is her 429,
+    // not the platform's 503.
+    const workflow = await gw.call('GET', '/v1/agreements/requirements', { token });
+    expect(workflow.status).toBe(429);
+    expect(workflow.body).toMatchObject({ error: { code: 'rate_limited' } });
+    expect(Number(workflow.headers.get('retry-after'))).toBeGreaterThan(0);
     // Another membership is not held back; the window ends, and she is served again.
     expect(
       (await call(gw.backend.patients.alice.token, 'GET', `Patient/${gw.backend.patients.alice.patient.id}`)).status,
