@@ -16,6 +16,7 @@ import { BotRunner, registerBotOperations } from './bots/operations';
 import { medplumCors } from './cors';
 import { CronScheduler } from './cron';
 import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
+import { GraphqlGate, type HeapStatistics, isRefusal } from './graphql-gate';
 import { DEFAULT_FHIR_QUOTA, FhirQuota } from './quota';
 import { loadFhirSchema } from './schema';
 import { serveStorage } from './storage';
@@ -38,6 +39,8 @@ export interface EmbeddedMedplumOptions {
   overlapConflictMs?: number;
   /** Origins whose pages may call this API from a browser (Medplum's `allowedOrigins`); default none. */
   corsOrigins?: readonly OriginRule[];
+  /** Tests: the heap figures GraphQL's admission reads (default: this isolate's, node:v8). */
+  heapStatistics?: () => HeapStatistics;
   /**
    * FHIR quota points per membership and minute, as Medplum's `defaultFhirQuota` (default 50,000, or
    * `EMBEDDED_FHIR_QUOTA`); a Project's `userFhirQuota` / `totalFhirQuota` system settings override it.
@@ -91,6 +94,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     options.fhirQuota ?? (quotaFromEnv > 0 ? quotaFromEnv : DEFAULT_FHIR_QUOTA),
     options.clock ? () => (options.clock as () => Date)().getTime() : undefined,
   );
+  const graphql = new GraphqlGate(options.heapStatistics);
   const env = {
     db,
     baseUrl,
@@ -118,13 +122,12 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     try {
       const caller = await authenticate(authDeps, call.headers.authorization);
       const extendedMode = call.headers['x-medplum']?.toLowerCase() === 'extended';
-      const response = await handleFhirRequest(
-        call,
-        router,
-        systemRepo.withCaller({ ...caller, extendedMode }),
-        maxBodyBytes,
-        attachments,
-      );
+      const handle = () =>
+        handleFhirRequest(call, router, systemRepo.withCaller({ ...caller, extendedMode }), maxBodyBytes, attachments);
+      const answer = call.url.pathname.endsWith('/$graphql') ? await graphql.run(handle) : await handle();
+      const response = isRefusal(answer)
+        ? withHeader(outcomeResponse(answer.outcome, answer.status), 'retry-after', String(answer.retryAfterSeconds))
+        : answer;
       const rateLimit = quota.header(caller);
       if (rateLimit) {
         response.headers.set('ratelimit', rateLimit);
@@ -223,4 +226,9 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
       db.close();
     },
   };
+}
+
+function withHeader(response: Response, name: string, value: string): Response {
+  response.headers.set(name, value);
+  return response;
 }

@@ -35,6 +35,19 @@ describe('npm start (src/node.ts)', () => {
       expect(Object.keys(JSON.parse(file)).sort()).toEqual(['alice', 'bob', 'carol', 'dave']);
     });
 
+    // GraphQL, which once stopped the whole server (its schema outgrows the Medplum thread's heap): 503 at
+    // once, and everyone is still served.
+    const graphql = await fetch(`${started.medplumUrl}fhir/R4/$graphql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ PatientList { id } }' }),
+    });
+    expect(graphql.status).toBe(503);
+    expect(graphql.headers.get('retry-after')).toBeTruthy();
+    expect((await fetch(`${base}/v1/patient/profile`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(
+      200,
+    );
+
     // A second one whose gateway port is taken says so in one line, before any banner or token.
     const port = new URL(started.gatewayUrl).port;
     const second = await startNpmStart({ PORT: port }).then(

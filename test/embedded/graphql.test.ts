@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GraphqlGate } from '../../src/embedded/graphql-gate';
+import { startTestBackend, type TestBackend } from '../support/backend';
+
+/**
+ * `$graphql` cannot take the server down (issue 24, src/embedded/graphql-gate.ts): where the heap cannot
+ * take Medplum's GraphQL schema (the `npm start` thread's), the answer is 503 at once; where it can, a
+ * flood is answered by a bounded number of queries and 429s, and the server goes on.
+ */
+const graphql = (backend: TestBackend, token: string, query: string) =>
+  backend.fetch(new URL('fhir/R4/$graphql', backend.baseUrl), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query }),
+  });
+
+describe('GraphQL on a bounded heap (as the npm start thread has it)', () => {
+  let backend: TestBackend;
+  beforeAll(async () => {
+    backend = await startTestBackend({
+      heapStatistics: () => ({ heap_size_limit: 256 * 1024 * 1024, used_heap_size: 80 * 1024 * 1024 }),
+    });
+  });
+  afterAll(() => backend?.close());
+
+  it('200 concurrent queries (patients and a clinician): each 503 at once with Retry-After, naming the REST API; the server goes on', async () => {
+    const tokens = [backend.patients.alice.token, backend.patients.carol.token, backend.clinicians.northwind.token];
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => graphql(backend, tokens[i % tokens.length], '{ PatientList { id } }')),
+    );
+    expect(new Set(answers.map((a) => a.status))).toEqual(new Set([503]));
+    expect(answers[0].headers.get('retry-after')).toBeTruthy();
+    expect(await answers[0].text()).toContain('use the FHIR REST API');
+    const alice = backend.patients.alice;
+    expect((await alice.medplum.readResource('Patient', alice.patient.id)).id).toBe(alice.patient.id);
+  });
+});
+
+describe('GraphQL where the heap can hold its schema', () => {
+  let backend: TestBackend;
+  beforeAll(async () => {
+    backend = await startTestBackend();
+  });
+  afterAll(() => backend?.close());
+
+  it('200 concurrent queries: answered (each patient her own record only) or 429 with Retry-After; the server goes on', async () => {
+    const { alice, carol } = backend.patients;
+    const tokens = [alice.token, carol.token, backend.clinicians.northwind.token];
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => graphql(backend, tokens[i % tokens.length], '{ PatientList { id } }')),
+    );
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(statuses).toContain(200);
+    for (const refused of answers.filter((a) => a.status === 429)) {
+      expect(refused.headers.get('retry-after')).toBe('1');
+    }
+    const first = answers.findIndex((a) => a.status === 200);
+    const body = (await answers[first].json()) as { data?: { PatientList?: { id: string }[] } };
+    const own = [alice, carol][first % 3]?.patient.id;
+    if (first % 3 < 2) {
+      expect(body.data?.PatientList?.map((p) => p.id)).toEqual([own]);
+    }
+    // Once built, later queries are answered.
+    const later = await graphql(backend, alice.token, '{ PatientList { id } }');
+    expect(later.status).toBe(200);
+    expect(((await later.json()) as { data: { PatientList: { id: string }[] } }).data.PatientList).toEqual([
+      { id: alice.patient.id },
+    ]);
+  });
+});
+
+describe('GraphqlGate', () => {
+  it('admits two queries at once; a third is 429 with Retry-After until one ends', async () => {
+    const gate = new GraphqlGate(() => ({ heap_size_limit: 4096 * 1024 * 1024, used_heap_size: 0 }));
+    const releases: (() => void)[] = [];
+    const slow = () => gate.run(() => new Promise<string>((resolve) => releases.push(() => resolve('answered'))));
+    const [a, b] = [slow(), slow()];
+    const third = await gate.run(async () => 'answered');
+    expect(third).toMatchObject({ status: 429, retryAfterSeconds: 1 });
+    for (const release of releases) {
+      release();
+    }
+    expect(await Promise.all([a, b])).toEqual(['answered', 'answered']);
+    expect(await gate.run(async () => 'answered')).toBe('answered');
+  });
+});
