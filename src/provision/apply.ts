@@ -358,7 +358,7 @@ const QUOTA_ATTEMPTS = 3;
  * a 429, or a bot that stopped on its own 429 (thrown, so answered 400 with a `throttled` issue). A
  * refused call did nothing (each bot's change is one transaction, each Slot a conditional create).
  */
-async function whenQuotaAllows<T>(call: () => Promise<T>): Promise<T> {
+export async function whenQuotaAllows<T>(call: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
