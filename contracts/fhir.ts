@@ -272,6 +272,16 @@ export const PATIENT_METHODS: Record<string, { collection: string[]; instance: s
   QuestionnaireResponse: { collection: ['GET', 'POST'], instance: ['GET', 'PUT'] },
 };
 
+/**
+ * What the record plane lets a patient do on a path of a type (`instance`: `/v1/fhir/{type}/{id}`): the
+ * one `Allow` every 405 on that path answers, whichever method was refused (HEAD with GET).
+ */
+export function recordPlaneAllow(type: string, instance: boolean): string[] {
+  const allowed = PATIENT_METHODS[type] ?? { collection: ['GET'], instance: ['GET'] };
+  const methods = instance ? allowed.instance : allowed.collection;
+  return [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].sort();
+}
+
 /** Types written only by clinicians or the platform: there is no patient endpoint at all. */
 export const NO_PATIENT_WRITE = 'none: written by clinicians or the platform only';
 

@@ -5,6 +5,7 @@ import { HTTPException } from 'hono/http-exception';
 import { BEARER } from '../contracts/common';
 import { uploadDocumentRoute } from '../contracts/documents';
 import { ACCEPTED_BODY_TYPES } from '../contracts/errors';
+import { recordPlaneAllow } from '../contracts/fhir';
 import type { AccessLogEntry, App, AppDeps, AppEnv, Limits } from './app-env';
 import { createTokenVerifier, type TokenVerifier } from './auth/verify';
 import { admission } from './edge/admission';
@@ -37,6 +38,9 @@ const MAX_ECHOED_PATH = 256;
 
 /** Routes that limit their own body (uploads, larger than any JSON body). */
 const OWN_BODY_LIMIT = new Set<string>([uploadDocumentRoute.path]);
+
+/** A record-plane path of a type (known: unknown types are refused before), and of one resource. */
+const RECORD_PATH = /^\/v1\/fhir\/([A-Za-z]+)(?:\/([^/]+))?\/?$/;
 
 /** Routes that need no session. */
 const PUBLIC_PATHS = new Set(['/v1/config', '/v1/openapi.json', '/']);
@@ -88,7 +92,9 @@ export function createApp(deps: AppDeps): App {
   const allowedMethods = routeMethods(app);
   app.notFound((c) => {
     // A path that exists, asked with a method it does not have: 405 and what it does allow (RFC 9110).
-    const allow = allowedMethods(c.req.path);
+    // On the record plane, what the patient may do with that type: the same Allow as its refusals.
+    const record = RECORD_PATH.exec(c.req.path);
+    const allow = record ? recordPlaneAllow(record[1], record[2] !== undefined) : allowedMethods(c.req.path);
     if (allow.length > 0) {
       return errorResponse(
         c,

@@ -5,8 +5,8 @@ import {
   DEFAULT_COUNT,
   MAX_QUERY_BYTES,
   NO_PATIENT_WRITE,
-  PATIENT_METHODS,
   readRoute,
+  recordPlaneAllow,
   refusedCreateRoute,
   refusedDeleteRoute,
   refusedPatchRoute,
@@ -117,8 +117,7 @@ export function registerFhirRoutes(app: App): void {
       // Nothing here reaches Medplum otherwise: ask it once, so a revoked session is 401 here too.
       await c.get('medplum').readResource('Patient', c.get('session').patientId);
       const { type } = c.req.valid('param') as { type: string; id?: string };
-      const allowed = PATIENT_METHODS[type] ?? { collection: ['GET'], instance: ['GET'] };
-      const allow = route.path.endsWith('{id}') ? allowed.instance : allowed.collection;
+      const allow = recordPlaneAllow(type, route.path.endsWith('{id}'));
       throw new ApiError(
         'method_not_allowed',
         `${c.req.method} is not allowed here; this change belongs to a workflow endpoint`,

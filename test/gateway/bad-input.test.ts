@@ -233,4 +233,28 @@ describe('a known path asked with a method it does not have', () => {
     }
     expect((await gw.call('DELETE', '/v1/no-such-thing', { token })).status).toBe(404);
   });
+
+  it('on the record plane, one Allow per path: every refused method names what the patient may do with that type', async () => {
+    const token = gw.backend.patients.alice.token;
+    const alice = gw.backend.patients.alice.patient.id;
+    const expected: [string, string][] = [
+      [`/v1/fhir/Patient/${alice}`, 'GET, HEAD, PUT'],
+      ['/v1/fhir/Patient', 'GET, HEAD'],
+      ['/v1/fhir/QuestionnaireResponse/0d2c8a57', 'GET, HEAD, PUT'],
+      ['/v1/fhir/QuestionnaireResponse', 'GET, HEAD, POST'],
+      ['/v1/fhir/Observation/0d2c8a57', 'GET, HEAD'],
+      ['/v1/fhir/Observation', 'GET, HEAD'],
+    ];
+    for (const [path, allow] of expected) {
+      const methods = ['OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => !allow.includes(m));
+      for (const method of methods) {
+        const res = await gw.app.request(`http://gateway.test${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}` },
+        });
+        expect(res.status, `${method} ${path}`).toBe(405);
+        expect(res.headers.get('allow'), `${method} ${path}`).toBe(allow);
+      }
+    }
+  });
 });

@@ -139,10 +139,10 @@ describe('every error has details', () => {
     const res = await gw.call('POST', '/v1/fhir/Observation', { body: { resourceType: 'Observation' } });
     expect(failure(res, 405, 'method_not_allowed').details).toEqual({
       use: WRITE_OWNERS.Observation,
-      allow: ['GET'],
+      allow: ['GET', 'HEAD'],
       requestId: res.headers.get('x-request-id'),
     });
-    expect(res.headers.get('allow')).toBe('GET');
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
   });
 
   it('400: details.issues', async () => {

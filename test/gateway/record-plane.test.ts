@@ -268,14 +268,14 @@ describe('record plane writes', () => {
   };
   /** The record-plane methods a patient has (spec: "Record-plane write permissions"): the Allow header. */
   const ALLOW: Record<string, { collection: string; instance: string }> = {
-    Patient: { collection: 'GET', instance: 'GET, PUT' },
-    QuestionnaireResponse: { collection: 'GET, POST', instance: 'GET, PUT' },
+    Patient: { collection: 'GET, HEAD', instance: 'GET, HEAD, PUT' },
+    QuestionnaireResponse: { collection: 'GET, HEAD, POST', instance: 'GET, HEAD, PUT' },
   };
 
   it('every other write is 405 naming the owning endpoint, with Allow: every type, every method', async () => {
     const checked: string[] = [];
     for (const [type, use] of Object.entries(OWNERS)) {
-      const allow = ALLOW[type] ?? { collection: 'GET', instance: 'GET' };
+      const allow = ALLOW[type] ?? { collection: 'GET, HEAD', instance: 'GET, HEAD' };
       const writes = [
         { method: 'POST', path: `/v1/fhir/${type}`, allow: allow.collection },
         { method: 'PUT', path: `/v1/fhir/${type}/abc`, allow: allow.instance },
