@@ -1,5 +1,6 @@
 import type { Consent } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
 import { DEFAULT_LIMITS } from '../../src/app';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { freshPatient } from '../support/patients';
@@ -71,5 +72,35 @@ describe('admission', () => {
     const full = answers.find((a) => a.status === 503);
     expect(full?.body).toMatchObject({ error: { code: 'upstream_unavailable', details: { inFlightLimit: 24 } } });
     expect(full?.headers.get('retry-after')).toBe('1');
+  });
+});
+
+describe('around the gateway', () => {
+  it('1,000 concurrent acceptances straight at the embedded Medplum ($execute): answered or 429 at once, one effect, the server goes on', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'TX' });
+    const requirements = await gw.call('GET', '/v1/agreements/requirements', { token: patient.token });
+    const unmet = (requirements.body as { unmet: { url: string; version: string }[] }).unmet;
+    const agreements = unmet.map((u) => `${u.url}|${u.version}`);
+    const execute = () =>
+      gw.backend.fetch(
+        new URL(`fhir/R4/Bot/$execute?identifier=${SYSTEMS.bots}|accept-agreements`, gw.backend.baseUrl),
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${patient.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ agreements }),
+        },
+      );
+    const answers = await Promise.all(Array.from({ length: 1000 }, execute));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
+    const consents = await gw.backend.systemRepo.searchResources<Consent>({
+      resourceType: 'Consent',
+      filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+    });
+    expect(consents).toHaveLength(unmet.length);
+    const after = await gw.call('GET', '/v1/patient/profile', { token: gw.backend.patients.alice.token });
+    expect(after.status).toBe(200);
   });
 });

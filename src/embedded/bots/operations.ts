@@ -9,9 +9,19 @@ import {
   normalizeOperationOutcome,
   notFound,
   OperationOutcomeError,
+  tooManyRequests,
 } from '@medplum/core';
 import type { FhirRequest, FhirRouter } from '@medplum/fhir-router';
-import type { AuditEvent, Binary, Bot, Project, ProjectMembership, ProjectSetting, Resource } from '@medplum/fhirtypes';
+import type {
+  AuditEvent,
+  Binary,
+  Bot,
+  OperationOutcome,
+  Project,
+  ProjectMembership,
+  ProjectSetting,
+  Resource,
+} from '@medplum/fhirtypes';
 import type { ResourceChange, SqliteRepository } from '../store/repo';
 import { runBotBundle } from './vm';
 
@@ -209,8 +219,30 @@ class AuditWriter {
 }
 
 /** `Bot/{id}/$execute`, `Bot/$execute?identifier=`, `Bot/{id}/$deploy` on Medplum's FHIR router. */
+/**
+ * Bot runs `$execute` may have going at once. Each holds a vm context and its calls: 1,000 at once from
+ * one token, straight at this server, once ran the Medplum thread out of memory for everyone (500 did
+ * not). Beyond it the answer is 429 at once, as an over-quota call is on Medplum; the gateway passes it
+ * on as 503 (the platform at capacity). Stricter than Medplum, which does not bound them.
+ */
+export const MAX_CONCURRENT_EXECUTIONS = 128;
+
 export function registerBotOperations(router: FhirRouter, runner: BotRunner): void {
+  let executing = 0;
   const execute = async (req: FhirRequest, repo: unknown) => {
+    if (executing >= MAX_CONCURRENT_EXECUTIONS) {
+      const outcome: OperationOutcome = structuredClone(tooManyRequests);
+      outcome.issue[0].diagnostics = JSON.stringify({ _msBeforeNext: 1000, reason: 'bot-executions-in-flight' });
+      return [outcome] as [OperationOutcome];
+    }
+    executing++;
+    try {
+      return await executeAdmitted(req, repo);
+    } finally {
+      executing--;
+    }
+  };
+  const executeAdmitted = async (req: FhirRequest, repo: unknown) => {
     const callerRepo = repo as SqliteRepository;
     const bot = await findBot(req, callerRepo);
     const contentType = String(req.headers?.['content-type'] ?? 'application/json').split(';')[0];
