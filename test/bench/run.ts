@@ -6,6 +6,7 @@ import { percentiles, runEmbeddedStoreBench } from './embedded-store';
 import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway';
 import { runIntakeBench } from './intake';
 import { runOperationsBench } from './operations';
+import { runOverloadBench } from './overload';
 import type { Round } from './paired';
 import { runQuotaBench } from './quota';
 import { runSchedulingBench } from './scheduling';
@@ -23,6 +24,7 @@ const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 const SECTIONS = [
   'quota',
+  'overload',
   'operations',
   'gateway',
   'workflows',
@@ -66,6 +68,9 @@ async function main(): Promise<void> {
   // The load sections drive one patient and the bots far past a minute's FHIR quota on purpose: they
   // measure speed, so the embedded Medplum's quota (Medplum's 50,000 by default) is raised for them.
   process.env.EMBEDDED_FHIR_QUOTA ??= '1000000000';
+  if (runs('overload')) {
+    await printOverloadBench(Number(process.env.BENCH_OVERLOAD_SECONDS ?? 60));
+  }
   if (runs('operations')) {
     await printOperationsBench();
   }
@@ -124,6 +129,24 @@ async function main(): Promise<void> {
   if (runs('store')) {
     await printStoreBench();
   }
+}
+
+/** Issue 24's target: RSS after a burst and after load within this of idle, with no heap cap that kills. */
+const RSS_TARGET = 1.5;
+
+async function printOverloadBench(seconds: number): Promise<void> {
+  const o = await runOverloadBench(seconds);
+  const ratio = (mib: number) => mib / o.rssIdleMiB;
+  const verdict = (mib: number) => (ratio(mib) <= RSS_TARGET ? 'MET' : 'NOT MET');
+  console.log('## Overload, on one process set up as npm start (its own admission limits and Medplum thread)');
+  console.log(`  RSS idle ${o.rssIdleMiB.toFixed(0)} MiB`);
+  console.log(
+    `  a burst of ${o.burst.calls} concurrent acceptances from one token: ${JSON.stringify(o.burst.statuses)}; RSS after ${o.rssAfterBurstMiB.toFixed(0)} MiB, ${ratio(o.rssAfterBurstMiB).toFixed(2)}x (target <= ${RSS_TARGET}) ${verdict(o.rssAfterBurstMiB)}`,
+  );
+  console.log(
+    `  ${o.loadSeconds} s of requirements at concurrency 16: ${o.load.calls} calls ${JSON.stringify(o.load.statuses)}; RSS after ${o.rssAfterLoadMiB.toFixed(0)} MiB, ${ratio(o.rssAfterLoadMiB).toFixed(2)}x (target <= ${RSS_TARGET}) ${verdict(o.rssAfterLoadMiB)}`,
+  );
+  console.log(`  a GraphQL query on its Medplum: ${o.graphqlStatus} (503: its schema does not fit the thread's heap)`);
 }
 
 /** Issue 23's target: a whole journey within 2,500 points of Medplum's FHIR quota, bots together. */
