@@ -36,9 +36,7 @@ export class FhirQuota {
     if (caller.system || !caller.membership?.id) {
       return;
     }
-    const setting = (name: string) => caller.project.systemSetting?.find((s) => s.name === name)?.valueInteger;
-    const userLimit = setting('userFhirQuota') ?? this.defaultLimit;
-    const projectLimit = setting('totalFhirQuota') ?? userLimit * 10;
+    const { userLimit, projectLimit } = this.limitsOf(caller);
     const now = this.now();
     this.totals.set(caller.membership.id, (this.totals.get(caller.membership.id) ?? 0) + points);
     const user = this.charge(`membership:${caller.membership.id}`, points, now);
@@ -70,9 +68,7 @@ export class FhirQuota {
       return undefined;
     }
     const now = this.now();
-    const setting = (name: string) => caller.project.systemSetting?.find((s) => s.name === name)?.valueInteger;
-    const userLimit = setting('userFhirQuota') ?? this.defaultLimit;
-    const projectLimit = setting('totalFhirQuota') ?? userLimit * 10;
+    const { userLimit, projectLimit } = this.limitsOf(caller);
     const states = [
       [this.windows.get(`membership:${caller.membership.id}`), userLimit],
       [this.windows.get(`project:${caller.project.id}`), projectLimit],
@@ -88,6 +84,13 @@ export class FhirQuota {
       }
     }
     return `"fhirInteractions";r=${remaining};t=${seconds}`;
+  }
+
+  /** The membership's minute and the project's (context.ts getFhirRateLimiter): settings, else defaults. */
+  private limitsOf(caller: CallerContext): { userLimit: number; projectLimit: number } {
+    const setting = (name: string) => caller.project.systemSetting?.find((s) => s.name === name)?.valueInteger;
+    const userLimit = setting('userFhirQuota') ?? this.defaultLimit;
+    return { userLimit, projectLimit: setting('totalFhirQuota') ?? userLimit * 10 };
   }
 
   private charge(key: string, points: number, now: number): Window {
