@@ -7,7 +7,7 @@ import { loadConfig } from './config';
 import { nodeAssetLoader } from './docs-assets-node';
 import { nodePeerAddress } from './edge/node-peer';
 import { createEdgeSigner } from './edge/statement';
-import { startMedplumThread } from './embedded/thread';
+import { superviseMedplumThread } from './embedded/supervisor';
 import { pooledFetch } from './medplum/node-fetch';
 import { DEMO_PASSWORD, DEMO_PATIENTS, DEMO_TENANTS, demoEmail } from './provision/demo';
 
@@ -40,13 +40,27 @@ async function main(): Promise<void> {
     return;
   }
   // Its API is served on a port of its own, as a real Medplum's: patient apps sign in and register there.
-  const medplum = await startMedplumThread({
-    dbPath: config.embeddedDb,
-    baseUrl: config.medplumBaseUrl,
-    httpPort: config.embeddedPort,
-    hostname: config.host,
-    corsOrigins: config.corsOrigins,
-  });
+  // Restarted on its store if it dies (src/embedded/supervisor.ts); the lines name reasons by code only.
+  const medplum = await superviseMedplumThread(
+    {
+      dbPath: config.embeddedDb,
+      baseUrl: config.medplumBaseUrl,
+      httpPort: config.embeddedPort,
+      hostname: config.host,
+      corsOrigins: config.corsOrigins,
+    },
+    {
+      onEvent(event) {
+        console.error(
+          event.kind === 'stopped'
+            ? `The embedded Medplum thread stopped (${event.reason}); calls get 503 while it restarts on its store.`
+            : event.kind === 'restarted'
+              ? `The embedded Medplum thread is serving again (restart ${event.restarts}, ${event.afterMs} ms): nothing acknowledged is lost.`
+              : `The embedded Medplum thread is not restarted: ${event.reason}.`,
+        );
+      },
+    },
+  );
   const app = createApp({
     medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
     issuer: medplum.baseUrl,
@@ -64,13 +78,14 @@ async function main(): Promise<void> {
     throw err;
   });
   medplum.stopped.then((err) => {
-    // Without its Medplum the gateway can answer nothing but 503s. Calls in flight get theirs, then
-    // the process stops with exit code 1, for a supervisor to restart it on the same store (every
-    // acknowledged write is on disk: WAL, synchronous=FULL). The line names the reason by its code
-    // (e.g. ERR_WORKER_OUT_OF_MEMORY) and never by its text, which may hold patient data.
-    const reason = (err as NodeJS.ErrnoException | undefined)?.code ?? err?.name ?? 'exit';
+    if (!err) {
+      return;
+    }
+    // Without its Medplum the gateway can answer nothing but 503s. Calls in flight get theirs, then the
+    // process stops with exit code 1, for a supervisor to restart it on the same store (every
+    // acknowledged write is on disk: WAL, synchronous=FULL).
     console.error(
-      `The embedded Medplum thread stopped (${reason}); stopping the gateway. Start it again (a supervisor's restart does): nothing acknowledged is lost.`,
+      `Stopping the gateway: start it again (a supervisor's restart does) on the same store; nothing acknowledged is lost.`,
     );
     process.exitCode = 1;
     server.close();

@@ -17,10 +17,11 @@ export interface HeapStatistics {
 
 /**
  * Admission for `$graphql` (issue 24): one GraphQL call must never take the server down. The first
- * query builds Medplum's whole GraphQL schema, far more than a bounded heap (the `npm start` thread's
- * 256 MB) holds: where the heap cannot take it, the answer is 503 at once, naming the FHIR REST API,
- * instead of an out-of-memory end for every patient. Where it can, at most IN_FLIGHT queries run at
- * once and the rest are 429 with Retry-After, as Medplum answers an over-quota call.
+ * query builds Medplum's whole GraphQL schema, about 500 MB live: where the heap cannot take it (a
+ * host given less memory), the answer is 503 at once, naming the FHIR REST API, instead of an
+ * out-of-memory end for every patient. Where it can (`npm start`'s thread is sized for it), at most
+ * IN_FLIGHT queries run at once and the rest are 429 with Retry-After, as Medplum answers an over-quota
+ * call.
  */
 /** A refused GraphQL call: its status and Medplum-style outcome. */
 export interface GraphqlRefusal {

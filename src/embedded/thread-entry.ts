@@ -4,6 +4,7 @@ import { serve } from '@hono/node-server';
 import { demoDefinition } from '../provision/demo';
 import { bodyBytes } from '../shared/buffered-body';
 import { demoApps, demoPatientTokens } from './demo-tokens';
+import { startGcPacer } from './gc-pacer';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from './launch';
 import type { MedplumThreadOptions, ThreadReply, ThreadRequest } from './thread';
 
@@ -14,6 +15,7 @@ async function main(): Promise<void> {
     throw new Error('thread-entry runs as a worker thread (startMedplumThread)');
   }
   const options = workerData as MedplumThreadOptions;
+  startGcPacer();
   const medplum = await launchEmbeddedMedplum({
     dbPath: options.dbPath,
     baseUrl: options.baseUrl,

@@ -45,6 +45,11 @@ export interface MedplumThread {
   /** Settles when the thread has stopped: with the error that stopped it, or undefined (`close()`, exit 0). */
   stopped: Promise<Error | undefined>;
   close(): Promise<void>;
+  /**
+   * Stops the thread at once, as a crash would: calls in flight fail as unreachable and `stopped` settles
+   * with an error (a supervisor then restarts it). For a stuck thread, and for the failure tests.
+   */
+  kill(): Promise<void>;
 }
 
 /** Gateway -> Medplum thread. */
@@ -92,8 +97,12 @@ const NULL_BODY = new Set([204, 205, 304]);
 /** How fetch fails when the other side is not there: TypeError, which callers read as "unreachable". */
 const unreachable = (why: string, cause?: unknown) => new TypeError(`fetch failed: ${why}`, { cause });
 
-/** The Medplum thread's old-generation heap limit. */
-const MEDPLUM_THREAD_HEAP_MB = 256;
+/**
+ * The Medplum thread's old-generation heap limit: well above what admission lets it hold live (GraphQL's
+ * schema, about 500 MB once built, plus at most 128 bot runs and 2 GraphQL queries at once), and low
+ * enough that V8 sizes its heap modestly; the GC pacer (gc-pacer.ts) collects the garbage bot runs leave.
+ */
+const MEDPLUM_THREAD_HEAP_MB = 1024;
 
 export async function startMedplumThread(options: MedplumThreadOptions): Promise<MedplumThread> {
   // The entry is TypeScript run through tsx, as the rest of `npm start`. Under tsx the thread inherits
@@ -104,9 +113,6 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
   const worker = new Worker(new URL('./thread-entry.ts', import.meta.url), {
     workerData: options,
     ...(underTsx ? {} : { execArgv: ['--import', tsx] }),
-    // Each bot run leaves a whole vm context behind as garbage, which V8 otherwise lets pile up to
-    // gigabytes before a major collection (and the memory is not given back). A bounded old space
-    // collects it early; what Medplum keeps live is a small fraction of this (README, Benchmarks).
     resourceLimits: { maxOldGenerationSizeMb: MEDPLUM_THREAD_HEAP_MB },
   });
   const pending = new Map<number, Pending>();
@@ -214,6 +220,10 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
     stopped,
     async close() {
       closing = true;
+      await worker.terminate();
+    },
+    async kill() {
+      stoppedWith ??= Object.assign(new Error('the embedded Medplum thread was killed'), { code: 'KILLED' });
       await worker.terminate();
     },
   };
