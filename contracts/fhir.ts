@@ -52,15 +52,17 @@ const SearchQuery = z
   });
 
 /**
- * The `{type}` of every record-plane path: a type the record service does not know is 400 whatever the
- * method, the same answer for a read as for a write, with `details.issues[0].path` = `type`.
+ * The `{type}` of every record-plane path: a type the record service does not know is 400 for every
+ * method some type allows on that path (a read as a write), with `details.issues[0].path` = `type`; a
+ * method no type allows there is 405 first.
  */
 export const RecordTypeParam = ResourceTypeParam.refine(isKnownResourceType, {
   message: UNKNOWN_RESOURCE_TYPE,
 }).openapi({
   param: { name: 'type', in: 'path' },
   example: 'Observation',
-  description: 'A FHIR R4 resource type. Any other is 400 `invalid_request`, whatever the method.',
+  description:
+    'A FHIR R4 resource type. Any other is 400 `invalid_request`, unless the method is one no type allows on the path (DELETE, PATCH...): that is 405 first.',
 });
 
 const fhirContent = <T extends z.ZodType>(schema: T) => ({ [FHIR_JSON]: { schema } });
@@ -282,6 +284,15 @@ export function recordPlaneAllow(type: string, instance: boolean): string[] {
   return [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].sort();
 }
 
+/**
+ * Whether any type lets a patient use `method` on a record-plane path of this shape. A method none does
+ * (DELETE, PATCH, POST on an instance, PUT on a collection) is 405 before the type is looked at: the
+ * method is wrong whatever the type (issue 24, "method before type").
+ */
+export function someTypeAllows(method: string, instance: boolean): boolean {
+  return Object.keys(PATIENT_METHODS).some((type) => recordPlaneAllow(type, instance).includes(method));
+}
+
 /** Types written only by clinicians or the platform: there is no patient endpoint at all. */
 export const NO_PATIENT_WRITE = 'none: written by clinicians or the platform only';
 
@@ -293,7 +304,7 @@ const refusal = (method: 'post' | 'put' | 'patch' | 'delete', path: string, oper
     tags: ['Record plane'],
     summary,
     description:
-      'Record-plane writes other than the ones listed are refused: 405 `method_not_allowed`, with `details.use` naming the endpoint that owns the change, `details.allow` and an `Allow` header. A type the record service does not know is 400 `invalid_request`, as it is for a read.',
+      'Record-plane writes other than the ones listed are refused: 405 `method_not_allowed`, with `details.use` naming the endpoint that owns the change, `details.allow` and an `Allow` header. DELETE and PATCH, which no type allows, are 405 whatever the type; for POST and PUT, a type the record service does not know is 400 `invalid_request`, as it is for a read.',
     security: secured,
     request: {
       params: path.includes('{id}')

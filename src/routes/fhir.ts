@@ -7,6 +7,7 @@ import {
   NO_PATIENT_WRITE,
   readRoute,
   recordPlaneAllow,
+  someTypeAllows,
   refusedCreateRoute,
   refusedDeleteRoute,
   refusedPatchRoute,
@@ -26,8 +27,9 @@ import { toApiError } from '../medplum/upstream';
 import { fhirResponse, routeResponse } from './respond';
 
 export function registerFhirRoutes(app: App): void {
-  // `$` operations first: whatever the method, they do not exist here (spec rule 9). Then the type:
-  // one the record service does not know is 400 whatever the method, also one no route has (PUT on a
+  // `$` operations first: whatever the method, they do not exist here (spec rule 9). Then the method:
+  // one no type allows on this path (DELETE, PATCH) is 405 whatever the type. Then the type: one the
+  // record service does not know is 400, also for a method no route of its path has (PUT on a
   // collection), which would otherwise be a 405 naming methods of a type that does not exist.
   app.use('/v1/fhir/*', async (c, next) => {
     const segments = c.req.path.split('/');
@@ -36,6 +38,18 @@ export function registerFhirRoutes(app: App): void {
       throw new ApiError('not_found', 'FHIR operations are not available', { operation });
     }
     const type = segments[3];
+    const instance = segments.length > 4 && segments[4] !== '';
+    if (type && segments.length <= 5 && !someTypeAllows(c.req.method, instance)) {
+      // Asked of Medplum once, so that a revoked session is 401 here too.
+      await c.get('medplum').readResource('Patient', c.get('session').patientId);
+      const allow = recordPlaneAllow(isKnownResourceType(type) ? type : '', instance);
+      throw new ApiError(
+        'method_not_allowed',
+        `${c.req.method} is not allowed here; this change belongs to a workflow endpoint`,
+        { use: (isKnownResourceType(type) && WRITE_OWNERS[type]) || NO_PATIENT_WRITE, allow },
+        { Allow: allow.join(', ') },
+      );
+    }
     if (type && !isKnownResourceType(type)) {
       throw new ApiError('invalid_request', 'The request is not valid', {
         issues: [{ path: 'type', message: UNKNOWN_RESOURCE_TYPE }],

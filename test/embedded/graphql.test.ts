@@ -4,7 +4,7 @@ import { startTestBackend, type TestBackend } from '../support/backend';
 
 /**
  * `$graphql` cannot take the server down (issue 24, src/embedded/graphql-gate.ts): where the heap cannot
- * take Medplum's GraphQL schema (the `npm start` thread's), the answer is 503 at once; where it can, a
+ * take Medplum's GraphQL schema, the answer is 503 at once; where it can (`npm start`'s thread), a
  * flood is answered by a bounded number of queries and 429s, and the server goes on.
  */
 const graphql = (backend: TestBackend, token: string, query: string) =>
@@ -14,7 +14,7 @@ const graphql = (backend: TestBackend, token: string, query: string) =>
     body: JSON.stringify({ query }),
   });
 
-describe('GraphQL on a bounded heap (as the npm start thread has it)', () => {
+describe('GraphQL on a heap too small for its schema (a host given less memory)', () => {
   let backend: TestBackend;
   beforeAll(async () => {
     backend = await startTestBackend({

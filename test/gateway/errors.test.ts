@@ -163,21 +163,36 @@ describe('a resource type the record service does not know', () => {
     unknownType(await gw.call('GET', '/v1/fhir/NotAType/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e'), 'read');
   });
 
-  it('is the same 400 for every write, with and without an id, never 405', async () => {
-    const writes = [
-      { method: 'POST', path: '/v1/fhir/NotAType' },
-      { method: 'PUT', path: '/v1/fhir/NotAType' },
-      { method: 'PATCH', path: '/v1/fhir/NotAType' },
-      { method: 'DELETE', path: '/v1/fhir/NotAType' },
-      { method: 'POST', path: '/v1/fhir/NotAType/abc' },
-      { method: 'PUT', path: '/v1/fhir/NotAType/abc' },
-      { method: 'PATCH', path: '/v1/fhir/NotAType/abc' },
-      { method: 'DELETE', path: '/v1/fhir/NotAType/abc' },
-    ];
-    for (const { method, path } of writes) {
-      const body = method === 'DELETE' ? undefined : { resourceType: 'NotAType', id: 'abc' };
-      unknownType(await gw.call(method, path, { body }), `${method} ${path}`);
+  it('is the same 400 for a write some type allows (POST on a collection, PUT on an instance)', async () => {
+    for (const [method, path] of [
+      ['POST', '/v1/fhir/NotAType'],
+      ['PUT', '/v1/fhir/NotAType/abc'],
+    ]) {
+      unknownType(await gw.call(method, path, { body: { resourceType: 'NotAType', id: 'abc' } }), `${method} ${path}`);
     }
+  });
+
+  it('method before type: a method no type allows on the path is 405 whatever the type', async () => {
+    const writes = [
+      ['PUT', '/v1/fhir/NotAType'],
+      ['PATCH', '/v1/fhir/NotAType'],
+      ['DELETE', '/v1/fhir/NotAType'],
+      ['POST', '/v1/fhir/NotAType/abc'],
+      ['PATCH', '/v1/fhir/NotAType/abc'],
+      ['DELETE', '/v1/fhir/NotAType/abc'],
+      ['DELETE', '/v1/fhir/Observation/abc'],
+    ];
+    for (const [method, path] of writes) {
+      const body = method === 'DELETE' ? undefined : { resourceType: 'NotAType', id: 'abc' };
+      const res = await gw.call(method, path, { body });
+      const { details } = failure(res, 405, 'method_not_allowed', `${method} ${path}`);
+      expect(details.allow, `${method} ${path}`).toEqual(['GET', 'HEAD']);
+      expect(res.headers.get('allow')).toBe('GET, HEAD');
+    }
+    // And an ended session is 401 there too, not a 405 that says nothing of it.
+    const ended = (await badTokens(gw.backend)).find((b) => b.name === 'revoked login');
+    const res = await gw.call('DELETE', '/v1/fhir/NotAType/abc', { token: ended?.token });
+    expect(failure(res, 401, 'unauthenticated').details.reason).toBe('revoked');
   });
 
   it('a known type not writable by patients stays 405', async () => {
