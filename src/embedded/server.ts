@@ -18,6 +18,7 @@ import { CronScheduler } from './cron';
 import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
 import { GraphqlGate, type HeapStatistics, isRefusal } from './graphql-gate';
 import { DEFAULT_FHIR_QUOTA, FhirQuota } from './quota';
+import { DEFAULT_REQUEST_RATE_LIMIT, requestRateLimit } from './rate-limit';
 import { loadFhirSchema } from './schema';
 import { serveStorage } from './storage';
 import { Database } from './store/database';
@@ -46,6 +47,11 @@ export interface EmbeddedMedplumOptions {
    * `EMBEDDED_FHIR_QUOTA`); a Project's `userFhirQuota` / `totalFhirQuota` system settings override it.
    */
   fhirQuota?: number;
+  /**
+   * Requests per client address and minute on the HTTP API, as Medplum's `defaultRateLimit` (default
+   * 60,000, or `EMBEDDED_REQUEST_RATE_LIMIT`; -1: off). In-process callers are not counted (rate-limit.ts).
+   */
+  requestRateLimit?: number;
 }
 
 export interface EmbeddedMedplum {
@@ -187,6 +193,15 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   registerBotOperations(router, bots);
 
   app.use('*', medplumCors(options.corsOrigins ?? []));
+  const rateFromEnv = Number(process.env.EMBEDDED_REQUEST_RATE_LIMIT);
+  app.use(
+    '*',
+    requestRateLimit(
+      options.requestRateLimit ??
+        (Number.isInteger(rateFromEnv) && rateFromEnv !== 0 ? rateFromEnv : DEFAULT_REQUEST_RATE_LIMIT),
+      () => (options.clock ?? (() => new Date()))().getTime(),
+    ),
+  );
   app.use('*', async (c, next) => {
     const length = Number(c.req.header('content-length') ?? '0');
     if (length > maxBodyBytes) {

@@ -34,6 +34,14 @@ export interface SubscriptionQueueOptions {
 }
 
 /**
+ * Bot runs for deliveries at once (issue 24): a burst of writes queues its deliveries (job records, no
+ * work) instead of starting a bot run for each at once; Medplum's subscription worker likewise runs a
+ * bounded number of jobs at a time. Below the embedded Medplum's `$execute` cap of 128, so deliveries
+ * leave patients' own calls room.
+ */
+export const MAX_CONCURRENT_DELIVERIES = 16;
+
+/**
  * Delivers committed changes to bots whose rest-hook Subscription matches them. Fed only from
  * after-COMMIT callbacks, so a rolled-back write never fires. Runs asynchronously in process; retries
  * only what the platform failed to deliver, never a bot's own failure (as Medplum); tells tests when it
@@ -42,6 +50,8 @@ export interface SubscriptionQueueOptions {
 export class SubscriptionQueue {
   private readonly pending: SubscriptionJob[] = [];
   private inFlight = 0;
+  /** Deliveries running a bot now (retries waiting for their turn are not). */
+  private running = 0;
   private scheduled = 0;
   private waiters: (() => void)[] = [];
   private closed = false;
@@ -121,9 +131,10 @@ export class SubscriptionQueue {
   }
 
   private pump(): void {
-    while (this.pending.length > 0 && !this.closed) {
+    while (this.pending.length > 0 && !this.closed && this.running < MAX_CONCURRENT_DELIVERIES) {
       const job = this.pending.shift() as SubscriptionJob;
       this.inFlight++;
+      this.running++;
       this.deliver(job).finally(() => {
         this.inFlight--;
         this.pump();
@@ -140,19 +151,26 @@ export class SubscriptionQueue {
 
   private async deliver(job: SubscriptionJob): Promise<void> {
     const maxAttempts = this.options.maxAttempts ?? 3;
+    let failure: { err: unknown } | undefined;
     try {
       const bot = await this.options.systemRepo.readResource<Bot>('Bot', job.botId);
       const input = job.interaction === 'delete' ? { deletedResource: job.resource } : job.resource;
       await this.options.runBot(bot, input, job.resource.meta?.author?.reference, deliveryHeaders(job));
     } catch (err) {
-      this.options.onError?.(job, err);
-      if (job.attempt < maxAttempts && !this.closed && !(err instanceof BotExecutionError)) {
-        const delay = (this.options.retryDelayMs ?? 50) * 2 ** (job.attempt - 1);
-        this.inFlight++;
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        this.inFlight--;
-        this.pending.push({ ...job, attempt: job.attempt + 1 });
-      }
+      failure = { err };
+    } finally {
+      this.running--;
+    }
+    if (!failure) {
+      return;
+    }
+    this.options.onError?.(job, failure.err);
+    if (job.attempt < maxAttempts && !this.closed && !(failure.err instanceof BotExecutionError)) {
+      const delay = (this.options.retryDelayMs ?? 50) * 2 ** (job.attempt - 1);
+      this.inFlight++;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      this.inFlight--;
+      this.pending.push({ ...job, attempt: job.attempt + 1 });
     }
   }
 }

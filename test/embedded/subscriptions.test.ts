@@ -1,7 +1,12 @@
 import type { WithId } from '@medplum/core';
 import type { AuditEvent, Bot, Bundle, Observation, Subscription } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SUPPORTED_INTERACTION_URL } from '../../src/embedded/subscriptions';
+import type { ResourceChange, SqliteRepository } from '../../src/embedded/store/repo';
+import {
+  MAX_CONCURRENT_DELIVERIES,
+  SUPPORTED_INTERACTION_URL,
+  SubscriptionQueue,
+} from '../../src/embedded/subscriptions';
 import { startTestBackend, type TestBackend } from '../support/backend';
 import { deployFixtureBot } from '../support/bots';
 
@@ -81,5 +86,43 @@ describe('subscriptions wake bots after commit', () => {
     expect(isTagged(after)).toBe(false);
     const runs = (await botRuns()).slice(before);
     expect(runs.map((a) => a.outcome)).toEqual(['4']);
+  });
+});
+
+describe('deliveries at once (issue 24)', () => {
+  it(`a burst of 200 matching changes runs at most ${MAX_CONCURRENT_DELIVERIES} bot runs at once, and delivers every one`, async () => {
+    const subscription: Subscription = {
+      resourceType: 'Subscription',
+      id: 'sub',
+      status: 'active',
+      reason: 'test',
+      criteria: 'Observation',
+      channel: { type: 'rest-hook', endpoint: 'Bot/b' },
+      meta: { project: 'p' },
+    };
+    let running = 0;
+    let most = 0;
+    const delivered: string[] = [];
+    const queue = new SubscriptionQueue({
+      systemRepo: {
+        searchResources: async () => [subscription],
+        readResource: async () => ({ resourceType: 'Bot', id: 'b' }),
+      } as unknown as SqliteRepository,
+      runBot: async (_bot, input) => {
+        running++;
+        most = Math.max(most, running);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        running--;
+        delivered.push((input as Observation).id as string);
+      },
+    });
+    const changes = Array.from({ length: 200 }, (_, i) => ({
+      interaction: 'create' as const,
+      resource: { resourceType: 'Observation', id: `o${i}`, status: 'final', code: {}, meta: { project: 'p' } },
+    }));
+    queue.enqueueChanges(changes as unknown as ResourceChange[]);
+    await queue.idle();
+    expect(most).toBe(MAX_CONCURRENT_DELIVERIES);
+    expect(delivered.sort()).toEqual(changes.map((c) => c.resource.id).sort());
   });
 });

@@ -108,7 +108,7 @@ export function createAuthRoutes(deps: AuthDeps): Hono {
  * (`npm run embedded`, `npm start`'s HTTP port), never a header such as X-Forwarded-For, which any
  * client can write. In-process calls have no connection (undefined: see UNKNOWN_ADDRESS).
  */
-function peerAddress(c: Context): string | undefined {
+export function peerAddress(c: Context): string | undefined {
   return (c.env as { incoming?: unknown } | undefined)?.incoming ? getConnInfo(c).remote.address : undefined;
 }
 

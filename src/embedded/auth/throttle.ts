@@ -58,7 +58,7 @@ interface Window {
 }
 
 /** Fixed-window counters by key, at most `maxEntries` of them, least recently used dropped first. */
-class WindowCounters {
+export class WindowCounters {
   private readonly windows = new Map<string, Window>();
 
   constructor(

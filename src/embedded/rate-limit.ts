@@ -1,0 +1,37 @@
+import type { MiddlewareHandler } from 'hono';
+import { peerAddress } from './auth/routes';
+import { addressBucket, throttled, WindowCounters } from './auth/throttle';
+
+/** Medplum's `DEFAULT_RATE_LIMIT_PER_MINUTE` (packages/server/src/ratelimit.ts): requests per client IP. */
+export const DEFAULT_REQUEST_RATE_LIMIT = 60_000;
+
+/**
+ * Medplum's general rate limit (issue 24): every request from a connected client counts against its
+ * address (IPv6 by its /64), at most `limit` a minute; beyond it 429 with Medplum's `tooManyRequests`
+ * outcome, `Retry-After` and its `RateLimit: "requests";r=;t=` header. The auth URLs have their own,
+ * stricter limit (auth/routes.ts), and count there instead, as on Medplum. In-process callers (the
+ * gateway's thread, the bots) have no connection and are bounded by the gateway's admission and the
+ * FHIR quota instead. `limit` -1 turns it off (Medplum's `defaultRateLimit: -1`).
+ */
+export function requestRateLimit(limit: number, now: () => number, maxEntries = 10_000): MiddlewareHandler {
+  const windows = new WindowCounters({ limit, windowMs: 60_000 }, maxEntries);
+  return async (c, next) => {
+    const address = peerAddress(c);
+    const authUrl = c.req.path !== '/auth/me' && /^\/(auth|oauth2)\//.test(c.req.path);
+    if (limit < 0 || address === undefined || authUrl) {
+      return next();
+    }
+    const at = now();
+    const window = windows.hit(addressBucket(address), at);
+    const header = `"requests";r=${Math.max(0, limit - window.count)};t=${Math.ceil((window.resetAt - at) / 1000)}`;
+    if (window.count > limit) {
+      const waitMs = window.resetAt - at;
+      const refused = Response.json(throttled(waitMs).outcome, { status: 429 });
+      refused.headers.set('RateLimit', header);
+      refused.headers.set('Retry-After', String(Math.max(1, Math.ceil(waitMs / 1000))));
+      return refused;
+    }
+    await next();
+    c.res.headers.append('RateLimit', header);
+  };
+}

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestBackend, type TestBackend } from '../support/backend';
+
+/**
+ * Medplum's general per-address rate limit on the embedded Medplum's HTTP API (issue 24,
+ * src/embedded/rate-limit.ts), with a small limit so a test can reach it; its clock is moved on, never slept.
+ */
+const LIMIT = 20;
+let offsetMs = 0;
+let backend: TestBackend;
+beforeAll(async () => {
+  backend = await startTestBackend({ requestRateLimit: LIMIT, clock: () => new Date(Date.now() + offsetMs) });
+});
+afterAll(() => backend?.close());
+
+/** A call as @hono/node-server hands it over: from a connection (`from`), or in process (no address). */
+const read = (from?: string) => {
+  const alice = backend.patients.alice;
+  const request = new Request(new URL(`fhir/R4/Patient/${alice.patient.id}`, backend.baseUrl), {
+    headers: { authorization: `Bearer ${alice.token}` },
+  });
+  return from ? backend.app.fetch(request, { incoming: { socket: { remoteAddress: from } } }) : backend.fetch(request);
+};
+
+describe('requests per client address', () => {
+  it(`allows ${LIMIT} a minute from one address, then 429 with Retry-After and RateLimit; others and in-process calls go on`, async () => {
+    for (let i = 0; i < LIMIT; i++) {
+      const answer = await read('203.0.113.7');
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('ratelimit')).toContain(`"requests";r=${LIMIT - i - 1};`);
+    }
+    const refused = await read('203.0.113.7');
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.headers.get('ratelimit')).toMatch(/^"requests";r=0;t=\d+$/);
+    expect(await refused.json()).toMatchObject({
+      resourceType: 'OperationOutcome',
+      issue: [{ severity: 'error', code: 'throttled' }],
+    });
+    // The same /64 is the same caller; another address is not.
+    expect((await read('2001:db8:1:2::1')).status).toBe(200);
+    for (let i = 0; i < LIMIT; i++) {
+      await read('2001:db8:1:2::1');
+    }
+    expect((await read('2001:db8:1:2:ffff::9')).status).toBe(429);
+    expect((await read('198.51.100.1')).status).toBe(200);
+    expect((await read()).status).toBe(200);
+    // A minute later it is served again.
+    offsetMs += 61_000;
+    expect((await read('203.0.113.7')).status).toBe(200);
+  });
+});
