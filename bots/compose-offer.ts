@@ -17,7 +17,15 @@ import type {
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { PATIENT_TASK_TAG } from './lib/journey';
-import { authorAgent, completedByOwner, issuedVersion, outputNamed, REVIEW_RESPONSE, versioned } from './lib/queues';
+import {
+  authorAgent,
+  completedByOwner,
+  issuedVersion,
+  outputNamed,
+  ownMitigations,
+  REVIEW_RESPONSE,
+  versioned,
+} from './lib/queues';
 import { lostRace } from './lib/races';
 
 const OFFER_COMPOSED = 'offer-composed';
@@ -100,7 +108,10 @@ async function composedBefore(medplum: MedplumClient, selection: Task): Promise<
   return groups.length > 0;
 }
 
-/** Every finding against the option has a mitigation recorded by the selecting clinician. */
+/**
+ * Every finding against the option has a mitigation the selecting clinician recorded herself (its
+ * history says who wrote it: bots/lib/queues.ts ownMitigations).
+ */
 async function overridden(
   medplum: MedplumClient,
   selection: Task,
@@ -113,10 +124,16 @@ async function overridden(
   const against = issues.filter((issue) =>
     (issue.implicated ?? []).some((r) => r.reference?.startsWith(`ActivityDefinition/${option.id}/`)),
   );
-  return (
-    against.length > 0 &&
-    against.every((issue) => (issue.mitigation ?? []).some((m) => m.author?.reference === clinician))
-  );
+  if (against.length === 0) {
+    return false;
+  }
+  // Each finding on its own; one without her own recorded mitigation is enough to refuse.
+  for (const issue of against) {
+    if ((await ownMitigations(medplum, issue, clinician)).length === 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 async function pinned<T extends PlanDefinition | ActivityDefinition>(

@@ -25,7 +25,15 @@ import { CATALOG, EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { isPublishedTo } from './lib/agreements';
 import { planTypeOf } from './lib/catalog';
-import { authorAgent, clinicianTask, completedByOwner, outputNamed, tenantQueue, versioned } from './lib/queues';
+import {
+  authorAgent,
+  clinicianTask,
+  completedByOwner,
+  issuedVersion,
+  outputNamed,
+  tenantQueue,
+  versioned,
+} from './lib/queues';
 import { lostRace } from './lib/races';
 import { searchAll } from './lib/search';
 
@@ -54,6 +62,12 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return woken;
   }
   const review = woken.task;
+  // Only a review the platform issued (a Bot-written `ready` version in its history): a task a
+  // clinician created herself, already done, starts nothing, whoever delivers it (the reconciler too).
+  const issued = await issuedVersion(medplum, review);
+  if (!issued || issued.for?.reference !== review.for?.reference) {
+    return { ok: true, offered: false, reason: 'the review was not issued by the platform' };
+  }
   const patientRef = review.for?.reference ?? '';
   const condition = await assignedCondition(medplum, review, patientRef);
   if (!condition) {
@@ -156,7 +170,7 @@ async function treatingProtocols(
   );
 }
 
-interface Option {
+export interface Option {
   protocol: PlanDefinition;
   option: ActivityDefinition;
   canonical: string;
@@ -198,39 +212,59 @@ async function patientRecord(medplum: MedplumClient, patient: Patient & { id: st
   return { resourceType: 'Bundle', type: 'collection', entry: resources.map((resource) => ({ resource })) };
 }
 
-interface Finding {
+export interface Finding {
   option: Option;
   fired: { code: string; kind: string; description: string }[];
 }
 
 /** Every rule of every option, evaluated over her record: the rules that fire. */
-function assess(options: Option[], record: Bundle): Finding[] {
+export function assess(options: Option[], record: Bundle): Finding[] {
   return options.map((option) => ({
     option,
     fired: (option.option.extension ?? [])
       .filter((e) => e.url === EXTENSIONS.eligibilityRule)
       .map(ruleOf)
-      .filter((rule) => rule.expression && fires(rule.expression, record)),
+      .flatMap((rule) => {
+        const verdict = evaluate(rule.expression, record);
+        if (verdict === 'clear') {
+          return [];
+        }
+        const { expression: _expression, ...fired } = rule;
+        return [verdict === 'applies' ? fired : { ...fired, description: `${rule.description} ${UNEVALUABLE}`.trim() }];
+      }),
   }));
 }
+
+/** What a finding says when its rule could not be evaluated (it then counts as applying: fail closed). */
+export const UNEVALUABLE = '(This rule could not be evaluated on the record, so it is treated as applying.)';
 
 function ruleOf(extension: Extension) {
   const part = (url: string) => extension.extension?.find((e) => e.url === url);
   return {
-    code: part('code')?.valueCode ?? '',
-    kind: part('kind')?.valueCode ?? '',
+    code: part('code')?.valueCode ?? 'unnamed-rule',
+    kind: part('kind')?.valueCode ?? 'contraindication',
     description: part('description')?.valueString ?? '',
     expression: part('expression')?.valueExpression?.expression ?? '',
   };
 }
 
-/** A rule fires when its expression is `true`; one that cannot be evaluated fires (fail closed). */
-function fires(expression: string, record: Bundle): boolean {
+/**
+ * A rule's verdict: `clear` only when its expression evaluates to exactly `false`; `applies` when to
+ * exactly `true`; anything else (no expression, an error, empty, several values, not a boolean) is
+ * `unevaluable`, which fires like `applies` (fail closed), with a finding that says so.
+ */
+export function evaluate(expression: string, record: Bundle): 'applies' | 'clear' | 'unevaluable' {
+  if (!expression.trim()) {
+    return 'unevaluable';
+  }
   try {
     const result = evalFhirPath(expression, record);
-    return !(result.length === 1 && result[0] === false);
+    if (result.length === 1 && result[0] === false) {
+      return 'clear';
+    }
+    return result.length === 1 && result[0] === true ? 'applies' : 'unevaluable';
   } catch {
-    return true;
+    return 'unevaluable';
   }
 }
 

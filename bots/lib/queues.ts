@@ -3,6 +3,7 @@ import type {
   BundleEntry,
   CareTeam,
   Coding,
+  DetectedIssue,
   Patient,
   ProvenanceAgent,
   Reference,
@@ -122,10 +123,42 @@ async function isReconciler(medplum: MedplumClient, requester: string): Promise<
 }
 
 /** Every version of a task, oldest first. */
-async function versionsOf(medplum: MedplumClient, task: Task): Promise<Task[]> {
-  // Newest first, as Medplum answers history.
-  const history = await medplum.readHistory('Task', task.id as string);
-  return (history.entry ?? []).flatMap((e) => (e.resource ? [e.resource as Task] : [])).reverse();
+function versionsOf(medplum: MedplumClient, task: Task): Promise<Task[]> {
+  return historyOf(medplum, task);
+}
+
+/** Every version of a resource, oldest first (Medplum answers history newest first). */
+export async function historyOf<T extends Resource>(medplum: MedplumClient, resource: T): Promise<T[]> {
+  const history = await medplum.readHistory(resource.resourceType, resource.id as string);
+  return (history.entry ?? []).flatMap((e) => (e.resource ? [e.resource as T] : [])).reverse();
+}
+
+/**
+ * A finding's mitigations that `clinician` herself recorded and that still stand: each one first
+ * appears in a version whose writer (`meta.author`, stamped by Medplum, never the client) is her, and
+ * names her as its author. What a mitigation claims of itself (`author`) is not enough: a colleague
+ * could write one in her name.
+ */
+export async function ownMitigations(
+  medplum: MedplumClient,
+  issue: DetectedIssue,
+  clinician: string,
+): Promise<NonNullable<DetectedIssue['mitigation']>> {
+  const versions = await historyOf(medplum, issue);
+  const key = (m: unknown) => JSON.stringify(m);
+  const hers = new Set<string>();
+  let before = new Set<string>();
+  for (const version of versions) {
+    const now = (version.mitigation ?? []).map(key);
+    for (const added of now.filter((m) => !before.has(m))) {
+      if (version.meta?.author?.reference === clinician) {
+        hers.add(added);
+      }
+    }
+    before = new Set(now);
+  }
+  const current = versions.at(-1);
+  return (current?.mitigation ?? []).filter((m) => m.author?.reference === clinician && hers.has(key(m)));
 }
 
 /** A task output by its name (`type.text`, or a coding with that code): `assigned-condition`, `selected-option`. */

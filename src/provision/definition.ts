@@ -461,18 +461,21 @@ const NOT_AN_OFFER_ITEM = {
 
 /**
  * Work a clinician creates is not already someone else's: no other clinician as owner, and a task
- * created in progress or done is her own (a queue's work starts `ready`, JOURNEY C).
+ * created in progress or done is her own (a queue's work starts `ready`, JOURNEY C). And it is never
+ * the platform's work: a task of one of the platform's kinds (`SYSTEMS.taskKind`: reviews, selections,
+ * offers...) is issued by bots only, so a clinician cannot forge one, done or not (issue 25).
  */
 const QUEUE_CREATES = {
   language: 'text/fhirpath' as const,
   expression:
-    `%before.exists() or (${othersClaim('after')}.not() and ` +
+    `%before.exists() or (%after.code.coding.where(system = '${SYSTEMS.taskKind}').empty() and ${othersClaim('after')}.not() and ` +
     `(%after.status in ('draft' | 'requested' | 'received' | 'accepted' | 'ready' | 'on-hold') or ${ownerOf('after')} = ${ME}))`,
 };
 
 /**
- * A clinician changes an engine's finding only by adding mitigations, each authored by a clinician (the
- * selection bot believes only one authored by the clinician who selects): what the engine found stays.
+ * A clinician changes an engine's finding only by adding mitigations of her own: the ones recorded
+ * stay as they were, and each new one names her (`%profile`) as its author, never a colleague. What the
+ * engine found stays. (The selection bot also reads the finding's history for who wrote each one.)
  */
 const MITIGATION_ONLY = {
   language: 'text/fhirpath' as const,
@@ -486,7 +489,8 @@ const MITIGATION_ONLY = {
     '%after.implicated = %before.implicated',
     '%after.detail = %before.detail',
     '%after.mitigation.count() >= %before.mitigation.count()',
-    "%after.mitigation.all(author.reference.startsWith('Practitioner/'))",
+    '(%before.mitigation.empty() or %after.mitigation.take(%before.mitigation.count()) = %before.mitigation)',
+    `%after.mitigation.skip(%before.mitigation.count()).all(author.reference = ${ME})`,
   ].join(' and '),
 };
 
@@ -783,10 +787,12 @@ export const platformDefinition: ProvisionDefinition = {
         // Woken by a completed selection: it reads the pinned definitions and the findings, and writes the
         // offer (proposals only), its provenance and the patient's offer task.
         resource: [
-          ...['PlanDefinition', 'ActivityDefinition', 'Condition', 'DetectedIssue'].map((resourceType) => ({
+          ...['PlanDefinition', 'ActivityDefinition', 'Condition'].map((resourceType) => ({
             resourceType,
             interaction: ['read' as const, 'search' as const, 'vread' as const],
           })),
+          // A finding's history says who recorded each mitigation (bots/lib/queues.ts ownMitigations).
+          { resourceType: 'DetectedIssue', interaction: ['read', 'search', 'vread', 'history'] },
           { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search', 'history'] },
           ...['RequestGroup', 'MedicationRequest'].map((resourceType) => ({
             resourceType,

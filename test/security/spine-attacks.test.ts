@@ -7,7 +7,7 @@ import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot } from '../support/journey';
-import { AMLODIPINE, answer, assigned, offered, openOffers, RXNORM } from '../support/spine';
+import { AMLODIPINE, answer, assigned, forgedWork, offered, openOffers, RXNORM } from '../support/spine';
 
 /**
  * Attacks on the newest spine bots (bots/lib/offers.ts, bots/decide-order.ts, bots/compose-offer.ts and
@@ -72,7 +72,7 @@ describe('refused', () => {
 
   it('a review-response task the clinician forges (the real selection’s options copied in) composes no offer: no Bot-authored version', async () => {
     const { patient, selection, condition } = await assigned(gw, clinician);
-    const forged = (await clinician.medplum.createResource<Task>({
+    const forged = (await forgedWork(gw, clinician, {
       resourceType: 'Task',
       status: 'ready',
       intent: 'order',
@@ -93,7 +93,7 @@ describe('refused', () => {
   it('an order-decisions task the clinician forges for an offer not accepted places nothing (no treatment Consent: 409)', async () => {
     const spine = await offered(gw, clinician);
     const her = { reference: `Patient/${spine.patient.patient.id}` };
-    await clinician.medplum.createResource<Task>({
+    await forgedWork(gw, clinician, {
       resourceType: 'Task',
       status: 'ready',
       intent: 'order',

@@ -6,7 +6,17 @@ import { direct, executeBot, fhirPath } from '../support/attack';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot } from '../support/journey';
-import { AMLODIPINE, answer, assigned, LISINOPRIL, type Offered, offered, openOffers, RXNORM } from '../support/spine';
+import {
+  AMLODIPINE,
+  answer,
+  assigned,
+  forgedWork,
+  LISINOPRIL,
+  type Offered,
+  offered,
+  openOffers,
+  RXNORM,
+} from '../support/spine';
 
 /**
  * Issue 15 item 8: the gates of the clinical spine cannot be skipped, by anyone (DESIGN section 7). No
@@ -165,7 +175,7 @@ describe('a clinician cannot skip a gate', () => {
     // Her own select-treatment task, claimed and completed: the platform never issued it.
     const { patient, selection, condition } = await assigned(gw, clinician);
     const queue = selection.owner;
-    const forged = (await clinician.medplum.createResource<Task>({
+    const forged = (await forgedWork(gw, clinician, {
       resourceType: 'Task',
       status: 'ready',
       intent: 'order',

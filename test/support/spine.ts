@@ -3,9 +3,10 @@ import type { WithId } from '@medplum/core';
 import type { Condition, MedicationRequest, Reference, RequestGroup, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
+import { direct } from './attack';
 import type { DemoActor } from './backend';
 import type { TestGateway } from './gateway';
-import { completeTasks, startAssessment } from './journey';
+import { completeTasks, startAssessment, storeSnapshot } from './journey';
 import { freshPatient } from './patients';
 
 /**
@@ -116,3 +117,19 @@ export const workAbout = (gw: TestGateway, patient: DemoActor, kind: string) =>
       { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
     ],
   });
+
+/**
+ * Platform work (a task of one of `SYSTEMS.taskKind`'s kinds) that no bot issued. The clinician's own
+ * create is refused on Medplum (the clinician policy's QUEUE_CREATES) and changes nothing; the same task
+ * made by a project admin (as a mistaken import or a console edit would) is returned, for the bots' own
+ * check that they act only on work a bot issued.
+ */
+export async function forgedWork(gw: TestGateway, clinician: Clinician, task: Task): Promise<WithId<Task>> {
+  const before = storeSnapshot(gw.backend);
+  const refused = await direct(gw.backend, clinician.medplum.getAccessToken() as string, 'POST', 'fhir/R4/Task', {
+    body: task,
+  });
+  assert.equal(refused.status, 403, `a clinician cannot create platform work: ${refused.text}`);
+  assert.deepEqual(storeSnapshot(gw.backend), before);
+  return gw.backend.admin.createResource<Task>(task) as Promise<WithId<Task>>;
+}
