@@ -1,0 +1,192 @@
+import type { WithId } from '@medplum/core';
+import type { Condition, DetectedIssue, MedicationRequest, Task } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
+import type { Clinician } from '../../src/clinician';
+import { direct, fhirPath } from '../support/attack';
+import type { DemoActor } from '../support/backend';
+import { demoClinician, freshClinician, intakeQueue } from '../support/clinicians';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { storeSnapshot } from '../support/journey';
+import { freshPatient } from '../support/patients';
+import { assigned, forgedWork, LISINOPRIL, openOffers, RXNORM, workAbout } from '../support/spine';
+
+/**
+ * Issue 25, the clinician's side of the spine: each break an attacker's run found, as an attack that
+ * now fails directly on Medplum with the attacker's own token, with the store read back unchanged; and
+ * the bots' own checks behind the policies, shown with the same work written around the policy (by a
+ * project admin), which the bots must still refuse.
+ */
+let gw: TestGateway;
+let clinician: Clinician;
+let colleague: Clinician;
+beforeAll(async () => {
+  gw = await startTestGateway();
+  clinician = await demoClinician(gw.backend, 'northwind');
+  // A clinician of the same tenant, in no queue.
+  colleague = await freshClinician(gw.backend, 'northwind', { member: false });
+});
+afterAll(() => gw?.close());
+
+const repo = () => gw.backend.systemRepo;
+const tokenOf = (c: Clinician) => c.medplum.getAccessToken() as string;
+const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
+
+/** On spironolactone (lisinopril interacts with it), and, with `pregnant`, pregnant (a contraindication). */
+const history =
+  (pregnant = false) =>
+  async (patient: DemoActor) => {
+    const project = gw.backend.project.id;
+    await repo().createResource<MedicationRequest>({
+      resourceType: 'MedicationRequest',
+      meta: { project },
+      status: 'active',
+      intent: 'order',
+      subject: { reference: `Patient/${patient.patient.id}` },
+      medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997' }] },
+    });
+    if (pregnant) {
+      await repo().createResource<Condition>({
+        resourceType: 'Condition',
+        meta: { project },
+        clinicalStatus: { coding: [{ code: 'active' }] },
+        code: { coding: [{ system: ICD10CM, code: 'Z33.1' }] },
+        subject: { reference: `Patient/${patient.patient.id}` },
+      });
+    }
+  };
+
+const findingsAgainst = async (patient: DemoActor, option: string) =>
+  (
+    await repo().searchResources<DetectedIssue>({
+      resourceType: 'DetectedIssue',
+      filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+    })
+  ).filter((i) => i.implicated?.some((r) => r.reference?.startsWith('ActivityDefinition/')) && option);
+
+const mitigation = (author: string, text: string) => ({
+  action: { text },
+  date: new Date().toISOString(),
+  author: { reference: author },
+});
+
+/** Her selection of lisinopril, and the state the compose-offer bot leaves it in. */
+async function selectLisinopril(selection: Task): Promise<string | undefined> {
+  await clinician.select(selection.id as string, LISINOPRIL);
+  await gw.backend.subscriptions.idle();
+  return (await repo().readResource<Task>('Task', selection.id as string)).businessStatus?.text;
+}
+
+/** Completed selection touched again (a note), as the eligibility test's second selection: compose-offer runs again. */
+async function reselect(selection: Task): Promise<void> {
+  const current = await clinician.medplum.readResource('Task', selection.id as string);
+  await clinician.medplum.updateResource<Task>({ ...current, note: [{ text: `again ${Date.now()}` }] });
+  await gw.backend.subscriptions.idle();
+}
+
+describe('a mitigation is its writer’s own', () => {
+  it('a colleague cannot record one in the selecting clinician’s name (403 on Medplum, the finding unchanged)', async () => {
+    const { patient } = await assigned(gw, clinician, 'I10', history());
+    const [finding] = await findingsAgainst(patient, LISINOPRIL);
+    const before = storeSnapshot(gw.backend);
+    const forged = await direct(gw.backend, tokenOf(colleague), 'PUT', fhirPath(`DetectedIssue/${finding.id}`), {
+      body: { ...finding, mitigation: [mitigation(clinician.profile.reference as string, 'reviewed, proceed')] },
+    });
+    expect(forged.status).toBe(403);
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+
+    // Her own is hers to record; then nobody may rewrite or remove it, she included.
+    const own = await colleague.medplum.updateResource<DetectedIssue>({
+      ...finding,
+      mitigation: [mitigation(colleague.profile.reference as string, 'my own view')],
+    });
+    const afterOwn = storeSnapshot(gw.backend);
+    for (const [who, mitigations] of [
+      [clinician, [mitigation(clinician.profile.reference as string, 'rewritten')]],
+      [clinician, []],
+      [colleague, [{ ...own.mitigation?.[0], author: clinician.profile }]],
+    ] as const) {
+      const res = await direct(gw.backend, tokenOf(who), 'PUT', fhirPath(`DetectedIssue/${finding.id}`), {
+        body: { ...own, mitigation: mitigations },
+      });
+      expect(res.status).toBe(403);
+    }
+    expect(storeSnapshot(gw.backend)).toEqual(afterOwn);
+  });
+
+  it('one in her name that she did not write (a project admin’s edit) does not let the ineligible option through; her own does', async () => {
+    const { patient, selection } = await assigned(gw, clinician, 'I10', history());
+    const [finding] = await findingsAgainst(patient, LISINOPRIL);
+    await gw.backend.admin.updateResource<DetectedIssue>({
+      ...finding,
+      mitigation: [mitigation(clinician.profile.reference as string, 'reviewed, proceed')],
+    });
+    expect(await selectLisinopril(selection)).toBe('override-required');
+    expect(await openOffers(gw, patient)).toEqual([]);
+
+    const current = await clinician.medplum.readResource('DetectedIssue', finding.id as string);
+    await clinician.medplum.updateResource<DetectedIssue>({
+      ...current,
+      mitigation: [
+        ...(current.mitigation ?? []),
+        mitigation(clinician.profile.reference as string, 'Potassium monitored'),
+      ],
+    });
+    await reselect(selection);
+    expect(await openOffers(gw, patient)).toHaveLength(1);
+  });
+
+  it('every finding needs her own: with two against the option, one mitigated offers nothing; both, the offer', async () => {
+    const { patient, selection } = await assigned(gw, clinician, 'I10', history(true));
+    const findings = await findingsAgainst(patient, LISINOPRIL);
+    expect(findings).toHaveLength(2);
+    const record = async (finding: DetectedIssue) => {
+      const current = await clinician.medplum.readResource('DetectedIssue', finding.id as string);
+      await clinician.medplum.updateResource<DetectedIssue>({
+        ...current,
+        mitigation: [mitigation(clinician.profile.reference as string, `Reviewed ${finding.code?.text ?? ''}`)],
+      });
+    };
+    await record(findings[0]);
+    expect(await selectLisinopril(selection)).toBe('override-required');
+    expect(await openOffers(gw, patient)).toEqual([]);
+    await record(findings[1]);
+    await reselect(selection);
+    expect(await openOffers(gw, patient)).toHaveLength(1);
+  });
+});
+
+describe('a review the platform did not issue starts nothing', () => {
+  it('a clinician cannot create one (403, nothing written); one made around her policy and completed by her gets no selection', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const queue = await intakeQueue(gw.backend, 'northwind');
+    const her = { reference: `Patient/${patient.patient.id}` };
+    const base: Task = {
+      resourceType: 'Task',
+      intent: 'order',
+      status: 'ready',
+      code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-intake' }] },
+      for: her,
+      owner: { reference: `CareTeam/${queue.id}` },
+      meta: { accounts: [patient.patient.managingOrganization as { reference: string }] },
+    };
+    // Already done, in her own name: refused too.
+    const before = storeSnapshot(gw.backend);
+    const done = await direct(gw.backend, tokenOf(clinician), 'POST', fhirPath('Task'), {
+      body: { ...base, status: 'completed', owner: clinician.profile },
+    });
+    expect(done.status).toBe(403);
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+
+    const forged: WithId<Task> = await forgedWork(gw, clinician, base);
+    await clinician.assignCondition(forged.id, 'I10');
+    await gw.backend.subscriptions.idle();
+    expect(await workAbout(gw, patient, 'select-treatment')).toEqual([]);
+    expect(
+      await repo().searchResources<Task>({
+        resourceType: 'Task',
+        filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${forged.id}` }],
+      }),
+    ).toEqual([]);
+  });
+});
