@@ -270,6 +270,68 @@ describe('segments', () => {
   });
 });
 
+describe('the join window and the slot a cancel gives back (issue 25)', () => {
+  /** A visit booked on its own slot starting `minutes` from now. */
+  async function visitIn(minutes: number): Promise<{ patient: DemoActor; appointment: string; slot: string }> {
+    const { patient, task } = await withVisitToBook();
+    const [anySlot] = await freeSlots(patient);
+    const template = await repo().readReference<Slot>({ reference: anySlot });
+    const start = new Date(Date.now() + minutes * 60_000);
+    const own = await repo().createResource<Slot>({
+      resourceType: 'Slot',
+      meta: { project: gw.backend.project.id },
+      schedule: template.schedule as { reference: string },
+      serviceType: template.serviceType,
+      status: 'free',
+      start: start.toISOString(),
+      end: new Date(start.getTime() + 30 * 60_000).toISOString(),
+    });
+    const booked = await book(patient, task, `Slot/${own.id}`);
+    expect(booked.status, booked.text).toBe(201);
+    return { patient, appointment: (booked.body as Booked).appointment, slot: `Slot/${own.id}` };
+  }
+
+  it('opens 30 minutes before the start, not earlier: 31 minutes before is 409 not-open, 29 minutes before starts', async () => {
+    const early = await visitIn(31);
+    const before = store();
+    expect(await startSegment(early.patient, early.appointment)).toMatchObject({
+      status: 409,
+      body: { error: { code: 'invalid_state', details: { state: 'not-open' } } },
+    });
+    expect(store()).toEqual(before);
+    const onTime = await visitIn(29);
+    expect((await startSegment(onTime.patient, onTime.appointment)).status).toBe(200);
+  });
+
+  it('closes at its end: a booked visit whose end has passed does not start (409 not-open, nothing written)', async () => {
+    const { patient, appointment } = await visitIn(5);
+    // Its time moved into the past, as an operator's correction would: still booked, never started.
+    const stored = await repo().readReference<Appointment>({ reference: appointment });
+    const start = new Date(Date.now() - 60 * 60_000);
+    await repo().updateResource<Appointment>({
+      ...stored,
+      start: start.toISOString(),
+      end: new Date(start.getTime() + 30 * 60_000).toISOString(),
+    });
+    const before = store();
+    expect(await startSegment(patient, appointment)).toMatchObject({
+      status: 409,
+      body: { error: { code: 'invalid_state', details: { state: 'not-open' } } },
+    });
+    expect(store()).toEqual(before);
+  });
+
+  it('a cancel gives back only a slot it holds busy: one an operator took out of service stays busy-unavailable', async () => {
+    const { patient, appointment, slot } = await visitIn(120);
+    const held = await repo().readReference<Slot>({ reference: slot });
+    await repo().updateResource<Slot>({ ...held, status: 'busy-unavailable' });
+    const cancelled = await cancel(patient, appointment);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect((await repo().readReference<Appointment>({ reference: appointment })).status).toBe('cancelled');
+    expect((await repo().readReference<Slot>({ reference: slot })).status).toBe('busy-unavailable');
+  });
+});
+
 describe('isolation', () => {
   it('another patient, of her tenant or another, cannot see a slot, book with her task, or touch her appointment; nobody writes a Slot or Appointment by hand', async () => {
     const { patient, task } = await withVisitToBook();
