@@ -102,6 +102,36 @@ describe('availability of a visit team', () => {
   });
 });
 
+describe('window edges (issue 25)', () => {
+  it('a slot starting exactly at the window’s end is not in it, and is listed once over two consecutive windows', async () => {
+    const ca = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const query = { careTeam: `CareTeam/${team.id}`, ...window() };
+    const [first, second] = await allSlots(ca, query);
+    expect(second.start > first.start).toBe(true);
+    // [first, second) holds the first only; [second, +1 day) starts with the second.
+    const before = await allSlots(ca, { ...query, start: first.start, end: second.start });
+    expect(before.map((s) => s.start).every((start) => start < second.start)).toBe(true);
+    expect(before.map((s) => s.slot)).toContain(first.slot);
+    expect(before.map((s) => s.slot)).not.toContain(second.slot);
+    const after = await allSlots(ca, {
+      ...query,
+      start: second.start,
+      end: new Date(Date.parse(second.start) + 86_400_000).toISOString(),
+    });
+    const both = [...before, ...after].filter((s) => s.slot === second.slot);
+    expect(both).toHaveLength(1);
+    // The days view counts it on the same side.
+    const days = await availability(ca, {
+      ...query,
+      start: first.start,
+      end: second.start,
+      view: 'days',
+      timezone: 'UTC',
+    });
+    expect(((days.body as Availability).days ?? []).reduce((n, d) => n + d.count, 0)).toBe(before.length);
+  });
+});
+
 describe('one practitioner', () => {
   it('hers: her slots; one of her provider not licensed in her state: none; another provider’s, or another provider’s team: 404', async () => {
     const ca = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
