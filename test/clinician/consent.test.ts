@@ -79,7 +79,11 @@ describe('accepting an offer', () => {
     const proof = consent.extension?.find((e) => e.url === EXTENSIONS.clickwrapProof);
     const part = (name: string) => proof?.extension?.find((e) => e.url === name);
     expect(part('who')?.valueReference?.reference).toBe(`Patient/${patient.patient.id}`);
-    expect(part('login')?.valueString).toBeTruthy();
+    // The session she answered in: her token's login, not any string.
+    const session = JSON.parse(Buffer.from(patient.token.split('.')[1], 'base64url').toString()) as {
+      login_id: string;
+    };
+    expect(part('login')?.valueString).toBe(session.login_id);
     expect(part('userAgent')?.valueString).toBe('offer-test/1.0');
 
     const plan = await repo().readReference<CarePlan>({ reference: body.carePlan });

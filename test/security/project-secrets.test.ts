@@ -12,11 +12,13 @@ import { signInAsBot } from '../support/bots';
  */
 let backend: TestBackend;
 let secretValues: string[];
+let edgeKey: string | undefined;
 
 beforeAll(async () => {
   backend = await startTestBackend();
   const project = await backend.systemRepo.readResource<Project>('Project', backend.project.id as string);
   secretValues = (project.secret ?? []).map((s) => s.valueString ?? '').filter((v) => v.length > 0);
+  edgeKey = project.secret?.find((s) => s.name === EDGE_STATEMENT.secretName)?.valueString;
 });
 afterAll(() => backend?.close());
 
@@ -31,7 +33,8 @@ async function callers(): Promise<{ who: string; token: string }[]> {
 describe('Project secrets', () => {
   it('the project holds the edge-statement key (so the checks below look for something real)', () => {
     expect(secretValues.length).toBeGreaterThan(0);
-    expect(EDGE_STATEMENT.secretName).toBeTruthy();
+    expect(edgeKey).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(secretValues).toContain(edgeKey);
   });
 
   it('/auth/me shows a patient, a clinician and a bot the Project without its secrets', async () => {

@@ -184,10 +184,10 @@ export class BotRunner {
  * is written entry by entry, so one bad event cannot take the others with it; an AuditEvent that
  * cannot be written never fails the run.
  */
-class AuditWriter {
+export class AuditWriter {
   private queue: { audit: AuditEvent; done: () => void }[] = [];
 
-  constructor(private readonly systemRepo: SqliteRepository) {}
+  constructor(private readonly systemRepo: Pick<SqliteRepository, 'withTransaction' | 'createResource'>) {}
 
   write(audit: AuditEvent): Promise<void> {
     return new Promise<void>((done) => {
