@@ -153,6 +153,26 @@ describe('what cannot be placed', () => {
     });
   });
 
+  it('places only what her Consent pins: the order or an item changed since she accepted is 409, nothing placed (issue 25)', async () => {
+    for (const change of ['order', 'item'] as const) {
+      const { patient, group, items } = await accepted();
+      const item = `MedicationRequest/${items[0].id}`;
+      // A new version after her acceptance, as an operator's console edit would make it.
+      if (change === 'order') {
+        const current = await repo().readResource<RequestGroup>('RequestGroup', group.id);
+        await repo().updateResource<RequestGroup>({ ...current, note: [...(current.note ?? []), { text: 'edited' }] });
+      } else {
+        const current = await repo().readResource<MedicationRequest>('MedicationRequest', items[0].id);
+        await repo().updateResource<MedicationRequest>({ ...current, note: [{ text: 'edited' }] });
+      }
+      const before = storeSnapshot(gw.backend);
+      const refused = await decide(patient, group.id, [{ item, decision: 'accept', fulfilment: 'pickup' }]);
+      expect(refused.status, `${change}: ${refused.text}`).toBe(409);
+      expect(storeSnapshot(gw.backend)).toEqual(before);
+      expect((await repo().readResource<MedicationRequest>('MedicationRequest', items[0].id)).intent).toBe('proposal');
+    }
+  });
+
   it('is gated by her agreements: 409 consent_required, nothing placed', async () => {
     const { patient, group, items } = await accepted();
     await withdrawAnAgreement(gw, patient);
