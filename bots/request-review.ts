@@ -52,6 +52,13 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (open) {
     return { ok: true, created: false, ...open };
   }
+  const wait = await overDailyCap(medplum, patientId);
+  if (wait !== undefined) {
+    return fail(429, 'rate_limited', `At most ${REQUESTS_PER_DAY} requests can be opened in a day; try again later`, {
+      retryAfter: wait,
+      limit: REQUESTS_PER_DAY,
+    });
+  }
   const queue = await tenantQueue(medplum, patient);
   const proposalUrl = `urn:uuid:${randomUUID()}`;
   const review = clinicianTask({
@@ -224,6 +231,39 @@ async function openRequest(
     { cache: 'no-cache' },
   );
   return task ? { request: `${resourceType}/${proposal.id}`, task: `Task/${task.id}` } : undefined;
+}
+
+/**
+ * Requests a patient may open in 24 hours (issue 25). An open request for the same item is answered as it
+ * is (one per item), so this bounds only how many distinct items one patient can put in her tenant's
+ * review queue. Concurrent requests at the edge may pass it by a few: it limits a flood, not a count.
+ */
+export const REQUESTS_PER_DAY = 10;
+const DAY_MS = 24 * 60 * 60_000;
+
+/** Seconds until she may open another request, or undefined while she is under the cap. */
+async function overDailyCap(medplum: MedplumClient, patientId: string): Promise<number | undefined> {
+  const now = Date.now();
+  const since = `ge${new Date(now - DAY_MS).toISOString()}`;
+  const params = { subject: `Patient/${patientId}`, intent: 'proposal' };
+  // R4 names the same date `authoredon` on MedicationRequest and `authored` on ServiceRequest.
+  const mine = (
+    await Promise.all([
+      searchAll(medplum, 'MedicationRequest', { ...params, authoredon: since }),
+      searchAll(medplum, 'ServiceRequest', { ...params, authored: since }),
+    ])
+  )
+    .flat()
+    .filter(
+      (r) =>
+        r.requester?.reference === `Patient/${patientId}` &&
+        r.identifier?.some((i) => i.system === SYSTEMS.patientRequest),
+    );
+  if (mine.length < REQUESTS_PER_DAY) {
+    return undefined;
+  }
+  const oldest = Math.min(...mine.map((r) => Date.parse(r.authoredOn ?? '') || now));
+  return Math.max(1, Math.ceil((oldest + DAY_MS - now) / 1000));
 }
 
 const notOffered = (path: string, value: string) =>

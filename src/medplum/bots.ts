@@ -70,7 +70,14 @@ export async function callBot(
     if (ERROR_STATUS[code] === undefined) {
       throw new Error('bot answered an unknown error code');
     }
-    throw new ApiError(code, result.error.message, result.error.details);
+    // A bot's own limit (a daily cap) says when to come back, as the gateway's do.
+    const wait = result.error.details?.retryAfter;
+    throw new ApiError(
+      code,
+      result.error.message,
+      result.error.details,
+      code === 'rate_limited' && typeof wait === 'number' ? { 'Retry-After': String(wait) } : undefined,
+    );
   }
   if (typeof result !== 'object' || result === null) {
     throw new Error('bot answered no result');

@@ -1,5 +1,6 @@
 import type { CareTeam, MedicationRequest, ServiceRequest, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REQUESTS_PER_DAY } from '../../bots/request-review';
 import { SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
@@ -138,5 +139,28 @@ describe('POST /v1/requests', () => {
       filters: [{ code: 'focus', operator: 'eq', value: `MedicationRequest/${proposals[0].id}` }],
     });
     expect(tasks).toHaveLength(1);
+  });
+});
+
+describe('a daily cap (issue 25)', () => {
+  it(`opens at most ${REQUESTS_PER_DAY} requests a day: the next is 429 rate_limited with Retry-After, nothing written; an open one is still answered`, async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const codes = Array.from({ length: REQUESTS_PER_DAY }, (_, i) => String(900_000 + i));
+    for (const code of codes) {
+      const made = await request(patient, { medication: `${RXNORM}|${code}` });
+      expect(made.status, made.text).toBe(201);
+    }
+    const before = store();
+    const refused = await request(patient, { medication: `${RXNORM}|999999` });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ error: { code: 'rate_limited', details: { limit: REQUESTS_PER_DAY } } });
+    const wait = Number(refused.headers.get('retry-after'));
+    expect(wait).toBeGreaterThan(23 * 3600);
+    expect(wait).toBeLessThanOrEqual(24 * 3600);
+    expect(store()).toEqual(before);
+    // Asking again for one she has open is answered as it is; another patient is not limited by her.
+    expect((await request(patient, { medication: `${RXNORM}|${codes[0]}` })).status).toBe(200);
+    const other = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    expect((await request(other, { medication: `${RXNORM}|999999` })).status).toBe(201);
   });
 });
