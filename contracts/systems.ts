@@ -157,6 +157,18 @@ export const ELIGIBILITY_ENGINE_VERSION = '1';
 /** The access-policy parameter that carries a member's tenant Organization (`%organization`). */
 export const TENANT_PARAMETER = 'organization';
 
+/**
+ * The clinician access-policy parameter that lists the queues (CareTeam references) she works, as a
+ * FHIRPath collection of string literals (`'CareTeam/a' | 'CareTeam/b'`, or `{}` for none): Medplum
+ * substitutes it into the policy's write constraints (`%queues`), so only a queue's members claim,
+ * release or edit its work (issue 25). Every clinician membership carries it.
+ */
+export const QUEUES_PARAMETER = 'queues';
+
+/** The `queues` parameter's value for these CareTeam references. */
+export const queuesValue = (queues: readonly string[]): string =>
+  queues.length === 0 ? '{}' : queues.map((q) => `'${q.replaceAll("'", '')}'`).join(' | ');
+
 /** Tags that publish catalog items to patients (the patient policy grants exactly these). */
 export const CATALOG = {
   system: `${BASE}/catalog`,

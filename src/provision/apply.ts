@@ -14,7 +14,15 @@ import type {
   Subscription,
 } from '@medplum/fhirtypes';
 import { binaryIdOf } from '../../contracts/attachments';
-import { BOT_AUDIENCE, EDGE_STATEMENT, EXTENSIONS, STORAGE_BASE_SECRET, SYSTEMS } from '../../contracts/systems';
+import {
+  BOT_AUDIENCE,
+  EDGE_STATEMENT,
+  EXTENSIONS,
+  QUEUES_PARAMETER,
+  queuesValue,
+  STORAGE_BASE_SECRET,
+  SYSTEMS,
+} from '../../contracts/systems';
 import { retryAfterSeconds } from '../shared/rate-limit';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
 
@@ -61,6 +69,11 @@ export interface MemberResource extends KeyedResource {
     email?: string;
     password?: string;
     membership: Pick<ProjectMembership, 'access' | 'accessPolicy' | 'admin'>;
+    /**
+     * A clinician's queues, by provisioning key: carried by every access entry as the `queues` parameter
+     * (contracts/systems.ts QUEUES_PARAMETER), set once every key is known (a queue names its members).
+     */
+    queues?: string[];
   };
 }
 
@@ -202,14 +215,20 @@ export async function applyDefinition(
             ? { email: entry.member.email, password: entry.member.password, scope: 'project' }
             : {}),
           sendEmail: false,
-          membership: resolveKeys(entry.member.membership, keys),
+          // A clinician starts with no queue; her queues are set once they exist (below).
+          membership: resolveKeys(withQueues(entry.member.membership, entry.member.queues && []), keys),
         })) as ProjectMembership;
         invited = true;
         return medplum.readReference(created.profile as Reference<Patient | Practitioner>, { cache: 'no-cache' });
       },
     });
+    if (entry.member.queues) {
+      withQueuesLater.push({ entry, profile: plainReference(profile), invited });
+      return;
+    }
     await membership(`membership-${entry.key}`, plainReference(profile), entry.member.membership, invited);
   };
+  const withQueuesLater: { entry: MemberResource; profile: Reference; invited: boolean }[] = [];
 
   for (const { key, policy } of definition.accessPolicies) {
     await upsert<AccessPolicy>(`policy-${key}`, { resourceType: 'AccessPolicy', ...policy });
@@ -224,6 +243,18 @@ export async function applyDefinition(
     } else {
       await upsert(entry.key, entry.resource, { writeOnce: entry.writeOnce, seed: entry.seed });
     }
+  }
+
+  // Clinicians' queues, now that every queue exists: one membership write each, or none when unchanged.
+  for (const { entry, profile, invited } of withQueuesLater) {
+    const queues = (entry.member.queues ?? []).map((key) => {
+      const queue = keys.get(key)?.reference;
+      if (!queue) {
+        throw new Error(`Provisioning reference to unknown queue key ${key}`);
+      }
+      return queue;
+    });
+    await membership(`membership-${entry.key}`, profile, withQueues(entry.member.membership, queues), invited);
   }
 
   // Machine clients: ClientApplication + membership (packages/server/src/admin/client.ts): 201 with it.
@@ -541,4 +572,21 @@ async function sealBotCode(
   await medplum.patchResource('Binary', binary.id, [
     { op: 'add', path: '/securityContext', value: { reference: context } },
   ]);
+}
+
+/** A membership whose every access entry carries the `queues` parameter (unchanged when `queues` is undefined). */
+function withQueues<T extends Pick<ProjectMembership, 'access'>>(membership: T, queues: string[] | undefined): T {
+  if (!queues) {
+    return membership;
+  }
+  return {
+    ...membership,
+    access: membership.access?.map((entry) => ({
+      ...entry,
+      parameter: [
+        ...(entry.parameter ?? []).filter((p) => p.name !== QUEUES_PARAMETER),
+        { name: QUEUES_PARAMETER, valueString: queuesValue(queues) },
+      ],
+    })),
+  };
 }

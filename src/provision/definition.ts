@@ -13,9 +13,11 @@ import {
   ELIGIBILITY_ENGINE_VERSION,
   EXTENSIONS,
   type FulfilmentMethod,
+  QUEUES_PARAMETER,
   SYSTEMS,
   TENANT_PARAMETER,
 } from '../../contracts/systems';
+import type { MemberResource } from './apply';
 
 /**
  * A declarative description of everything a Medplum project needs for this platform. Applied
@@ -370,6 +372,14 @@ const ONLY_OWN_TENANT = {
 /** A Task's owner as one string ('' when it has none), so comparisons never meet an empty collection. */
 const ownerOf = (side: 'before' | 'after'): string => `iif(%${side}.owner.exists(), %${side}.owner.reference, '')`;
 const ME = "'%profile'";
+/**
+ * Owned by a queue she works: one of the CareTeams her membership's `queues` parameter lists (Medplum
+ * substitutes `%queues` with `'CareTeam/a' | 'CareTeam/b'`, or `{}`: contracts/systems.ts QUEUES_PARAMETER).
+ * A FHIRPath constraint cannot resolve the CareTeam to read its participants, so her membership carries
+ * them; provisioning derives both from one list (tenantResources).
+ */
+const inMyQueues = (side: 'before' | 'after'): string =>
+  `(${ownerOf(side)}.startsWith('CareTeam/') and ${ownerOf(side)} in (%${QUEUES_PARAMETER}))`;
 /** Claimed by another clinician (a Practitioner or PractitionerRole who is not the writer). */
 const othersClaim = (side: 'before' | 'after'): string =>
   `(${ownerOf(side)}.startsWith('Practitioner') and ${ownerOf(side)} != ${ME})`;
@@ -381,29 +391,31 @@ const othersClaim = (side: 'before' | 'after'): string =>
  * Medplum evaluates them on the written result with `%before` the stored version (empty on create)
  * and `%profile` substituted with the clinician's own Practitioner (packages/server/src/fhir/repo.ts,
  * accesspolicy.ts). An update is one of:
- * - claim: owner a CareTeam -> herself, ready -> in-progress. Two clinicians claiming at once: the
- *   second is a 412 under If-Match, and without it a 403, since `%before.owner` is no longer a team;
- * - unclaim: owner herself -> a CareTeam, in-progress -> ready;
+ * - claim: owner a queue she works -> herself, ready -> in-progress. Two clinicians claiming at once:
+ *   the second is a 412 under If-Match, and without it a 403, since `%before.owner` is no longer a team;
+ * - unclaim: owner herself -> a queue she works, in-progress -> ready;
  * - her own work (owned by her before and after): any status but `ready` (completing, with `output`,
- *   cancelling, pausing); completing or cancelling anything therefore requires owning it;
+ *   cancelling, pausing); completing or cancelling anything therefore requires owning it, and owning
+ *   queue work requires having claimed it from a queue she works;
  * - pausing or resuming (ready <-> on-hold) a task no clinician or queue owns (a patient's task);
- * - any other edit that keeps owner and status, except on a task another clinician has claimed.
- * A FHIRPath constraint cannot resolve a reference, so "a CareTeam" is not checked to be one whose
- * participant she is: criteria keep every Task of hers in her tenant, and bots put work only in the
- * tenant's queues. Membership decides what the queue view lists (src/clinician/).
+ * - any other edit that keeps owner and status, except on a task another clinician has claimed or one
+ *   in a queue she does not work.
+ * "A queue she works" is one her membership's `queues` parameter lists (`inMyQueues`, issue 25): a
+ * clinician outside a queue cannot take, release or touch its work, on Medplum itself.
  */
 const QUEUE_TRANSITIONS = {
   language: 'text/fhirpath' as const,
   expression: [
     '%before.exists().not()',
-    `(${ownerOf('before')}.startsWith('CareTeam/') and ${ownerOf('after')} = ${ME} and ` +
+    `(${inMyQueues('before')} and ${ownerOf('after')} = ${ME} and ` +
       "%before.status = 'ready' and %after.status = 'in-progress')",
-    `(${ownerOf('before')} = ${ME} and ${ownerOf('after')}.startsWith('CareTeam/') and ` +
+    `(${ownerOf('before')} = ${ME} and ${inMyQueues('after')} and ` +
       "%before.status = 'in-progress' and %after.status = 'ready')",
     `(${ownerOf('before')} = ${ME} and ${ownerOf('after')} = ${ME} and %after.status != 'ready')`,
     `(${ownerOf('after')} = ${ownerOf('before')} and (%before.status | %after.status).subsetOf('ready' | 'on-hold') and ` +
       `${ownerOf('before')}.startsWith('CareTeam/').not() and ${ownerOf('before')}.startsWith('Practitioner').not())`,
-    `(${ownerOf('after')} = ${ownerOf('before')} and %after.status = %before.status and ${othersClaim('before')}.not())`,
+    `(${ownerOf('after')} = ${ownerOf('before')} and %after.status = %before.status and ${othersClaim('before')}.not() and ` +
+      `(${ownerOf('before')}.startsWith('CareTeam/').not() or ${inMyQueues('before')}))`,
   ].join(' or '),
 };
 
@@ -469,6 +481,7 @@ const QUEUE_CREATES = {
   language: 'text/fhirpath' as const,
   expression:
     `%before.exists() or (%after.code.coding.where(system = '${SYSTEMS.taskKind}').empty() and ${othersClaim('after')}.not() and ` +
+    `(${ownerOf('after')}.startsWith('CareTeam/').not() or ${inMyQueues('after')}) and ` +
     `(%after.status in ('draft' | 'requested' | 'received' | 'accepted' | 'ready' | 'on-hold') or ${ownerOf('after')} = ${ME}))`,
 };
 
@@ -1111,7 +1124,18 @@ export function tenantResources(
         })),
       },
     },
-    ...staff,
+    // Each member of staff works the queue: its participant, and its `queues` policy parameter.
+    ...staff.map((member) =>
+      'member' in member
+        ? {
+            ...member,
+            member: {
+              ...(member as MemberResource).member,
+              queues: [...((member as MemberResource).member.queues ?? []), `queue-${key}-intake-review`],
+            },
+          }
+        : member,
+    ),
     {
       key: `queue-${key}-intake-review`,
       resource: {

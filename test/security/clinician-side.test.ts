@@ -5,7 +5,7 @@ import { SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import { direct, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
-import { demoClinician, freshClinician, intakeQueue } from '../support/clinicians';
+import { demoClinician, freshClinician, intakeQueue, reviewTask } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot } from '../support/journey';
 import { freshPatient } from '../support/patients';
@@ -188,5 +188,44 @@ describe('a review the platform did not issue starts nothing', () => {
         filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${forged.id}` }],
       }),
     ).toEqual([]);
+  });
+});
+
+describe('queues are enforced on Medplum, not only displayed', () => {
+  it('a clinician outside the queue cannot claim its work, edit it or put work in it (403, nothing written); a member can', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const review = await reviewTask(gw.backend, patient);
+    const queue = review.owner as { reference: string };
+    const before = storeSnapshot(gw.backend);
+    const attempts: [string, string, unknown][] = [
+      ['PUT', `Task/${review.id}`, { ...review, owner: colleague.profile, status: 'in-progress' }],
+      ['PUT', `Task/${review.id}`, { ...review, note: [{ text: 'looked at it' }] }],
+      ['POST', 'Task', { resourceType: 'Task', status: 'ready', intent: 'order', owner: queue, for: review.for }],
+    ];
+    for (const [method, path, body] of attempts) {
+      const res = await direct(gw.backend, tokenOf(colleague), method, fhirPath(path), { body });
+      expect(res.status, `${method} ${path}`).toBe(403);
+    }
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+
+    // A member of the queue claims it; she cannot then move it to a queue she does not work.
+    const member = await freshClinician(gw.backend, 'northwind');
+    const claimed = await member.claim(review.id);
+    expect(claimed).toMatchObject({ status: 'in-progress', owner: member.profile });
+    const other = await gw.backend.admin.createResource({
+      resourceType: 'CareTeam',
+      meta: { accounts: [patient.patient.managingOrganization as { reference: string }] },
+      status: 'active',
+      name: 'Another queue',
+      category: [{ coding: [{ system: SYSTEMS.careQueue, code: 'intake-review' }] }],
+      managingOrganization: [patient.patient.managingOrganization as { reference: string }],
+    });
+    const afterClaim = storeSnapshot(gw.backend);
+    const moved = await direct(gw.backend, tokenOf(member), 'PUT', fhirPath(`Task/${review.id}`), {
+      body: { ...claimed, owner: { reference: `CareTeam/${other.id}` }, status: 'ready' },
+    });
+    expect(moved.status).toBe(403);
+    expect(storeSnapshot(gw.backend)).toEqual(afterClaim);
+    expect((await member.unclaim(review.id)).owner).toEqual(queue);
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WithId } from '@medplum/core';
 import type { AccessPolicy, CareTeam, Organization, Task } from '@medplum/fhirtypes';
-import { SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
+import { QUEUES_PARAMETER, queuesValue, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 import { type Clinician, signInClinician } from '../../src/clinician';
 import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
 import type { DemoActor, TestBackend } from './backend';
@@ -33,7 +33,8 @@ export async function intakeQueue(backend: TestBackend, tenant: Tenant): Promise
 /**
  * A colleague of the demo clinician for one test: invited through Medplum's admin API as provisioning
  * invites the demo clinicians (clinician policy, the tenant as `organization`), and, unless `member` is
- * false, added to the tenant's intake queue by a project admin (a plain FHIR update of the CareTeam).
+ * false, working the tenant's intake queue: its `queues` parameter names it (what lets her claim its
+ * work) and a project admin adds her to the CareTeam's participants (what lists her there).
  */
 export async function freshClinician(
   backend: TestBackend,
@@ -41,6 +42,8 @@ export async function freshClinician(
   options: { member?: boolean } = {},
 ): Promise<Clinician> {
   const email = `clinician-${randomUUID()}@${tenant}.example`;
+  const member = options.member !== false;
+  const queue = await intakeQueue(backend, tenant);
   const organization = (await backend.admin.searchOne('Organization', {
     identifier: `${SYSTEMS.tenant}|${tenant}`,
   })) as WithId<Organization>;
@@ -59,7 +62,11 @@ export async function freshClinician(
       access: [
         {
           policy: { reference: `AccessPolicy/${policy.id}` },
-          parameter: [{ name: TENANT_PARAMETER, valueReference: { reference: `Organization/${organization.id}` } }],
+          parameter: [
+            { name: TENANT_PARAMETER, valueReference: { reference: `Organization/${organization.id}` } },
+            // The queues she works (QUEUES_PARAMETER): what lets her claim their work on Medplum.
+            { name: QUEUES_PARAMETER, valueString: queuesValue(member ? [`CareTeam/${queue.id}`] : []) },
+          ],
         },
       ],
     },
@@ -71,8 +78,7 @@ export async function freshClinician(
     password: DEMO_PASSWORD,
     projectId: backend.project.id,
   });
-  if (options.member !== false) {
-    const queue = await intakeQueue(backend, tenant);
+  if (member) {
     await backend.admin.updateResource<CareTeam>({
       ...queue,
       participant: [...(queue.participant ?? []), { member: clinician.profile }],
