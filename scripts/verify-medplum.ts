@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { MedplumClient } from '@medplum/core';
-import type { AuditEvent, Bot, Bundle, ClientApplication, Resource, Schedule } from '@medplum/fhirtypes';
+import type {
+  AuditEvent,
+  Bot,
+  Bundle,
+  ClientApplication,
+  DetectedIssue,
+  Resource,
+  Schedule,
+  Task,
+} from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
 import { createApp, DEFAULT_LIMITS } from '../src/app';
 import { createEdgeSigner } from '../src/edge/statement';
@@ -130,6 +139,8 @@ function describe(answer: Answer): string {
 }
 
 const REFUSED = [403, 404];
+/** A write Medplum must not take: a writeConstraint refuses it (403), or validation (400). */
+const REJECTED = [400, 403];
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -231,6 +242,8 @@ async function main(): Promise<void> {
       appIds.set(tenant.key, app.id);
     }
   }
+  const progress: JourneyProgress = { steps: [] };
+  let interactionOrder: Promise<void> | undefined;
   const backend: JourneyBackend = {
     baseUrl,
     fetch: globalThis.fetch,
@@ -241,6 +254,15 @@ async function main(): Promise<void> {
         throw new Error(`no ClientApplication tagged ${SYSTEMS.provisioning}|app-${tenantKey}`);
       }
       return id;
+    },
+    // The journey's first wait is for the intake review, before her clinician assigns the condition
+    // that wakes eligibility: the admin gives the patient an active spironolactone order there, so that
+    // the engine finds the lisinopril interaction and a DetectedIssue exists for the mitigation rows.
+    settle: async () => {
+      if (progress.patient && !interactionOrder) {
+        interactionOrder = spironolactoneOrder(baseUrl, adminToken, progress.patient);
+      }
+      await interactionOrder;
     },
   };
 
@@ -255,7 +277,6 @@ async function main(): Promise<void> {
   });
   const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
     app.fetch(new Request(input, init))) as typeof fetch;
-  const progress: JourneyProgress = { steps: [] };
   const journeyStart = Date.now();
   let journeyError: unknown;
   try {
@@ -306,6 +327,43 @@ async function main(): Promise<void> {
     console.log(`| ${cell(r.step)} | ${r.result === 'FAILED' ? '**FAILED**' : r.result} | ${cell(r.detail)} |`);
   }
   process.exitCode = failed > 0 ? 1 : 0;
+}
+
+const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
+
+/**
+ * The precondition of the mitigation rows: an active order of spironolactone (RxNorm 9997) for the
+ * journey patient, written by the project admin in her tenant before her review, so that the eligibility
+ * engine finds the lisinopril interaction (potassium-sparing-diuretic) and records a DetectedIssue. The
+ * journey selects amlodipine, which the order does not concern. Never throws: a failure is a row.
+ */
+async function spironolactoneOrder(baseUrl: string, adminToken: string, patient: string): Promise<void> {
+  const step = 'precondition: an active spironolactone order (RxNorm 9997) for the journey patient, before her review';
+  try {
+    const read = await medplumCall(baseUrl, adminToken, 'GET', `fhir/R4/${patient}`, { waitOutQuota: true });
+    const accounts = (read.body as Resource | undefined)?.meta?.accounts;
+    const written = await medplumCall(baseUrl, adminToken, 'POST', 'fhir/R4/MedicationRequest', {
+      waitOutQuota: true,
+      body: {
+        resourceType: 'MedicationRequest',
+        ...(accounts?.length ? { meta: { accounts } } : {}),
+        status: 'active',
+        intent: 'order',
+        subject: { reference: patient },
+        medicationCodeableConcept: {
+          coding: [{ system: RXNORM, code: '9997', display: 'spironolactone' }],
+          text: 'spironolactone',
+        },
+      },
+    });
+    row(
+      step,
+      written.status === 201 ? 'ok' : 'FAILED',
+      `${describe(written)}, written by the admin, in ${accounts?.map((a) => a.reference).join(', ') || 'no account'}`,
+    );
+  } catch (err) {
+    row(step, 'FAILED', message(err));
+  }
 }
 
 interface Person {
@@ -388,20 +446,21 @@ async function attacks(ctx: AttackContext): Promise<void> {
 
   /**
    * One attack: `attacker` does `call`; held when Medplum (or the gateway) refuses it (403/404), or, for a
-   * search, when nothing of `forbidden` comes back.
+   * search, when nothing of `forbidden` comes back, or, for a write a writeConstraint or the validator
+   * must stop (`rejected`), when it answers 400/403. `needs.missing` says why a target may be absent.
    */
   const attack = async (
     what: string,
-    needs: { attacker?: string; target?: string },
+    needs: { attacker?: string; target?: string; missing?: string },
     call: (attacker: Person, target: string) => Promise<Answer>,
-    expect: 'refused' | 'nothing' = 'refused',
+    expect: 'refused' | 'nothing' | 'rejected' = 'refused',
   ): Promise<void> => {
     const attacker = needs.attacker ? people.get(needs.attacker) : undefined;
     if (!attacker || !needs.target) {
       row(
         `attack: ${what}`,
         'not reached',
-        !attacker ? 'the attacker could not sign in' : 'the journey did not make it',
+        !attacker ? 'the attacker could not sign in' : (needs.missing ?? 'the journey did not make it'),
       );
       return;
     }
@@ -410,12 +469,11 @@ async function attacks(ctx: AttackContext): Promise<void> {
       const targetId = needs.target.split('/').pop() as string;
       const leaked =
         expect === 'nothing' && answer.status === 200 && entriesOf(answer.body).some((r) => r.id === targetId);
-      const held = REFUSED.includes(answer.status) || (expect === 'nothing' && answer.status === 200 && !leaked);
-      row(
-        `attack: ${what}`,
-        held ? 'held' : 'FAILED',
-        `expected ${expect === 'refused' ? '403/404' : 'nothing of it'}, got ${describe(answer)}`,
-      );
+      const held =
+        (expect === 'rejected' ? REJECTED : REFUSED).includes(answer.status) ||
+        (expect === 'nothing' && answer.status === 200 && !leaked);
+      const expected = { refused: '403/404', nothing: 'nothing of it', rejected: '403/400' }[expect];
+      row(`attack: ${what}`, held ? 'held' : 'FAILED', `expected ${expected}, got ${describe(answer)}`);
     } catch (err) {
       row(`attack: ${what}`, 'FAILED', `the call threw: ${message(err)}`);
     }
@@ -426,13 +484,25 @@ async function attacks(ctx: AttackContext): Promise<void> {
     person: Person | undefined,
     target: string | undefined,
     call: () => Promise<Answer>,
-  ) => {
+    expected: { status?: number; missing?: string } = {},
+  ): Promise<Answer | undefined> => {
     if (!person || !target) {
-      row(`control: ${what}`, 'not reached', 'nothing to read');
-      return;
+      row(`control: ${what}`, 'not reached', !person ? 'could not sign in' : (expected.missing ?? 'nothing to read'));
+      return undefined;
     }
-    const answer = await call();
-    row(`control: ${what}`, answer.status === 200 ? 'ok' : 'FAILED', `expected 200, got ${describe(answer)}`);
+    const status = expected.status ?? 200;
+    try {
+      const answer = await call();
+      row(
+        `control: ${what}`,
+        answer.status === status ? 'ok' : 'FAILED',
+        `expected ${status}, got ${describe(answer)}`,
+      );
+      return answer;
+    } catch (err) {
+      row(`control: ${what}`, 'FAILED', `the call threw: ${message(err)}`);
+      return undefined;
+    }
   };
 
   const binary = progress.document; // Binary/<id>
@@ -529,6 +599,122 @@ async function attacks(ctx: AttackContext): Promise<void> {
     { attacker: 'southridge-clinician', target: observationRef },
     () => direct(people.get('southridge-clinician') as Person, 'GET', `Observation?subject=${patient}`),
     'nothing',
+  );
+
+  // The clinician's writes the policy narrows (src/provision/definition.ts, clinician policy).
+  // MITIGATION_ONLY: a finding (DetectedIssue) changes only by appending mitigations, each authored by the
+  // writer herself (`%profile`); the recorded ones stay. The lane has one clinician per tenant, so "a
+  // colleague" is the tenant's on-call Practitioner (Ortiz, the journey's), else the Southridge clinician.
+  const clinician = people.get('northwind-clinician');
+  const findings = patient
+    ? (entriesOf((await ctx.adminGet(`fhir/R4/DetectedIssue?patient=${patient}&_count=20`)).body) as DetectedIssue[])
+    : [];
+  const finding =
+    findings.find((f) => f.code?.coding?.some((c) => c.code === 'potassium-sparing-diuretic')) ?? findings[0];
+  const findingRef = finding ? `DetectedIssue/${finding.id}` : undefined;
+  const noFinding = patient
+    ? 'no DetectedIssue for the journey patient (see the precondition row)'
+    : 'the journey did not make it';
+  const colleague = progress.practitioner ?? people.get('southridge-clinician')?.profile;
+  const mitigationBy = (author: string, text: string) => ({
+    action: { text },
+    date: new Date().toISOString(),
+    author: { reference: author },
+  });
+  /** The finding as the clinician reads it now, with `change` applied to its mitigations, PUT back. */
+  const mitigate = async (
+    person: Person,
+    target: string,
+    change: (recorded: NonNullable<DetectedIssue['mitigation']>) => DetectedIssue['mitigation'],
+  ): Promise<Answer> => {
+    const current = await direct(person, 'GET', target);
+    if (current.status !== 200) {
+      // Not a refusal of the write: the row is FAILED ("the call threw"), never held.
+      throw new Error(`she could not read ${target} to write it: ${describe(current)}`);
+    }
+    const issue = current.body as DetectedIssue;
+    return direct(person, 'PUT', target, { ...issue, mitigation: change(issue.mitigation ?? []) });
+  };
+  await attack(
+    `the Northwind clinician records a mitigation in a colleague's name (author ${colleague ?? '?'}) on the journey patient's finding`,
+    { attacker: 'northwind-clinician', target: colleague ? findingRef : undefined, missing: noFinding },
+    (a, t) => mitigate(a, t, (recorded) => [...recorded, mitigationBy(colleague as string, 'reviewed, proceed')]),
+    'rejected',
+  );
+  const own = await control(
+    "the Northwind clinician appends a mitigation of her own to the journey patient's finding",
+    clinician,
+    findingRef,
+    () =>
+      mitigate(clinician as Person, findingRef as string, (recorded) => [
+        ...recorded,
+        mitigationBy((clinician as Person).profile, 'Potassium monitored (lane control)'),
+      ]),
+    { missing: noFinding },
+  );
+  const ownVersion = own?.status === 200 ? (own.body as DetectedIssue) : undefined;
+  const recorded = ownVersion?.mitigation;
+  await attack(
+    'the Northwind clinician rewrites the mitigation she recorded (action and author changed)',
+    { attacker: 'northwind-clinician', target: recorded?.length ? findingRef : undefined, missing: noFinding },
+    (a, t) =>
+      mitigate(a, t, (now) =>
+        now.map((m, i) =>
+          i === now.length - 1 ? { ...m, action: { text: 'reviewed, proceed' }, author: { reference: colleague } } : m,
+        ),
+      ),
+    'rejected',
+  );
+  if (findingRef && recorded) {
+    const after = (await ctx.adminGet(`fhir/R4/${findingRef}`)).body as DetectedIssue | undefined;
+    const same =
+      after?.meta?.versionId === ownVersion?.meta?.versionId &&
+      JSON.stringify(after?.mitigation) === JSON.stringify(recorded);
+    row(
+      'the refused mitigation writes changed nothing',
+      same ? 'ok' : 'FAILED',
+      `${findingRef}: ${after?.mitigation?.length ?? 0} mitigation(s), by ${after?.mitigation?.map((m) => m.author?.reference).join(', ') || 'nobody'}; version ${after?.meta?.versionId}${same ? ", the control's" : " (NOT the control's)"}`,
+    );
+  }
+
+  // QUEUE_CREATES: the platform's kinds of task (SYSTEMS.taskKind) are issued by bots only.
+  const journeyPatient = patient
+    ? ((await ctx.adminGet(`fhir/R4/${patient}`)).body as Resource | undefined)
+    : undefined;
+  const tenantAccounts = journeyPatient?.meta?.accounts;
+  const taskFor = (person: Person, fields: Partial<Task> & Pick<Task, 'status'>): Task => ({
+    resourceType: 'Task',
+    ...(tenantAccounts?.length ? { meta: { accounts: tenantAccounts } } : {}),
+    intent: 'order',
+    for: { reference: patient as string },
+    owner: { reference: person.profile },
+    ...fields,
+  });
+  const reviewIntake = { coding: [{ system: SYSTEMS.taskKind, code: 'review-intake' }] };
+  await attack(
+    'the Northwind clinician creates a review-intake Task (SYSTEMS.taskKind), completed, her own, for the journey patient',
+    { attacker: 'northwind-clinician', target: patient },
+    (a) => direct(a, 'POST', 'Task', taskFor(a, { status: 'completed', code: reviewIntake })),
+    'rejected',
+  );
+  await attack(
+    'the Northwind clinician creates a review-intake Task (SYSTEMS.taskKind), ready, her own, for the journey patient',
+    { attacker: 'northwind-clinician', target: patient },
+    (a) => direct(a, 'POST', 'Task', taskFor(a, { status: 'ready', code: reviewIntake })),
+    'rejected',
+  );
+  await control(
+    'the Northwind clinician creates a plain Task (no task kind), ready, her own, for the journey patient',
+    clinician,
+    patient,
+    () =>
+      direct(
+        clinician as Person,
+        'POST',
+        'Task',
+        taskFor(clinician as Person, { status: 'ready', code: { text: 'Call the patient back (lane control)' } }),
+      ),
+    { status: 201 },
   );
 
   // Bots: their code, and $execute of a bot patients may not run.
