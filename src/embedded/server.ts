@@ -17,6 +17,7 @@ import { medplumCors } from './cors';
 import { CronScheduler } from './cron';
 import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
 import { GraphqlGate, type HeapStatistics, isRefusal } from './graphql-gate';
+import { capabilityStatement } from './metadata';
 import { DEFAULT_FHIR_QUOTA, FhirQuota } from './quota';
 import { DEFAULT_REQUEST_RATE_LIMIT, requestRateLimit } from './rate-limit';
 import { loadFhirSchema } from './schema';
@@ -126,6 +127,12 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   const router = new FhirRouter();
   const serveFhir = async (call: FhirCall): Promise<Response> => {
     try {
+      // The one FHIR read Medplum serves without a token (packages/server/src/fhir/routes.ts).
+      if (call.url.pathname === `${FHIR_PATH}metadata` && (call.method === 'GET' || call.method === 'HEAD')) {
+        return Response.json(capabilityStatement(baseUrl), {
+          headers: { 'content-type': 'application/fhir+json; charset=utf-8' },
+        });
+      }
       const caller = await authenticate(authDeps, call.headers.authorization);
       const extendedMode = call.headers['x-medplum']?.toLowerCase() === 'extended';
       const handle = () =>

@@ -80,6 +80,20 @@ export function createAuthRoutes(deps: AuthDeps): Hono {
   app.use('/auth/*', authRateLimit);
   app.use('/oauth2/*', authRateLimit);
   app.get('/.well-known/jwks.json', (c) => c.json(jwks(deps.key)));
+  // Medplum's discovery documents (packages/server/src/wellknown.ts), naming only what this server serves.
+  app.get('/.well-known/openid-configuration', (c) => c.json(oauthConfiguration(deps.issuer)));
+  app.get('/.well-known/oauth-authorization-server', (c) => c.json(oauthConfiguration(deps.issuer)));
+  // The sign-in's first step in Medplum's app (packages/server/src/auth/method.ts): which way this email
+  // signs in. No external identity providers here (no DomainConfiguration), so `{}`: the password form.
+  app.post('/auth/method', (c) =>
+    respond(c, async () => {
+      const { email } = await jsonBody(c);
+      if (typeof email !== 'string' || !EMAIL.test(email)) {
+        throw new OperationOutcomeError(badRequest('Valid email address is required', 'email'));
+      }
+      return {};
+    }),
+  );
   app.post('/oauth2/token', async (c) => {
     // Medplum's token endpoint (packages/server/src/oauth/token.ts tokenHandler): a form, and errors as
     // OAuth's `{error, error_description}`, not OperationOutcomes.
@@ -612,4 +626,27 @@ async function readClient(
     throw new OperationOutcomeError(badRequest('Client not found', 'clientId'));
   }
   return client;
+}
+
+/** An email as express-validator's `isEmail` broadly takes it: one `@`, a dotted domain, no spaces. */
+const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
+
+/**
+ * OAuth 2.0 / OpenID discovery as Medplum answers it, limited to what this server implements: the token
+ * endpoint with the grants `oauth2/token` takes, the key set, PKCE. Medplum's authorization, userinfo,
+ * introspection and registration endpoints are not served here, so they are not named.
+ */
+function oauthConfiguration(issuer: string): Record<string, unknown> {
+  return {
+    issuer,
+    token_endpoint: `${issuer}oauth2/token`,
+    jwks_uri: `${issuer}.well-known/jwks.json`,
+    id_token_signing_alg_values_supported: ['RS256'],
+    grant_types_supported: ['client_credentials', 'authorization_code', 'refresh_token'],
+    response_types_supported: ['code'],
+    subject_types_supported: ['public'],
+    scopes_supported: ['openid', 'profile', 'email'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    code_challenge_methods_supported: ['S256', 'plain'],
+  };
 }
