@@ -68,6 +68,28 @@ describe('GraphQL where the heap can hold its schema', () => {
       { id: alice.patient.id },
     ]);
   });
+
+  it('answers the schema query MedplumClient.requestSchema makes (packages/core/src/client.ts): a type’s StructureDefinition by `_filter` and its SearchParameters (issue 26)', async () => {
+    const query = `{
+      StructureDefinitionList(_filter: "name eq Task") { name, kind, url, snapshot { element { path, min, max, binding { valueSet } } } }
+      SearchParameterList(base: "Task", _count: 100) { base, code, type, expression }
+    }`;
+    const answer = await graphql(backend, backend.clinicians.northwind.token, query);
+    expect(answer.status).toBe(200);
+    const { data, errors } = (await answer.json()) as {
+      data: {
+        StructureDefinitionList: { name: string; url: string; snapshot: { element: { path: string }[] } }[];
+        SearchParameterList: { code: string; base: string[] }[];
+      };
+      errors?: unknown;
+    };
+    expect(errors).toBeUndefined();
+    expect(data.StructureDefinitionList.map((sd) => sd.url)).toEqual(['http://hl7.org/fhir/StructureDefinition/Task']);
+    const paths = data.StructureDefinitionList[0].snapshot.element.map((e) => e.path);
+    expect(paths).toEqual(expect.arrayContaining(['Task.status', 'Task.owner', 'Task.output']));
+    expect(data.SearchParameterList.map((p) => p.code)).toEqual(expect.arrayContaining(['status', 'owner', 'code']));
+    expect(data.SearchParameterList.every((p) => p.base.includes('Task'))).toBe(true);
+  });
 });
 
 describe('GraphqlGate', () => {

@@ -43,6 +43,7 @@ import type {
 } from '@medplum/fhirtypes';
 import type { AttachmentUrls } from '../attachments';
 import type { CallerContext } from '../context';
+import { allDefinitions, DEFINITION_TYPES, filtersOf, readDefinition } from '../definitions';
 import { type FhirQuota, QUOTA_POINTS } from '../quota';
 import type { Database } from './database';
 import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
@@ -121,6 +122,16 @@ export class SqliteRepository extends FhirRepository {
     this.checkTypeInteraction(resourceType, AccessPolicyInteraction.READ);
     const resource = await this.read(() => this.loadCurrent<T>(resourceType, id));
     if (!resource) {
+      const definition = readDefinition(resourceType, id) as WithId<T> | undefined;
+      if (definition) {
+        // Every project's: only the caller's policy decides (no project to compare).
+        const policy = this.policy;
+        const entry = policy && matchingPolicyEntry(definition, AccessPolicyInteraction.READ, policy);
+        if (policy && !entry) {
+          throw new OperationOutcomeError(notFound);
+        }
+        return this.present(definition, entry);
+      }
       throw new OperationOutcomeError(this.isDeleted(resourceType, id) ? gone : notFound);
     }
     const policy = this.matchPolicy(resource, AccessPolicyInteraction.READ);
@@ -208,11 +219,15 @@ export class SqliteRepository extends FhirRepository {
     this.spend(QUOTA_POINTS.search);
     validateResourceType(searchRequest.resourceType);
     this.checkTypeInteraction(searchRequest.resourceType, AccessPolicyInteraction.SEARCH);
+    // FHIR's own definitions are every project's (../definitions.ts), asked for with `_filter` too.
+    const definitions = DEFINITION_TYPES.has(searchRequest.resourceType);
+    const request = definitions ? { ...searchRequest, filters: filtersOf(searchRequest.filters ?? []) } : searchRequest;
     const bundle = await this.read(() =>
-      runSearch<T>(this.connection(), searchRequest, {
+      runSearch<T>(this.connection(), request, {
         project: this.caller.system ? undefined : this.caller.project.id,
         policies: this.policiesFor(searchRequest.resourceType, AccessPolicyInteraction.SEARCH),
         baseUrl: this.env.baseUrl,
+        builtIn: definitions ? allDefinitions(searchRequest.resourceType) : undefined,
       }),
     );
     if ((searchRequest.include || searchRequest.revInclude) && bundle.entry?.length) {

