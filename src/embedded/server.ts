@@ -25,6 +25,7 @@ import { serveStorage } from './storage';
 import { Database } from './store/database';
 import { type ResourceChange, SqliteRepository } from './store/repo';
 import { SubscriptionQueue } from './subscriptions';
+import { registerTerminology } from './terminology';
 
 export interface EmbeddedMedplumOptions {
   /** SQLite file, or ':memory:' (tests). */
@@ -198,6 +199,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   cron.start();
 
   registerBotOperations(router, bots);
+  registerTerminology(router);
 
   app.use('*', medplumCors(options.corsOrigins ?? []));
   const rateFromEnv = Number(process.env.EMBEDDED_REQUEST_RATE_LIMIT);

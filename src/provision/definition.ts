@@ -13,6 +13,7 @@ import {
   ELIGIBILITY_ENGINE_VERSION,
   EXTENSIONS,
   type FulfilmentMethod,
+  MEDPLUM_R4_PROJECT,
   QUEUES_PARAMETER,
   SYSTEMS,
   TENANT_PARAMETER,
@@ -552,6 +553,13 @@ function clinicianPolicy(): AccessPolicyResource[] {
       readonly: true,
     })),
     ...CATALOG_TYPES.filter((type) => type !== 'DocumentReference').flatMap(catalogReads),
+    // FHIR's own terminology, read-only, for the forms of Medplum's app (`ValueSet/$expand` of a field's
+    // binding, issue 26): the definitions Medplum keeps in its R4 project, never a tenant's.
+    ...['ValueSet', 'CodeSystem'].map((resourceType) => ({
+      resourceType,
+      criteria: `${resourceType}?_project=${MEDPLUM_R4_PROJECT}`,
+      readonly: true,
+    })),
     // No Binary: on Medplum 5.0.10 a read grant opens every Binary of the project by id, whatever its
     // securityContext (see the patient policy). Patients' uploads stay out of clinicians' direct reach.
   ];

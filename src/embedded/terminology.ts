@@ -1,0 +1,123 @@
+import { allOk, badRequest, OperationOutcomeError, Operator, type WithId } from '@medplum/core';
+import type { FhirRequest, FhirResponse, FhirRouter } from '@medplum/fhir-router';
+import type { CodeSystem, CodeSystemConcept, ValueSet, ValueSetExpansionContains } from '@medplum/fhirtypes';
+import type { SqliteRepository } from './store/repo';
+
+/** Codes an expansion answers by default and at most (Medplum's `$expand` pages the same way). */
+const DEFAULT_COUNT = 10;
+const MAX_COUNT = 1000;
+/** How deep ValueSets may include other ValueSets before the expansion is refused. */
+const MAX_DEPTH = 5;
+
+/**
+ * `ValueSet/$expand` (packages/server/src/fhir/operations/expand.ts), what Medplum's app calls to fill a
+ * coded field's choices (the binding's ValueSet, `filter` the text typed so far). The ValueSet and its
+ * CodeSystems are found with the caller's own repository, so her access policy decides what she may
+ * expand, as on Medplum (operations/utils/terminology.ts findTerminologyResource): FHIR's own (served
+ * by definitions.ts) and the project's (the tenants' catalogs).
+ *
+ * What it expands: a compose's explicit concepts, whole CodeSystems it includes (their concepts, every
+ * level), other ValueSets it includes, minus explicit excludes; a ValueSet that comes already expanded,
+ * as it is. Not here: a terminology server's property filters (`include.filter`, e.g. SNOMED's is-a) and
+ * CodeSystems not loaded (SNOMED, LOINC, RxNorm): those parts expand to nothing rather than to a guess.
+ * `filter` matches a code or its display case-insensitively anywhere in it.
+ */
+export function registerTerminology(router: FhirRouter): void {
+  router.add('GET', 'ValueSet/$expand', (req, repo) => expand(req, repo as unknown as SqliteRepository));
+}
+
+async function expand(req: FhirRequest, repo: SqliteRepository): Promise<FhirResponse> {
+  const url = single(req.query.url);
+  if (!url) {
+    return [badRequest('ValueSet not specified', 'url')];
+  }
+  const count = Math.min(Math.max(Number(single(req.query.count) ?? DEFAULT_COUNT) || 0, 0), MAX_COUNT);
+  const offset = Math.max(Number(single(req.query.offset) ?? 0) || 0, 0);
+  const filter = single(req.query.filter)?.trim().toLowerCase();
+  const valueSet = await findTerminology<ValueSet>(repo, 'ValueSet', url);
+  const codes = await codesOf(repo, valueSet, 0);
+  const matched = filter
+    ? codes.filter((c) => c.code?.toLowerCase().includes(filter) || c.display?.toLowerCase().includes(filter))
+    : codes;
+  const expanded: ValueSet = {
+    resourceType: 'ValueSet',
+    id: valueSet.id,
+    url: valueSet.url,
+    version: valueSet.version,
+    name: valueSet.name,
+    title: valueSet.title,
+    status: valueSet.status,
+    expansion: {
+      timestamp: new Date().toISOString(),
+      total: matched.length,
+      offset,
+      contains: matched.slice(offset, offset + count),
+    },
+  };
+  return [allOk, expanded];
+}
+
+const single = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+
+/** A ValueSet or CodeSystem by canonical (`url|version` too), as the caller may read it; 400 when none. */
+async function findTerminology<T extends ValueSet | CodeSystem>(
+  repo: SqliteRepository,
+  resourceType: T['resourceType'],
+  canonical: string,
+): Promise<WithId<T>> {
+  const [url, version] = canonical.split('|');
+  const found = (await repo.searchResources<T>({
+    resourceType,
+    filters: [
+      { code: 'url', operator: Operator.EQUALS, value: url },
+      ...(version ? [{ code: 'version', operator: Operator.EQUALS, value: version }] : []),
+    ],
+  })) as WithId<T>[];
+  const [first] = found;
+  if (!first) {
+    throw new OperationOutcomeError(badRequest(`${resourceType} ${url} not found`, 'url'));
+  }
+  return first;
+}
+
+async function codesOf(
+  repo: SqliteRepository,
+  valueSet: ValueSet,
+  depth: number,
+): Promise<ValueSetExpansionContains[]> {
+  if (depth > MAX_DEPTH) {
+    throw new OperationOutcomeError(badRequest('ValueSet includes nest too deep to expand'));
+  }
+  if (!valueSet.compose) {
+    return valueSet.expansion?.contains ?? [];
+  }
+  const codes = new Map<string, ValueSetExpansionContains>();
+  const add = (c: ValueSetExpansionContains) => codes.set(`${c.system}|${c.code}`, c);
+  for (const include of valueSet.compose.include ?? []) {
+    for (const nested of include.valueSet ?? []) {
+      for (const c of await codesOf(repo, await findTerminology<ValueSet>(repo, 'ValueSet', nested), depth + 1)) {
+        add(c);
+      }
+    }
+    if (include.concept?.length) {
+      for (const concept of include.concept) {
+        add({ system: include.system, code: concept.code, display: concept.display });
+      }
+    } else if (include.system && !include.filter?.length) {
+      const codeSystem = await findTerminology<CodeSystem>(repo, 'CodeSystem', include.system).catch(() => undefined);
+      for (const concept of flatten(codeSystem?.concept ?? [])) {
+        add({ system: include.system, code: concept.code, display: concept.display });
+      }
+    }
+  }
+  for (const exclude of valueSet.compose.exclude ?? []) {
+    for (const concept of exclude.concept ?? []) {
+      codes.delete(`${exclude.system}|${concept.code}`);
+    }
+  }
+  return [...codes.values()];
+}
+
+function flatten(concepts: CodeSystemConcept[]): CodeSystemConcept[] {
+  return concepts.flatMap((c) => [c, ...flatten(c.concept ?? [])]);
+}
