@@ -16,10 +16,12 @@ const MAX_DEPTH = 5;
  * expand, as on Medplum (operations/utils/terminology.ts findTerminologyResource): FHIR's own (served
  * by definitions.ts) and the project's (the tenants' catalogs).
  *
- * What it expands: a compose's explicit concepts, whole CodeSystems it includes (their concepts, every
- * level), other ValueSets it includes, minus explicit excludes; a ValueSet that comes already expanded,
- * as it is. Not here: a terminology server's property filters (`include.filter`, e.g. SNOMED's is-a) and
- * CodeSystems not loaded (SNOMED, LOINC, RxNorm): those parts expand to nothing rather than to a guess.
+ * What it expands, as Medplum does (operations/expand.ts computeExpansion): a ValueSet that comes fully
+ * expanded, as it is; otherwise each include: other ValueSets, a code system's listed codes (each checked
+ * against the code system, which must be there), or a whole code system. Excludes are not applied, as
+ * Medplum 5.0.10 does not apply them. Not here: code system property filters (`include.filter`: 400;
+ * nothing, on a code system whose codes are not loaded, such as SNOMED's stub) and code systems not
+ * loaded at all (ICD-10-CM, RxNorm: 400 naming it, as on a Medplum without them).
  * `filter` matches a code or its display case-insensitively anywhere in it.
  */
 export function registerTerminology(router: FhirRouter): void {
@@ -80,6 +82,7 @@ async function findTerminology<T extends ValueSet | CodeSystem>(
   return first;
 }
 
+/** Medplum's expand, step for step (operations/expand.ts computeExpansion), on what this server holds. */
 async function codesOf(
   repo: SqliteRepository,
   valueSet: ValueSet,
@@ -88,31 +91,52 @@ async function codesOf(
   if (depth > MAX_DEPTH) {
     throw new OperationOutcomeError(badRequest('ValueSet includes nest too deep to expand'));
   }
-  if (!valueSet.compose) {
-    return valueSet.expansion?.contains ?? [];
+  const pre = valueSet.expansion;
+  if (pre?.contains?.length && !pre.parameter && (!pre.total || pre.total === pre.contains.length)) {
+    return pre.contains;
+  }
+  if (!valueSet.compose?.include.length) {
+    throw new OperationOutcomeError(badRequest('Missing ValueSet definition', 'ValueSet.compose.include'));
   }
   const codes = new Map<string, ValueSetExpansionContains>();
   const add = (c: ValueSetExpansionContains) => codes.set(`${c.system}|${c.code}`, c);
-  for (const include of valueSet.compose.include ?? []) {
-    for (const nested of include.valueSet ?? []) {
-      for (const c of await codesOf(repo, await findTerminology<ValueSet>(repo, 'ValueSet', nested), depth + 1)) {
-        add(c);
+  for (const include of valueSet.compose.include) {
+    if (include.valueSet) {
+      for (const nested of include.valueSet) {
+        for (const c of await codesOf(repo, await findTerminology<ValueSet>(repo, 'ValueSet', nested), depth + 1)) {
+          add(c);
+        }
       }
+      continue;
     }
-    if (include.concept?.length) {
+    if (!include.system) {
+      throw new OperationOutcomeError(
+        badRequest('Missing system URL for ValueSet include', 'ValueSet.compose.include.system'),
+      );
+    }
+    // As on Medplum, the code system must be there, also for a list of codes: each listed code must be one
+    // of its codes. One that is not loaded here (SNOMED, ICD-10-CM...) makes the expansion a 400.
+    const codeSystem = await findTerminology<CodeSystem>(repo, 'CodeSystem', include.system);
+    const known = new Map(flatten(codeSystem.concept ?? []).map((c) => [c.code, c]));
+    if (include.concept) {
       for (const concept of include.concept) {
+        const found = known.get(concept.code);
+        if (found) {
+          add({ system: include.system, code: concept.code, display: concept.display ?? found.display });
+        }
+      }
+    } else if (include.filter?.length) {
+      if (known.size === 0) {
+        // A code system whose codes are not loaded (SNOMED's stub): nothing matches, as on Medplum.
+        continue;
+      }
+      throw new OperationOutcomeError(
+        badRequest('Code system filters are not supported by the embedded Medplum', 'ValueSet.compose.include.filter'),
+      );
+    } else {
+      for (const concept of known.values()) {
         add({ system: include.system, code: concept.code, display: concept.display });
       }
-    } else if (include.system && !include.filter?.length) {
-      const codeSystem = await findTerminology<CodeSystem>(repo, 'CodeSystem', include.system).catch(() => undefined);
-      for (const concept of flatten(codeSystem?.concept ?? [])) {
-        add({ system: include.system, code: concept.code, display: concept.display });
-      }
-    }
-  }
-  for (const exclude of valueSet.compose.exclude ?? []) {
-    for (const concept of exclude.concept ?? []) {
-      codes.delete(`${exclude.system}|${concept.code}`);
     }
   }
   return [...codes.values()];
