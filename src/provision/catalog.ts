@@ -1,6 +1,7 @@
 import type {
   ActivityDefinition,
   CodeableConcept,
+  CodeSystem,
   Extension,
   HealthcareService,
   Location,
@@ -616,20 +617,38 @@ function conditionCatalog(tenant: string): KeyedResource {
     name: 'ConditionCatalog',
     title: 'Conditions our clinicians assign',
     status: 'active',
-    compose: {
-      include: [
-        {
-          system: ICD10CM,
-          concept: [
-            { code: 'I10', display: 'Essential (primary) hypertension' },
-            { code: 'R03.0', display: 'Elevated blood-pressure reading, without diagnosis of hypertension' },
-            { code: 'E66.9', display: 'Obesity, unspecified' },
-          ],
-        },
-      ],
-    },
+    compose: { include: [{ system: ICD10CM, concept: CATALOG_CONDITIONS }] },
   };
   return { key: keyOf(tenant, 'conditions'), resource, writeOnce: true };
+}
+
+/** The ICD-10-CM codes the condition catalogs offer. */
+const CATALOG_CONDITIONS = [
+  { code: 'I10', display: 'Essential (primary) hypertension' },
+  { code: 'R03.0', display: 'Elevated blood-pressure reading, without diagnosis of hypertension' },
+  { code: 'E66.9', display: 'Obesity, unspecified' },
+];
+
+/**
+ * The ICD-10-CM codes the catalogs use, as a CodeSystem (issue 26): Medplum expands a ValueSet's listed
+ * codes only against their code system (packages/server/src/fhir/operations/expand.ts), and indexes the
+ * codes of a CodeSystem whose content is `complete` or `example` (fhir/lookups/coding.ts). This is not
+ * ICD-10-CM: `example`, the catalogs' codes only, so that a clinician's form offers them; an operator who
+ * loads the whole of ICD-10-CM into the project does not need it.
+ */
+function catalogCodeSystem(): KeyedResource {
+  const resource: CodeSystem = {
+    resourceType: 'CodeSystem',
+    meta: published(undefined),
+    url: ICD10CM,
+    name: 'ICD10CMCatalogCodes',
+    title: 'ICD-10-CM: the codes of the condition catalogs',
+    status: 'active',
+    content: 'example',
+    caseSensitive: true,
+    concept: CATALOG_CONDITIONS,
+  };
+  return { key: keyOf(undefined, 'icd-10-cm-codes'), resource };
 }
 
 /** Where each demo tenant is licensed to treat: one restricted offering each, so the filter shows. */
@@ -642,6 +661,7 @@ const DEMO_LICENCES: Record<string, string> = {
 export function demoCatalog(): KeyedResource[] {
   return [
     ...JURISDICTIONS,
+    catalogCodeSystem(),
     ...platformCatalog(),
     ...Object.entries(DEMO_LICENCES).flatMap(([tenant, licensedIn]) => tenantCatalog(tenant, licensedIn)),
   ];

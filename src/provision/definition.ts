@@ -552,7 +552,11 @@ function clinicianPolicy(): AccessPolicyResource[] {
       criteria: inTenant(resourceType),
       readonly: true,
     })),
+    // Her own tenant's Organization (a patient's managingOrganization, which Medplum's app reads), read-only.
+    { resourceType: 'Organization', criteria: `Organization?_id=%${TENANT_PARAMETER}.id`, readonly: true },
     ...CATALOG_TYPES.filter((type) => type !== 'DocumentReference').flatMap(catalogReads),
+    // The catalogs' code systems (the ICD-10-CM codes the condition catalogs list), to expand them.
+    ...catalogReads('CodeSystem'),
     // FHIR's own terminology, read-only, for the forms of Medplum's app (`ValueSet/$expand` of a field's
     // binding, issue 26): the definitions Medplum keeps in its R4 project, never a tenant's.
     ...['ValueSet', 'CodeSystem'].map((resourceType) => ({

@@ -1,5 +1,6 @@
 import type { OperationOutcome, ValueSet } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CATALOG } from '../../contracts/systems';
 import { direct, fhirPath } from '../support/attack';
 import { startTestBackend, type TestBackend } from '../support/backend';
 
@@ -36,19 +37,51 @@ describe('a clinician', () => {
     expect(codes(page.body)).toHaveLength(2);
   });
 
-  it("her tenant's condition catalog needs the ICD-10-CM code system, as on Medplum 5.0.10 (400 naming it); another tenant's is not found", async () => {
-    // Medplum checks a ValueSet's listed codes against their code system (operations/expand.ts); neither
-    // Medplum nor this server holds ICD-10-CM (the real-Medplum lane answers the same 400).
+  it("expands her tenant's condition catalog against the catalogs' ICD-10-CM code system, and finds nothing of another tenant's", async () => {
     const own = await expand(token(), { url: NORTHWIND_CONDITIONS, filter: 'essential' });
-    expect(own.status).toBe(400);
-    expect((own.body as OperationOutcome).issue?.[0]?.details?.text).toBe(
-      'CodeSystem http://hl7.org/fhir/sid/icd-10-cm not found',
-    );
+    expect(own.status).toBe(200);
+    expect((own.body as ValueSet).expansion?.contains).toEqual([
+      { system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'I10', display: 'Essential (primary) hypertension' },
+    ]);
     const foreign = await expand(token(), { url: SOUTHRIDGE_CONDITIONS });
     expect(foreign.status).toBe(400);
     expect((foreign.body as OperationOutcome).issue?.[0]?.details?.text).toBe(
       `ValueSet ${SOUTHRIDGE_CONDITIONS} not found`,
     );
+  });
+
+  it('as on Medplum (operations/expand.ts): listed codes need their code system (400 naming it), and only its codes are listed', async () => {
+    // A ValueSet of her tenant's catalog kind, written by the platform, listing codes of a system nobody loaded
+    // and one code the catalogs' ICD-10-CM code system does not hold.
+    const northwind = backend.patients.alice.patient.managingOrganization as { reference: string };
+    const base = {
+      resourceType: 'ValueSet' as const,
+      status: 'active' as const,
+      meta: {
+        project: backend.project.id,
+        accounts: [northwind],
+        tag: [{ system: CATALOG.system, code: CATALOG.tenant }],
+      },
+    };
+    await backend.systemRepo.createResource<ValueSet>({
+      ...base,
+      url: 'https://patient-care.example/northwind/valuesets/unloaded',
+      compose: { include: [{ system: 'http://example.org/not-loaded', concept: [{ code: 'x' }] }] },
+    });
+    await backend.systemRepo.createResource<ValueSet>({
+      ...base,
+      url: 'https://patient-care.example/northwind/valuesets/partly',
+      compose: {
+        include: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', concept: [{ code: 'I10' }, { code: 'Z99.9' }] }],
+      },
+    });
+    const unloaded = await expand(token(), { url: 'https://patient-care.example/northwind/valuesets/unloaded' });
+    expect(unloaded.status).toBe(400);
+    expect((unloaded.body as OperationOutcome).issue?.[0]?.details?.text).toBe(
+      'CodeSystem http://example.org/not-loaded not found',
+    );
+    const partly = await expand(token(), { url: 'https://patient-care.example/northwind/valuesets/partly' });
+    expect(codes(partly.body)).toEqual(['I10']);
   });
 
   it('a code system whose codes are not loaded (SNOMED) expands to nothing, never to a guess; no url is 400', async () => {

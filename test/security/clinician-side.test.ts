@@ -229,3 +229,21 @@ describe('queues are enforced on Medplum, not only displayed', () => {
     expect((await member.unclaim(review.id)).owner).toEqual(queue);
   });
 });
+
+describe('her tenant, as Medplum’s app shows it', () => {
+  it('she reads her own tenant’s Organization (read-only), and nothing of the other tenant’s', async () => {
+    const mine = clinician.medplum;
+    const own = gw.backend.patients.alice.patient.managingOrganization as { reference: string };
+    const other = gw.backend.patients.carol.patient.managingOrganization as { reference: string };
+    const read = await direct(gw.backend, tokenOf(clinician), 'GET', fhirPath(own.reference));
+    expect(read.status).toBe(200);
+    expect((await direct(gw.backend, tokenOf(clinician), 'GET', fhirPath(other.reference))).status).toBe(404);
+    const before = storeSnapshot(gw.backend);
+    const renamed = await direct(gw.backend, tokenOf(clinician), 'PUT', fhirPath(own.reference), {
+      body: { ...(read.body as object), name: 'Renamed' },
+    });
+    expect(renamed.status).toBe(403);
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+    expect(await mine.searchResources('Organization', { _count: '100' })).toHaveLength(1);
+  });
+});
