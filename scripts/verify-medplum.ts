@@ -1019,19 +1019,16 @@ async function attacks(ctx: AttackContext): Promise<void> {
   const southridgeCatalog = (await byTag('ValueSet', 'catalog-southridge-conditions')) as ValueSet | undefined;
   if (northwindCatalog?.url) {
     const url = northwindCatalog.url;
-    // Known gap (issue 26): Medplum checks a ValueSet's listed codes against their code system, and no
-    // ICD-10-CM CodeSystem is provisioned, so the expansion is a 400 naming it, on Medplum as on the embedded
-    // Medplum (test/embedded/terminology.test.ts). This row pins that parity; once the platform provisions
-    // the code system, it expects I10.
+    // Medplum checks a ValueSet's listed codes against their code system (expand.ts computeExpansion):
+    // provisioning writes the catalogs' ICD-10-CM codes as a CodeSystem (catalog.ts catalogCodeSystem,
+    // content `example`), which the clinician policy reads (catalogReads('CodeSystem')).
     await judged(
       'control',
-      `the Northwind clinician expands her tenant's condition catalog (${url}, version ${northwindCatalog.version}): as the embedded Medplum answers`,
+      `the Northwind clinician expands her tenant's condition catalog (${url}, version ${northwindCatalog.version})`,
       clinician,
       (p) => expand(p, url),
-      '400 CodeSystem http://hl7.org/fhir/sid/icd-10-cm not found (no ICD-10-CM code system yet), or 200 with I10',
-      (a) =>
-        hasAll(a, ['I10']) ||
-        (a.status === 400 && JSON.stringify(a.body).includes('CodeSystem http://hl7.org/fhir/sid/icd-10-cm not found')),
+      '200 with I10',
+      (a) => a.status === 200 && hasAll(a, ['I10']),
       // Whether a refusal is the policy's: the project admin's answer to the same expansion.
       async (_a, pass) =>
         pass
@@ -1087,6 +1084,44 @@ async function attacks(ctx: AttackContext): Promise<void> {
     '200, a Bundle of 1',
     (a) => a.status === 200 && entriesOf(a.body).length === 1,
   );
+
+  // Her own tenant's Organization (a patient's managingOrganization, which Medplum's app reads): the
+  // clinician policy's read-only `Organization?_id=%organization.id`; the other tenant's stays out of reach.
+  const southridgeOrg = await byTag('Organization', 'org-southridge');
+  const southridgeRef = southridgeOrg?.id ? `Organization/${southridgeOrg.id}` : undefined;
+  await control(
+    "the Northwind clinician reads her own tenant's Organization (Northwind)",
+    clinician,
+    northwindRef,
+    () => direct(clinician as Person, 'GET', northwindRef as string),
+    { missing: 'no Organization tagged org-northwind' },
+  );
+  await attack(
+    'the Northwind clinician reads the Southridge Organization',
+    { attacker: 'northwind-clinician', target: southridgeRef, missing: 'no Organization tagged org-southridge' },
+    (a, t) => direct(a, 'GET', t),
+  );
+  const orgBefore = northwindRef ? ((await ctx.adminGet(`fhir/R4/${northwindRef}`)).body as Resource) : undefined;
+  const orgName = (org: Resource | undefined) => (org as { name?: string } | undefined)?.name;
+  await attack(
+    "the Northwind clinician renames her own tenant's Organization (PUT, name changed)",
+    {
+      attacker: 'northwind-clinician',
+      target: orgBefore?.id ? northwindRef : undefined,
+      missing: 'the admin could not read the Northwind Organization',
+    },
+    (a, t) => direct(a, 'PUT', t, { ...orgBefore, name: `${orgName(orgBefore)} (renamed by the lane)` }),
+    'rejected',
+  );
+  if (northwindRef && orgBefore?.id) {
+    const orgAfter = (await ctx.adminGet(`fhir/R4/${northwindRef}`)).body as Resource | undefined;
+    const same = orgAfter?.meta?.versionId === orgBefore.meta?.versionId && orgName(orgAfter) === orgName(orgBefore);
+    row(
+      'the refused rename changed nothing (the Northwind Organization, read back by the admin)',
+      same ? 'ok' : 'FAILED',
+      `${northwindRef}: name "${orgName(orgAfter)}", version ${orgAfter?.meta?.versionId}${same ? ' as before' : ` (expected "${orgName(orgBefore)}", version ${orgBefore.meta?.versionId})`}`,
+    );
+  }
 
   // Bots: their code, and $execute of a bot patients may not run.
   const botOf = async (key: string): Promise<Bot | undefined> =>
