@@ -68,7 +68,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   });
   if (query.view === 'days') {
     const timeZone = query.timezone as string;
-    const slots = schedules.size === 0 ? [] : await searchAll(medplum, 'Slot', toParams(search({})));
+    const slots = schedules.size === 0 ? [] : await inStartOrder(medplum, (page) => toParams(search(page)));
     const counts = new Map<string, number>();
     for (const slot of slots) {
       const date = localDate(Date.parse(slot.start), timeZone);
@@ -168,6 +168,47 @@ async function practitionersOf(
     { cache: 'no-cache' },
   );
   return roles.some((r) => r.organization?.reference === organization) ? [query.practitioner as string] : undefined;
+}
+
+/** Slots a page of the days view reads at once. */
+const DAYS_PAGE = 1000;
+
+/**
+ * Every Slot of a window, one pass in start order (issue 27): each page starts at the last page's last
+ * start (`ge`), skipping the Slots already counted at that instant, instead of re-reading the window
+ * page by page by `_offset`. The search's cost then follows the window, on Medplum as on the embedded
+ * store (its start-ordered index). Falls back to offset paging for the one case keyset paging cannot
+ * move past: a whole page starting at one instant.
+ */
+async function inStartOrder(
+  medplum: MedplumClient,
+  paramsFrom: (page: Record<string, string>) => URLSearchParams,
+): Promise<Slot[]> {
+  const all: Slot[] = [];
+  let after: string | undefined;
+  let atAfter = new Set<string>();
+  for (;;) {
+    const params = paramsFrom({ _count: String(DAYS_PAGE) });
+    if (after) {
+      params.set('start', `ge${after}`);
+      params.append('start', paramsFrom({}).getAll('start')[1]);
+    }
+    const page = (await medplum.searchResources('Slot', params, { cache: 'no-cache' })) as Slot[];
+    const fresh = page.filter((slot) => !(slot.start === after && atAfter.has(slot.id as string)));
+    all.push(...fresh);
+    if (page.length < DAYS_PAGE) {
+      return all;
+    }
+    if (fresh.length === 0) {
+      return searchAll(medplum, 'Slot', paramsFrom({}));
+    }
+    const lastStart = page[page.length - 1].start;
+    atAfter = new Set([
+      ...(lastStart === after ? atAfter : []),
+      ...page.filter((s) => s.start === lastStart).map((s) => s.id as string),
+    ]);
+    after = lastStart;
+  }
 }
 
 /** Search parameters with repeats (a window is two `start` bounds) as MedplumClient takes them. */

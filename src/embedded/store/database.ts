@@ -139,6 +139,12 @@ function createSchema(db: DatabaseSync): void {
       PRIMARY KEY (type, code, key, id)
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS token_by_resource ON token (type, id);
+
+    -- Slots of a schedule in start order (availability, issue 27): an expression index SQLite keeps
+    -- itself, so a page of free Slots reads the page, not the schedule (search.ts orderedSlots).
+    CREATE INDEX IF NOT EXISTS slot_by_schedule_start ON resource (
+      json_extract(content, '$.schedule.reference'), julianday(json_extract(content, '$.start'))
+    ) WHERE type = 'Slot';
   `);
   const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
   if (version < SCHEMA_VERSION) {

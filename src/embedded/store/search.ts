@@ -60,8 +60,15 @@ export function runSearch<T extends Resource>(
   const candidates = narrowFromFilters(resourceType, filters) ?? narrowFromPolicies(resourceType, scope.policies);
   const policy: AccessPolicy | undefined = scope.policies && { resourceType: 'AccessPolicy', resource: scope.policies };
 
+  const count = Math.min(Math.max(searchRequest.count ?? DEFAULT_SEARCH_COUNT, 0), MAX_COUNT);
+  const offset = Math.max(searchRequest.offset ?? 0, 0);
+  const ordered = scope.builtIn ? undefined : orderedSlots(db, searchRequest, scope.project, offset + count + 1);
   const matched: WithId<T>[] = [];
   const rows = function* (): Generator<WithId<T>> {
+    if (ordered) {
+      yield* ordered.rows(() => matched.length) as Iterable<WithId<T>>;
+      return;
+    }
     for (const content of loadCandidates(db, resourceType, scope.project, candidates)) {
       searchStats.rowsRead++;
       yield JSON.parse(content) as WithId<T>;
@@ -80,8 +87,6 @@ export function runSearch<T extends Resource>(
   }
   sortResources(matched, searchRequest);
 
-  const count = Math.min(Math.max(searchRequest.count ?? DEFAULT_SEARCH_COUNT, 0), MAX_COUNT);
-  const offset = Math.max(searchRequest.offset ?? 0, 0);
   const page = matched.slice(offset, offset + count);
   const bundle: Bundle<WithId<T>> = {
     resourceType: 'Bundle',
@@ -97,6 +102,89 @@ export function runSearch<T extends Resource>(
     bundle.total = matched.length;
   }
   return bundle;
+}
+
+/** Slack around a `start` bound: a date without a zone may mean any zone's day (see ZONE_SLACK_MS). */
+const START_SLACK_DAYS = 1.6;
+
+/**
+ * Slots of some schedules in start order, from the expression index `slot_by_schedule_start`
+ * (database.ts), for a search sorted by `start` (then `_id`) whose answer is a page, not a count: the
+ * availability search (issue 27). SQLite orders the index entries of those schedules within the window's
+ * bounds (a superset: the matcher decides exactly) and the rows are read and parsed in that order until
+ * `needed` have matched, plus every row that starts at the same instant as the last (ties are ordered by
+ * the sort, as on the full path). Undefined when the search is not of that shape.
+ */
+function orderedSlots(
+  db: DatabaseSync,
+  searchRequest: SearchRequest,
+  project: string | undefined,
+  needed: number,
+): { rows(matchedSoFar: () => number): Iterable<Resource> } | undefined {
+  const rules = searchRequest.sortRules ?? [];
+  const sortedByStart =
+    rules[0]?.code === 'start' &&
+    !rules[0].descending &&
+    (rules.length === 1 || (rules.length === 2 && rules[1].code === '_id' && !rules[1].descending));
+  const countOnly = searchRequest.total === 'accurate' || searchRequest.total === 'estimate';
+  const filters = searchRequest.filters ?? [];
+  const schedule = filters.find((f) => f.code === 'schedule' && f.operator === Operator.EQUALS);
+  if (searchRequest.resourceType !== 'Slot' || !sortedByStart || countOnly || !schedule) {
+    return undefined;
+  }
+  const schedules = [...new Set(splitSearchOnComma(schedule.value))].map((v) =>
+    v.includes('/') ? v : `Schedule/${v}`,
+  );
+  const bounds: string[] = [];
+  const args: SQLInputValue[] = [...schedules];
+  for (const f of filters.filter((f) => f.code === 'start')) {
+    const at = Date.parse(f.value);
+    if (Number.isNaN(at)) {
+      continue;
+    }
+    const day = at / DAY_MS + 2440587.5; // julianday of the instant
+    // A bound with a zone is an instant (one second of slack for its precision); one without may be
+    // any zone's, so a day and a half either way. The matcher decides exactly.
+    const slack = /(Z|[+-]\d\d:\d\d)$/.test(f.value) ? 1 / 86_400 : START_SLACK_DAYS;
+    if (
+      ([Operator.GREATER_THAN, Operator.GREATER_THAN_OR_EQUALS, Operator.STARTS_AFTER] as Operator[]).includes(
+        f.operator,
+      )
+    ) {
+      bounds.push('s >= ?');
+      args.push(day - slack);
+    } else if (
+      ([Operator.LESS_THAN, Operator.LESS_THAN_OR_EQUALS, Operator.ENDS_BEFORE] as Operator[]).includes(f.operator)
+    ) {
+      bounds.push('s <= ?');
+      args.push(day + slack);
+    }
+  }
+  if (project !== undefined) {
+    args.push(project);
+  }
+  const sql =
+    // INDEXED BY: SQLite's planner, without statistics, prefers the primary key (every Slot of the store).
+    `SELECT r.content AS content, julianday(json_extract(r.content, '$.start')) AS s FROM resource r INDEXED BY slot_by_schedule_start ` +
+    `WHERE r.type = 'Slot' AND json_extract(r.content, '$.schedule.reference') IN (${schedules.map(() => '?').join(', ')})` +
+    `${bounds.map((b) => ` AND ${b.replace('s ', "julianday(json_extract(r.content, '$.start')) ")}`).join('')}` +
+    `${project === undefined ? '' : ' AND r.project = ?'} ORDER BY s, r.id`;
+  return {
+    *rows(matchedSoFar) {
+      let last: number | undefined;
+      for (const row of db.prepare(sql).iterate(...args)) {
+        const { content, s } = row as { content: string; s: number | null };
+        if (last !== undefined && s !== last) {
+          return;
+        }
+        searchStats.rowsRead++;
+        yield JSON.parse(content) as Resource;
+        if (last === undefined && matchedSoFar() >= needed) {
+          last = s ?? Number.NaN;
+        }
+      }
+    },
+  };
 }
 
 /** What @medplum/core's matcher can decide (any type also takes `:missing` and `:present`). */
@@ -341,9 +429,16 @@ function sortKey(resource: Resource, code: string): unknown {
   }
   if (typeof first === 'object') {
     const value = first as Record<string, unknown>;
-    return value.start ?? value.value ?? value.family ?? value.code ?? value.reference ?? JSON.stringify(first);
+    const key = value.start ?? value.value ?? value.family ?? value.code ?? value.reference ?? JSON.stringify(first);
+    return param.type === 'date' ? instantOf(key) : key;
   }
-  return first;
+  return param.type === 'date' ? instantOf(first) : first;
+}
+
+/** A date's sort key: its instant (offsets compared as instants, as Medplum's timestamp columns are). */
+function instantOf(value: unknown): number | undefined {
+  const at = typeof value === 'string' ? Date.parse(value) : Number.NaN;
+  return Number.isNaN(at) ? undefined : at;
 }
 
 function compareKeys(a: unknown, b: unknown): number {
