@@ -30,8 +30,9 @@ const until = async (done: () => Promise<boolean>) => {
 describe('the Medplum thread killed mid-flood', () => {
   it('answers 503 while it is down, then serves again on the same store: every acknowledged write is there', async () => {
     const events: SupervisorEvent[] = [];
+    // Its HTTP API too, on a port of its own, as npm start serves it: back on the same port after the restart.
     const medplum = await superviseMedplumThread(
-      { dbPath: join(dir, 'store.sqlite'), baseUrl: BASE_URL },
+      { dbPath: join(dir, 'store.sqlite'), baseUrl: BASE_URL, httpPort: 0, hostname: '127.0.0.1' },
       { onEvent: (event) => events.push(event) },
     );
     try {
@@ -87,8 +88,10 @@ describe('the Medplum thread killed mid-flood', () => {
           (res.body as QuestionnaireResponse).questionnaire,
         );
       }
-      // And another patient is served as before.
+      // And another patient is served as before, and Medplum's HTTP API answers where it did.
       expect((await call('GET', '/v1/patient/profile', { token: tokens.carol })).status).toBe(200);
+      const health = await fetch(`http://127.0.0.1:${medplum.httpPort}/healthcheck`);
+      expect(health.status).toBe(200);
     } finally {
       await medplum.close();
     }
