@@ -51,7 +51,7 @@ describe('walls between the layers', () => {
   });
 
   it('bot bundles carry no zod: a contract module a bot imports at run time is zod-free (contracts/systems.ts)', () => {
-    // zod costs 12-19 ms to compile in every vmcontext run (README); bots check input as JSON Schema.
+    // zod costs 12-19 ms to compile in every vmcontext run (docs/benchmarks.md); bots check input as JSON Schema.
     for (const bot of platformDefinition.bots) {
       const bundle = readFileSync(join('dist', 'bots', `${bot.key}.js`), 'utf8');
       expect(bundle.includes('ZodError'), `${bot.key} bundles zod (${bundle.length} bytes)`).toBe(false);

@@ -171,7 +171,7 @@ describe('issue 10: each break, as the attacker did it', () => {
   });
 
   // The variant "sign in through the other tenant's app BEFORE the first POST /v1/patient/home" is a
-  // documented limit (README, "Tenancy at registration"): Medplum records the registering app only on the
+  // documented limit (docs/decisions.md, "Tenancy at registration"): Medplum records the registering app only on the
   // Login (packages/server/src/oauth/utils.ts tryLogin), a protected type no bot may read
   // (packages/core/src/access.ts protectedResourceTypes), so the session that homes the patient decides.
   // What holds: once homed through the app they registered with, no other app's session moves them.
