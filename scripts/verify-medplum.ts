@@ -1252,6 +1252,198 @@ async function attacks(ctx: AttackContext): Promise<void> {
       `expected 200 without the edge-statement key, got ${answer.status}${shows ? ' WITH the key' : ''}`,
     );
   }
+
+  await patientBounds(ctx, people);
+}
+
+/** A gateway answer with the header a throttled one carries. */
+type GatewayAnswer = Answer & { retryAfter: string | null };
+
+/** The envelope of a gateway error (`{error: {code, message, details}}`). */
+const errorOf = (answer: Answer): { code?: string; message?: string; details?: Record<string, unknown> } =>
+  (answer.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | undefined)
+    ?.error ?? {};
+
+/** A gateway answer in a few words; a 5xx prominently, with the gateway's message (a search Medplum refused). */
+const gatewayDescribe = (answer: Answer): string =>
+  answer.status >= 500
+    ? `a ${answer.status} (SERVER ERROR): ${errorOf(answer).code ?? ''} ${errorOf(answer).message ?? answer.text.slice(0, 200)}`
+    : describe(answer);
+
+/**
+ * What the patient bots bound, on a real Medplum: the daily cap of POST /v1/requests (request-review,
+ * `REQUESTS_PER_DAY`, its `authoredon`/`authored` searches) and the days view of GET /v1/availability
+ * (read in start order, `inStartOrder`) against the slots view paged to its end.
+ */
+async function patientBounds(ctx: AttackContext, people: Map<string, Person>): Promise<void> {
+  const call = async (person: Person, method: string, path: string, body?: unknown): Promise<GatewayAnswer> => {
+    const response = await ctx.gatewayFetch(`${PUBLIC_URL}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${person.token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { ...(await answerOf(response)), retryAfter: response.headers.get('retry-after') };
+  };
+
+  // 1. The daily cap: bob (no request of his before) opens 10 distinct ones, the 11th is 429, the first again 200.
+  const bob = people.get('bob');
+  const LIMIT = 10;
+  const codes = Array.from({ length: LIMIT + 1 }, (_, i) => String(900000 + i));
+  const medication = (code: string) => ({ medication: `${RXNORM}|${code}` });
+  const capRows = [
+    `requests: bob (Northwind patient) opens ${LIMIT} distinct medication requests (RxNorm ${codes[0]}..${codes[LIMIT - 1]}, POST /v1/requests), each 201`,
+    `requests: bob's 11th distinct request (RxNorm ${codes[LIMIT]}) is 429 rate_limited with Retry-After, details.retryAfter and details.limit ${LIMIT}`,
+    `requests: bob asks again for his first (RxNorm ${codes[0]}), open: 200, the same request`,
+    "requests: the refused 11th wrote nothing (bob's proposals, read by the admin)",
+  ];
+  if (!bob) {
+    for (const step of capRows) {
+      row(step, 'not reached', 'bob could not sign in');
+    }
+  } else {
+    let first: GatewayAnswer | undefined;
+    try {
+      const answers: GatewayAnswer[] = [];
+      for (const code of codes.slice(0, LIMIT)) {
+        answers.push(await call(bob, 'POST', '/v1/requests', medication(code)));
+      }
+      first = answers[0];
+      const wrong = answers.findIndex(
+        (a) => a.status !== 201 || !/^MedicationRequest\//.test(String((a.body as { request?: string })?.request)),
+      );
+      row(
+        capRows[0],
+        wrong === -1 ? 'ok' : 'FAILED',
+        wrong === -1
+          ? `10 x 201, each a MedicationRequest and its review Task (the first ${(first.body as { request?: string }).request})`
+          : `statuses ${answers.map((a) => a.status).join(', ')}; request ${wrong + 1} (RxNorm ${codes[wrong]}): ${gatewayDescribe(answers[wrong])}`,
+      );
+    } catch (err) {
+      row(capRows[0], 'FAILED', `the call threw: ${message(err)}`);
+    }
+    try {
+      const over = await call(bob, 'POST', '/v1/requests', medication(codes[LIMIT]));
+      const error = errorOf(over);
+      const header = Number(over.retryAfter);
+      const retryAfter = error.details?.retryAfter;
+      const good =
+        over.status === 429 &&
+        error.code === 'rate_limited' &&
+        Number.isInteger(header) &&
+        header > 0 &&
+        header <= 86_400 &&
+        typeof retryAfter === 'number' &&
+        retryAfter > 0 &&
+        error.details?.limit === LIMIT;
+      row(
+        capRows[1],
+        good ? 'ok' : 'FAILED',
+        `expected 429 rate_limited, Retry-After 1..86400, details {retryAfter, limit: ${LIMIT}}; got ${gatewayDescribe(over)}, Retry-After ${over.retryAfter ?? 'absent'}, error.code ${error.code ?? 'absent'}, details ${JSON.stringify(error.details ?? null)}`,
+      );
+    } catch (err) {
+      row(capRows[1], 'FAILED', `the call threw: ${message(err)}`);
+    }
+    try {
+      const again = await call(bob, 'POST', '/v1/requests', medication(codes[0]));
+      const was = (first?.body as { request?: string; task?: string } | undefined) ?? {};
+      const now = (again.body as { request?: string; task?: string } | undefined) ?? {};
+      const same =
+        again.status === 200 && now.request !== undefined && now.request === was.request && now.task === was.task;
+      row(
+        capRows[2],
+        same ? 'ok' : 'FAILED',
+        `expected 200 with ${was.request ?? 'the first answer'} and ${was.task ?? 'its Task'}; got ${gatewayDescribe(again)}${again.status < 300 ? `, ${now.request} and ${now.task}` : ''}`,
+      );
+    } catch (err) {
+      row(capRows[2], 'FAILED', `the call threw: ${message(err)}`);
+    }
+    const counted = await ctx.adminGet(
+      `fhir/R4/MedicationRequest?subject=${bob.profile}&intent=proposal&authoredon=ge${new Date(Date.now() - DAY).toISOString()}&_summary=count`,
+    );
+    const total = (counted.body as Bundle | undefined)?.total;
+    row(
+      capRows[3],
+      counted.status === 200 && total === LIMIT ? 'ok' : 'FAILED',
+      `expected ${LIMIT} MedicationRequest proposals of ${bob.profile} authored in the last day; got ${counted.status === 200 ? total : describe(counted)}`,
+    );
+  }
+
+  // 2. The days view against the slots view: alice (Northwind, California), the Northwind visit team, 14 days.
+  const alice = people.get('alice');
+  const step =
+    'availability: alice (Northwind, CA), the Northwind visit team, the next 14 days: the days view (America/Los_Angeles) sums to the slots view paged to its end';
+  const team = entriesOf(
+    (await ctx.adminGet(`fhir/R4/CareTeam?_tag=${encodeURIComponent(`${SYSTEMS.provisioning}|visit-team-northwind`)}`))
+      .body,
+  )[0];
+  if (!alice || !team?.id) {
+    row(step, 'not reached', !alice ? 'alice could not sign in' : 'no CareTeam tagged visit-team-northwind');
+    return;
+  }
+  try {
+    const now = new Date();
+    const window = {
+      careTeam: `CareTeam/${team.id}`,
+      start: now.toISOString(),
+      end: new Date(now.getTime() + 14 * DAY).toISOString(),
+    };
+    const t0 = Date.now();
+    const days = await call(
+      alice,
+      'GET',
+      `/v1/availability?${new URLSearchParams({ ...window, view: 'days', timezone: 'America/Los_Angeles' })}`,
+    );
+    const daysMs = Date.now() - t0;
+    const dayList = (days.body as { days?: { date: string; count: number }[] } | undefined)?.days ?? [];
+    const daySum = dayList.reduce((sum, d) => sum + d.count, 0);
+    // materialize-slots' one run at provisioning makes the soonest Slots only (SLOTS_PER_RUN): the later dates are 0.
+    const withSlots = dayList.filter((d) => d.count > 0);
+    const ids = new Set<string>();
+    let listed = 0;
+    let pages = 0;
+    let inOrder = true;
+    let lastStart = '';
+    let cursor: string | undefined;
+    let pageError: GatewayAnswer | undefined;
+    const t1 = Date.now();
+    do {
+      const page = await call(
+        alice,
+        'GET',
+        `/v1/availability?${new URLSearchParams({ ...window, view: 'slots', count: '200', ...(cursor ? { cursor } : {}) })}`,
+      );
+      pages++;
+      if (page.status !== 200) {
+        pageError = page;
+        break;
+      }
+      const body = page.body as { slots?: { slot: string; start: string }[]; next?: string };
+      for (const slot of body.slots ?? []) {
+        listed++;
+        ids.add(slot.slot);
+        inOrder &&= Date.parse(slot.start) >= Date.parse(lastStart || slot.start);
+        lastStart = slot.start;
+      }
+      cursor = body.next;
+    } while (cursor && pages < 100);
+    const slotsMs = Date.now() - t1;
+    const good =
+      days.status === 200 && !pageError && !cursor && daySum === listed && listed === ids.size && listed > 0 && inOrder;
+    row(
+      step,
+      good ? 'ok' : 'FAILED',
+      days.status !== 200
+        ? `the days view: ${gatewayDescribe(days)}`
+        : pageError
+          ? `the slots view, page ${pages}: ${gatewayDescribe(pageError)}`
+          : `days view: ${daySum} slots over ${dayList.length} dates, ${withSlots.length} of them with slots (${withSlots[0]?.date ?? '-'}..${withSlots.at(-1)?.date ?? '-'}) (${daysMs} ms); slots view: ${listed} slots (${ids.size} distinct${inOrder ? ', in start order' : ', NOT in start order'}) in ${pages} page(s) of at most 200 (${slotsMs} ms)${cursor ? ', still a next cursor after 100 pages' : ''}${daySum === listed ? '' : `; MISMATCH of ${daySum - listed}`}`,
+    );
+  } catch (err) {
+    row(step, 'FAILED', `the call threw: ${message(err)}`);
+  }
 }
 
 /** Every Schedule of the demo tenants has free Slots in the coming week (materialize-slots ran at provisioning). */
