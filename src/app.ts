@@ -29,6 +29,7 @@ import { registerProtocolRoutes } from './routes/protocols';
 import { registerRequestRoutes } from './routes/requests';
 import { registerSchedulingRoutes } from './routes/scheduling';
 import { registerTaskRoutes } from './routes/tasks';
+import { describeIssues, type ValidationIssue } from './shared/validation-issues';
 
 export { DEFAULT_LIMITS } from './app-env';
 export type { AccessLogEntry, App, AppDeps, AppEnv, Limits };
@@ -197,16 +198,13 @@ function frameworkError(err: unknown): ApiError | undefined {
 }
 
 function validationHook(
-  result: { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } },
+  result: { success: boolean; error?: { issues: ValidationIssue[] } },
   c: Context<AppEnv>,
 ): Response | undefined {
   if (result.success) {
     return undefined;
   }
-  const issues = (result.error?.issues ?? []).map((issue) => ({
-    path: issue.path.map(String).join('.'),
-    message: issue.message,
-  }));
+  const issues = describeIssues(result.error?.issues ?? []);
   return errorResponse(c, new ApiError('invalid_request', 'The request is not valid', { issues }));
 }
 
