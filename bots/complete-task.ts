@@ -7,6 +7,7 @@ import type {
   EpisodeOfCare,
   Observation,
   Patient,
+  Questionnaire,
   QuestionnaireResponse,
   Reference,
   Task,
@@ -27,6 +28,7 @@ import {
 } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { contextNotFound, requireAgreements } from './lib/agreements';
+import { answerProblems } from './lib/answers';
 import { payloadDigest } from './lib/digest';
 import {
   episodePlan,
@@ -204,6 +206,21 @@ async function answersWork(
       issues: [
         { path: 'questionnaireResponse', message: `${attached.length} files; at most ${MAX_ATTACHMENTS_PER_ANSWER}` },
       ],
+    });
+  }
+  // The answers as the pinned Questionnaire asks for them: its items, required ones answered, each value
+  // of its item's type (bots/lib/answers.ts).
+  const [url, version] = (pinned as string).split('|');
+  const questionnaire = (await medplum.searchOne('Questionnaire', { url, ...(version ? { version } : {}) })) as
+    | Questionnaire
+    | undefined;
+  if (!questionnaire) {
+    throw new Error('the pinned Questionnaire of a task cannot be read');
+  }
+  const misfits = answerProblems(questionnaire, answers.item ?? []);
+  if (misfits.length > 0) {
+    return fail(400, 'invalid_request', 'These answers do not fit the questionnaire', {
+      issues: misfits.map((m) => ({ path: `questionnaireResponse.${m.path}`, message: m.message })),
     });
   }
   const attachments: { linkId: string; url?: string; problems: string[] }[] = [];

@@ -114,6 +114,66 @@ describe('questionnaire tasks', () => {
   });
 });
 
+describe('answers checked against the questionnaire (issue 28)', () => {
+  it('a required item left out, an unknown linkId, a wrong value type, two answers to one, a group answered: 400 naming each, nothing written', async () => {
+    const { patient, questionnaireTask } = await startedAssessment('assessments/weight-intake');
+    const pinned = questionnaireTask.questionnaire as string;
+    const respond = async (item: unknown[]) => {
+      const created = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
+        token: patient.token,
+        body: { resourceType: 'QuestionnaireResponse', status: 'completed', questionnaire: pinned, item },
+      });
+      expect(created.status, created.text).toBe(201);
+      return `QuestionnaireResponse/${(created.body as QuestionnaireResponse).id}`;
+    };
+    const cases: [unknown[], { path: string; message: string }[]][] = [
+      [
+        [{ linkId: 'goal', answer: [{ valueDecimal: 70 }] }],
+        [{ path: 'questionnaireResponse.item[linkId=previous-programs]', message: 'required, not answered' }],
+      ],
+      [
+        [{ linkId: 'no-such-item', answer: [{ valueBoolean: true }] }],
+        [
+          { path: 'questionnaireResponse.item[linkId=no-such-item]', message: 'not an item of this questionnaire' },
+          { path: 'questionnaireResponse.item[linkId=previous-programs]', message: 'required, not answered' },
+        ],
+      ],
+      [
+        [{ linkId: 'previous-programs', answer: [{ valueString: 'yes' }] }],
+        [
+          {
+            path: 'questionnaireResponse.item[linkId=previous-programs]',
+            message: 'a boolean item takes valueBoolean',
+          },
+        ],
+      ],
+      [
+        [{ linkId: 'previous-programs', answer: [{ valueBoolean: true }, { valueBoolean: false }] }],
+        [{ path: 'questionnaireResponse.item[linkId=previous-programs]', message: 'takes one answer' }],
+      ],
+    ];
+    const before = store();
+    for (const [item, issues] of cases) {
+      const refused = await complete(patient, questionnaireTask.task, { questionnaireResponse: await respond(item) });
+      expect(refused.status, JSON.stringify(item)).toBe(400);
+      expect(refused.body).toMatchObject({ error: { code: 'invalid_request', details: { issues } } });
+    }
+    // Nothing but the answers she wrote: the task is still hers to complete.
+    expect(store().counts).toEqual(
+      (before.counts as { type: string; n: number }[]).map((row) =>
+        row.type === 'QuestionnaireResponse' ? { ...row, n: row.n + cases.length } : row,
+      ),
+    );
+    const done = await complete(patient, questionnaireTask.task, {
+      questionnaireResponse: await respond([
+        { linkId: 'goal', answer: [{ valueDecimal: 70 }] },
+        { linkId: 'previous-programs', answer: [{ valueBoolean: true }] },
+      ]),
+    });
+    expect(done.status, done.text).toBe(200);
+  });
+});
+
 describe('answers with attachments', () => {
   const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 73, 72, 68, 82]);
   const upload = async (patient: DemoActor) => {

@@ -57,7 +57,7 @@ export async function startAssessment(gw: TestGateway, patient: DemoActor, path:
 
 /**
  * Completes every task of a started assessment as a patient app does: a questionnaire with her
- * completed answers (one answer: what the test passes), a measurement task with one reading per
+ * completed answers (what the test passes: the questionnaire's required items), a measurement task with one reading per
  * measurement (the value the test gives for its code, in the task's first unit). Each must answer 200.
  */
 export async function completeTasks(
@@ -65,8 +65,12 @@ export async function completeTasks(
   patient: DemoActor,
   tasks: StartedAssessment['tasks'],
   readings: Record<string, number>,
-  answer: { linkId: string; valueBoolean: boolean } = { linkId: 'previous-programs', valueBoolean: false },
+  answer: { linkId: string; valueBoolean: boolean } | { linkId: string; valueBoolean: boolean }[] = {
+    linkId: 'previous-programs',
+    valueBoolean: false,
+  },
 ): Promise<void> {
+  const given = Array.isArray(answer) ? answer : [answer];
   for (const task of tasks) {
     let body: unknown = {
       measurements: (task.measurements ?? []).map((m) => ({ code: m.code, value: readings[m.code], unit: m.units[0] })),
@@ -78,7 +82,7 @@ export async function completeTasks(
           resourceType: 'QuestionnaireResponse',
           status: 'completed',
           questionnaire: task.questionnaire,
-          item: [{ linkId: answer.linkId, answer: [{ valueBoolean: answer.valueBoolean }] }],
+          item: given.map((a) => ({ linkId: a.linkId, answer: [{ valueBoolean: a.valueBoolean }] })),
         },
       });
       body = { questionnaireResponse: `QuestionnaireResponse/${(answers.body as { id: string }).id}` };

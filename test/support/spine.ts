@@ -27,13 +27,10 @@ export async function reviewedIntake(
 ): Promise<{ patient: DemoActor; review: WithId<Task> }> {
   const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
   const { tasks } = await startAssessment(gw, patient, 'northwind/assessments/blood-pressure-check');
-  await completeTasks(
-    gw,
-    patient,
-    tasks,
-    { 'http://loinc.org|8480-6': 150, 'http://loinc.org|8462-4': 95 },
+  await completeTasks(gw, patient, tasks, { 'http://loinc.org|8480-6': 150, 'http://loinc.org|8462-4': 95 }, [
     { linkId: 'diagnosed', valueBoolean: true },
-  );
+    { linkId: 'medication', valueBoolean: false },
+  ]);
   const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${patient.patient.id}`);
   assert.ok(review, 'the review is in her queue');
   return { patient, review: review as WithId<Task> };

@@ -1,0 +1,111 @@
+import type { Questionnaire, QuestionnaireItem, QuestionnaireResponseItem } from '@medplum/fhirtypes';
+
+/** The answer value a Questionnaire item type takes (R4 `Questionnaire.item.type` -> `answer.value[x]`). */
+const VALUE_OF: Record<string, string[]> = {
+  boolean: ['valueBoolean'],
+  decimal: ['valueDecimal', 'valueInteger'],
+  integer: ['valueInteger'],
+  date: ['valueDate'],
+  dateTime: ['valueDateTime'],
+  time: ['valueTime'],
+  string: ['valueString'],
+  text: ['valueString'],
+  url: ['valueUri'],
+  choice: ['valueCoding', 'valueString', 'valueInteger', 'valueDate', 'valueTime', 'valueReference'],
+  'open-choice': ['valueCoding', 'valueString'],
+  attachment: ['valueAttachment'],
+  reference: ['valueReference'],
+  quantity: ['valueQuantity'],
+};
+
+type Answer = NonNullable<QuestionnaireResponseItem['answer']>[number];
+
+/**
+ * What is wrong with answers to a Questionnaire (issue 28): every answered linkId must be one of its
+ * items, at the same place; a required item must be answered; an item takes the value type its `type`
+ * says, one answer unless it `repeats`, a choice one of its `answerOption`s when it lists them; groups
+ * and display items take no answers. An item with `enableWhen` is not required here (whether it is
+ * enabled depends on other answers, and refusing an answer a patient could not give would be worse).
+ * An empty list means the answers fit.
+ */
+export function answerProblems(
+  questionnaire: Questionnaire,
+  items: readonly QuestionnaireResponseItem[],
+): { path: string; message: string }[] {
+  return check(questionnaire.item ?? [], items, 'item');
+}
+
+function check(
+  defined: readonly QuestionnaireItem[],
+  given: readonly QuestionnaireResponseItem[],
+  path: string,
+): { path: string; message: string }[] {
+  const problems: { path: string; message: string }[] = [];
+  const byLinkId = new Map(defined.map((item) => [item.linkId, item]));
+  for (const answered of given) {
+    const at = `${path}[linkId=${answered.linkId}]`;
+    const item = byLinkId.get(answered.linkId);
+    if (!item) {
+      problems.push({ path: at, message: 'not an item of this questionnaire' });
+      continue;
+    }
+    const answers = answered.answer ?? [];
+    if (item.type === 'group' || item.type === 'display') {
+      if (answers.length > 0) {
+        problems.push({ path: at, message: `a ${item.type} item takes no answer` });
+      }
+      problems.push(...check(item.item ?? [], answered.item ?? [], at));
+      continue;
+    }
+    if (answers.length > 1 && !item.repeats) {
+      problems.push({ path: at, message: 'takes one answer' });
+    }
+    for (const answer of answers) {
+      const problem = valueProblem(item, answer);
+      if (problem) {
+        problems.push({ path: at, message: problem });
+      }
+      problems.push(...check(item.item ?? [], answer.item ?? [], at));
+    }
+  }
+  for (const item of defined) {
+    if (item.required && !item.enableWhen?.length && !isAnswered(item, given)) {
+      problems.push({ path: `${path}[linkId=${item.linkId}]`, message: 'required, not answered' });
+    }
+  }
+  return problems;
+}
+
+function isAnswered(item: QuestionnaireItem, given: readonly QuestionnaireResponseItem[]): boolean {
+  const answered = given.filter((g) => g.linkId === item.linkId);
+  return item.type === 'group'
+    ? answered.some((g) => (g.item ?? []).length > 0)
+    : answered.some((g) => (g.answer ?? []).length > 0);
+}
+
+function valueProblem(item: QuestionnaireItem, answer: Answer): string | undefined {
+  const allowed = VALUE_OF[item.type] ?? [];
+  const present = Object.keys(answer).filter((key) => key.startsWith('value'));
+  if (present.length !== 1 || !allowed.includes(present[0])) {
+    return `a ${item.type} item takes ${allowed.join(' or ') || 'no answer'}`;
+  }
+  if ((item.type === 'choice' || item.type === 'open-choice') && item.answerOption?.length) {
+    const key = present[0];
+    const value = (answer as Record<string, unknown>)[key];
+    const offered = item.answerOption.some((option) => {
+      const optionValue = (option as Record<string, unknown>)[key];
+      if (key === 'valueCoding') {
+        const [a, b] = [
+          optionValue as { system?: string; code?: string } | undefined,
+          value as { system?: string; code?: string },
+        ];
+        return a !== undefined && a.code === b.code && (a.system ?? '') === (b.system ?? '');
+      }
+      return optionValue !== undefined && JSON.stringify(optionValue) === JSON.stringify(value);
+    });
+    if (!offered && !(item.type === 'open-choice' && key === 'valueString')) {
+      return 'not one of its options';
+    }
+  }
+  return undefined;
+}
