@@ -43,13 +43,15 @@ function narrated(fetcher: typeof fetch, who: string, strip: string): typeof fet
   return async (input, init) => {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
-    const body = typeof init?.body === 'string' ? ` ${brief(redact(init.body), 110)}` : init?.body ? ' <bytes>' : '';
-    // Only sign-in traffic carries secrets (passwords, codes, tokens); elsewhere `code` is a FHIR code.
+    // Only sign-in traffic carries secrets (passwords, codes, tokens); elsewhere `code` is a FHIR code,
+    // narrated as it is (issue 28).
+    const secret = /\/(auth|oauth2)\//.test(url.pathname);
+    const shown = (text: string) => (secret ? redact(text) : text);
+    const body = typeof init?.body === 'string' ? ` ${brief(shown(init.body), 110)}` : init?.body ? ' <bytes>' : '';
     print(`   ${who} → ${method} ${url.pathname.replace(strip, '')}${url.search}${body}`);
     const response = await fetcher(input, init);
     const text = await response.clone().text();
-    const secret = /\/(auth|oauth2)\//.test(url.pathname);
-    print(`   ${' '.repeat(who.length)} ← ${response.status} ${brief(secret ? redact(text) : text)}`);
+    print(`   ${' '.repeat(who.length)} ← ${response.status} ${brief(shown(text))}`);
     return response;
   };
 }

@@ -41,5 +41,8 @@ describe('npm run demo', () => {
     // What each call answered is printed, and no token is.
     expect(output).toMatch(/→ POST \/v1\/tasks\/[^/]+\/complete/);
     expect(output).not.toMatch(/"access_token":"ey|patient-care-demo|"password":"[^…]/);
+    // Codes are narrated as codes; only sign-in's authorization codes are hidden (issue 28).
+    expect(output).toContain('"code":"http://loinc.org|8480-6"');
+    expect(output).toContain('"code":"…"');
   }, 120_000);
 });
