@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { peerAddress } from './auth/routes';
-import { addressBucket, throttled, WindowCounters } from './auth/throttle';
+import { addressBucket, requestsHeader, throttled, WindowCounters } from './auth/throttle';
 
 /** Medplum's `DEFAULT_RATE_LIMIT_PER_MINUTE` (packages/server/src/ratelimit.ts): requests per client IP. */
 export const DEFAULT_REQUEST_RATE_LIMIT = 60_000;
@@ -23,7 +23,7 @@ export function requestRateLimit(limit: number, now: () => number, maxEntries = 
     }
     const at = now();
     const window = windows.hit(addressBucket(address), at);
-    const header = `"requests";r=${Math.max(0, limit - window.count)};t=${Math.ceil((window.resetAt - at) / 1000)}`;
+    const header = requestsHeader(limit, window, at);
     if (window.count > limit) {
       const waitMs = window.resetAt - at;
       const refused = Response.json(throttled(waitMs).outcome, { status: 429 });

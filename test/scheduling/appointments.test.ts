@@ -206,26 +206,29 @@ describe('unenrolling', () => {
   });
 });
 
+/** A visit booked on a slot of its own (her team's practitioner) starting `minutes` from now. */
+async function visitIn(minutes: number): Promise<{ patient: DemoActor; appointment: string; slot: string }> {
+  const { patient, task } = await withVisitToBook();
+  const [anySlot] = await freeSlots(patient);
+  const template = await repo().readReference<Slot>({ reference: anySlot });
+  const start = new Date(Date.now() + minutes * 60_000);
+  const own = await repo().createResource<Slot>({
+    resourceType: 'Slot',
+    meta: { project: gw.backend.project.id },
+    schedule: template.schedule as { reference: string },
+    serviceType: template.serviceType,
+    status: 'free',
+    start: start.toISOString(),
+    end: new Date(start.getTime() + 30 * 60_000).toISOString(),
+  });
+  const booked = await book(patient, task, `Slot/${own.id}`);
+  expect(booked.status, booked.text).toBe(201);
+  return { patient, appointment: (booked.body as Booked).appointment, slot: `Slot/${own.id}` };
+}
+
 describe('segments', () => {
   /** A visit that is open now: a slot of a practitioner of her team starting in five minutes, booked. */
-  async function openVisit(): Promise<{ patient: DemoActor; appointment: string }> {
-    const { patient, task } = await withVisitToBook();
-    const [anySlot] = await freeSlots(patient);
-    const template = await repo().readReference<Slot>({ reference: anySlot });
-    const start = new Date(Date.now() + 5 * 60_000);
-    const soon = await repo().createResource<Slot>({
-      resourceType: 'Slot',
-      meta: { project: gw.backend.project.id },
-      schedule: template.schedule as { reference: string },
-      serviceType: template.serviceType,
-      status: 'free',
-      start: start.toISOString(),
-      end: new Date(start.getTime() + 30 * 60_000).toISOString(),
-    });
-    const booked = await book(patient, task, `Slot/${soon.id}`);
-    expect(booked.status, booked.text).toBe(201);
-    return { patient, appointment: (booked.body as Booked).appointment };
-  }
+  const openVisit = () => visitIn(5);
 
   it('start the next unfinished segment, resume it, refuse skipping ahead; the first start marks the visit arrived', async () => {
     const { patient, appointment } = await openVisit();
@@ -271,26 +274,6 @@ describe('segments', () => {
 });
 
 describe('the join window and the slot a cancel gives back (issue 25)', () => {
-  /** A visit booked on its own slot starting `minutes` from now. */
-  async function visitIn(minutes: number): Promise<{ patient: DemoActor; appointment: string; slot: string }> {
-    const { patient, task } = await withVisitToBook();
-    const [anySlot] = await freeSlots(patient);
-    const template = await repo().readReference<Slot>({ reference: anySlot });
-    const start = new Date(Date.now() + minutes * 60_000);
-    const own = await repo().createResource<Slot>({
-      resourceType: 'Slot',
-      meta: { project: gw.backend.project.id },
-      schedule: template.schedule as { reference: string },
-      serviceType: template.serviceType,
-      status: 'free',
-      start: start.toISOString(),
-      end: new Date(start.getTime() + 30 * 60_000).toISOString(),
-    });
-    const booked = await book(patient, task, `Slot/${own.id}`);
-    expect(booked.status, booked.text).toBe(201);
-    return { patient, appointment: (booked.body as Booked).appointment, slot: `Slot/${own.id}` };
-  }
-
   it('opens 30 minutes before the start, not earlier: 31 minutes before is 409 not-open, 29 minutes before starts', async () => {
     const early = await visitIn(31);
     const before = store();

@@ -1,5 +1,5 @@
 import type { WithId } from '@medplum/core';
-import type { Condition, DetectedIssue, MedicationRequest, Task } from '@medplum/fhirtypes';
+import type { ActivityDefinition, Condition, DetectedIssue, MedicationRequest, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
@@ -56,13 +56,24 @@ const history =
     }
   };
 
-const findingsAgainst = async (patient: DemoActor, option: string) =>
-  (
-    await repo().searchResources<DetectedIssue>({
-      resourceType: 'DetectedIssue',
-      filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
-    })
-  ).filter((i) => i.implicated?.some((r) => r.reference?.startsWith('ActivityDefinition/')) && option);
+/** The engine's findings against one option (`url|version`): those implicating its pinned ActivityDefinition. */
+async function findingsAgainst(patient: DemoActor, option: string): Promise<DetectedIssue[]> {
+  const [url, version] = option.split('|');
+  const [definition] = await repo().searchResources<ActivityDefinition>({
+    resourceType: 'ActivityDefinition',
+    filters: [
+      { code: 'url', operator: 'eq', value: url },
+      { code: 'version', operator: 'eq', value: version },
+    ],
+  });
+  const issues = await repo().searchResources<DetectedIssue>({
+    resourceType: 'DetectedIssue',
+    filters: [{ code: 'patient', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+  });
+  return issues.filter((i) =>
+    i.implicated?.some((r) => r.reference?.startsWith(`ActivityDefinition/${definition.id}/`)),
+  );
+}
 
 const mitigation = (author: string, text: string) => ({
   action: { text },

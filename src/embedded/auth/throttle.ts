@@ -121,6 +121,11 @@ export class WindowCounters {
   }
 }
 
+/** Medplum's `RateLimit` header for a window of requests (packages/server/src/ratelimit.ts). */
+export function requestsHeader(limit: number, window: { count: number; resetAt: number }, now: number): string {
+  return `"requests";r=${Math.max(0, limit - window.count)};t=${Math.ceil((window.resetAt - now) / 1000)}`;
+}
+
 /** The answer while throttled: Medplum's `tooManyRequests`, with its `rate-limit-reset` extension. */
 export function throttled(waitMs: number): OperationOutcomeError {
   const outcome = deepClone(tooManyRequests);
@@ -220,7 +225,7 @@ export class AuthThrottle {
     const { limit } = this.limits.requests;
     return {
       waitMs: window.count > limit ? window.resetAt - now : 0,
-      rateLimit: `"requests";r=${Math.max(0, limit - window.count)};t=${Math.ceil((window.resetAt - now) / 1000)}`,
+      rateLimit: requestsHeader(limit, window, now),
     };
   }
 }

@@ -104,6 +104,9 @@ export function runSearch<T extends Resource>(
   return bundle;
 }
 
+/** A Slot's start as the index `slot_by_schedule_start` holds it (the same expression, or SQLite ignores the index). */
+const START = "julianday(json_extract(r.content, '$.start'))";
+
 /** Slack around a `start` bound: a date without a zone may mean any zone's day (see ZONE_SLACK_MS). */
 const START_SLACK_DAYS = 1.6;
 
@@ -151,12 +154,12 @@ function orderedSlots(
         f.operator,
       )
     ) {
-      bounds.push('s >= ?');
+      bounds.push(`${START} >= ?`);
       args.push(day - slack);
     } else if (
       ([Operator.LESS_THAN, Operator.LESS_THAN_OR_EQUALS, Operator.ENDS_BEFORE] as Operator[]).includes(f.operator)
     ) {
-      bounds.push('s <= ?');
+      bounds.push(`${START} <= ?`);
       args.push(day + slack);
     }
   }
@@ -165,9 +168,9 @@ function orderedSlots(
   }
   const sql =
     // INDEXED BY: SQLite's planner, without statistics, prefers the primary key (every Slot of the store).
-    `SELECT r.content AS content, julianday(json_extract(r.content, '$.start')) AS s FROM resource r INDEXED BY slot_by_schedule_start ` +
+    `SELECT r.content AS content, ${START} AS s FROM resource r INDEXED BY slot_by_schedule_start ` +
     `WHERE r.type = 'Slot' AND json_extract(r.content, '$.schedule.reference') IN (${schedules.map(() => '?').join(', ')})` +
-    `${bounds.map((b) => ` AND ${b.replace('s ', "julianday(json_extract(r.content, '$.start')) ")}`).join('')}` +
+    `${bounds.map((b) => ` AND ${b}`).join('')}` +
     `${project === undefined ? '' : ' AND r.project = ?'} ORDER BY s, r.id`;
   return {
     *rows(matchedSoFar) {
