@@ -29,6 +29,7 @@ import {
 import { absent } from './lib/absent';
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { answerProblems } from './lib/answers';
+import { conditionCatalogs } from './lib/catalog';
 import { payloadDigest } from './lib/digest';
 import {
   episodePlan,
@@ -45,6 +46,7 @@ import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { edgeFacts, patientWorkflow } from './lib/trust';
+import { conditionForm } from './lib/work-forms';
 
 export type CompleteTaskResult = BotResult<{
   task: string;
@@ -334,6 +336,7 @@ async function completionBundle(
       t.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === REVIEW_INTAKE),
     );
     if (lastOpen && !reviewIssued) {
+      const catalogs = await conditionCatalogs(medplum, patient.managingOrganization?.reference);
       entries.push(
         clinicianTask({
           code: REVIEW_INTAKE,
@@ -342,6 +345,7 @@ async function completionBundle(
           queue,
           focus: { reference: `EpisodeOfCare/${episode.id}` },
           tags,
+          form: conditionForm(catalogs),
         }),
       );
     }

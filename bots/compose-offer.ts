@@ -10,6 +10,8 @@ import type {
   Patient,
   PlanDefinition,
   Provenance,
+  Questionnaire,
+  QuestionnaireResponse,
   Reference,
   RequestGroup,
   Task,
@@ -17,16 +19,9 @@ import type {
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { PATIENT_TASK_TAG } from './lib/journey';
-import {
-  authorAgent,
-  completedByOwner,
-  issuedVersion,
-  outputNamed,
-  ownMitigations,
-  REVIEW_RESPONSE,
-  versioned,
-} from './lib/queues';
+import { authorAgent, completedByOwner, issuedVersion, ownMitigations, REVIEW_RESPONSE, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
+import { answersTo, formOf, herAnswers, OPTION_ITEM } from './lib/work-forms';
 
 const OFFER_COMPOSED = 'offer-composed';
 /**
@@ -38,12 +33,14 @@ const OVERRIDE_REQUIRED = 'override-required';
 
 /**
  * Subscription bot (JOURNEY D.3): the clinician's selection (a `select-treatment` task completed by the
- * clinician who owns it, with `output[selected-option]` one of its options) is composed into the consent
+ * clinician who owns it, with her answers to its form choosing one of its options: bots/lib/work-forms.ts)
+ * is composed into the consent
  * bundle offered to the patient: a proposal RequestGroup pinned to the versions of the protocol, the
  * option and the condition, with the treatment (a MedicationRequest proposal by the selecting clinician)
  * and the protocol's monitoring commitment as descriptions, and a `treatment-offer` task for the patient.
- * An option the engine found ineligible is composed only when every finding against it carries a
- * mitigation recorded by the selecting clinician (an authored override); otherwise the selection is
+ * An option the engine found ineligible is composed only when every finding against it is mitigated by
+ * the selecting clinician (her answer to the finding's item of the form, or a mitigation she recorded on
+ * the DetectedIssue herself: an authored override); otherwise the selection is
  * marked `override-required` and nothing is offered. One transaction, anchored on the selection task's
  * `businessStatus` under If-Match, so a duplicate delivery composes nothing twice.
  */
@@ -58,14 +55,26 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   }
   // The options, the engine's results and the condition as the platform issued them, never as edited since.
   const issued = await issuedVersion(medplum, selection);
-  const selected = outputNamed(selection, 'selected-option')?.valueCanonical;
-  const offered = issued?.input?.find((i) => i.valueCanonical !== undefined && i.valueCanonical === selected);
-  const results = issued?.contained?.find((r) => r.resourceType === 'Parameters') as Parameters | undefined;
+  if (!issued) {
+    return mark(medplum, selection, 'not-issued', 'The selection was not issued by the platform');
+  }
+  const form = formOf(issued);
+  if (!form) {
+    return mark(medplum, selection, 'no-answers', 'The selection carries no form');
+  }
+  const answers = await herAnswers(medplum, selection, form, clinician);
+  if (!answers.ok) {
+    return mark(medplum, selection, 'no-answers', answers.reason);
+  }
+  const chosen = answersTo(answers.response, OPTION_ITEM)[0]?.valueCoding;
+  const selected = chosen?.system === SYSTEMS.treatmentOption ? chosen.code : undefined;
+  const offered = issued.input?.find((i) => i.valueCanonical !== undefined && i.valueCanonical === selected);
+  const results = issued.contained?.find((r) => r.resourceType === 'Parameters') as Parameters | undefined;
   const result = results?.parameter?.find((p) =>
     p.part?.some((q) => q.name === 'option' && q.valueCanonical === selected),
   );
   const protocolCanonical = result?.part?.find((q) => q.name === 'protocol')?.valueCanonical;
-  const conditionRef = issued?.focus?.reference ?? '';
+  const conditionRef = issued.focus?.reference ?? '';
   if (!selected || !offered || !protocolCanonical || !conditionRef.startsWith('Condition/')) {
     return mark(medplum, selection, 'not-an-option', 'The selection is not one of the options offered');
   }
@@ -78,7 +87,11 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return mark(medplum, selection, 'unavailable', 'The pinned definitions of this selection cannot be read');
   }
   const eligible = offered.extension?.find((e) => e.url === EXTENSIONS.eligible)?.valueBoolean === true;
-  if (!eligible && !(await overridden(medplum, selection, option, clinician))) {
+  if (
+    !eligible &&
+    !mitigatedInForm(form, answers.response, selected) &&
+    !(await overridden(medplum, selection, option, clinician))
+  ) {
     return mark(
       medplum,
       selection,
@@ -86,7 +99,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       'An ineligible option needs a recorded mitigation of each finding',
     );
   }
-  const bundle = offerBundle({ selection, clinician, protocol, option, condition });
+  const bundle = offerBundle({ selection, clinician, protocol, option, condition, response: answers.response });
   try {
     await medplum.executeBatch(bundle);
   } catch (err) {
@@ -106,6 +119,20 @@ async function composedBefore(medplum: MedplumClient, selection: Task): Promise<
     { cache: 'no-cache' },
   );
   return groups.length > 0;
+}
+
+/**
+ * Her answers mitigate every finding against the chosen option: each item the form asks when that option
+ * is chosen (one per finding) has a non-blank answer. An option with no such item is not mitigated here.
+ */
+function mitigatedInForm(form: Questionnaire, response: QuestionnaireResponse, selected: string): boolean {
+  const asked = (form.item ?? []).filter((item) =>
+    item.enableWhen?.some((w) => w.question === OPTION_ITEM && w.answerCoding?.code === selected),
+  );
+  return (
+    asked.length > 0 &&
+    asked.every((item) => answersTo(response, item.linkId).some((a) => (a.valueString ?? '').trim().length > 0))
+  );
 }
 
 /**
@@ -179,12 +206,15 @@ function offerBundle({
   protocol,
   option,
   condition,
+  response,
 }: {
   selection: Task;
   clinician: string;
   protocol: PlanDefinition;
   option: ActivityDefinition;
   condition: Condition;
+  /** Her answers: what she chose, and how she mitigated what the engine found. */
+  response: QuestionnaireResponse;
 }): Bundle {
   const now = new Date().toISOString();
   const patient = selection.for as Reference<Patient>;
@@ -247,6 +277,7 @@ function offerBundle({
       { role: 'source', what: versioned(protocol) },
       { role: 'source', what: versioned(option) },
       { role: 'source', what: versioned(selection) },
+      { role: 'source', what: versioned(response) },
     ],
   };
   return {

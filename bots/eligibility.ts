@@ -5,6 +5,7 @@ import type {
   ActivityDefinition,
   Bundle,
   BundleEntry,
+  Coding,
   Condition,
   DetectedIssue,
   Device,
@@ -15,36 +16,30 @@ import type {
   Patient,
   PlanDefinition,
   Provenance,
+  QuestionnaireResponse,
   Reference,
   Resource,
   Task,
   TaskInput,
-  ValueSet,
 } from '@medplum/fhirtypes';
 import { CATALOG, EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { isPublishedTo } from './lib/agreements';
-import { planTypeOf } from './lib/catalog';
-import {
-  authorAgent,
-  clinicianTask,
-  completedByOwner,
-  issuedVersion,
-  outputNamed,
-  tenantQueue,
-  versioned,
-} from './lib/queues';
+import { conditionCatalogs, planTypeOf } from './lib/catalog';
+import { authorAgent, clinicianTask, completedByOwner, issuedVersion, tenantQueue, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
 import { searchAll } from './lib/search';
+import { answersTo, CONDITION_ITEM, formInput, formOf, herAnswers, selectionForm } from './lib/work-forms';
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
 const SELECT_TREATMENT = 'select-treatment';
 
 /**
- * Subscription bot (JOURNEY D.2): an intake review completed by the clinician who owned it, with the
- * Condition she assigned as its `assigned-condition` output, is answered with the eligibility of each
- * treatment option of every protocol of her tenant that treats that condition, for her queue to select
- * from (task `select-treatment`). Each option's rules (contraindications, interactions, prerequisites:
+ * Subscription bot (JOURNEY D.2): an intake review completed by the clinician who owned it, with her
+ * answers to its form (the condition, from her tenant's condition catalog: bots/lib/work-forms.ts), is
+ * answered with the Condition she assigned (recorded here, her as its asserter, her answers as its
+ * evidence) and the eligibility of each treatment option of every protocol of her tenant that treats
+ * it, for her queue to select from (task `select-treatment`, whose form offers the options). Each option's rules (contraindications, interactions, prerequisites:
  * FHIRPath over the patient's own record) are evaluated; every rule that fires is a DetectedIssue. The
  * results are advisory and carry machine provenance: the engine (a provisioned Device and its version),
  * what was read (the Condition's, protocol's and options' pinned versions), in a contained
@@ -68,16 +63,21 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (!issued || issued.for?.reference !== review.for?.reference) {
     return { ok: true, offered: false, reason: 'the review was not issued by the platform' };
   }
-  const patientRef = review.for?.reference ?? '';
-  const condition = await assignedCondition(medplum, review, patientRef);
-  if (!condition) {
-    return { ok: true, offered: false, reason: 'no assigned condition of this patient' };
+  const form = formOf(issued);
+  if (!form) {
+    return { ok: true, offered: false, reason: 'the review carries no form' };
   }
+  const answers = await herAnswers(medplum, review, form, woken.clinician);
+  if (!answers.ok) {
+    return { ok: true, offered: false, reason: answers.reason };
+  }
+  const patientRef = review.for?.reference ?? '';
   const patient = (await medplum.readReference({ reference: patientRef } as Reference<Patient>)) as Patient & {
     id: string;
   };
   const organization = patient.managingOrganization?.reference;
-  const code = condition.code?.coding?.find((c) => c.system === ICD10CM)?.code;
+  const coding = answersTo(answers.response, CONDITION_ITEM)[0]?.valueCoding;
+  const code = coding?.system === ICD10CM ? coding.code : undefined;
   if (!code || !(await inConditionCatalog(medplum, code, organization))) {
     return { ok: true, offered: false, reason: 'the condition is not in the tenant’s condition catalog' };
   }
@@ -86,6 +86,13 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (existing && existing.status !== 'draft') {
     return { ok: true, offered: true, task: `Task/${existing.id}`, replay: true };
   }
+  const condition = await recordCondition(medplum, {
+    review,
+    key,
+    coding: { system: ICD10CM, code, display: coding?.display },
+    clinician: woken.clinician,
+    response: answers.response,
+  });
   const [device, protocols, record] = await Promise.all([
     medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }),
     treatingProtocols(medplum, code, organization),
@@ -115,36 +122,74 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   return { ok: true, offered: true, task: `Task/${claimed.id}` };
 }
 
-/** The review's `assigned-condition` output: a Condition of this patient (as it is now). */
-async function assignedCondition(
+/**
+ * The Condition she assigned, recorded once per review (a conditional create on the review's key: a
+ * duplicate delivery finds the same one): confirmed and active, her as asserter and recorder, her answers
+ * as its evidence, the review's journey tags.
+ */
+async function recordCondition(
   medplum: MedplumClient,
-  review: Task,
-  patientRef: string,
-): Promise<(Condition & { id: string }) | undefined> {
-  const output = outputNamed(review, 'assigned-condition');
-  const reference = output?.valueReference?.reference ?? '';
-  const [type, id] = reference.split('/');
-  if (type !== 'Condition' || !id) {
-    return undefined;
+  {
+    review,
+    key,
+    coding,
+    clinician,
+    response,
+  }: {
+    review: Task;
+    key: string;
+    coding: Coding;
+    clinician: string;
+    response: QuestionnaireResponse & { id: string };
+  },
+): Promise<Condition & { id: string }> {
+  const identifier = `${SYSTEMS.eligibilityKey}|${key}`;
+  const condition: Condition = {
+    resourceType: 'Condition',
+    meta: { tag: (review.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode) },
+    identifier: [{ system: SYSTEMS.eligibilityKey, value: key }],
+    clinicalStatus: {
+      coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }],
+    },
+    verificationStatus: {
+      coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status', code: 'confirmed' }],
+    },
+    code: { coding: [coding] },
+    subject: review.for as Reference<Patient>,
+    asserter: { reference: clinician } as Condition['asserter'],
+    recorder: { reference: clinician } as Condition['recorder'],
+    recordedDate: response.authored ?? new Date().toISOString(),
+    evidence: [{ detail: [{ reference: `QuestionnaireResponse/${response.id}` }] }],
+  };
+  try {
+    await medplum.executeBatch({
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: [
+        {
+          resource: condition,
+          request: { method: 'POST', url: 'Condition', ifNoneExist: `identifier=${encodeURIComponent(identifier)}` },
+        },
+      ],
+    });
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
   }
-  const condition = (await medplum.readResource('Condition', id).catch(absent)) as
-    | (Condition & { id: string })
-    | undefined;
-  return condition?.subject?.reference === patientRef ? condition : undefined;
+  const recorded = await medplum.searchOne('Condition', { identifier }, { cache: 'no-cache' });
+  if (!recorded?.id || recorded.subject?.reference !== review.for?.reference) {
+    throw new Error('the assigned Condition could not be read back');
+  }
+  return recorded as Condition & { id: string };
 }
 
 async function inConditionCatalog(medplum: MedplumClient, code: string, organization: string | undefined) {
-  const catalogs = (await medplum.searchResources('ValueSet', {
-    identifier: `${SYSTEMS.conditionCatalog}|conditions`,
-    status: 'active',
-  })) as ValueSet[];
-  return catalogs
-    .filter((v) => isPublishedTo(v, organization))
-    .some((v) =>
-      (v.compose?.include ?? []).some(
-        (include) => include.system === ICD10CM && (include.concept ?? []).some((c) => c.code === code),
-      ),
-    );
+  return (await conditionCatalogs(medplum, organization)).some((v) =>
+    (v.compose?.include ?? []).some(
+      (include) => include.system === ICD10CM && (include.concept ?? []).some((c) => c.code === code),
+    ),
+  );
 }
 
 /** The active clinical protocols published to the tenant whose goal addresses this ICD-10-CM code. */
@@ -382,6 +427,14 @@ function findingsBundle({
     reasonReference: [versioned(condition) as Reference<Condition>],
     outputParameters: { reference: '#results' },
   };
+  const form = selectionForm(
+    findings.map((f) => ({
+      canonical: f.option.canonical,
+      title: f.option.option.title ?? f.option.option.name ?? f.option.canonical,
+      preferred: f.option.preferred,
+      findings: f.fired.map(({ code, description }) => ({ code, description })),
+    })),
+  );
   const inputs: TaskInput[] = findings.map((f) => ({
     type: { coding: [{ system: SYSTEMS.taskKind, code: 'treatment-option' }] },
     valueCanonical: f.option.canonical,
@@ -393,9 +446,9 @@ function findingsBundle({
   const selection: Task = {
     ...claimed,
     status: 'ready',
-    contained: [results, guidance],
+    contained: [results, guidance, form],
     focus: versioned(condition),
-    input: inputs,
+    input: [...inputs, formInput(form)],
     note: [{ text: 'Eligibility is advisory (see the contained GuidanceResponse and the DetectedIssues).' }],
   };
   const provenance: Provenance = {

@@ -66,6 +66,10 @@ export const SYSTEMS = {
   planType: `${BASE}/plan-type`,
   /** The kind of a patient task (Task.code) and of the plan action that issues it: questionnaire, measurement. */
   taskKind: `${BASE}/task-kind`,
+  /** The questionnaires of clinician work (`<workForm>/assign-condition`, `<workForm>/select-treatment`). */
+  workForm: `${BASE}/work-form`,
+  /** A treatment option as a choice (Coding): its code is the option's canonical `url|version`. */
+  treatmentOption: `${BASE}/treatment-option`,
 } as const;
 
 /** The kinds of plan the catalog fronts (PlanDefinition.type under SYSTEMS.planType). */

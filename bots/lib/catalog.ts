@@ -6,6 +6,7 @@ import type {
   Patient,
   PlanDefinition,
   PlanDefinitionAction,
+  ValueSet,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, PLAN_TYPES, type PlanType, SYSTEMS } from '../../contracts/systems';
 import { absent } from './absent';
@@ -148,4 +149,13 @@ export async function availableWhereSheLives(
     }
   }
   return isAvailableTo(service, locations, whereaboutsOf(patient));
+}
+
+/** The active condition catalogs (JOURNEY D.1) published to the tenant: the codes its clinicians assign. */
+export async function conditionCatalogs(medplum: MedplumClient, organization: string | undefined): Promise<ValueSet[]> {
+  const catalogs = await medplum.searchResources('ValueSet', {
+    identifier: `${SYSTEMS.conditionCatalog}|conditions`,
+    status: 'active',
+  });
+  return catalogs.filter((v) => isPublishedTo(v, organization));
 }

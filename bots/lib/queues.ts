@@ -6,15 +6,16 @@ import type {
   DetectedIssue,
   Patient,
   ProvenanceAgent,
+  Questionnaire,
   Reference,
   Resource,
   Task,
-  TaskOutput,
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import { absent } from './absent';
 import { readInput } from './input';
 import { fail } from './result';
+import { formInput } from './work-forms';
 
 /**
  * Clinicians' work (JOURNEY C, F): a Task for the tenant's queue, a CareTeam of the patient's
@@ -53,6 +54,8 @@ export interface ClinicianWork {
   priority?: Task['priority'];
   /** Tags the work carries (the journey's episode tag, when it belongs to one). */
   tags?: Coding[];
+  /** What she must answer to complete it (contained, named by the input: bots/lib/work-forms.ts). */
+  form?: Questionnaire;
 }
 
 /** The transaction entry that issues the work (a POST the bot's transaction carries). */
@@ -69,6 +72,7 @@ export function clinicianTask(work: ClinicianWork): BundleEntry {
     focus: work.focus,
     authoredOn: new Date().toISOString(),
     ...(work.queue ? { owner: { reference: `CareTeam/${work.queue.id}` } } : {}),
+    ...(work.form ? { contained: [work.form], input: [formInput(work.form)] } : {}),
   };
   return { resource: task, request: { method: 'POST', url: 'Task' } };
 }
@@ -160,10 +164,6 @@ export async function ownMitigations(
   const current = versions.at(-1);
   return (current?.mitigation ?? []).filter((m) => m.author?.reference === clinician && hers.has(key(m)));
 }
-
-/** A task output by its name (`type.text`, or a coding with that code): `assigned-condition`, `selected-option`. */
-export const outputNamed = (task: Task, name: string): TaskOutput | undefined =>
-  task.output?.find((o) => o.type.text === name || o.type.coding?.some((c) => c.code === name));
 
 /** A reference to exactly this version of a resource (what provenance and pins name). */
 export const versioned = (resource: Resource): Reference => ({

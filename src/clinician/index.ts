@@ -1,14 +1,17 @@
 import { createReference, getReferenceString, MedplumClient, type WithId } from '@medplum/core';
 import type {
   CareTeam,
-  Condition,
+  Coding,
   DetectedIssue,
-  Patient,
   Practitioner,
+  QuestionnaireResponse,
+  QuestionnaireResponseItem,
   Reference,
   Task,
   TaskOutput,
 } from '@medplum/fhirtypes';
+import { CONDITION_ITEM, formOf, OPTION_ITEM, responseOutput } from '../../bots/lib/work-forms';
+import { SYSTEMS } from '../../contracts/systems';
 
 /**
  * The clinician's side (JOURNEY J): what a clinician does in Medplum's app, as a small typed helper for
@@ -30,20 +33,34 @@ export interface Clinician {
   claim(taskId: string): Promise<WithId<Task>>;
   /** Back to the queue it was claimed from, in-progress -> ready. */
   unclaim(taskId: string): Promise<WithId<Task>>;
-  /** in-progress -> completed with its outputs (e.g. the Condition she assigned); she must own it. */
+  /** in-progress -> completed with its outputs; she must own it. */
   complete(taskId: string, outputs: TaskOutput[]): Promise<WithId<Task>>;
   /**
-   * The review of an intake (JOURNEY D.1): claim it, write the Condition (an ICD-10-CM code of the
-   * tenant's condition catalog, confirmed and active), complete the review with it as `assigned-condition`.
+   * Work she has claimed, answered (bots/lib/work-forms.ts): her QuestionnaireResponse to the task's form,
+   * about its patient, then the task completed with it as `questionnaire-response`.
    */
-  assignCondition(reviewId: string, code: string): Promise<WithId<Condition>>;
-  /** A selection (or the review of a declined offer, JOURNEY D.3): claim it, complete it with the option `url|version`. */
-  select(taskId: string, option: string): Promise<WithId<Task>>;
+  answer(taskId: string, items: QuestionnaireResponseItem[]): Promise<WithId<Task>>;
+  /**
+   * The review of an intake (JOURNEY D.1): claim it and answer its form with an ICD-10-CM code of the
+   * tenant's condition catalog (the eligibility bot records the Condition, her as asserter).
+   */
+  assignCondition(reviewId: string, code: string): Promise<WithId<Task>>;
+  /**
+   * A selection (or the review of a declined offer, JOURNEY D.3): claim it and answer its form with the
+   * option `url|version`; for an option the engine found ineligible, `mitigation` answers each finding.
+   */
+  select(taskId: string, option: string, mitigation?: string): Promise<WithId<Task>>;
   /** An override of an engine finding: a mitigation she authors, the only change policy allows her. */
   mitigate(issueId: string, action: string): Promise<WithId<DetectedIssue>>;
 }
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
+
+/** The choice of a task's form item whose code is `code` (as the form offers it), or that code as given. */
+function choiceOf(task: Task, linkId: string, code: string, system: string): Coding {
+  const item = formOf(task)?.item?.find((i) => i.linkId === linkId);
+  return item?.answerOption?.find((o) => o.valueCoding?.code === code)?.valueCoding ?? { system, code };
+}
 
 export interface ClinicianSignIn {
   /** Medplum's base URL (the embedded Medplum's, or a real one's). */
@@ -151,29 +168,40 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
         executionPeriod: { ...task.executionPeriod, end: new Date().toISOString() },
       });
     },
+    async answer(taskId, items) {
+      const task = await read(taskId);
+      expectState(task, 'in-progress', (owner) => owner === mine, 'answered');
+      const form = formOf(task);
+      if (!form) {
+        throw new Error(`Task/${taskId} carries no form to answer`);
+      }
+      const response = (await medplum.createResource<QuestionnaireResponse>({
+        resourceType: 'QuestionnaireResponse',
+        questionnaire: form.url,
+        status: 'completed',
+        subject: task.for,
+        author: profile,
+        authored: new Date().toISOString(),
+        item: items,
+      })) as WithId<QuestionnaireResponse>;
+      return clinician.complete(taskId, [responseOutput(getReferenceString(response))]);
+    },
     async assignCondition(reviewId, code) {
       const review = await clinician.claim(reviewId);
-      const condition = (await medplum.createResource<Condition>({
-        resourceType: 'Condition',
-        subject: review.for as Reference<Patient>,
-        clinicalStatus: {
-          coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }],
-        },
-        verificationStatus: {
-          coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status', code: 'confirmed' }],
-        },
-        code: { coding: [{ system: ICD10CM, code }] },
-        asserter: profile,
-        recordedDate: new Date().toISOString(),
-      })) as WithId<Condition>;
-      await clinician.complete(reviewId, [
-        { type: { text: 'assigned-condition' }, valueReference: { reference: getReferenceString(condition) } },
-      ]);
-      return condition;
+      const valueCoding = choiceOf(review, CONDITION_ITEM, code, ICD10CM);
+      return clinician.answer(reviewId, [{ linkId: CONDITION_ITEM, answer: [{ valueCoding }] }]);
     },
-    async select(taskId, option) {
-      await clinician.claim(taskId);
-      return clinician.complete(taskId, [{ type: { text: 'selected-option' }, valueCanonical: option }]);
+    async select(taskId, option, mitigation) {
+      const task = await clinician.claim(taskId);
+      const valueCoding = choiceOf(task, OPTION_ITEM, option, SYSTEMS.treatmentOption);
+      // The findings her choice asks her to mitigate (the items enabled by it).
+      const asked = (formOf(task)?.item ?? []).filter((item) =>
+        item.enableWhen?.some((w) => w.question === OPTION_ITEM && w.answerCoding?.code === option),
+      );
+      return clinician.answer(taskId, [
+        { linkId: OPTION_ITEM, answer: [{ valueCoding }] },
+        ...(mitigation ? asked.map((item) => ({ linkId: item.linkId, answer: [{ valueString: mitigation }] })) : []),
+      ]);
     },
     async mitigate(issueId, action) {
       const issue = await medplum.readResource('DetectedIssue', issueId, fresh);

@@ -732,10 +732,13 @@ export const platformDefinition: ProvisionDefinition = {
           ...agreementReads(),
           { resourceType: 'Task', interaction: ['read', 'search', 'create', 'update', 'history'] },
           { resourceType: 'QuestionnaireResponse', interaction: ['read'] },
-          ...['ObservationDefinition', 'ActivityDefinition', 'Questionnaire', 'Condition'].map((resourceType) => ({
-            resourceType,
-            interaction: ['read' as const, 'search' as const, 'vread' as const],
-          })),
+          // The tenant's condition catalogs: the choices of the intake review's form.
+          ...['ObservationDefinition', 'ActivityDefinition', 'Questionnaire', 'Condition', 'ValueSet'].map(
+            (resourceType) => ({
+              resourceType,
+              interaction: ['read' as const, 'search' as const, 'vread' as const],
+            }),
+          ),
           { resourceType: 'Observation', interaction: ['create', 'read'] },
           { resourceType: 'EpisodeOfCare', interaction: ['read', 'update'] },
           { resourceType: 'CareTeam', interaction: ['read', 'search'] },
@@ -779,12 +782,13 @@ export const platformDefinition: ProvisionDefinition = {
       key: 'bot-eligibility',
       policy: {
         name: 'Bot: treatment eligibility',
-        // Woken by a completed intake review: it reads the patient's record and the catalog, and writes
-        // the clinician's selection task with its advisory findings and their provenance.
+        // Woken by a completed intake review: it reads her answers, the patient's record and the catalog,
+        // and writes the Condition she assigned, the clinician's selection task with its advisory findings
+        // and their provenance.
         resource: [
           ...[
             'Task',
-            'Condition',
+            'QuestionnaireResponse',
             'Patient',
             'Observation',
             'MedicationRequest',
@@ -799,6 +803,7 @@ export const platformDefinition: ProvisionDefinition = {
             interaction: ['read' as const, 'search' as const, 'vread' as const],
           })),
           { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search', 'history'] },
+          { resourceType: 'Condition', interaction: ['create', 'read', 'search', 'vread'] },
           { resourceType: 'DetectedIssue', interaction: ['create', 'read'] },
           { resourceType: 'Provenance', interaction: ['create', 'read'] },
           RECONCILER,
@@ -812,7 +817,7 @@ export const platformDefinition: ProvisionDefinition = {
         // Woken by a completed selection: it reads the pinned definitions and the findings, and writes the
         // offer (proposals only), its provenance and the patient's offer task.
         resource: [
-          ...['PlanDefinition', 'ActivityDefinition', 'Condition'].map((resourceType) => ({
+          ...['PlanDefinition', 'ActivityDefinition', 'Condition', 'QuestionnaireResponse'].map((resourceType) => ({
             resourceType,
             interaction: ['read' as const, 'search' as const, 'vread' as const],
           })),

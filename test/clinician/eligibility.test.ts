@@ -17,7 +17,13 @@ import type { Clinician } from '../../src/clinician';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { AMLODIPINE, LISINOPRIL, RXNORM, reviewedIntake as reviewedIntakeOf } from '../support/spine';
+import {
+  AMLODIPINE,
+  assignedCondition,
+  LISINOPRIL,
+  RXNORM,
+  reviewedIntake as reviewedIntakeOf,
+} from '../support/spine';
 
 /**
  * bots/eligibility.ts (issue 15 items 1-2, JOURNEY D.1-2): a clinician completes an intake review with
@@ -32,11 +38,14 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
-/** The clinician's review, as Medplum's app makes it (src/clinician/ assignCondition); eligibility then runs. */
+/**
+ * The clinician's review, answered as Medplum's app answers a form (src/clinician/ assignCondition);
+ * eligibility then runs and records the Condition (undefined when it records none).
+ */
 async function assign(review: WithId<Task>, _patient: DemoActor, code: string): Promise<WithId<Condition>> {
-  const condition = await clinician.assignCondition(review.id, code);
+  await clinician.assignCondition(review.id, code);
   await gw.backend.subscriptions.idle();
-  return condition;
+  return (await assignedCondition(gw, review)) as WithId<Condition>;
 }
 
 const reviewedIntake = () => reviewedIntakeOf(gw, clinician);

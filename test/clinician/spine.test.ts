@@ -1,5 +1,7 @@
+import { getReferenceString, type WithId } from '@medplum/core';
 import type {
   CarePlan,
+  Condition,
   Consent,
   GuidanceResponse,
   MedicationRequest,
@@ -12,7 +14,15 @@ import { EXTENSIONS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { AMLODIPINE, LISINOPRIL, offerOf, openOffers, PROTOCOL, reviewedIntake } from '../support/spine';
+import {
+  AMLODIPINE,
+  assignedCondition,
+  LISINOPRIL,
+  offerOf,
+  openOffers,
+  PROTOCOL,
+  reviewedIntake,
+} from '../support/spine';
 
 /**
  * Issue 15, the whole spine for one patient, each step as its actor takes it: the patient through the
@@ -39,8 +49,15 @@ describe('the clinical spine', () => {
     );
 
     // 2. Review: she claims it and assigns the condition.
-    const condition = await clinician.assignCondition(review.id, 'I10');
+    await clinician.assignCondition(review.id, 'I10');
     await gw.backend.subscriptions.idle();
+    // Recorded from her answers: her diagnosis (asserter), the answers as its evidence.
+    const condition = (await assignedCondition(gw, review)) as WithId<Condition>;
+    expect(condition).toMatchObject({
+      code: { coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'I10' }] },
+      asserter: { reference: getReferenceString(clinician.profile) },
+      evidence: [{ detail: [{ reference: expect.stringMatching(/^QuestionnaireResponse\//) }] }],
+    });
 
     // 3. Eligibility: advisory results in her queue, with the engine and what it read as provenance.
     const [selection] = (await clinician.queue()).filter(

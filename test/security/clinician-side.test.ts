@@ -1,6 +1,14 @@
 import type { WithId } from '@medplum/core';
-import type { ActivityDefinition, Condition, DetectedIssue, MedicationRequest, Task } from '@medplum/fhirtypes';
+import type {
+  ActivityDefinition,
+  Condition,
+  DetectedIssue,
+  MedicationRequest,
+  Task,
+  ValueSet,
+} from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conditionForm, formInput } from '../../bots/lib/work-forms';
 import { SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import { direct, fhirPath } from '../support/attack';
@@ -172,11 +180,19 @@ describe('a review the platform did not issue starts nothing', () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const queue = await intakeQueue(gw.backend, 'northwind');
     const her = { reference: `Patient/${patient.patient.id}` };
+    // The form a real review carries, built from her tenant's condition catalog: answerable as a real one.
+    const catalog = (await gw.backend.admin.searchOne('ValueSet', {
+      identifier: `${SYSTEMS.conditionCatalog}|conditions`,
+      url: 'https://patient-care.example/northwind/valuesets/conditions',
+    })) as ValueSet;
+    const form = conditionForm([catalog]);
     const base: Task = {
       resourceType: 'Task',
       intent: 'order',
       status: 'ready',
       code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-intake' }] },
+      contained: [form],
+      input: [formInput(form)],
       for: her,
       owner: { reference: `CareTeam/${queue.id}` },
       meta: { accounts: [patient.patient.managingOrganization as { reference: string }] },

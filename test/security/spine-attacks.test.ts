@@ -87,7 +87,7 @@ describe('refused', () => {
     await gw.backend.subscriptions.idle();
     expect(await openOffers(gw, patient)).toEqual([]);
     expect(await hers('RequestGroup', patient)).toEqual([]);
-    expect((await repo().readResource<Task>('Task', forged.id)).businessStatus?.text).toBe('not-an-option');
+    expect((await repo().readResource<Task>('Task', forged.id)).businessStatus?.text).toBe('not-issued');
   });
 
   it('an order-decisions task the clinician forges for an offer not accepted places nothing (no treatment Consent: 409)', async () => {

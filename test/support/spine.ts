@@ -46,8 +46,10 @@ export async function assigned(
 ): Promise<{ patient: DemoActor; review: WithId<Task>; condition: WithId<Condition>; selection: WithId<Task> }> {
   const { patient, review } = await reviewedIntake(gw, clinician);
   await history?.(patient);
-  const condition = await clinician.assignCondition(review.id, code);
+  await clinician.assignCondition(review.id, code);
   await gw.backend.subscriptions.idle();
+  const condition = await assignedCondition(gw, review);
+  assert.ok(condition, 'eligibility recorded the condition she assigned');
   const [selection] = await gw.backend.systemRepo.searchResources<Task>({
     resourceType: 'Task',
     filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
@@ -64,6 +66,15 @@ export interface Offered {
   offer: WithId<Task>;
   group: WithId<RequestGroup>;
   items: WithId<MedicationRequest>[];
+}
+
+/** The Condition the eligibility bot recorded from her answers to a review (keyed by the review). */
+export async function assignedCondition(gw: TestGateway, review: Task): Promise<WithId<Condition> | undefined> {
+  const [condition] = await gw.backend.systemRepo.searchResources<Condition>({
+    resourceType: 'Condition',
+    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
+  });
+  return condition;
 }
 
 /** Up to the offer: the clinician selects `option` and the consent bundle is composed. */
