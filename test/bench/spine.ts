@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Task } from '@medplum/fhirtypes';
+import { OPTION_ITEM } from '../../bots/lib/work-forms';
 import { SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
@@ -43,7 +44,10 @@ export async function runSpineBench(options: { selections: number; accepts: numb
       const { patient, selection } = await assigned(gw, clinician);
       await clinician.claim(selection.id);
       const start = performance.now();
-      await clinician.complete(selection.id, [{ type: { text: 'selected-option' }, valueCanonical: AMLODIPINE }]);
+      // Her submit: the answers to the selection's form, then the task completed with them.
+      await clinician.answer(selection.id, [
+        { linkId: OPTION_ITEM, answer: [{ valueCoding: { system: SYSTEMS.treatmentOption, code: AMLODIPINE } }] },
+      ]);
       for (;;) {
         const found = await request(
           patient,
