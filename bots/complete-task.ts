@@ -26,6 +26,7 @@ import {
   STORAGE_BASE_SECRET,
   SYSTEMS,
 } from '../contracts/systems';
+import { conditionForm } from '../contracts/work-forms';
 import { absent } from './lib/absent';
 import { contextNotFound, requireAgreements } from './lib/agreements';
 import { answerProblems } from './lib/answers';
@@ -46,7 +47,6 @@ import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
 import { edgeFacts, patientWorkflow } from './lib/trust';
-import { conditionForm } from './lib/work-forms';
 
 export type CompleteTaskResult = BotResult<{
   task: string;

@@ -17,11 +17,12 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { answersTo, formOf, OPTION_ITEM } from '../contracts/work-forms';
 import { absent } from './lib/absent';
 import { PATIENT_TASK_TAG } from './lib/journey';
 import { authorAgent, completedByOwner, issuedVersion, ownMitigations, REVIEW_RESPONSE, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
-import { answersTo, formOf, herAnswers, OPTION_ITEM } from './lib/work-forms';
+import { herAnswers } from './lib/work-forms';
 
 const OFFER_COMPOSED = 'offer-composed';
 /**

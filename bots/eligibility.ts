@@ -23,13 +23,14 @@ import type {
   TaskInput,
 } from '@medplum/fhirtypes';
 import { CATALOG, EXTENSIONS, SYSTEMS } from '../contracts/systems';
+import { answersTo, CONDITION_ITEM, formInput, formOf, selectionForm } from '../contracts/work-forms';
 import { absent } from './lib/absent';
 import { isPublishedTo } from './lib/agreements';
 import { conditionCatalogs, planTypeOf } from './lib/catalog';
 import { authorAgent, clinicianTask, completedByOwner, issuedVersion, tenantQueue, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
 import { searchAll } from './lib/search';
-import { answersTo, CONDITION_ITEM, formInput, formOf, herAnswers, selectionForm } from './lib/work-forms';
+import { herAnswers } from './lib/work-forms';
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
 const SELECT_TREATMENT = 'select-treatment';

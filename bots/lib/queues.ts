@@ -12,10 +12,10 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
+import { formInput } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { readInput } from './input';
 import { fail } from './result';
-import { formInput } from './work-forms';
 
 /**
  * Clinicians' work (JOURNEY C, F): a Task for the tenant's queue, a CareTeam of the patient's

@@ -10,8 +10,8 @@ import type {
   Task,
   TaskOutput,
 } from '@medplum/fhirtypes';
-import { CONDITION_ITEM, formOf, OPTION_ITEM, responseOutput } from '../../bots/lib/work-forms';
 import { SYSTEMS } from '../../contracts/systems';
+import { CONDITION_ITEM, formOf, OPTION_ITEM, responseOutput } from '../../contracts/work-forms';
 
 /**
  * The clinician's side (JOURNEY J): what a clinician does in Medplum's app, as a small typed helper for

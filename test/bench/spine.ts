@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Task } from '@medplum/fhirtypes';
-import { OPTION_ITEM } from '../../bots/lib/work-forms';
 import { SYSTEMS } from '../../contracts/systems';
+import { OPTION_ITEM } from '../../contracts/work-forms';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway } from '../support/gateway';

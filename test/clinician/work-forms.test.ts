@@ -8,6 +8,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
 import {
   CONDITION_ITEM,
   formOf,
@@ -15,8 +16,7 @@ import {
   RESPONSE_OUTPUT,
   responseOutput,
   WORK_FORMS,
-} from '../../bots/lib/work-forms';
-import { SYSTEMS } from '../../contracts/systems';
+} from '../../contracts/work-forms';
 import type { Clinician } from '../../src/clinician';
 import { direct, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';

@@ -8,8 +8,8 @@ import type {
   ValueSet,
 } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { conditionForm, formInput } from '../../bots/lib/work-forms';
 import { SYSTEMS } from '../../contracts/systems';
+import { conditionForm, formInput } from '../../contracts/work-forms';
 import type { Clinician } from '../../src/clinician';
 import { direct, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
