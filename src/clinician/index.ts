@@ -184,7 +184,10 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
         authored: new Date().toISOString(),
         item: items,
       })) as WithId<QuestionnaireResponse>;
-      return clinician.complete(taskId, [responseOutput(getReferenceString(response))]);
+      // The version she wrote, pinned: what the bots believe is these answers as handed in.
+      return clinician.complete(taskId, [
+        responseOutput(`${getReferenceString(response)}/_history/${response.meta?.versionId}`),
+      ]);
     },
     async assignCondition(reviewId, code) {
       const review = await clinician.claim(reviewId);

@@ -270,7 +270,7 @@ const publishedDocuments = (): AccessPolicyResource[] =>
   }));
 
 /** What the agreement bots read to resolve requirements (for the requester only; the bot checks whose). */
-function agreementReads(): AccessPolicyResource[] {
+export function agreementReads(): AccessPolicyResource[] {
   return [
     { resourceType: 'Patient', interaction: ['read', 'search'] },
     { resourceType: 'Consent', interaction: ['read', 'search'] },
@@ -509,6 +509,19 @@ const MITIGATION_ONLY = {
 };
 
 /**
+ * A clinician's answers (her work forms, contracts/work-forms.ts): hers alone (no author, or herself:
+ * never a patient's or a colleague's name), and frozen once submitted, like a patient's; nobody else's
+ * changed, the patient's draft included. Found on a real Medplum: without it she could rewrite a patient's
+ * submitted intake, or a colleague's answers, and become their writer.
+ */
+const OWN_ANSWERS_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `(%after.author.empty() or %after.author.reference = ${ME}) and ` +
+    `(%before.exists().not() or (%before.status = 'in-progress' and %before.author.reference = ${ME}))`,
+};
+
+/**
  * Clinicians (Medplum's app): their tenant only, in EVERY entry (`%organization`); what they create
  * about a patient inherits that patient's tenant, so a write for another tenant's patient fails the
  * criteria (Medplum checks the result of a write against them, packages/server/src/fhir/repo.ts).
@@ -526,6 +539,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
         ONLY_OWN_TENANT,
         ...(resourceType === 'Task' ? [QUEUE_TRANSITIONS, QUEUE_CREATES, WORK_AS_ISSUED] : []),
         ...(resourceType === 'Encounter' ? [SEGMENT_AS_BOOKED] : []),
+        ...(resourceType === 'QuestionnaireResponse' ? [OWN_ANSWERS_ONLY] : []),
       ],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
     })),
@@ -643,7 +657,6 @@ export const platformDefinition: ProvisionDefinition = {
   accessPolicies: [
     { key: 'patient', policy: { name: 'Patient (default)', resource: patientPolicy() } },
     { key: 'clinician', policy: { name: 'Clinician', resource: clinicianPolicy() } },
-    { key: 'bot-agreements-read', policy: { name: 'Bot: agreement requirements', resource: agreementReads() } },
     {
       key: 'bot-read-document',
       // Any Binary by id (it checks the security context is the requester before handing anything over),
@@ -942,12 +955,6 @@ export const platformDefinition: ProvisionDefinition = {
     },
   ],
   bots: [
-    {
-      key: 'agreement-requirements',
-      patient: true,
-      description: 'GET /v1/agreements/requirements: resolves what the patient must still accept.',
-      accessPolicy: 'bot-agreements-read',
-    },
     {
       key: 'accept-agreements',
       patient: true,

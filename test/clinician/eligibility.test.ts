@@ -23,6 +23,7 @@ import {
   LISINOPRIL,
   RXNORM,
   reviewedIntake as reviewedIntakeOf,
+  spironolactoneOrder,
 } from '../support/spine';
 
 /**
@@ -50,16 +51,7 @@ async function assign(review: WithId<Task>, _patient: DemoActor, code: string): 
 
 const reviewedIntake = () => reviewedIntakeOf(gw, clinician);
 
-/** A prior order on record for her (as an import would bring it): spironolactone, which lisinopril interacts with. */
-const onSpironolactone = (patient: DemoActor) =>
-  gw.backend.systemRepo.createResource<MedicationRequest>({
-    resourceType: 'MedicationRequest',
-    meta: { project: gw.backend.project.id },
-    status: 'active',
-    intent: 'order',
-    subject: { reference: `Patient/${patient.patient.id}` },
-    medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997', display: 'spironolactone' }] },
-  });
+const onSpironolactone = (patient: DemoActor) => spironolactoneOrder(gw, patient);
 
 const selectionFor = (review: Task) =>
   gw.backend.systemRepo.searchResources<Task>({

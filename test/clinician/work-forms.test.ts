@@ -1,12 +1,5 @@
 import type { WithId } from '@medplum/core';
-import type {
-  Condition,
-  DetectedIssue,
-  MedicationRequest,
-  QuestionnaireResponse,
-  RequestGroup,
-  Task,
-} from '@medplum/fhirtypes';
+import type { Condition, DetectedIssue, QuestionnaireResponse, RequestGroup, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import {
@@ -22,14 +15,15 @@ import { direct, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { demoClinician, freshClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { storeSnapshot } from '../support/journey';
 import {
   AMLODIPINE,
   assigned,
   assignedCondition,
   LISINOPRIL,
   openOffers,
-  RXNORM,
   reviewedIntake,
+  spironolactoneOrder,
   workAbout,
 } from '../support/spine';
 
@@ -50,16 +44,7 @@ afterAll(() => gw?.close());
 
 const repo = () => gw.backend.systemRepo;
 
-/** A prior order on record for her: spironolactone, which the lisinopril option's interaction rule finds. */
-const onSpironolactone = (patient: DemoActor) =>
-  repo().createResource<MedicationRequest>({
-    resourceType: 'MedicationRequest',
-    meta: { project: gw.backend.project.id },
-    status: 'active',
-    intent: 'order',
-    subject: { reference: `Patient/${patient.patient.id}` },
-    medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997', display: 'spironolactone' }] },
-  });
+const onSpironolactone = (patient: DemoActor) => spironolactoneOrder(gw, patient);
 
 const hers = <T extends RequestGroup | DetectedIssue>(type: T['resourceType'], patient: DemoActor, param = 'subject') =>
   repo().searchResources<T>({
@@ -223,5 +208,49 @@ describe('her answers decide', () => {
     await gw.backend.subscriptions.idle();
     expect(await assignedCondition(gw, review)).toBeUndefined();
     expect(await workAbout(gw, patient, 'select-treatment')).toEqual([]);
+  });
+});
+
+describe('answers stay as their writer submitted them (clinician policy OWN_ANSWERS_ONLY)', () => {
+  it('on Medplum a clinician cannot rewrite the patient’s submitted intake, change or sign a colleague’s answers, or write in the patient’s name; her own draft she may change, once submitted never', async () => {
+    const { patient, review } = await reviewedIntake(gw, clinician);
+    const [intake] = await repo().searchResources<QuestionnaireResponse>({
+      resourceType: 'QuestionnaireResponse',
+      filters: [{ code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` }],
+    });
+    expect(intake.status).toBe('completed');
+    const token = clinician.medplum.getAccessToken() as string;
+    const put = (response: QuestionnaireResponse) =>
+      direct(gw.backend, token, 'PUT', fhirPath(`QuestionnaireResponse/${response.id}`), { body: response });
+    const before = storeSnapshot(gw.backend);
+    expect((await put({ ...intake, item: [] })).status).toBe(403);
+    const colleagues = (await colleague.medplum.createResource({
+      ...i10Answers(review),
+      status: 'in-progress',
+    })) as WithId<QuestionnaireResponse>;
+    const afterColleague = storeSnapshot(gw.backend);
+    expect((await put({ ...colleagues, author: clinician.profile })).status).toBe(403);
+    expect((await put({ ...colleagues, status: 'completed' })).status).toBe(403);
+    const inHerName = await direct(gw.backend, token, 'POST', fhirPath('QuestionnaireResponse'), {
+      body: { ...i10Answers(review), author: { reference: `Patient/${patient.patient.id}` } },
+    });
+    expect(inHerName.status).toBe(403);
+    expect(storeSnapshot(gw.backend)).toEqual(afterColleague);
+    expect(afterColleague.counts).not.toEqual(before.counts);
+    // Her own: a draft she may change; submitted, frozen.
+    const draft = (await clinician.medplum.createResource({
+      ...i10Answers(review),
+      status: 'in-progress',
+      author: { reference: clinician.profile.reference },
+    })) as WithId<QuestionnaireResponse>;
+    const submitted = await put({ ...draft, status: 'completed' });
+    expect(submitted.status).toBe(200);
+    expect((await put({ ...(submitted.body as QuestionnaireResponse), item: [] })).status).toBe(403);
+  });
+
+  it('the review hands in the version she wrote (a pinned reference)', async () => {
+    const { review } = await assigned(gw, clinician);
+    const done = await repo().readResource<Task>('Task', review.id);
+    expect(done.output?.[0]?.valueReference?.reference).toMatch(/^QuestionnaireResponse\/[^/]+\/_history\/[^/]+$/);
   });
 });

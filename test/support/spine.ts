@@ -36,6 +36,20 @@ export async function reviewedIntake(
   return { patient, review: review as WithId<Task> };
 }
 
+/**
+ * A prior order on record for her (as an import would bring it): spironolactone, which the lisinopril
+ * option's interaction rule finds (a finding to mitigate).
+ */
+export const spironolactoneOrder = (gw: TestGateway, patient: DemoActor) =>
+  gw.backend.systemRepo.createResource<MedicationRequest>({
+    resourceType: 'MedicationRequest',
+    meta: { project: gw.backend.project.id },
+    status: 'active',
+    intent: 'order',
+    subject: { reference: `Patient/${patient.patient.id}` },
+    medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997', display: 'spironolactone' }] },
+  });
+
 /** The clinician assigns the condition; the eligibility bot answers with the selection task. */
 export async function assigned(
   gw: TestGateway,
