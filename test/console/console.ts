@@ -1,0 +1,162 @@
+import '@mantine/core/styles.css';
+import '@medplum/react/styles.css';
+import {
+  Alert,
+  Button,
+  type ButtonProps,
+  Group,
+  MantineProvider,
+  Stack,
+  Text,
+  type TextProps,
+  Title,
+} from '@mantine/core';
+import { getReferenceString, MedplumClient, Operator, type SearchRequest, type WithId } from '@medplum/core';
+import type { QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import {
+  Document,
+  MedplumProvider,
+  QuestionnaireForm,
+  ResourceName,
+  SearchControl,
+  SignInForm,
+  useMedplum,
+  useMedplumProfile,
+} from '@medplum/react';
+import { type ComponentPropsWithoutRef, type FC, createElement as h, useEffect, useState } from 'react';
+import { createRoot } from 'react-dom/client';
+import { formOf } from '../../contracts/work-forms';
+import { type Clinician, clinicianOf } from '../../src/clinician';
+
+/**
+ * A clinician's console made of `@medplum/react`'s own components (issue 26 item 4): SignInForm, her
+ * queue as a SearchControl over Task, a task's form as a QuestionnaireForm. Every write is the clinician
+ * helper's (src/clinician/), the same plain FHIR calls Medplum's app makes. Written without JSX: the
+ * project's tsconfig compiles no TSX. Its Medplum and project come from the page's query string.
+ */
+const params = new URLSearchParams(window.location.search);
+const medplum = new MedplumClient({ baseUrl: params.get('medplum') ?? '', cacheTime: 0 });
+const projectId = params.get('project') ?? '';
+
+// Mantine's polymorphic components pinned to their default element: createElement cannot infer their generic props.
+const Btn: FC<ButtonProps & ComponentPropsWithoutRef<'button'>> = Button;
+const Txt: FC<TextProps & ComponentPropsWithoutRef<'p'>> = Text;
+
+/** Her queue: the `ready` work of the CareTeams she is a member of, oldest first. */
+function queueSearch(queues: string[]): SearchRequest {
+  return {
+    resourceType: 'Task',
+    filters: [
+      { code: 'owner', operator: Operator.EQUALS, value: queues.join(',') },
+      { code: 'status', operator: Operator.EQUALS, value: 'ready' },
+    ],
+    fields: ['description', 'for', 'priority', 'authoredOn'],
+    sortRules: [{ code: 'authored-on' }],
+    count: 20,
+  };
+}
+
+function Queue(props: { clinician: Clinician; onOpen: (task: WithId<Task>) => void }) {
+  const [search, setSearch] = useState<SearchRequest>();
+  useEffect(() => {
+    props.clinician.queues().then((teams) => setSearch(queueSearch(teams.map((team) => getReferenceString(team)))));
+  }, [props.clinician]);
+  if (!search) {
+    return h(Txt, null, 'Loading your queues…');
+  }
+  return h(
+    Stack,
+    null,
+    h(Title, { order: 2 }, 'Queue'),
+    h(SearchControl, {
+      search,
+      onChange: (e) => setSearch(e.definition),
+      onClick: (e) => props.onOpen(e.resource as WithId<Task>),
+      hideFilters: true,
+    }),
+  );
+}
+
+function Work(props: { clinician: Clinician; task: WithId<Task>; onDone: (task: WithId<Task>) => void }) {
+  const [task, setTask] = useState(props.task);
+  const [error, setError] = useState<string>();
+  const form = formOf(task);
+  const run = (step: () => Promise<WithId<Task>>) =>
+    step().then(setTask, (err: unknown) => setError(err instanceof Error ? err.message : String(err)));
+  const submit = (response: QuestionnaireResponse) =>
+    run(async () => {
+      const done = await props.clinician.answer(task.id, response.item ?? []);
+      props.onDone(done);
+      return done;
+    });
+  return h(
+    Stack,
+    null,
+    h(Title, { order: 2 }, task.description ?? 'Task'),
+    h(
+      Txt,
+      null,
+      'About ',
+      task.for ? h(ResourceName, { value: task.for }) : 'nobody',
+      h('span', { 'data-testid': 'task-status' }, ` (${task.status})`),
+    ),
+    error && h(Alert, { color: 'red', title: 'Refused' }, error),
+    task.status === 'ready' && h(Btn, { onClick: () => run(() => props.clinician.claim(task.id)) }, 'Claim'),
+    task.status === 'in-progress' &&
+      form &&
+      h(QuestionnaireForm, { questionnaire: form, subject: task.for, onSubmit: submit, submitButtonText: 'Complete' }),
+  );
+}
+
+function Console() {
+  const profile = useMedplumProfile();
+  const client = useMedplum();
+  const [clinician, setClinician] = useState<Clinician>();
+  const [open, setOpen] = useState<WithId<Task>>();
+  const [done, setDone] = useState<WithId<Task>>();
+  useEffect(() => {
+    if (profile) {
+      clinicianOf(client).then(setClinician);
+    }
+  }, [profile, client]);
+  if (!profile) {
+    return h(SignInForm, { projectId }, h(Title, { order: 2 }, 'Clinician sign-in'));
+  }
+  if (!clinician) {
+    return h(Txt, null, 'Signing in…');
+  }
+  return h(
+    Stack,
+    null,
+    h(
+      Group,
+      null,
+      h(Txt, null, 'Signed in as ', h(ResourceName, { value: clinician.profile })),
+      h(Btn, { variant: 'light', onClick: () => setOpen(undefined) }, 'Open the queue'),
+    ),
+    done && h(Alert, { color: 'green', title: 'Completed' }, `${done.description} (${done.status})`),
+    open
+      ? h(Work, {
+          key: open.id,
+          clinician,
+          task: open,
+          onDone: (task) => {
+            setDone(task);
+            setOpen(undefined);
+          },
+        })
+      : h(Queue, {
+          clinician,
+          onOpen: (task) => {
+            setDone(undefined);
+            setOpen(task);
+          },
+        }),
+  );
+}
+
+const page = h(Document, null, h(Console));
+createRoot(document.getElementById('root') as HTMLElement).render(
+  // biome-ignore lint/correctness/noChildrenProp: its props type requires children, which createElement's rest arguments cannot satisfy
+  h(MantineProvider, null, h(MedplumProvider, { medplum, children: page })),
+);
