@@ -24,7 +24,6 @@ import type {
 } from '@medplum/fhirtypes';
 import { CATALOG, EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { answersTo, CONDITION_ITEM, formInput, formOf, selectionForm } from '../contracts/work-forms';
-import { absent } from './lib/absent';
 import { isPublishedTo } from './lib/agreements';
 import { conditionCatalogs, planTypeOf } from './lib/catalog';
 import { authorAgent, clinicianTask, completedByOwner, issuedVersion, tenantQueue, versioned } from './lib/queues';

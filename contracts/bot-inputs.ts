@@ -40,6 +40,7 @@ export interface EdgeStatement {
 }
 
 export const BOT_INPUTS = {
+  /** The trust bench's fixture (test/embedded/fixtures/bots/requirements-checked.ts); no platform bot. */
   'agreement-requirements': z.object({ context: RequirementsQuerySchema.strict() }).strict(),
   'accept-agreements': z
     .object({ agreements: z.array(Coordinate).min(1).max(20), edge: EdgeStatementToken.optional() })

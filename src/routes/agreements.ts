@@ -1,3 +1,4 @@
+import { patientAgreements } from '../../bots/lib/agreements';
 import {
   AcceptancesSchema,
   acceptancesRoute,
@@ -10,15 +11,22 @@ import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { edgeStatement } from '../edge/request';
 import type { EdgeSigner } from '../edge/statement';
+import { notFound } from '../errors';
 import { callBot } from '../medplum/bots';
 
 const bot = (value: string) => ({ system: SYSTEMS.bots, value });
 
 export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undefined): void {
+  // A read, computed here with her own token (issue 27): the same rules the workflow bots' gate applies
+  // (bots/lib/agreements.ts), over what her policy lets her read (her Patient and Consents, the
+  // agreements published to her tenant, a context of her own); Medplum's policy, not this code, keeps
+  // anyone else's out. No bot run, and her own quota, not the platform's.
   app.openapi(requirementsRoute, async (c) => {
-    const context = c.req.valid('query');
-    const result = await callBot(c.get('medplum'), bot('agreement-requirements'), { context });
-    return c.json(RequirementsSchema.parse(result), 200);
+    const state = await patientAgreements(c.get('medplum'), c.get('session').patientId, c.req.valid('query'));
+    if (!state) {
+      throw notFound();
+    }
+    return c.json(RequirementsSchema.parse({ satisfied: state.unmet.length === 0, unmet: state.unmet }), 200);
   });
 
   app.openapi(acceptancesRoute, async (c) => {

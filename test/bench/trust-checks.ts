@@ -1,11 +1,10 @@
-import type { AccessPolicyResource } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
-import { platformDefinition } from '../../src/provision/definition';
+import { agreementReads } from '../../src/provision/definition';
 import { startTestBackend } from '../support/backend';
 import { deployFixtureBot } from '../support/bots';
 
 export interface TrustCheckResult {
-  /** p50 of one `$execute` of the real requirements bot (caller verified, input validated), ms. */
+  /** p50 of one `$execute` of the requirements check as a workflow bot (caller verified, input validated), ms. */
   checked: number;
   /** p50 of the same resolution without the checks (the bot as it was before issue 10), ms. */
   unchecked: number;
@@ -22,11 +21,12 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 export async function runTrustCheckBench(rounds = 10, callsPerRound = 50): Promise<TrustCheckResult> {
   const backend = await startTestBackend();
   try {
-    const policy = platformDefinition.accessPolicies.find((p) => p.key === 'bot-agreements-read')?.policy
-      .resource as AccessPolicyResource[];
+    // What the requirements bot read with (the agreements, her Patient and Consents), for both.
+    const policy = agreementReads();
+    await deployFixtureBot(backend, 'requirements-checked', policy);
     await deployFixtureBot(backend, 'requirements-unchecked', policy);
     const patient = backend.patients.alice.medplum;
-    const checkedBot = { system: SYSTEMS.bots, value: 'agreement-requirements' };
+    const checkedBot = { system: SYSTEMS.bots, value: 'test-requirements-checked' };
     const uncheckedBot = { system: SYSTEMS.bots, value: 'test-requirements-unchecked' };
     const input = { context: {} };
     const time = async (bot: typeof checkedBot, into: number[]) => {

@@ -1,6 +1,5 @@
 import type { DocumentReference } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../contracts/systems';
-import { startTestBackend } from '../support/backend';
+import { startTestGateway } from '../support/gateway';
 import { NPM_START_ENV, start } from './gateway';
 import { type Call, median, type PairedFigures, pairedRounds } from './paired';
 
@@ -101,19 +100,22 @@ export interface StoreSizeResult {
 
 /**
  * The requirements call as the store grows with documents that are not agreements (patients'
- * clinical documents): its cost must follow the catalog, not the store. Sequential `$execute` of the
- * real bot by a demo patient, in process, p50.
+ * clinical documents): its cost must follow the catalog, not the store. Sequential calls of
+ * `GET /v1/agreements/requirements` by a demo patient, in process, p50.
  */
 export async function runRequirementsStoreSizeBench(documents = 2000, calls = 300): Promise<StoreSizeResult> {
-  const backend = await startTestBackend();
+  const gw = await startTestGateway();
+  const backend = gw.backend;
   try {
     const patient = backend.patients.alice;
-    const bot = { system: SYSTEMS.bots, value: 'agreement-requirements' };
     const p50 = async () => {
       const times: number[] = [];
       for (let i = 0; i < calls; i++) {
         const started = performance.now();
-        await patient.medplum.executeBot(bot, { context: {} }, 'application/json');
+        const answer = await gw.call('GET', '/v1/agreements/requirements', { token: patient.token });
+        if (answer.status !== 200) {
+          throw new Error(`requirements answered ${answer.status}`);
+        }
         times.push(performance.now() - started);
       }
       return median(times.slice(calls / 5));
@@ -147,6 +149,6 @@ export async function runRequirementsStoreSizeBench(documents = 2000, calls = 30
     const large = await p50();
     return { small, smallDocuments, large, largeDocuments, ratio: large / small };
   } finally {
-    backend.close();
+    await gw.close();
   }
 }

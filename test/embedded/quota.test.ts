@@ -79,7 +79,10 @@ describe('the FHIR quota, as Medplum counts it', () => {
     expect(retryAfter).toBeLessThanOrEqual(60);
     // A workflow too: her own quota is spent (Medplum refuses the $execute itself), so it is her 429,
     // not the platform's 503.
-    const workflow = await gw.call('GET', '/v1/agreements/requirements', { token });
+    const workflow = await gw.call('POST', '/v1/agreements/acceptances', {
+      token,
+      body: { agreements: ['https://patient-care.example/agreements/terms|2026-01'] },
+    });
     expect(workflow.status).toBe(429);
     expect(workflow.body).toMatchObject({ error: { code: 'rate_limited' } });
     expect(Number(workflow.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -93,12 +96,15 @@ describe('the FHIR quota, as Medplum counts it', () => {
 
   it("a bot's calls count against the bot, for every patient at once; when it is spent the workflow is 503 with Retry-After, nothing written", async () => {
     nextMinute();
-    const requirements = () =>
-      gw.call('GET', '/v1/agreements/requirements', { token: gw.backend.patients.carol.token });
-    let answer = await requirements();
+    // Accepting the terms (then replaying the acceptance: the bot reads and answers, writes nothing): a
+    // bot run each time.
+    const terms = 'https://patient-care.example/agreements/terms|2026-01';
+    const accept = (token: string) =>
+      gw.call('POST', '/v1/agreements/acceptances', { token, body: { agreements: [terms] } });
+    let answer = await accept(gw.backend.patients.carol.token);
     let calls = 1;
     while (answer.status === 200 && calls < 500) {
-      answer = await requirements();
+      answer = await accept(gw.backend.patients.carol.token);
       calls++;
     }
     expect(answer.status).toBe(503);
@@ -106,13 +112,32 @@ describe('the FHIR quota, as Medplum counts it', () => {
     expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
     // Carol's own minute is nowhere near spent (each call reads the Bot once): another patient is
     // refused too, since the bot's quota is one for all of them.
-    const dave = await gw.call('GET', '/v1/agreements/requirements', { token: gw.backend.patients.dave.token });
+    const dave = await accept(gw.backend.patients.dave.token);
     expect(dave.status).toBe(503);
     expect(
       (await call(gw.backend.patients.carol.token, 'GET', `Patient/${gw.backend.patients.carol.patient.id}`)).status,
     ).toBe(200);
     nextMinute();
-    expect((await requirements()).status).toBe(200);
+    expect((await accept(gw.backend.patients.carol.token)).status).toBe(200);
+  });
+
+  it('a read computed by the gateway (the requirements check) spends her own quota, never the platform’s: her 429, nobody else held back', async () => {
+    nextMinute();
+    const requirements = (token: string) => gw.call('GET', '/v1/agreements/requirements', { token });
+    let answer = await requirements(gw.backend.patients.dave.token);
+    let calls = 1;
+    while (answer.status === 200 && calls < 500) {
+      answer = await requirements(gw.backend.patients.dave.token);
+      calls++;
+    }
+    expect(answer.status).toBe(429);
+    expect(answer.body).toMatchObject({ error: { code: 'rate_limited' } });
+    expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Her minute, about 40 points a call (reads and searches), not a shared bot's.
+    expect(calls).toBeGreaterThan(10);
+    expect((await requirements(gw.backend.patients.carol.token)).status).toBe(200);
+    nextMinute();
+    expect((await requirements(gw.backend.patients.dave.token)).status).toBe(200);
   });
 
   it('a bot whose reads are refused for its quota fails as that, 503, never as a 404 that blames the patient (bots/lib/absent.ts)', async () => {
