@@ -7,7 +7,9 @@ import type {
   Bundle,
   CareTeam,
   ClientApplication,
+  Condition,
   DetectedIssue,
+  QuestionnaireResponse,
   Resource,
   Schedule,
   Task,
@@ -15,13 +17,22 @@ import type {
   ValueSetExpansionContains,
 } from '@medplum/fhirtypes';
 import { QUEUES_PARAMETER, queuesValue, SYSTEMS, TENANT_PARAMETER } from '../contracts/systems';
+import {
+  CONDITION_ITEM,
+  FORM_INPUT,
+  formOf,
+  OPTION_ITEM,
+  RESPONSE_OUTPUT,
+  responseOutput,
+  WORK_FORMS,
+} from '../contracts/work-forms';
 import { createApp, DEFAULT_LIMITS } from '../src/app';
 import { createEdgeSigner } from '../src/edge/statement';
 import { loadFhirSchema } from '../src/embedded/schema';
 import { applyDefinition, type ProvisionReport } from '../src/provision/apply';
 import { readBotBundles } from '../src/provision/bundles';
 import { DEMO_PASSWORD, DEMO_TENANTS, demoDefinition, demoEmail } from '../src/provision/demo';
-import { PatientCareApiError } from '../src/sdk';
+import { createPatientCareClient, PatientCareApiError } from '../src/sdk';
 import { type JourneyBackend, type JourneyProgress, journey } from './demo';
 
 /**
@@ -93,13 +104,17 @@ async function answerOf(response: Response): Promise<Answer> {
   };
 }
 
-/** One HTTP call to Medplum with a token. The admin's own look-ups wait out the FHIR quota (429). */
+/**
+ * One HTTP call to Medplum with a token. The admin's own look-ups wait out the FHIR quota (429).
+ * `extended`: Medplum's extended mode (`X-Medplum: extended`, what MedplumClient, and so Medplum's app
+ * and the bots, always send): a resource then shows `meta.author`, the writer Medplum stamped.
+ */
 async function medplumCall(
   baseUrl: string,
   token: string,
   method: string,
   path: string,
-  options: { body?: unknown; waitOutQuota?: boolean } = {},
+  options: { body?: unknown; waitOutQuota?: boolean; extended?: boolean } = {},
 ): Promise<Answer> {
   for (let attempt = 0; ; attempt++) {
     const response = await fetch(new URL(path, baseUrl), {
@@ -108,6 +123,7 @@ async function medplumCall(
         authorization: `Bearer ${token}`,
         accept: 'application/fhir+json, application/json',
         ...(options.body === undefined ? {} : { 'content-type': 'application/fhir+json' }),
+        ...(options.extended ? { 'x-medplum': 'extended' } : {}),
       },
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
     });
@@ -931,6 +947,9 @@ async function attacks(ctx: AttackContext): Promise<void> {
     );
   }
 
+  // Clinician work as forms (issue 26): who answers an intake review's form decides what eligibility does.
+  await workForms(ctx, people, queueRef);
+
   // Terminology (issue 26): the clinician policy reads, read-only, the ValueSets and CodeSystems Medplum
   // keeps in its R4 project (MEDPLUM_R4_PROJECT), so that Medplum's app can `ValueSet/$expand` a coded
   // field's binding; her own tenant's catalog stays hers (catalogReads), the other tenant's out of reach,
@@ -1254,6 +1273,423 @@ async function attacks(ctx: AttackContext): Promise<void> {
   }
 
   await patientBounds(ctx, people);
+}
+
+const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
+/** How long the lane waits for what a Subscription does (Medplum delivers through a queue). */
+const SUBSCRIPTION_WAIT_MS = 30_000;
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The admin's read in extended mode: `meta.author` shown (who wrote each version, as the bots see it). */
+const adminRead = (ctx: AttackContext, path: string) =>
+  medplumCall(ctx.baseUrl, ctx.adminToken, 'GET', path, { waitOutQuota: true, extended: true });
+
+/** A new Northwind patient (signed in) and her intake review as the complete-task bot issued it. */
+interface IntakeReview {
+  patient: Person;
+  review: Task & { id: string };
+}
+
+/**
+ * A new patient registers through Northwind's app and completes the blood-pressure intake through the
+ * gateway (the journey's steps 1 to 5, without the upload): the complete-task bot issues her intake
+ * review, its form contained (contracts/work-forms.ts), in the Northwind intake queue. One row says what
+ * was issued; undefined when it was not as it must be.
+ */
+async function intakeReview(
+  ctx: AttackContext,
+  label: string,
+  queueRef: string | undefined,
+): Promise<IntakeReview | undefined> {
+  const step = `precondition: a new patient (${label}) registers through Northwind's app and completes the blood-pressure intake through the gateway: the complete-task bot issues her intake review, its form contained, in the Northwind intake queue`;
+  try {
+    const client = new MedplumClient({ baseUrl: ctx.baseUrl, cacheTime: 0 });
+    const user = await client.startNewUser({
+      firstName: 'Rhea',
+      lastName: `Review (${label})`,
+      email: `lane.form.${Date.now()}@example.com`,
+      password: 'a long enough lane password',
+      projectId: ctx.projectId,
+      clientId: ctx.appIdOf('northwind'),
+      recaptchaToken: '',
+    });
+    const registered = await client.startNewPatient({ login: user.login, projectId: ctx.projectId });
+    await client.processCode(registered.code as string);
+    const token = client.getAccessToken() as string;
+    const api = createPatientCareClient({ baseUrl: PUBLIC_URL, accessToken: token, fetch: ctx.gatewayFetch });
+    const home = await api.patient.home();
+    const profile = await api.patient.profile();
+    await api.fhir.updatePatient({
+      ...(profile as typeof profile & { id: string }),
+      address: [{ line: ['7 Form Lane'], city: 'Fresno', state: 'CA', postalCode: '93701', country: 'US' }],
+    });
+    const { protocols } = await api.protocols.list();
+    const check = protocols.find((p) => 'assessment' in p && p.assessment?.includes('blood-pressure-check'));
+    if (!check) {
+      row(step, 'FAILED', `${home.patient}: the blood-pressure check is not in her catalog`);
+      return undefined;
+    }
+    const { unmet } = await api.agreements.requirements({ healthcareService: check.healthcareService });
+    await api.agreements.accept(unmet);
+    const assessment = await api.assessments.start({ healthcareService: check.healthcareService });
+    for (const task of assessment.tasks) {
+      if (task.kind === 'questionnaire') {
+        const answers = await api.fhir.createQuestionnaireResponse({
+          resourceType: 'QuestionnaireResponse',
+          status: 'completed',
+          questionnaire: task.questionnaire,
+          item: [
+            { linkId: 'diagnosed', answer: [{ valueBoolean: true }] },
+            { linkId: 'medication', answer: [{ valueBoolean: false }] },
+          ],
+        } as QuestionnaireResponse);
+        await api.tasks.complete(task.task, { questionnaireResponse: `QuestionnaireResponse/${answers.id}` });
+      } else {
+        await api.tasks.complete(task.task, {
+          measurements: [
+            { code: 'http://loinc.org|8480-6', value: 150, unit: 'mm[Hg]' },
+            { code: 'http://loinc.org|8462-4', value: 95, unit: 'mm[Hg]' },
+          ],
+        });
+      }
+    }
+    const search = `fhir/R4/Task?code=${encodeURIComponent(`${SYSTEMS.taskKind}|review-intake`)}&patient=${home.patient}`;
+    const start = Date.now();
+    let review: Task | undefined;
+    for (;;) {
+      review = entriesOf((await adminRead(ctx, search)).body)[0] as Task | undefined;
+      if (review || Date.now() - start > SUBSCRIPTION_WAIT_MS) {
+        break;
+      }
+      await pause(1000);
+    }
+    if (!review?.id) {
+      row(step, 'FAILED', `${home.patient}: no review-intake Task of hers within ${SUBSCRIPTION_WAIT_MS / 1000} s`);
+      return undefined;
+    }
+    const form = formOf(review);
+    const reference = review.input?.find((i) => i.type?.text === FORM_INPUT)?.valueReference?.reference;
+    const choices = (form?.item?.find((i) => i.linkId === CONDITION_ITEM)?.answerOption ?? []).map(
+      (o) => o.valueCoding?.code,
+    );
+    const author = review.meta?.author?.reference ?? '';
+    const good =
+      review.status === 'ready' &&
+      review.owner?.reference === queueRef &&
+      author.startsWith('Bot/') &&
+      form?.url === WORK_FORMS.assignCondition &&
+      choices.includes('I10');
+    row(
+      step,
+      good ? 'ok' : 'FAILED',
+      `${home.patient}; Task/${review.id} ${review.status}, owner ${review.owner?.reference}${review.owner?.reference === queueRef ? ' (the Northwind intake queue)' : ''}, written by ${author || 'nobody'}, input '${FORM_INPUT}' -> ${reference ?? 'none'}: ${form ? `a contained Questionnaire ${form.url}|${form.version}, item '${CONDITION_ITEM}' of ${choices.length} choice(s): ${choices.join(', ')}` : 'no contained form'}`,
+    );
+    return good
+      ? {
+          patient: { who: `the new patient (${label})`, token, profile: home.patient },
+          review: review as Task & { id: string },
+        }
+      : undefined;
+  } catch (err) {
+    row(step, 'FAILED', message(err));
+    return undefined;
+  }
+}
+
+/**
+ * Clinician work as forms (issue 26, bots/lib/work-forms.ts), on a real Medplum: a new Northwind patient's
+ * intake review is claimed by the Northwind clinician and completed with a QuestionnaireResponse as its
+ * output `questionnaire-response`. Eligibility records the Condition (identifier
+ * `eligibilityKey|Task/<review>`, her as asserter) and issues the selection only for answers whose
+ * writer (`meta.author`, stamped by Medplum) is the clinician who completes the review: her own, not a
+ * colleague's written in her name, not the patient's. Each case has a patient and a review of its own.
+ */
+async function workForms(ctx: AttackContext, people: Map<string, Person>, queueRef: string | undefined): Promise<void> {
+  const clinician = people.get('northwind-clinician');
+  const colleague = people.get('outsider');
+  const southridge = people.get('southridge-clinician');
+  const direct = (person: Person, method: string, path: string, body?: unknown) =>
+    medplumCall(ctx.baseUrl, person.token, method, `fhir/R4/${path}`, { body, extended: true });
+  const eligibility = entriesOf(
+    (await ctx.adminGet(`fhir/R4/Bot?identifier=${encodeURIComponent(`${SYSTEMS.bots}|eligibility`)}`)).body,
+  )[0] as Bot | undefined;
+  const steps = {
+    control:
+      "control: the Northwind clinician claims the new patient's intake review, answers its form with her own QuestionnaireResponse (condition I10, author herself) and completes the review with it as output 'questionnaire-response'",
+    believed:
+      'control: eligibility believes her answers: the Condition keyed by the review (SYSTEMS.eligibilityKey|Task/<review>) appears, I10, asserter and recorder her, her response its evidence; and a ready select-treatment Task with its form',
+    southridge:
+      "attack: the Southridge clinician writes a QuestionnaireResponse to the review's form about a Northwind patient (subject the patient, author herself)",
+    colleague:
+      "attack: a Northwind colleague (the clinician outside the queue, clinician policy) writes the answers to the review's form (I10, `author` naming the Northwind clinician); the Northwind clinician claims the review and completes it with the colleague's QuestionnaireResponse as 'questionnaire-response'",
+    patient:
+      "attack: the new patient writes a QuestionnaireResponse to the review's form herself, directly on Medplum (her token, subject and author herself, I10); the Northwind clinician claims the review and completes it with it as 'questionnaire-response'",
+  };
+  if (!clinician || !eligibility?.id) {
+    for (const step of Object.values(steps)) {
+      row(step, 'not reached', !clinician ? 'the Northwind clinician could not sign in' : 'no eligibility Bot');
+    }
+    return;
+  }
+  const her = clinician.profile;
+
+  /** Answers to a review's form: the condition I10 as the form offers it. */
+  const answersTo = (review: Task, subject: string, author: string): QuestionnaireResponse => {
+    const form = formOf(review);
+    const i10 = form?.item
+      ?.find((i) => i.linkId === CONDITION_ITEM)
+      ?.answerOption?.find((o) => o.valueCoding?.code === 'I10')?.valueCoding ?? { system: ICD10CM, code: 'I10' };
+    return {
+      resourceType: 'QuestionnaireResponse',
+      questionnaire: form?.url,
+      status: 'completed',
+      subject: { reference: subject },
+      author: { reference: author } as QuestionnaireResponse['author'],
+      authored: new Date().toISOString(),
+      item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding: i10 }] }],
+    };
+  };
+
+  /**
+   * The Northwind clinician reads and claims the review (as Medplum's app does: the Task as she reads it,
+   * owner herself, in-progress), `writer` writes `answers`, and she completes the review naming them.
+   * What each write answered; `response` when the answers were written, `completed` when she completed.
+   */
+  const handIn = async (review: Task, writer: Person, answers: QuestionnaireResponse) => {
+    const said: string[] = [];
+    const read = await direct(clinician, 'GET', `Task/${review.id}`);
+    if (read.status !== 200) {
+      return { said: [`her read of Task/${review.id}: ${describe(read)}`], stopped: 'read' as const };
+    }
+    const claim = await direct(clinician, 'PUT', `Task/${review.id}`, {
+      ...(read.body as Task),
+      owner: { reference: her },
+      status: 'in-progress',
+      executionPeriod: { start: new Date().toISOString() },
+    });
+    said.push(`her claim ${describe(claim)}`);
+    if (claim.status !== 200) {
+      return { said, stopped: 'claim' as const };
+    }
+    const written = await direct(writer, 'POST', 'QuestionnaireResponse', answers);
+    const response = written.status === 201 ? (written.body as QuestionnaireResponse) : undefined;
+    said.push(
+      `the answers by ${writer.who}: ${describe(written)}${response ? ` (meta.author ${response.meta?.author?.reference}, author ${response.author?.reference})` : ''}`,
+    );
+    if (!response?.id) {
+      return { said, stopped: 'answers' as const, written };
+    }
+    const claimed = claim.body as Task;
+    const done = await direct(clinician, 'PUT', `Task/${review.id}`, {
+      ...claimed,
+      status: 'completed',
+      output: [responseOutput(`QuestionnaireResponse/${response.id}`)],
+      executionPeriod: { ...claimed.executionPeriod, end: new Date().toISOString() },
+    });
+    said.push(
+      `her completion with output '${RESPONSE_OUTPUT}' -> QuestionnaireResponse/${response.id}: ${describe(done)}`,
+    );
+    return { said, response, stopped: done.status === 200 ? undefined : ('completion' as const), done };
+  };
+
+  /**
+   * What eligibility did about a review, as the admin reads it: its runs on the review (AuditEvents of
+   * the eligibility Bot naming the Task), the patient's Conditions and select-treatment Tasks (those
+   * keyed by the review apart). Polled every second until `enough`, or 30 s.
+   */
+  const aftermath = async (review: Task, patient: string, enough: (seen: Aftermath) => boolean) => {
+    const started = Date.now();
+    const key = `Task/${review.id}`;
+    const keyed = (r: Condition | Task) =>
+      r.identifier?.some((i) => i.system === SYSTEMS.eligibilityKey && i.value === key) ?? false;
+    for (;;) {
+      const [events, conditions, selections] = await Promise.all([
+        adminRead(ctx, `fhir/R4/AuditEvent?entity=${key}&_count=20`),
+        adminRead(ctx, `fhir/R4/Condition?subject=${patient}&_count=20`),
+        adminRead(
+          ctx,
+          `fhir/R4/Task?patient=${patient}&code=${encodeURIComponent(`${SYSTEMS.taskKind}|select-treatment`)}&_count=20`,
+        ),
+      ]);
+      const seen: Aftermath = {
+        runs: (entriesOf(events.body) as AuditEvent[]).filter(
+          (e) => e.source?.observer?.reference === `Bot/${eligibility.id}`,
+        ),
+        conditions: entriesOf(conditions.body) as Condition[],
+        selections: entriesOf(selections.body) as Task[],
+        keyedCondition: undefined,
+        keyedSelection: undefined,
+        seconds: (Date.now() - started) / 1000,
+      };
+      seen.keyedCondition = seen.conditions.find(keyed);
+      seen.keyedSelection = seen.selections.find(keyed);
+      if (enough(seen) || Date.now() - started > SUBSCRIPTION_WAIT_MS) {
+        return seen;
+      }
+      await pause(1000);
+    }
+  };
+  const runsOf = (seen: Aftermath) =>
+    seen.runs.length === 0
+      ? `no run of the eligibility bot on it within ${SUBSCRIPTION_WAIT_MS / 1000} s`
+      : `the eligibility bot ran on it ${seen.runs.length} time(s) (AuditEvent outcome ${seen.runs.map((r) => r.outcome).join(', ')})`;
+
+  /**
+   * An attack's verdict: held when a write of it was refused (400/403/404), or when everything was
+   * written and the eligibility bot ran on the completed review (outcome 0: it returned, it did not
+   * throw) and wrote nothing (no Condition of the patient, no select-treatment Task of hers); FAILED when
+   * anything appeared, or when the bot did not run or failed (nothing proven). Medplum keeps a subscription
+   * bot's console, not what it returned, so its reason is not in the AuditEvent: the control differs only
+   * in who wrote the answers.
+   */
+  const judgeAttack = async (step: string, intake: IntakeReview | undefined, writer: Person | undefined) => {
+    if (!intake || !writer) {
+      row(
+        step,
+        'not reached',
+        !intake ? 'no intake review (see the precondition row)' : 'the writer could not sign in',
+      );
+      return;
+    }
+    try {
+      const written = answersTo(
+        intake.review,
+        intake.patient.profile,
+        writer === intake.patient ? intake.patient.profile : her,
+      );
+      const handed = await handIn(intake.review, writer, written);
+      if (handed.stopped === 'read' || handed.stopped === 'claim') {
+        row(step, 'FAILED', `the attack could not be staged: ${handed.said.join('; ')}`);
+        return;
+      }
+      if (handed.stopped === 'answers' && handed.written && [400, 403, 404].includes(handed.written.status)) {
+        row(step, 'held', `refused outright: ${handed.said.join('; ')}`);
+        return;
+      }
+      if (handed.stopped) {
+        const refused = handed.done && REJECTED.includes(handed.done.status);
+        row(
+          step,
+          refused ? 'held' : 'FAILED',
+          `${refused ? 'refused at her completion' : 'unexpected'}: ${handed.said.join('; ')}`,
+        );
+        return;
+      }
+      const seen = await aftermath(intake.review, intake.patient.profile, (s) => s.runs.length > 0);
+      // The bot's writes are done when its AuditEvent is written; look once more, a second later.
+      if (seen.runs.length > 0) {
+        await pause(1000);
+      }
+      const after = seen.runs.length > 0 ? await aftermath(intake.review, intake.patient.profile, () => true) : seen;
+      const wrote = after.conditions.length > 0 || after.selections.length > 0;
+      // A run that failed (outcome not 0) wrote nothing for another reason: nothing would be proven.
+      const held = after.runs.some((r) => r.outcome === '0') && !wrote;
+      row(
+        step,
+        held ? 'held' : 'FAILED',
+        `expected the eligibility bot to run and write nothing; ${handed.said.join('; ')}; then ${runsOf(after)}${seen.runs.length > 0 ? `, seen after ${seen.seconds.toFixed(1)} s` : ''}; a second later the patient has ${after.conditions.length} Condition(s)${after.keyedCondition ? ` (Condition/${after.keyedCondition.id} keyed by the review, asserter ${after.keyedCondition.asserter?.reference})` : ''} and ${after.selections.length} select-treatment Task(s)${after.keyedSelection ? ` (Task/${after.keyedSelection.id}, ${after.keyedSelection.status})` : ''}`,
+      );
+    } catch (err) {
+      row(step, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  };
+
+  // The control: her own answers.
+  const mine = await intakeReview(ctx, 'her own answers', queueRef);
+  if (!mine) {
+    row(steps.control, 'not reached', 'no intake review (see the precondition row)');
+    row(steps.believed, 'not reached', 'no intake review (see the precondition row)');
+  } else {
+    try {
+      const handed = await handIn(mine.review, clinician, answersTo(mine.review, mine.patient.profile, her));
+      const response = handed.response;
+      const mineByHer = response?.meta?.author?.reference === her;
+      row(
+        steps.control,
+        !handed.stopped && mineByHer ? 'ok' : 'FAILED',
+        `expected her claim 200, her answers 201 (meta.author her), her completion 200; got ${handed.said.join('; ')}`,
+      );
+      if (handed.stopped || !response?.id) {
+        row(steps.believed, 'not reached', 'the hand-in above did not complete');
+      } else {
+        const seen = await aftermath(
+          mine.review,
+          mine.patient.profile,
+          (s) => s.keyedCondition !== undefined && s.keyedSelection?.status === 'ready',
+        );
+        const condition = seen.keyedCondition;
+        const selection = seen.keyedSelection;
+        const evidence = condition?.evidence?.flatMap((e) => e.detail ?? []).map((d) => d.reference) ?? [];
+        const conditionGood =
+          condition !== undefined &&
+          condition.asserter?.reference === her &&
+          condition.recorder?.reference === her &&
+          condition.code?.coding?.some((c) => c.system === ICD10CM && c.code === 'I10') === true &&
+          condition.subject?.reference === mine.patient.profile &&
+          evidence.includes(`QuestionnaireResponse/${response.id}`);
+        const selectionForm = selection ? formOf(selection) : undefined;
+        const options = (selectionForm?.item?.find((i) => i.linkId === OPTION_ITEM)?.answerOption ?? []).length;
+        const selectionGood =
+          selection?.status === 'ready' && selectionForm?.url === WORK_FORMS.selectTreatment && options > 0;
+        row(
+          steps.believed,
+          conditionGood && selectionGood ? 'ok' : 'FAILED',
+          `after ${seen.seconds.toFixed(1)} s: ${
+            condition
+              ? `Condition/${condition.id} (written by ${condition.meta?.author?.reference}): ${condition.code?.coding?.map((c) => c.code).join(', ')}, ${condition.verificationStatus?.coding?.[0]?.code}, asserter ${condition.asserter?.reference}, recorder ${condition.recorder?.reference}${condition.asserter?.reference === her ? ' (her)' : ' (NOT her)'}, evidence ${evidence.join(', ') || 'none'}`
+              : `no Condition keyed by Task/${mine.review.id} (${seen.conditions.length} Condition(s) of the patient)`
+          }; ${
+            selection
+              ? `Task/${selection.id} select-treatment ${selection.status}, owner ${selection.owner?.reference}, its form ${selectionForm ? `${selectionForm.url}|${selectionForm.version} with ${options} option(s)` : 'absent'}`
+              : `no select-treatment Task keyed by the review (${seen.selections.length} of the patient)`
+          }; ${runsOf(seen)}`,
+        );
+      }
+    } catch (err) {
+      row(steps.control, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
+
+  // A colleague's answers, written in her name: Medplum stamps who wrote them (meta.author).
+  const colleagues = await intakeReview(ctx, "a colleague's answers", queueRef);
+  if (!southridge || !colleagues) {
+    row(
+      steps.southridge,
+      'not reached',
+      !southridge ? 'could not sign in' : 'no intake review (see the precondition row)',
+    );
+  } else {
+    try {
+      const written = await direct(
+        southridge,
+        'POST',
+        'QuestionnaireResponse',
+        answersTo(colleagues.review, colleagues.patient.profile, southridge.profile),
+      );
+      row(
+        steps.southridge,
+        [400, 403, 404].includes(written.status) ? 'held' : 'FAILED',
+        `expected 400/403/404, got ${describe(written)}`,
+      );
+    } catch (err) {
+      row(steps.southridge, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
+  await judgeAttack(steps.colleague, colleagues, colleague);
+
+  // The patient's own answers to the clinician's form.
+  const patients = await intakeReview(ctx, "the patient's own answers", queueRef);
+  await judgeAttack(steps.patient, patients, patients?.patient);
+}
+
+/** What eligibility did about one review, as the admin reads it. */
+interface Aftermath {
+  runs: AuditEvent[];
+  conditions: Condition[];
+  selections: Task[];
+  keyedCondition: Condition | undefined;
+  keyedSelection: Task | undefined;
+  seconds: number;
 }
 
 /** A gateway answer with the header a throttled one carries. */
