@@ -24,6 +24,7 @@ import {
   OPTION_ITEM,
   RESPONSE_OUTPUT,
   responseOutput,
+  responseReference,
   WORK_FORMS,
 } from '../contracts/work-forms';
 import { createApp, DEFAULT_LIMITS } from '../src/app';
@@ -229,7 +230,7 @@ async function main(): Promise<void> {
         bundles: readBotBundles(definition),
         edgeStatementKey,
       });
-      const counts = `created ${report.created.length}, updated ${report.updated.length}, unchanged ${report.unchanged.length}, deployed ${report.deployed.length}`;
+      const counts = `created ${report.created.length}, updated ${report.updated.length}, unchanged ${report.unchanged.length}, deployed ${report.deployed.length} (of the definition's ${definition.bots.length} bots)`;
       row(label, 'ok', `${counts}, ${calls.length - from} calls (${seconds()})`);
       return { report, writes: writesSince() };
     } catch (err) {
@@ -1185,6 +1186,16 @@ async function attacks(ctx: AttackContext): Promise<void> {
       `expected no executableCode/sourceCode, got ${describe(answer)}${shows ? ' showing them' : ''}`,
     );
   }
+  // GET /v1/agreements/requirements is a read the gateway computes with her own token (082b830): the
+  // journey's step 4 and each form case's intake ask it through the gateway; no bot of it is provisioned.
+  const requirementsBot = await botOf('agreement-requirements');
+  row(
+    'no agreement-requirements bot is provisioned (the gateway computes GET /v1/agreements/requirements)',
+    requirementsBot ? 'FAILED' : 'ok',
+    requirementsBot
+      ? `Bot/${requirementsBot.id} has the identifier ${SYSTEMS.bots}|agreement-requirements (a project provisioned before 082b830?)`
+      : `no Bot with the identifier ${SYSTEMS.bots}|agreement-requirements`,
+  );
   for (const key of ['eligibility', 'compose-offer', 'reconcile', 'materialize-slots', 'sms-opt-out']) {
     const bot = await botOf(key);
     await attack(
@@ -1402,7 +1413,9 @@ async function intakeReview(
  * output `questionnaire-response`. Eligibility records the Condition (identifier
  * `eligibilityKey|Task/<review>`, her as asserter) and issues the selection only for answers whose
  * writer (`meta.author`, stamped by Medplum) is the clinician who completes the review: her own, not a
- * colleague's written in her name, not the patient's. Each case has a patient and a review of its own.
+ * colleague's she hands in, not the patient's. Each case has a patient and a review of its own. Then the
+ * clinician policy's OWN_ANSWERS_ONLY (ownAnswers): a clinician's answers name no one but herself, and
+ * nobody's submitted answers, nor a colleague's draft, are hers to change.
  */
 async function workForms(ctx: AttackContext, people: Map<string, Person>, queueRef: string | undefined): Promise<void> {
   const clinician = people.get('northwind-clinician');
@@ -1421,9 +1434,30 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     southridge:
       "attack: the Southridge clinician writes a QuestionnaireResponse to the review's form about a Northwind patient (subject the patient, author herself)",
     colleague:
-      "attack: a Northwind colleague (the clinician outside the queue, clinician policy) writes the answers to the review's form (I10, `author` naming the Northwind clinician); the Northwind clinician claims the review and completes it with the colleague's QuestionnaireResponse as 'questionnaire-response'",
+      "attack: a Northwind colleague (the clinician outside the queue, clinician policy) writes the answers to the review's form (I10, no author: her policy lets her name only herself); the Northwind clinician claims the review and completes it with the colleague's QuestionnaireResponse as 'questionnaire-response'",
+    inHerName:
+      "attack: a Northwind colleague (the clinician outside the queue) writes the answers to the review's form in the Northwind clinician's name (I10, `author` the Northwind clinician)",
     patient:
       "attack: the new patient writes a QuestionnaireResponse to the review's form herself, directly on Medplum (her token, subject and author herself, I10); the Northwind clinician claims the review and completes it with it as 'questionnaire-response'",
+    // OWN_ANSWERS_ONLY (ownAnswers, below).
+    pinned:
+      "the journey's review and selection, completed through the clinician helper (src/clinician `answer`), hand in the version she wrote: output 'questionnaire-response' -> QuestionnaireResponse/<id>/_history/<vid>, that version written by her",
+    intake:
+      "attack: the Northwind clinician rewrites the journey patient's submitted intake QuestionnaireResponse (her yes/no answers flipped)",
+    colleagueDraft:
+      "precondition: a Northwind colleague (the clinician outside the queue) writes a draft of answers to a review's form (in-progress, no author) about the form case's patient",
+    signColleagues:
+      "attack: the Northwind clinician takes over the colleague's draft (author herself, still in-progress)",
+    submitColleagues:
+      "attack: the Northwind clinician submits the colleague's draft (status completed, nothing else changed)",
+    patientsName:
+      "attack: the Northwind clinician writes answers to a review's form in the patient's name (author the patient, I10)",
+    ownDraft:
+      'control: the Northwind clinician writes her own draft (in-progress, author herself) and changes it (condition R03.0 instead of I10)',
+    ownSubmit: 'control: the Northwind clinician submits her own draft (status completed)',
+    ownSubmitted: 'attack: the Northwind clinician changes her own submitted answers (condition back to I10)',
+    ownHandedIn:
+      "attack: the Northwind clinician changes the answers she handed in for her review, the Condition's evidence (condition R03.0 instead of I10)",
   };
   if (!clinician || !eligibility?.id) {
     for (const step of Object.values(steps)) {
@@ -1433,22 +1467,23 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
   }
   const her = clinician.profile;
 
-  /** Answers to a review's form: the condition I10 as the form offers it. */
-  const answersTo = (review: Task, subject: string, author: string): QuestionnaireResponse => {
-    const form = formOf(review);
-    const i10 = form?.item
-      ?.find((i) => i.linkId === CONDITION_ITEM)
-      ?.answerOption?.find((o) => o.valueCoding?.code === 'I10')?.valueCoding ?? { system: ICD10CM, code: 'I10' };
-    return {
-      resourceType: 'QuestionnaireResponse',
-      questionnaire: form?.url,
-      status: 'completed',
-      subject: { reference: subject },
-      author: { reference: author } as QuestionnaireResponse['author'],
-      authored: new Date().toISOString(),
-      item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding: i10 }] }],
-    };
+  /** The condition `code` as a review's form offers it (I10, R03.0, E66.9), as an item of answers. */
+  const conditionItem = (review: Task, code = 'I10'): QuestionnaireResponse['item'] => {
+    const coding = formOf(review)
+      ?.item?.find((i) => i.linkId === CONDITION_ITEM)
+      ?.answerOption?.find((o) => o.valueCoding?.code === code)?.valueCoding ?? { system: ICD10CM, code };
+    return [{ linkId: CONDITION_ITEM, answer: [{ valueCoding: coding }] }];
   };
+  /** Answers to a review's form: the condition I10 as the form offers it; no `author` when undefined. */
+  const answersTo = (review: Task, subject: string, author: string | undefined): QuestionnaireResponse => ({
+    resourceType: 'QuestionnaireResponse',
+    questionnaire: formOf(review)?.url,
+    status: 'completed',
+    subject: { reference: subject },
+    ...(author ? { author: { reference: author } as QuestionnaireResponse['author'] } : {}),
+    authored: new Date().toISOString(),
+    item: conditionItem(review),
+  });
 
   /**
    * The Northwind clinician reads and claims the review (as Medplum's app does: the Task as she reads it,
@@ -1474,7 +1509,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     const written = await direct(writer, 'POST', 'QuestionnaireResponse', answers);
     const response = written.status === 201 ? (written.body as QuestionnaireResponse) : undefined;
     said.push(
-      `the answers by ${writer.who}: ${describe(written)}${response ? ` (meta.author ${response.meta?.author?.reference}, author ${response.author?.reference})` : ''}`,
+      `the answers by ${writer.who}: ${describe(written)}${response ? ` (meta.author ${response.meta?.author?.reference}, author ${response.author?.reference ?? 'none'})` : ''}`,
     );
     if (!response?.id) {
       return { said, stopped: 'answers' as const, written };
@@ -1552,10 +1587,11 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
       return;
     }
     try {
+      // The patient names herself; a colleague no one (the policy lets a clinician name only herself).
       const written = answersTo(
         intake.review,
         intake.patient.profile,
-        writer === intake.patient ? intake.patient.profile : her,
+        writer === intake.patient ? intake.patient.profile : undefined,
       );
       const handed = await handIn(intake.review, writer, written);
       if (handed.stopped === 'read' || handed.stopped === 'claim') {
@@ -1594,8 +1630,251 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     }
   };
 
+  /** The patient's QuestionnaireResponses as the admin finds them (ids), to tell that a refused create wrote nothing. */
+  const responsesOf = async (patient: string) =>
+    entriesOf((await adminRead(ctx, `fhir/R4/QuestionnaireResponse?subject=${patient}&_count=100`)).body).map(
+      (r) => r.id,
+    );
+
+  /**
+   * A create the clinician policy must refuse (OWN_ANSWERS_ONLY): `writer` POSTs `body(intake)`; held when
+   * refused (400/403) and the patient's QuestionnaireResponses, as the admin finds them, are those of before.
+   */
+  const refusedCreate = async (
+    step: string,
+    writer: Person | undefined,
+    intake: IntakeReview | undefined,
+    body: (intake: IntakeReview) => QuestionnaireResponse,
+    noWriter: string,
+  ): Promise<void> => {
+    if (!writer || !intake) {
+      row(step, 'not reached', !writer ? noWriter : 'no intake review (see the precondition row)');
+      return;
+    }
+    try {
+      const before = await responsesOf(intake.patient.profile);
+      const written = await direct(writer, 'POST', 'QuestionnaireResponse', body(intake));
+      const after = await responsesOf(intake.patient.profile);
+      const same = after.length === before.length && after.every((id) => before.includes(id));
+      row(
+        step,
+        REJECTED.includes(written.status) && same ? 'held' : 'FAILED',
+        `expected 403/400 and nothing written; got ${describe(written)}; ${intake.patient.profile} has ${after.length} QuestionnaireResponse(s)${same ? ', as before' : ` (${before.length} before)`}`,
+      );
+    } catch (err) {
+      row(step, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  };
+
+  /**
+   * A write to answers already written that the clinician policy must refuse (OWN_ANSWERS_ONLY):
+   * `attacker` reads `target` (as Medplum's app would) and PUTs it back with `change` applied; held when
+   * refused (400/403) and the admin reads the very version it read before (its `versionId`).
+   */
+  const frozen = async (
+    step: string,
+    attacker: Person | undefined,
+    target: string | undefined,
+    missing: string,
+    change: (response: QuestionnaireResponse) => QuestionnaireResponse,
+  ): Promise<void> => {
+    if (!attacker || !target) {
+      row(step, 'not reached', !attacker ? 'the attacker could not sign in' : missing);
+      return;
+    }
+    try {
+      const before = (await adminRead(ctx, `fhir/R4/${target}`)).body as QuestionnaireResponse | undefined;
+      const read = await direct(attacker, 'GET', target);
+      if (read.status !== 200) {
+        // Not a refusal of the write: nothing was tried, nothing proven.
+        row(step, 'FAILED', `the attack could not be staged: her read of ${target}: ${describe(read)}`);
+        return;
+      }
+      const written = await direct(attacker, 'PUT', target, change(read.body as QuestionnaireResponse));
+      const after = (await adminRead(ctx, `fhir/R4/${target}`)).body as QuestionnaireResponse | undefined;
+      const same = after?.meta?.versionId !== undefined && after.meta.versionId === before?.meta?.versionId;
+      row(
+        step,
+        REJECTED.includes(written.status) && same ? 'held' : 'FAILED',
+        `expected 403/400 and the same version; got ${describe(written)}; ${target} (${after?.status}, author ${after?.author?.reference ?? 'none'}, written by ${after?.meta?.author?.reference}): version ${after?.meta?.versionId}${same ? ' as before' : ` (was ${before?.meta?.versionId})`}`,
+      );
+    } catch (err) {
+      row(step, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  };
+
+  /**
+   * OWN_ANSWERS_ONLY (the clinician policy's QuestionnaireResponse writes, 0caf264): a clinician's
+   * answers are hers alone (no author, or herself), she changes only her own draft (`in-progress`, author
+   * herself), and once submitted they are frozen; nobody else's is hers to change. `intake`: a new
+   * Northwind patient and her review (its form), for the answers written here.
+   */
+  const ownAnswers = async (intake: IntakeReview | undefined, handed: QuestionnaireResponse | undefined) => {
+    const noIntake = 'no intake review (see the precondition rows)';
+    // The journey's review and selection, completed through src/clinician (`answer`): the version she wrote.
+    const journeyPatient = ctx.progress.patient;
+    if (!journeyPatient) {
+      row(steps.pinned, 'not reached', 'the journey did not make it');
+    } else {
+      try {
+        const said: string[] = [];
+        let good = true;
+        for (const kind of ['review-intake', 'select-treatment']) {
+          const task = entriesOf(
+            (
+              await adminRead(
+                ctx,
+                `fhir/R4/Task?patient=${journeyPatient}&code=${encodeURIComponent(`${SYSTEMS.taskKind}|${kind}`)}&status=completed&_count=5`,
+              )
+            ).body,
+          ).find((t) => responseReference(t as Task)) as Task | undefined;
+          const reference = task ? responseReference(task) : undefined;
+          const [, id, , versionId] =
+            /^QuestionnaireResponse\/([^/]+)(\/_history\/([^/]+))?$/.exec(reference ?? '') ?? [];
+          const version =
+            id && versionId
+              ? ((await adminRead(ctx, `fhir/R4/QuestionnaireResponse/${id}/_history/${versionId}`))
+                  .body as QuestionnaireResponse)
+              : undefined;
+          const ok = Boolean(versionId) && version?.meta?.author?.reference === clinician.profile;
+          good &&= ok;
+          said.push(
+            task
+              ? `${kind} Task/${task.id}: output '${RESPONSE_OUTPUT}' -> ${reference}${versionId ? `, that version ${version?.status ?? 'unreadable'}, written by ${version?.meta?.author?.reference ?? '?'}${version?.meta?.author?.reference === clinician.profile ? ' (her)' : ' (NOT her)'}` : ' (NOT versioned)'}`
+              : `no completed ${kind} Task of the journey patient with a '${RESPONSE_OUTPUT}' output`,
+          );
+        }
+        row(steps.pinned, good ? 'ok' : 'FAILED', said.join('; '));
+      } catch (err) {
+        row(steps.pinned, 'FAILED', `the call threw: ${message(err)}`);
+      }
+    }
+
+    // The patient's submitted intake: the journey patient's (else the new patient's).
+    const journeyIntake = ctx.progress.questionnaireResponse || undefined;
+    let intakeAnswers = journeyIntake;
+    if (!intakeAnswers && intake) {
+      const own = entriesOf(
+        (await adminRead(ctx, `fhir/R4/QuestionnaireResponse?subject=${intake.patient.profile}&_count=20`)).body,
+      ).find((r) => (r as QuestionnaireResponse).meta?.author?.reference === intake.patient.profile);
+      intakeAnswers = own ? `QuestionnaireResponse/${own.id}` : undefined;
+    }
+    const flipped = (items: QuestionnaireResponse['item']): QuestionnaireResponse['item'] =>
+      items?.map((i) => ({
+        ...i,
+        answer: i.answer?.map((a) => (a.valueBoolean === undefined ? a : { ...a, valueBoolean: !a.valueBoolean })),
+      }));
+    await frozen(
+      `${steps.intake}${journeyIntake ? '' : " (the form case patient's instead: the journey did not make it)"}`,
+      clinician,
+      intakeAnswers,
+      'no intake answers of a patient (the journey and the form cases did not make it)',
+      (r) => ({ ...r, item: flipped(r.item) }),
+    );
+
+    // A colleague's draft: not hers to take over, nor to submit.
+    let draft: QuestionnaireResponse | undefined;
+    if (!colleague || !intake) {
+      row(
+        steps.colleagueDraft,
+        'not reached',
+        !colleague ? 'the clinician outside the queue could not sign in' : noIntake,
+      );
+    } else {
+      try {
+        const written = await direct(colleague, 'POST', 'QuestionnaireResponse', {
+          ...answersTo(intake.review, intake.patient.profile, undefined),
+          status: 'in-progress',
+        });
+        draft = written.status === 201 ? (written.body as QuestionnaireResponse) : undefined;
+        row(
+          steps.colleagueDraft,
+          draft?.meta?.author?.reference === colleague.profile ? 'ok' : 'FAILED',
+          `expected 201, written by her; got ${describe(written)}${draft ? `, ${draft.status}, written by ${draft.meta?.author?.reference}, author ${draft.author?.reference ?? 'none'}` : ''}`,
+        );
+      } catch (err) {
+        row(steps.colleagueDraft, 'FAILED', `the call threw: ${message(err)}`);
+      }
+    }
+    const draftRef = draft?.id ? `QuestionnaireResponse/${draft.id}` : undefined;
+    const noDraft = "no colleague's draft (see the precondition row)";
+    await frozen(steps.signColleagues, clinician, draftRef, noDraft, (r) => ({
+      ...r,
+      author: { reference: her } as QuestionnaireResponse['author'],
+    }));
+    await frozen(steps.submitColleagues, clinician, draftRef, noDraft, (r) => ({ ...r, status: 'completed' }));
+
+    // In the patient's name.
+    await refusedCreate(
+      steps.patientsName,
+      clinician,
+      intake,
+      (i) => answersTo(i.review, i.patient.profile, i.patient.profile),
+      'the Northwind clinician could not sign in',
+    );
+
+    // Her own: a draft she may change and submit; once submitted, frozen.
+    let submitted: QuestionnaireResponse | undefined;
+    if (!intake) {
+      row(steps.ownDraft, 'not reached', noIntake);
+      row(steps.ownSubmit, 'not reached', noIntake);
+    } else {
+      try {
+        const created = await direct(clinician, 'POST', 'QuestionnaireResponse', {
+          ...answersTo(intake.review, intake.patient.profile, her),
+          status: 'in-progress',
+        });
+        const createdBody = created.status === 201 ? (created.body as QuestionnaireResponse) : undefined;
+        const changed = createdBody?.id
+          ? await direct(clinician, 'PUT', `QuestionnaireResponse/${createdBody.id}`, {
+              ...createdBody,
+              item: conditionItem(intake.review, 'R03.0'),
+            })
+          : undefined;
+        const ownDraft = changed?.status === 200 ? (changed.body as QuestionnaireResponse) : undefined;
+        row(
+          steps.ownDraft,
+          ownDraft ? 'ok' : 'FAILED',
+          `expected 201, then 200; got ${describe(created)}${createdBody ? ` (in-progress, written by ${createdBody.meta?.author?.reference})` : ''}${changed ? `; ${describe(changed)}${ownDraft ? `, ${ownDraft.status}, condition ${ownDraft.item?.[0]?.answer?.[0]?.valueCoding?.code}, version ${ownDraft.meta?.versionId}` : ''}` : ''}`,
+        );
+        if (!ownDraft?.id) {
+          row(steps.ownSubmit, 'not reached', 'her draft (the control above) failed');
+        } else {
+          const done = await direct(clinician, 'PUT', `QuestionnaireResponse/${ownDraft.id}`, {
+            ...ownDraft,
+            status: 'completed',
+          });
+          submitted = done.status === 200 ? (done.body as QuestionnaireResponse) : undefined;
+          row(
+            steps.ownSubmit,
+            submitted?.status === 'completed' ? 'ok' : 'FAILED',
+            `expected 200, completed; got ${describe(done)}${submitted ? `, ${submitted.status}, version ${submitted.meta?.versionId}` : ''}`,
+          );
+        }
+      } catch (err) {
+        row(steps.ownDraft, 'FAILED', `the call threw: ${message(err)}`);
+      }
+    }
+    await frozen(
+      steps.ownSubmitted,
+      clinician,
+      submitted?.id ? `QuestionnaireResponse/${submitted.id}` : undefined,
+      'her submitted draft (the controls above) failed',
+      (r) => ({ ...r, item: conditionItem(intake?.review as Task, 'I10') }),
+    );
+    await frozen(
+      steps.ownHandedIn,
+      clinician,
+      handed?.id ? `QuestionnaireResponse/${handed.id}` : undefined,
+      'her hand-in (the control above) failed',
+      (r) => ({ ...r, item: conditionItem(intake?.review as Task, 'R03.0') }),
+    );
+  };
+
   // The control: her own answers.
   const mine = await intakeReview(ctx, 'her own answers', queueRef);
+  /** The answers she handed in for her review (the Condition's evidence), when the control got that far. */
+  let handedIn: QuestionnaireResponse | undefined;
   if (!mine) {
     row(steps.control, 'not reached', 'no intake review (see the precondition row)');
     row(steps.believed, 'not reached', 'no intake review (see the precondition row)');
@@ -1604,6 +1883,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
       const handed = await handIn(mine.review, clinician, answersTo(mine.review, mine.patient.profile, her));
       const response = handed.response;
       const mineByHer = response?.meta?.author?.reference === her;
+      handedIn = !handed.stopped ? response : undefined;
       row(
         steps.control,
         !handed.stopped && mineByHer ? 'ok' : 'FAILED',
@@ -1675,11 +1955,21 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
       row(steps.southridge, 'FAILED', `the call threw: ${message(err)}`);
     }
   }
+  // In her name: the policy refuses it outright (OWN_ANSWERS_ONLY: no author, or the writer herself).
+  await refusedCreate(
+    steps.inHerName,
+    colleague,
+    colleagues,
+    (intake) => answersTo(intake.review, intake.patient.profile, her),
+    'the clinician outside the queue could not sign in',
+  );
   await judgeAttack(steps.colleague, colleagues, colleague);
 
   // The patient's own answers to the clinician's form.
   const patients = await intakeReview(ctx, "the patient's own answers", queueRef);
   await judgeAttack(steps.patient, patients, patients?.patient);
+
+  await ownAnswers(mine ?? colleagues ?? patients, handedIn);
 }
 
 /** What eligibility did about one review, as the admin reads it. */

@@ -61,6 +61,11 @@ export interface AppDeps {
   edgeSigner?: EdgeSigner;
   /** Origins whose pages may call the API from a browser (`CORS_ORIGINS`); default none. */
   corsOrigins?: readonly OriginRule[];
+  /**
+   * How long a tenant's published catalog read serves the next calls (src/medplum/catalog-cache.ts);
+   * default 10 s, 0 reads it on every call.
+   */
+  catalogTtlMs?: number;
 }
 
 export interface AppEnv {

@@ -13,6 +13,7 @@ import { gatewayCors } from './edge/cors';
 import { guardJsonBody } from './edge/json-body';
 import { createEdge, type Edge } from './edge/request';
 import { ApiError, unauthenticated } from './errors';
+import { createCatalogCache } from './medplum/catalog-cache';
 import { medplumForRequest } from './medplum/client';
 import { toApiError } from './medplum/upstream';
 import { registerAgreementRoutes } from './routes/agreements';
@@ -43,6 +44,9 @@ const OWN_BODY_LIMIT = new Set<string>([uploadDocumentRoute.path]);
 /** A record-plane path of a type (known: unknown types are refused before), and of one resource. */
 const RECORD_PATH = /^\/v1\/fhir\/([A-Za-z]+)(?:\/([^/]+))?\/?$/;
 
+/** How long a tenant's published catalog read serves the next calls, by default. */
+const CATALOG_TTL_MS = 10_000;
+
 /** Routes that need no session. */
 const PUBLIC_PATHS = new Set(['/v1/config', '/v1/openapi.json', '/']);
 
@@ -72,7 +76,11 @@ export function createApp(deps: AppDeps): App {
   registerConfigRoutes(app, deps);
   registerPatientRoutes(app);
   registerProtocolRoutes(app);
-  registerAgreementRoutes(app, deps.edgeSigner);
+  registerAgreementRoutes(
+    app,
+    deps.edgeSigner,
+    createCatalogCache({ ttlMs: deps.catalogTtlMs ?? CATALOG_TTL_MS, clock: deps.clock }),
+  );
   registerAssessmentRoutes(app);
   registerTaskRoutes(app, deps.edgeSigner);
   registerRequestRoutes(app);

@@ -75,21 +75,28 @@ export async function patientAgreements(
   medplum: MedplumClient,
   patientId: string,
   context: AgreementContext = {},
+  /**
+   * Where the published agreements come from, given her tenant: by default read now, with `medplum`
+   * (the bots' gate always reads them fresh); the gateway may pass a short-lived copy of what her
+   * tenant's patients may read (src/medplum/catalog-cache.ts).
+   */
+  published?: (organization: string | undefined) => Promise<{ doc: DocumentReference; agreement: AgreementVersion }[]>,
 ): Promise<PatientAgreements | undefined> {
-  const [patient, published, activeConsents, entered] = await Promise.all([
+  const [patient, fresh, activeConsents, entered] = await Promise.all([
     medplum.readResource('Patient', patientId),
-    publishedAgreements(medplum),
+    published ? undefined : publishedAgreements(medplum),
     activeAcceptances(medplum, patientId),
     readContext(medplum, context),
   ]);
   const organization = patient.managingOrganization?.reference;
+  const publishedNow = fresh ?? (await (published as NonNullable<typeof published>)(organization));
   if (!entered || !ownsContext(entered, patientId, organization)) {
     return undefined;
   }
   const attachedUrls = await attachedAgreementUrls(medplum, entered.canonicals);
   const address = patient.address?.[0];
   const jurisdiction = jurisdictionOf(address?.country, address?.state);
-  const applicable = published
+  const applicable = publishedNow
     .map((p) => p.agreement)
     .filter(
       (a) =>

@@ -1,4 +1,4 @@
-import { patientAgreements } from '../../bots/lib/agreements';
+import { patientAgreements, publishedAgreements } from '../../bots/lib/agreements';
 import {
   AcceptancesSchema,
   acceptancesRoute,
@@ -13,16 +13,21 @@ import { edgeStatement } from '../edge/request';
 import type { EdgeSigner } from '../edge/statement';
 import { notFound } from '../errors';
 import { callBot } from '../medplum/bots';
+import type { CatalogCache } from '../medplum/catalog-cache';
 
 const bot = (value: string) => ({ system: SYSTEMS.bots, value });
 
-export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undefined): void {
+export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undefined, catalog: CatalogCache): void {
   // A read, computed here with her own token (issue 27): the same rules the workflow bots' gate applies
   // (bots/lib/agreements.ts), over what her policy lets her read (her Patient and Consents, the
   // agreements published to her tenant, a context of her own); Medplum's policy, not this code, keeps
-  // anyone else's out. No bot run, and her own quota, not the platform's.
+  // anyone else's out. No bot run, and her own quota, not the platform's. What her tenant publishes is
+  // the same for all its patients: one read of it serves her tenant's calls for a few seconds.
   app.openapi(requirementsRoute, async (c) => {
-    const state = await patientAgreements(c.get('medplum'), c.get('session').patientId, c.req.valid('query'));
+    const medplum = c.get('medplum');
+    const state = await patientAgreements(medplum, c.get('session').patientId, c.req.valid('query'), (organization) =>
+      catalog.get(`agreements ${organization ?? 'none'}`, () => publishedAgreements(medplum)),
+    );
     if (!state) {
       throw notFound();
     }

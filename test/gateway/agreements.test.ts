@@ -205,8 +205,9 @@ describe('acceptances', () => {
   });
 
   it('a newly published version is unmet again; the old acceptance stays active and unchanged', async () => {
-    // Publishing changes every patient's requirements: this test has a backend of its own.
-    const own = await startTestGateway();
+    // Publishing changes every patient's requirements: this test has a backend of its own, and a clock.
+    let later = 0;
+    const own = await startTestGateway({ clock: () => new Date(Date.now() + later) });
     try {
       const carol = own.backend.patients.carol;
       const { unmet } = await requirements(carol, '', own);
@@ -222,6 +223,10 @@ describe('acceptances', () => {
         published: '2026-06-01',
       });
       await own.backend.admin.createResource(published.resource as DocumentReference);
+      // Her tenant's published agreements are read at most every 10 s (src/medplum/catalog-cache.ts):
+      // within that, the copy read before; past it, the new version.
+      expect(await requirements(carol, '', own)).toEqual({ satisfied: true, unmet: [] });
+      later += 10_001;
       expect(await requirements(carol, '', own)).toEqual({
         satisfied: false,
         unmet: [{ url: `${A}/terms`, version: '2026-06', sourceUrl: `${A}/terms/2026-06.html`, category: 'terms' }],

@@ -1,0 +1,54 @@
+/**
+ * Short-lived copies of catalog reads the gateway computes answers from (issue 27): what the patients of
+ * one tenant may read of the published catalog is the same for all of them (their policy's catalog
+ * entries: the platform's and their own tenant's, src/provision/definition.ts `catalogReads`), so one
+ * patient's read serves her tenant's next calls for `ttlMs`. Keys must name everything that decides what
+ * the read returns (the tenant); values are published content, never a patient's record. A copy is at
+ * most `ttlMs` old: a newly published version is asked for within that time, while the workflow bots'
+ * own gate always reads fresh (a call made in between gets their 409 with what is missing).
+ */
+export interface CatalogCache {
+  get<T>(key: string, load: () => Promise<T>): Promise<T>;
+}
+
+interface Entry {
+  expires: number;
+  value: Promise<unknown>;
+}
+
+export function createCatalogCache({
+  ttlMs,
+  maxEntries = 1_000,
+  clock = () => new Date(),
+}: {
+  ttlMs: number;
+  maxEntries?: number;
+  clock?: () => Date;
+}): CatalogCache {
+  const entries = new Map<string, Entry>();
+  return {
+    get<T>(key: string, load: () => Promise<T>): Promise<T> {
+      const now = clock().getTime();
+      const hit = entries.get(key);
+      if (hit && hit.expires > now) {
+        return hit.value as Promise<T>;
+      }
+      if (ttlMs <= 0) {
+        return load();
+      }
+      entries.delete(key);
+      // Concurrent calls share one read; a failed read is not kept.
+      const value = load();
+      value.catch(() => {
+        if (entries.get(key)?.value === value) {
+          entries.delete(key);
+        }
+      });
+      entries.set(key, { expires: now + ttlMs, value });
+      while (entries.size > maxEntries) {
+        entries.delete(entries.keys().next().value as string);
+      }
+      return value;
+    },
+  };
+}
