@@ -4,6 +4,7 @@ import type { BotInput } from '../contracts/bot-inputs';
 import { SYSTEMS, VISIT_TYPES } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { contextNotFound } from './lib/agreements';
+import { missingWhereabouts, whereaboutsOf } from './lib/catalog';
 import { type BotResult, fail } from './lib/result';
 import { licensedSchedules } from './lib/scheduling';
 import { searchAll } from './lib/search';
@@ -49,6 +50,14 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return fail(400, 'invalid_request', 'This availability query cannot be answered', { issues });
   }
   const patient = (await medplum.readResource('Patient', start.caller.patientId)) as Patient;
+  // Whose time she may book depends on where she lives (a licence is per state): without it, say so.
+  const missing = missingWhereabouts(whereaboutsOf(patient));
+  if (missing.length > 0) {
+    return fail(409, 'invalid_state', 'Availability depends on where she lives: her address has no country or state', {
+      missing,
+      fix: `PUT /v1/fhir/Patient/${start.caller.patientId}`,
+    });
+  }
   const organization = patient.managingOrganization?.reference;
   const practitioners = await practitionersOf(medplum, query, organization);
   if (!practitioners) {

@@ -17,10 +17,18 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
-import { answersTo, formOf, OPTION_ITEM } from '../contracts/work-forms';
+import { answersTo, chosenOption, formOf, OPTION_ITEM } from '../contracts/work-forms';
 import { absent } from './lib/absent';
 import { PATIENT_TASK_TAG } from './lib/journey';
-import { authorAgent, completedByOwner, issuedVersion, ownMitigations, REVIEW_RESPONSE, versioned } from './lib/queues';
+import {
+  authorAgent,
+  completedByOwner,
+  issuedVersion,
+  markUnanswered,
+  ownMitigations,
+  REVIEW_RESPONSE,
+  versioned,
+} from './lib/queues';
 import { lostRace } from './lib/races';
 import { herAnswers } from './lib/work-forms';
 
@@ -57,17 +65,17 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   // The options, the engine's results and the condition as the platform issued them, never as edited since.
   const issued = await issuedVersion(medplum, selection);
   if (!issued) {
-    return mark(medplum, selection, 'not-issued', 'The selection was not issued by the platform');
+    return markUnanswered(medplum, selection, 'not-issued', 'The selection was not issued by the platform');
   }
   const form = formOf(issued);
   if (!form) {
-    return mark(medplum, selection, 'no-answers', 'The selection carries no form');
+    return markUnanswered(medplum, selection, 'no-answers', 'The selection carries no form');
   }
   const answers = await herAnswers(medplum, selection, form, clinician);
   if (!answers.ok) {
-    return mark(medplum, selection, 'no-answers', answers.reason);
+    return markUnanswered(medplum, selection, 'no-answers', answers.reason);
   }
-  const chosen = answersTo(answers.response, OPTION_ITEM)[0]?.valueCoding;
+  const chosen = chosenOption(form, answers.response, OPTION_ITEM);
   const selected = chosen?.system === SYSTEMS.treatmentOption ? chosen.code : undefined;
   const offered = issued.input?.find((i) => i.valueCanonical !== undefined && i.valueCanonical === selected);
   const results = issued.contained?.find((r) => r.resourceType === 'Parameters') as Parameters | undefined;
@@ -77,7 +85,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   const protocolCanonical = result?.part?.find((q) => q.name === 'protocol')?.valueCanonical;
   const conditionRef = issued.focus?.reference ?? '';
   if (!selected || !offered || !protocolCanonical || !conditionRef.startsWith('Condition/')) {
-    return mark(medplum, selection, 'not-an-option', 'The selection is not one of the options offered');
+    return markUnanswered(medplum, selection, 'not-an-option', 'The selection is not one of the options offered');
   }
   const [protocol, option, condition] = await Promise.all([
     pinned<PlanDefinition>(medplum, 'PlanDefinition', protocolCanonical),
@@ -85,7 +93,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     readVersion<Condition>(medplum, conditionRef),
   ]);
   if (!protocol || !option || !condition || condition.subject?.reference !== selection.for?.reference) {
-    return mark(medplum, selection, 'unavailable', 'The pinned definitions of this selection cannot be read');
+    return markUnanswered(medplum, selection, 'unavailable', 'The pinned definitions of this selection cannot be read');
   }
   const eligible = offered.extension?.find((e) => e.url === EXTENSIONS.eligible)?.valueBoolean === true;
   if (
@@ -93,11 +101,11 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     !mitigatedInForm(form, answers.response, selected) &&
     !(await overridden(medplum, selection, option, clinician))
   ) {
-    return mark(
+    return markUnanswered(
       medplum,
       selection,
       OVERRIDE_REQUIRED,
-      'An ineligible option needs a recorded mitigation of each finding',
+      'The option chosen is not eligible: every finding against it needs her mitigation (the form asks one per finding)',
     );
   }
   const bundle = offerBundle({ selection, clinician, protocol, option, condition, response: answers.response });
@@ -180,25 +188,6 @@ async function readVersion<T extends Condition>(medplum: MedplumClient, referenc
     return undefined;
   }
   return (await medplum.readVersion('Condition', id, versionId).catch(absent)) as T | undefined;
-}
-
-/** Records why nothing was offered on the selection (its businessStatus), under If-Match. */
-async function mark(medplum: MedplumClient, selection: Task, code: string, text: string): Promise<unknown> {
-  if (selection.businessStatus?.text !== code) {
-    await medplum
-      .updateResource(
-        { ...selection, businessStatus: { coding: [{ system: SYSTEMS.taskKind, code }], text: code } },
-        {
-          headers: { 'If-Match': `W/"${selection.meta?.versionId}"` },
-        },
-      )
-      .catch((err: unknown) => {
-        if (!lostRace(err)) {
-          throw err;
-        }
-      });
-  }
-  return { ok: true, offered: false, reason: text };
 }
 
 function offerBundle({

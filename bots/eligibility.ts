@@ -23,10 +23,18 @@ import type {
   TaskInput,
 } from '@medplum/fhirtypes';
 import { CATALOG, EXTENSIONS, SYSTEMS } from '../contracts/systems';
-import { answersTo, CONDITION_ITEM, formInput, formOf, selectionForm } from '../contracts/work-forms';
+import { CONDITION_ITEM, chosenOption, formInput, formOf, selectionForm } from '../contracts/work-forms';
 import { isPublishedTo } from './lib/agreements';
 import { conditionCatalogs, planTypeOf } from './lib/catalog';
-import { authorAgent, clinicianTask, completedByOwner, issuedVersion, tenantQueue, versioned } from './lib/queues';
+import {
+  authorAgent,
+  clinicianTask,
+  completedByOwner,
+  issuedVersion,
+  markUnanswered,
+  tenantQueue,
+  versioned,
+} from './lib/queues';
 import { lostRace } from './lib/races';
 import { searchAll } from './lib/search';
 import { herAnswers } from './lib/work-forms';
@@ -65,21 +73,22 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   }
   const form = formOf(issued);
   if (!form) {
-    return { ok: true, offered: false, reason: 'the review carries no form' };
+    return markUnanswered(medplum, review, 'no-answers', 'the review carries no form');
   }
   const answers = await herAnswers(medplum, review, form, woken.clinician);
   if (!answers.ok) {
-    return { ok: true, offered: false, reason: answers.reason };
+    return markUnanswered(medplum, review, 'no-answers', answers.reason);
   }
   const patientRef = review.for?.reference ?? '';
   const patient = (await medplum.readReference({ reference: patientRef } as Reference<Patient>)) as Patient & {
     id: string;
   };
   const organization = patient.managingOrganization?.reference;
-  const coding = answersTo(answers.response, CONDITION_ITEM)[0]?.valueCoding;
+  // The form's own choice (its system and display), whatever of it her answer spelled out.
+  const coding = chosenOption(form, answers.response, CONDITION_ITEM);
   const code = coding?.system === ICD10CM ? coding.code : undefined;
   if (!code || !(await inConditionCatalog(medplum, code, organization))) {
-    return { ok: true, offered: false, reason: 'the condition is not in the tenant’s condition catalog' };
+    return markUnanswered(medplum, review, 'no-answers', 'the condition is not in the tenant’s condition catalog');
   }
   const key = `Task/${review.id}`;
   const existing = await selectionOf(medplum, key);

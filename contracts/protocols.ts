@@ -56,26 +56,52 @@ export const ProtocolSchema = z
   .discriminatedUnion('type', [AssessmentOfferingSchema, ProgramOfferingSchema, ClinicalProtocolOfferingSchema])
   .openapi('Protocol');
 
-export const ProtocolsSchema = z.object({ protocols: z.array(ProtocolSchema) }).openapi('Protocols', {
-  example: {
-    protocols: [
-      {
-        healthcareService: 'HealthcareService/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
-        name: 'Weight-management assessment',
-        type: 'assessment',
-        assessment: 'https://patient-care.example/assessments/weight-intake|1',
-        start: 'POST /v1/assessments',
-      },
-      {
-        healthcareService: 'HealthcareService/5b0e8c1a-0d2c-4b4c-9a45-5fe8c1a5f3e1',
-        name: 'Hypertension treatment',
-        type: 'clinical-protocol',
-        protocol: 'https://patient-care.example/northwind/protocols/hypertension-treatment|1',
-        start: 'POST /v1/requests',
-      },
-    ],
-  },
-});
+/** What an answer withholds for want of her address, and how she gives it (issue 28). */
+export const IncompleteProfileSchema = z
+  .object({
+    missing: z
+      .array(z.string())
+      .openapi({ example: ['Patient.address[0].state'], description: 'What her Patient lacks, as FHIR paths.' }),
+    withheld: z
+      .number()
+      .int()
+      .openapi({ description: 'Offerings limited to an area, not listed until her address says where she is.' }),
+    fix: z.string().openapi({
+      example: 'PUT /v1/fhir/Patient/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
+      description:
+        'The call that gives it: her Patient with `address[0].country` (ISO 3166-1, e.g. US) and `address[0].state` (e.g. CA).',
+    }),
+  })
+  .openapi('IncompleteProfile');
+
+export const ProtocolsSchema = z
+  .object({
+    protocols: z.array(ProtocolSchema),
+    incomplete: IncompleteProfileSchema.optional().openapi({
+      description:
+        'Present when her address lacks a country or state and some offerings are limited to an area: those are withheld until she gives it.',
+    }),
+  })
+  .openapi('Protocols', {
+    example: {
+      protocols: [
+        {
+          healthcareService: 'HealthcareService/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
+          name: 'Weight-management assessment',
+          type: 'assessment',
+          assessment: 'https://patient-care.example/assessments/weight-intake|1',
+          start: 'POST /v1/assessments',
+        },
+        {
+          healthcareService: 'HealthcareService/5b0e8c1a-0d2c-4b4c-9a45-5fe8c1a5f3e1',
+          name: 'Hypertension treatment',
+          type: 'clinical-protocol',
+          protocol: 'https://patient-care.example/northwind/protocols/hypertension-treatment|1',
+          start: 'POST /v1/requests',
+        },
+      ],
+    },
+  });
 
 export const protocolsRoute = createRoute({
   method: 'get',

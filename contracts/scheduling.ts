@@ -84,11 +84,11 @@ export const availabilityRoute = createRoute({
   tags: ['Scheduling'],
   summary: 'Free visit slots, or per-day counts',
   description:
-    "Free slots of her care provider's practitioners for a kind of visit, in a window: of a visit team (`careTeam`) or of one practitioner (`practitioner`), only practitioners licensed in her state (her address). Slots are real resources (`Slot/<id>`), so booking names one. `view=slots` lists them in start order, `count` a page, `next` for the following page; `view=days` counts them per local date in `timezone` (a calendar), every date the window touches, day boundaries by that zone's wall clock (daylight-saving changes included), so the counts add up to the slots of the same window. 400 when: neither or both of `careTeam` and `practitioner`; `end` not after `start` or more than 31 days later; `days` without a known `timezone`. A team or practitioner that is not her care provider's: 404. A practitioner of hers not licensed in her state has no slots for her (200, empty).",
+    "Free slots of her care provider's practitioners for a kind of visit, in a window: of a visit team (`careTeam`) or of one practitioner (`practitioner`), only practitioners licensed in her state (her address). Slots are real resources (`Slot/<id>`), so booking names one. `view=slots` lists them in start order, `count` a page, `next` for the following page; `view=days` counts them per local date in `timezone` (a calendar), every date the window touches, day boundaries by that zone's wall clock (daylight-saving changes included), so the counts add up to the slots of the same window. 400 when: neither or both of `careTeam` and `practitioner`; `end` not after `start` or more than 31 days later; `days` without a known `timezone`. A team or practitioner that is not her care provider's: 404. A practitioner of hers not licensed in her state has no slots for her (200, empty). Her address without a country or state: 409 `invalid_state`, `details.missing` naming what to give and `details.fix` the call that gives it.",
   security: secured,
   request: { query: AvailabilityQuerySchema },
   responses: {
     200: { description: 'Availability.', content: { 'application/json': { schema: AvailabilitySchema } } },
-    ...errorResponses(400, 404, ...SECURED_STATUSES),
+    ...errorResponses(400, 404, 409, ...SECURED_STATUSES),
   },
 });

@@ -151,9 +151,34 @@ export const responseOutput = (reference: string): TaskOutput => ({
   valueReference: { reference },
 });
 
-/** The reference of the answers a completed task hands in. */
+/**
+ * The reference of the answers a completed task hands in: the output named `questionnaire-response`, by
+ * its text or by a coding's code (what Medplum app's CodeableConcept field writes: it cannot write text).
+ */
 export const responseReference = (task: Task): string | undefined =>
-  task.output?.find((o) => o.type?.text === RESPONSE_OUTPUT)?.valueReference?.reference;
+  task.output?.find((o) => o.type?.text === RESPONSE_OUTPUT || o.type?.coding?.some((c) => c.code === RESPONSE_OUTPUT))
+    ?.valueReference?.reference;
+
+/**
+ * The form's own choice that an answer to a choice item names: the option with the same system and code,
+ * or, for an answer coding without a system (Medplum app's coding field cannot write one), the one
+ * option with that code. Undefined when none, or when a system-less code is ambiguous.
+ */
+export function chosenOption(form: Questionnaire, response: QuestionnaireResponse, linkId: string): Coding | undefined {
+  const given = answersTo(response, linkId)[0]?.valueCoding;
+  const item = form.item?.find((i) => i.linkId === linkId);
+  return given ? optionMatching(item?.answerOption ?? [], given) : undefined;
+}
+
+/** The option coding an answered coding stands for (same system and code, or a code unique among them). */
+export function optionMatching(options: readonly { valueCoding?: Coding }[], given: Coding): Coding | undefined {
+  const codings = options.flatMap((o) => (o.valueCoding ? [o.valueCoding] : []));
+  if (given.system) {
+    return codings.find((c) => c.system === given.system && c.code === given.code);
+  }
+  const same = codings.filter((c) => c.code === given.code);
+  return same.length === 1 ? same[0] : undefined;
+}
 
 /** The answers to a top-level item. */
 export const answersTo = (response: QuestionnaireResponse, linkId: string): QuestionnaireResponseItemAnswer[] =>

@@ -1,4 +1,5 @@
-import type { Questionnaire, QuestionnaireItem, QuestionnaireResponseItem } from '@medplum/fhirtypes';
+import type { Coding, Questionnaire, QuestionnaireItem, QuestionnaireResponseItem } from '@medplum/fhirtypes';
+import { optionMatching } from '../../contracts/work-forms';
 
 /** The answer value a Questionnaire item type takes (R4 `Questionnaire.item.type` -> `answer.value[x]`). */
 const VALUE_OF: Record<string, string[]> = {
@@ -23,7 +24,8 @@ type Answer = NonNullable<QuestionnaireResponseItem['answer']>[number];
 /**
  * What is wrong with answers to a Questionnaire (issue 28): every answered linkId must be one of its
  * items, at the same place; a required item must be answered; an item takes the value type its `type`
- * says, one answer unless it `repeats`, a choice one of its `answerOption`s when it lists them; groups
+ * says, one answer unless it `repeats`, a choice one of its `answerOption`s when it lists them (a coding
+ * without a system counts when its code is one option's alone: contracts/work-forms.ts optionMatching); groups
  * and display items take no answers. An item with `enableWhen` is not required here (whether it is
  * enabled depends on other answers, and refusing an answer a patient could not give would be worse).
  * An empty list means the answers fit.
@@ -95,11 +97,7 @@ function valueProblem(item: QuestionnaireItem, answer: Answer): string | undefin
     const offered = item.answerOption.some((option) => {
       const optionValue = (option as Record<string, unknown>)[key];
       if (key === 'valueCoding') {
-        const [a, b] = [
-          optionValue as { system?: string; code?: string } | undefined,
-          value as { system?: string; code?: string },
-        ];
-        return a !== undefined && a.code === b.code && (a.system ?? '') === (b.system ?? '');
+        return optionValue !== undefined && optionMatching(item.answerOption ?? [], value as Coding) === optionValue;
       }
       return optionValue !== undefined && JSON.stringify(optionValue) === JSON.stringify(value);
     });

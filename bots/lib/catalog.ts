@@ -40,6 +40,14 @@ export function whereaboutsOf(patient: Patient): Whereabouts {
   return { country: address?.country?.toUpperCase(), state: address?.state?.toUpperCase() };
 }
 
+/** The parts of her address (`Patient.address[0]`) that where-she-lives rules read and she has not given. */
+export function missingWhereabouts(where: Whereabouts): string[] {
+  return [
+    ...(where.country ? [] : ['Patient.address[0].country']),
+    ...(where.state ? [] : ['Patient.address[0].state']),
+  ];
+}
+
 /**
  * Whether an offering is available where the patient is. No `coverageArea`: everywhere. Otherwise one of
  * its jurisdiction Locations must match: its country, and its state when it names one. A coverage area

@@ -15,6 +15,7 @@ import { SYSTEMS } from '../../contracts/systems';
 import { formInput } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { readInput } from './input';
+import { lostRace } from './races';
 import { fail } from './result';
 
 /**
@@ -163,6 +164,36 @@ export async function ownMitigations(
   }
   const current = versions.at(-1);
   return (current?.mitigation ?? []).filter((m) => m.author?.reference === clinician && hers.has(key(m)));
+}
+
+/**
+ * Says on completed work why the platform did nothing with it (a clinician sees it on the task: its
+ * `businessStatus`, and the reason in `statusReason`), under If-Match; written once (the same mark again
+ * writes nothing, so the update it makes cannot wake the bot into a loop). The bot's answer says the same.
+ */
+export async function markUnanswered(
+  medplum: MedplumClient,
+  task: Task,
+  code: string,
+  reason: string,
+): Promise<{ ok: true; offered: false; reason: string }> {
+  if (task.businessStatus?.text !== code || task.statusReason?.text !== reason) {
+    await medplum
+      .updateResource(
+        {
+          ...task,
+          businessStatus: { coding: [{ system: SYSTEMS.taskKind, code }], text: code },
+          statusReason: { text: reason },
+        },
+        { headers: { 'If-Match': `W/"${task.meta?.versionId}"` } },
+      )
+      .catch((err: unknown) => {
+        if (!lostRace(err)) {
+          throw err;
+        }
+      });
+  }
+  return { ok: true, offered: false, reason };
 }
 
 /** A reference to exactly this version of a resource (what provenance and pins name). */

@@ -154,12 +154,35 @@ describe('her answers decide', () => {
     expect(finding.mitigation).toBeUndefined();
   });
 
-  it('answers a colleague wrote, handed in by her, are not believed: no Condition, no selection', async () => {
+  it('answers a colleague wrote, handed in by her, are not believed: no Condition, no selection, and the review says why', async () => {
     const { patient, review } = await reviewedIntake(gw, clinician);
     const response = (await colleague.medplum.createResource(i10Answers(review))) as WithId<QuestionnaireResponse>;
     await handIn(review.id, response);
     expect(await assignedCondition(gw, review)).toBeUndefined();
     expect(await workAbout(gw, patient, 'select-treatment')).toEqual([]);
+    const done = await repo().readResource<Task>('Task', review.id);
+    expect(done.businessStatus?.text).toBe('no-answers');
+    expect(done.statusReason?.text).toBe('the answers are not the completing clinician’s own');
+  });
+
+  it('answers as Medplum app’s forms write them (a coding without its system, the output named by a coding) are believed, as the form’s own choice', async () => {
+    const { patient, review } = await reviewedIntake(gw, clinician);
+    await clinician.claim(review.id);
+    const response = (await clinician.medplum.createResource({
+      ...i10Answers(review),
+      item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding: { code: 'I10', display: 'I10' } }] }],
+    })) as WithId<QuestionnaireResponse>;
+    await clinician.complete(review.id, [
+      {
+        type: { coding: [{ code: RESPONSE_OUTPUT, display: RESPONSE_OUTPUT }] },
+        valueReference: { reference: `QuestionnaireResponse/${response.id}` },
+      },
+    ]);
+    await gw.backend.subscriptions.idle();
+    expect((await assignedCondition(gw, review))?.code?.coding).toEqual([
+      { system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'I10', display: 'Essential (primary) hypertension' },
+    ]);
+    expect(await workAbout(gw, patient, 'select-treatment')).toHaveLength(1);
   });
 
   it('answers the patient wrote herself (her own QuestionnaireResponse to the form) are not believed', async () => {
