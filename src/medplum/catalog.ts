@@ -1,6 +1,6 @@
 import type { MedplumClient } from '@medplum/core';
 import type { Bundle, HealthcareService, Location, Patient, PlanDefinition } from '@medplum/fhirtypes';
-import { frontedCanonical, isAvailableTo, planTypeOf, whereaboutsOf } from '../../bots/lib/catalog';
+import { frontedCanonical, isAvailableTo, missingWhereabouts, planTypeOf, whereaboutsOf } from '../../bots/lib/catalog';
 import { type Protocol, START_ENDPOINT } from '../../contracts/protocols';
 import { CATALOG, PLAN_TYPES } from '../../contracts/systems';
 
@@ -15,7 +15,10 @@ const PUBLISHED = `${CATALOG.system}|${CATALOG.tenant},${CATALOG.system}|${CATAL
  * is ours. Three reads: their Patient and the services with their coverage areas (together), then the
  * plans the services front.
  */
-export async function publishedOfferings(medplum: MedplumClient, patientId: string): Promise<Protocol[]> {
+export async function publishedOfferings(
+  medplum: MedplumClient,
+  patientId: string,
+): Promise<{ protocols: Protocol[]; withheld: number; missing: string[] }> {
   const [patient, services]: [Patient, Bundle] = await Promise.all([
     medplum.readResource('Patient', patientId),
     medplum.search('HealthcareService', {
@@ -39,6 +42,10 @@ export async function publishedOfferings(medplum: MedplumClient, patientId: stri
     }
   }
   const available = offered.filter(({ service }) => isAvailableTo(service, locations, where));
+  // What her address lacks, and how many offerings limited to an area she may be in are withheld for it.
+  const missing = missingWhereabouts(where);
+  const withheld =
+    missing.length === 0 ? 0 : offered.filter(({ service }) => (service.coverageArea ?? []).length > 0).length;
   const plans = await plansByCanonical(
     medplum,
     available.map((o) => o.canonical),
@@ -63,11 +70,11 @@ export async function publishedOfferings(medplum: MedplumClient, patientId: stri
           : { ...common, type, protocol: canonical, start: START_ENDPOINT['clinical-protocol'] },
     );
   }
-  return protocols.sort(
+  protocols.sort(
     (a, b) => PLAN_TYPES.indexOf(a.type) - PLAN_TYPES.indexOf(b.type) || a.name.localeCompare(b.name, 'en'),
   );
+  return { protocols, withheld, missing };
 }
-
 /** The active PlanDefinitions the patient may read, by the `url|version` each is pinned as. */
 async function plansByCanonical(medplum: MedplumClient, canonicals: string[]): Promise<Map<string, PlanDefinition>> {
   const plans = new Map<string, PlanDefinition>();

@@ -5,7 +5,13 @@ import { publishedOfferings } from '../medplum/catalog';
 export function registerProtocolRoutes(app: App): void {
   app.openapi(protocolsRoute, async (c) => {
     const { patientId } = c.get('session');
-    const protocols = await publishedOfferings(c.get('medplum'), patientId);
-    return c.json(ProtocolsSchema.parse({ protocols }), 200);
+    const { protocols, withheld, missing } = await publishedOfferings(c.get('medplum'), patientId);
+    return c.json(
+      ProtocolsSchema.parse({
+        protocols,
+        ...(withheld > 0 ? { incomplete: { missing, withheld, fix: `PUT /v1/fhir/Patient/${patientId}` } } : {}),
+      }),
+      200,
+    );
   });
 }
