@@ -7,12 +7,14 @@ import type {
   Bundle,
   CareTeam,
   ClientApplication,
+  Coding,
   Condition,
   DetectedIssue,
   QuestionnaireResponse,
   Resource,
   Schedule,
   Task,
+  TaskOutput,
   ValueSet,
   ValueSetExpansionContains,
 } from '@medplum/fhirtypes';
@@ -1284,9 +1286,15 @@ async function attacks(ctx: AttackContext): Promise<void> {
   }
 
   await patientBounds(ctx, people);
+  await addressNeeded(ctx);
 }
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
+/** How a task output is named: `'questionnaire-response'` (its text) or `coding 'questionnaire-response'`. */
+const outputName = (output: TaskOutput): string =>
+  output.type?.text !== undefined
+    ? `'${output.type.text}'`
+    : `coding '${output.type?.coding?.map((c) => c.code).join(', ')}'`;
 /** How long the lane waits for what a Subscription does (Medplum delivers through a queue). */
 const SUBSCRIPTION_WAIT_MS = 30_000;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -1458,6 +1466,15 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     ownSubmitted: 'attack: the Northwind clinician changes her own submitted answers (condition back to I10)',
     ownHandedIn:
       "attack: the Northwind clinician changes the answers she handed in for her review, the Condition's evidence (condition R03.0 instead of I10)",
+    // Answers as Medplum's app writes them (issue 26, 95e27f7; found driving the app on a real Medplum).
+    appShaped:
+      "control: answers as Medplum's app writes them: the Northwind clinician claims a new patient's review, answers its form with the condition as a coding without a system ({code: 'I10', display: 'I10'}: the app's coding field can only '+ Create I10') and completes the review naming the output by a coding (type.coding [{code: 'questionnaire-response'}]: the app's CodeableConcept field cannot write text)",
+    appShapedBelieved:
+      "control: eligibility believes them as the form's own choice: the Condition keyed by the review is I10 with the catalog's system and display ('Essential (primary) hypertension'), asserter her; a ready select-treatment Task",
+    appShapedSelection:
+      "control: the selection answered the same way (the amlodipine option's canonical as a coding without a system, the output named by a coding): compose-offer composes the offer (the selection's businessStatus offer-composed, the patient's treatment-offer Task)",
+    colleagueWhy:
+      "the refused hand-in (a colleague's answers, the attack above) says why on the review: businessStatus 'no-answers' and statusReason.text, written once by the eligibility bot",
   };
   if (!clinician || !eligibility?.id) {
     for (const step of Object.values(steps)) {
@@ -1490,7 +1507,12 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
    * owner herself, in-progress), `writer` writes `answers`, and she completes the review naming them.
    * What each write answered; `response` when the answers were written, `completed` when she completed.
    */
-  const handIn = async (review: Task, writer: Person, answers: QuestionnaireResponse) => {
+  const handIn = async (
+    review: Task,
+    writer: Person,
+    answers: QuestionnaireResponse,
+    output: (reference: string) => TaskOutput = responseOutput,
+  ) => {
     const said: string[] = [];
     const read = await direct(clinician, 'GET', `Task/${review.id}`);
     if (read.status !== 200) {
@@ -1518,11 +1540,11 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     const done = await direct(clinician, 'PUT', `Task/${review.id}`, {
       ...claimed,
       status: 'completed',
-      output: [responseOutput(`QuestionnaireResponse/${response.id}`)],
+      output: [output(`QuestionnaireResponse/${response.id}`)],
       executionPeriod: { ...claimed.executionPeriod, end: new Date().toISOString() },
     });
     said.push(
-      `her completion with output '${RESPONSE_OUTPUT}' -> QuestionnaireResponse/${response.id}: ${describe(done)}`,
+      `her completion with output ${outputName(output(''))} -> QuestionnaireResponse/${response.id}: ${describe(done)}`,
     );
     return { said, response, stopped: done.status === 200 ? undefined : ('completion' as const), done };
   };
@@ -1871,6 +1893,185 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     );
   };
 
+  /**
+   * Answers as Medplum's app writes them (found driving the app on a real Medplum, issue 26): its coding
+   * field writes `{code, display: code}` and no system, and its CodeableConcept field names the output by
+   * a coding, never by text. A new patient's review answered so, then her selection the same way.
+   */
+  const appShaped = async () => {
+    const appCoding = (code: string): Coding => ({ code, display: code });
+    const appOutput = (reference: string): TaskOutput => ({
+      type: { coding: [{ code: RESPONSE_OUTPUT, display: RESPONSE_OUTPUT }] },
+      valueReference: { reference },
+    });
+    const later = [steps.appShapedBelieved, steps.appShapedSelection];
+    const intake = await intakeReview(ctx, "answers as Medplum's app writes them", queueRef);
+    if (!intake) {
+      for (const step of [steps.appShaped, ...later]) {
+        row(step, 'not reached', 'no intake review (see the precondition row)');
+      }
+      return;
+    }
+    try {
+      const patient = intake.patient.profile;
+      const answers: QuestionnaireResponse = {
+        ...answersTo(intake.review, patient, her),
+        item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding: appCoding('I10') }] }],
+      };
+      const handed = await handIn(intake.review, clinician, answers, appOutput);
+      const response = handed.response;
+      row(
+        steps.appShaped,
+        !handed.stopped && response?.meta?.author?.reference === her ? 'ok' : 'FAILED',
+        `expected her claim 200, her answers 201 (meta.author her), her completion 200; got ${handed.said.join('; ')}; her answer ${JSON.stringify(response?.item?.[0]?.answer?.[0]?.valueCoding ?? null)}`,
+      );
+      if (handed.stopped || !response?.id) {
+        for (const step of later) {
+          row(step, 'not reached', 'the hand-in above did not complete');
+        }
+        return;
+      }
+      // The catalog's own coding of I10, as the review's form offers it.
+      const offered = formOf(intake.review)
+        ?.item?.find((i) => i.linkId === CONDITION_ITEM)
+        ?.answerOption?.find((o) => o.valueCoding?.code === 'I10')?.valueCoding;
+      const seen = await aftermath(
+        intake.review,
+        patient,
+        (s) => s.keyedCondition !== undefined && s.keyedSelection?.status === 'ready',
+      );
+      const condition = seen.keyedCondition;
+      const selection = seen.keyedSelection;
+      const coding = condition?.code?.coding ?? [];
+      const evidence = condition?.evidence?.flatMap((e) => e.detail ?? []).map((d) => d.reference) ?? [];
+      const good =
+        offered?.display !== undefined &&
+        offered.display !== 'I10' &&
+        coding.length === 1 &&
+        coding[0].system === ICD10CM &&
+        coding[0].code === 'I10' &&
+        coding[0].display === offered.display &&
+        condition?.asserter?.reference === her &&
+        evidence.includes(`QuestionnaireResponse/${response.id}`) &&
+        selection?.status === 'ready';
+      row(
+        steps.appShapedBelieved,
+        good ? 'ok' : 'FAILED',
+        `the form offers ${JSON.stringify(offered ?? null)}; after ${seen.seconds.toFixed(1)} s: ${
+          condition
+            ? `Condition/${condition.id}: code ${JSON.stringify(coding)}, ${condition.verificationStatus?.coding?.[0]?.code}, asserter ${condition.asserter?.reference}${condition.asserter?.reference === her ? ' (her)' : ' (NOT her)'}, evidence ${evidence.join(', ') || 'none'}`
+            : `no Condition keyed by Task/${intake.review.id} (${seen.conditions.length} Condition(s) of the patient)`
+        }; ${selection ? `Task/${selection.id} select-treatment ${selection.status}` : `no select-treatment Task keyed by the review (${seen.selections.length} of the patient)`}; ${runsOf(seen)}`,
+      );
+      if (selection?.status !== 'ready') {
+        row(steps.appShapedSelection, 'not reached', 'no ready selection (the row above)');
+        return;
+      }
+      const option = (formOf(selection)?.item?.find((i) => i.linkId === OPTION_ITEM)?.answerOption ?? [])
+        .map((o) => o.valueCoding?.code ?? '')
+        .find((code) => code.includes('amlodipine'));
+      if (!option) {
+        row(steps.appShapedSelection, 'FAILED', `Task/${selection.id}: its form offers no amlodipine option`);
+        return;
+      }
+      const chosen = await handIn(
+        selection,
+        clinician,
+        {
+          resourceType: 'QuestionnaireResponse',
+          questionnaire: WORK_FORMS.selectTreatment,
+          status: 'completed',
+          subject: { reference: patient },
+          author: { reference: her } as QuestionnaireResponse['author'],
+          authored: new Date().toISOString(),
+          item: [{ linkId: OPTION_ITEM, answer: [{ valueCoding: appCoding(option) }] }],
+        },
+        appOutput,
+      );
+      if (chosen.stopped) {
+        row(steps.appShapedSelection, 'FAILED', `the hand-in stopped at ${chosen.stopped}: ${chosen.said.join('; ')}`);
+        return;
+      }
+      const started = Date.now();
+      let after: Task | undefined;
+      let offer: Task | undefined;
+      for (;;) {
+        const [read, offers] = await Promise.all([
+          adminRead(ctx, `fhir/R4/Task/${selection.id}`),
+          adminRead(
+            ctx,
+            `fhir/R4/Task?patient=${patient}&code=${encodeURIComponent(`${SYSTEMS.taskKind}|treatment-offer`)}&_count=5`,
+          ),
+        ]);
+        after = read.body as Task | undefined;
+        offer = entriesOf(offers.body)[0] as Task | undefined;
+        if ((offer && after?.businessStatus) || Date.now() - started > SUBSCRIPTION_WAIT_MS) {
+          break;
+        }
+        await pause(1000);
+      }
+      const group = offer?.focus?.reference?.startsWith('RequestGroup/')
+        ? ((await adminRead(ctx, `fhir/R4/${offer.focus.reference}`)).body as {
+            instantiatesCanonical?: string[];
+          })
+        : undefined;
+      const composed =
+        after?.businessStatus?.text === 'offer-composed' &&
+        offer?.status === 'ready' &&
+        (group?.instantiatesCanonical ?? []).includes(option);
+      row(
+        steps.appShapedSelection,
+        composed ? 'ok' : 'FAILED',
+        `${chosen.said.join('; ')}; after ${((Date.now() - started) / 1000).toFixed(1)} s: Task/${selection.id} ${after?.status}, businessStatus ${after?.businessStatus?.text ?? 'none'}${after?.statusReason?.text ? ` (${after.statusReason.text})` : ''}; ${offer ? `the offer Task/${offer.id} ${offer.status}, ${offer.focus?.reference} instantiates ${(group?.instantiatesCanonical ?? []).join(', ') || 'nothing'}` : 'no treatment-offer Task of the patient'}`,
+      );
+    } catch (err) {
+      row(steps.appShaped, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  };
+
+  /**
+   * A hand-in the platform did nothing with says why on the task (bots/lib/queues.ts markUnanswered):
+   * `businessStatus` 'no-answers' and the reason in `statusReason.text`, written once (the mark wakes the
+   * bot again, which then writes nothing). Read by the admin once the bot has run twice, or after 30 s.
+   */
+  const saysWhy = async (step: string, intake: IntakeReview | undefined) => {
+    if (!intake) {
+      row(step, 'not reached', 'no intake review (see the precondition row)');
+      return;
+    }
+    try {
+      const key = `Task/${intake.review.id}`;
+      const started = Date.now();
+      let review: Task | undefined;
+      let runs: AuditEvent[] = [];
+      for (;;) {
+        const [read, events] = await Promise.all([
+          adminRead(ctx, `fhir/R4/${key}`),
+          adminRead(ctx, `fhir/R4/AuditEvent?entity=${key}&_count=20`),
+        ]);
+        review = read.body as Task | undefined;
+        runs = (entriesOf(events.body) as AuditEvent[]).filter(
+          (e) => e.source?.observer?.reference === `Bot/${eligibility.id}`,
+        );
+        if ((review?.statusReason?.text && runs.length >= 2) || Date.now() - started > SUBSCRIPTION_WAIT_MS) {
+          break;
+        }
+        await pause(1000);
+      }
+      const versions = entriesOf((await adminRead(ctx, `fhir/R4/${key}/_history?_count=50`)).body) as Task[];
+      const marks = versions.filter((v) => v.meta?.author?.reference === `Bot/${eligibility.id}`).length;
+      const reason = review?.statusReason?.text ?? '';
+      const good = review?.businessStatus?.text === 'no-answers' && reason.length > 0 && marks === 1;
+      row(
+        step,
+        good ? 'ok' : 'FAILED',
+        `${key} ${review?.status}, businessStatus ${review?.businessStatus?.text ?? 'none'}, statusReason.text ${reason ? `"${reason}"` : 'none'}; ${versions.length} version(s), ${marks} by the eligibility bot; ${runs.length} run(s) of the bot on it (outcome ${runs.map((r) => r.outcome).join(', ') || '-'})`,
+      );
+    } catch (err) {
+      row(step, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  };
+
   // The control: her own answers.
   const mine = await intakeReview(ctx, 'her own answers', queueRef);
   /** The answers she handed in for her review (the Condition's evidence), when the control got that far. */
@@ -1930,6 +2131,8 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     }
   }
 
+  await appShaped();
+
   // A colleague's answers, written in her name: Medplum stamps who wrote them (meta.author).
   const colleagues = await intakeReview(ctx, "a colleague's answers", queueRef);
   if (!southridge || !colleagues) {
@@ -1964,6 +2167,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     'the clinician outside the queue could not sign in',
   );
   await judgeAttack(steps.colleague, colleagues, colleague);
+  await saysWhy(steps.colleagueWhy, colleagues);
 
   // The patient's own answers to the clinician's form.
   const patients = await intakeReview(ctx, "the patient's own answers", queueRef);
@@ -2169,6 +2373,127 @@ async function patientBounds(ctx: AttackContext, people: Map<string, Person>): P
     );
   } catch (err) {
     row(step, 'FAILED', `the call threw: ${message(err)}`);
+  }
+}
+
+/**
+ * Issue 28 item 1 (ce305d1): what the service needs of her, an address with a country and a state, is
+ * asked for; an answer that depends on it says what is missing and how to give it. A new Northwind patient,
+ * homed, her Patient as Medplum's registration leaves it (a name, no address), through the in-process
+ * gateway on this Medplum: GET /v1/protocols withholds the area-limited offerings and says so
+ * (`incomplete`), GET /v1/availability (the availability bot) is 409 invalid_state naming the missing
+ * fields; once she PUTs her address, both answer in full.
+ */
+async function addressNeeded(ctx: AttackContext): Promise<void> {
+  const steps = [
+    "address (issue 28): a new Northwind patient, registered through Northwind's app and homed, her Patient with no address (as Medplum's registration leaves it): GET /v1/protocols is 200 with incomplete {missing: [Patient.address[0].country, Patient.address[0].state], withheld > 0, fix: 'PUT /v1/fhir/Patient/<her id>'}",
+    'address (issue 28): her GET /v1/availability (the Northwind visit team, the next 7 days) is 409 invalid_state with details.missing (country, state) and the same fix',
+    'address (issue 28): once she PUTs her address (US, CA) through the gateway, GET /v1/protocols answers in full (no incomplete, the withheld offerings listed) and GET /v1/availability is 200',
+  ];
+  const team = entriesOf(
+    (await ctx.adminGet(`fhir/R4/CareTeam?_tag=${encodeURIComponent(`${SYSTEMS.provisioning}|visit-team-northwind`)}`))
+      .body,
+  )[0];
+  let person: Person;
+  let patientId: string;
+  try {
+    person = await register(ctx.baseUrl, ctx.projectId, ctx.appIdOf('northwind'));
+    const api = createPatientCareClient({ baseUrl: PUBLIC_URL, accessToken: person.token, fetch: ctx.gatewayFetch });
+    const home = await api.patient.home();
+    patientId = home.patient.split('/')[1];
+  } catch (err) {
+    row(steps[0], 'FAILED', `the precondition threw: ${message(err)}`);
+    row(steps[1], 'not reached', 'no patient (the row above)');
+    row(steps[2], 'not reached', 'no patient (the row above)');
+    return;
+  }
+  const call = async (method: string, path: string, body?: unknown): Promise<Answer> =>
+    answerOf(
+      await ctx.gatewayFetch(`${PUBLIC_URL}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${person.token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
+  const me = `/v1/fhir/Patient/${patientId}`;
+  const fix = `PUT ${me}`;
+  const missing = ['Patient.address[0].country', 'Patient.address[0].state'];
+  const sameList = (a: unknown, b: string[]) => JSON.stringify(a) === JSON.stringify(b);
+  const now = Date.now();
+  const availabilityPath = `/v1/availability?${new URLSearchParams({
+    careTeam: `CareTeam/${team?.id}`,
+    start: new Date(now).toISOString(),
+    end: new Date(now + 7 * DAY).toISOString(),
+  })}`;
+  type Protocols = { protocols?: unknown[]; incomplete?: { missing?: unknown; withheld?: number; fix?: string } };
+  let listed = 0;
+  let withheld = 0;
+  try {
+    const stored = (await ctx.adminGet(`fhir/R4/Patient/${patientId}`)).body as { address?: unknown[] } | undefined;
+    const partial = await call('GET', '/v1/protocols');
+    const body = partial.body as Protocols | undefined;
+    listed = body?.protocols?.length ?? 0;
+    withheld = body?.incomplete?.withheld ?? 0;
+    const good =
+      (stored?.address ?? []).length === 0 &&
+      partial.status === 200 &&
+      sameList(body?.incomplete?.missing, missing) &&
+      withheld > 0 &&
+      body?.incomplete?.fix === fix;
+    row(
+      steps[0],
+      good ? 'ok' : 'FAILED',
+      `Patient/${patientId}, ${(stored?.address ?? []).length} address(es) as the admin reads her; GET /v1/protocols: ${gatewayDescribe(partial)}, ${listed} offering(s), incomplete ${JSON.stringify(body?.incomplete ?? null)}`,
+    );
+  } catch (err) {
+    row(steps[0], 'FAILED', `the call threw: ${message(err)}`);
+  }
+  if (!team?.id) {
+    row(steps[1], 'not reached', 'no CareTeam tagged visit-team-northwind');
+  } else {
+    try {
+      const refused = await call('GET', availabilityPath);
+      const error = errorOf(refused);
+      const good =
+        refused.status === 409 &&
+        error.code === 'invalid_state' &&
+        sameList(error.details?.missing, missing) &&
+        error.details?.fix === fix;
+      row(
+        steps[1],
+        good ? 'ok' : 'FAILED',
+        `expected 409 invalid_state, details {missing: ${JSON.stringify(missing)}, fix: '${fix}'}; got ${gatewayDescribe(refused)}, error ${JSON.stringify({ code: error.code, message: error.message, details: error.details })}`,
+      );
+    } catch (err) {
+      row(steps[1], 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
+  try {
+    const read = await call('GET', me);
+    const written = await call('PUT', me, {
+      ...(read.body as Resource),
+      address: [{ line: ['9 Address Lane'], city: 'Fresno', state: 'CA', postalCode: '93701', country: 'US' }],
+    });
+    const full = await call('GET', '/v1/protocols');
+    const body = full.body as Protocols | undefined;
+    const served = team?.id ? await call('GET', availabilityPath) : undefined;
+    const slots = (served?.body as { slots?: unknown[] } | undefined)?.slots;
+    const good =
+      written.status === 200 &&
+      full.status === 200 &&
+      body?.incomplete === undefined &&
+      (body?.protocols?.length ?? 0) === listed + withheld &&
+      served?.status === 200;
+    row(
+      steps[2],
+      good ? 'ok' : 'FAILED',
+      `her PUT ${me}: ${gatewayDescribe(written)}; GET /v1/protocols: ${gatewayDescribe(full)}, ${body?.protocols?.length ?? 0} offering(s) (${listed} + ${withheld} withheld before), incomplete ${JSON.stringify(body?.incomplete ?? null)}; GET /v1/availability: ${served ? `${gatewayDescribe(served)}${slots ? `, ${slots.length} slot(s)` : ''}` : 'not asked (no visit team)'}`,
+    );
+  } catch (err) {
+    row(steps[2], 'FAILED', `the call threw: ${message(err)}`);
   }
 }
 

@@ -76,24 +76,29 @@ export async function patientAgreements(
   patientId: string,
   context: AgreementContext = {},
   /**
-   * Where the published agreements come from, given her tenant: by default read now, with `medplum`
-   * (the bots' gate always reads them fresh); the gateway may pass a short-lived copy of what her
-   * tenant's patients may read (src/medplum/catalog-cache.ts).
+   * Where the catalog's part comes from, given her tenant (the published agreements, a service entered,
+   * the agreements a plan attaches): by default read now with `medplum` (the bots' gate always reads
+   * fresh); the gateway passes short-lived copies of what her tenant's patients may read
+   * (src/medplum/catalog-cache.ts).
    */
-  published?: (organization: string | undefined) => Promise<{ doc: DocumentReference; agreement: AgreementVersion }[]>,
+  catalogFor?: (organization: string | undefined) => AgreementCatalog,
 ): Promise<PatientAgreements | undefined> {
-  const [patient, fresh, activeConsents, entered] = await Promise.all([
+  const fresh = catalogFor ? undefined : freshCatalog(medplum);
+  const [patient, freshPublished, activeConsents, freshEntered] = await Promise.all([
     medplum.readResource('Patient', patientId),
-    published ? undefined : publishedAgreements(medplum),
+    fresh?.published(),
     activeAcceptances(medplum, patientId),
-    readContext(medplum, context),
+    fresh ? readContext(medplum, context, fresh) : undefined,
   ]);
   const organization = patient.managingOrganization?.reference;
-  const publishedNow = fresh ?? (await (published as NonNullable<typeof published>)(organization));
+  const catalog = fresh ?? (catalogFor as NonNullable<typeof catalogFor>)(organization);
+  const [publishedNow, entered] = fresh
+    ? [freshPublished ?? [], freshEntered]
+    : await Promise.all([catalog.published(), readContext(medplum, context, catalog)]);
   if (!entered || !ownsContext(entered, patientId, organization)) {
     return undefined;
   }
-  const attachedUrls = await attachedAgreementUrls(medplum, entered.canonicals);
+  const attachedUrls = (await Promise.all(entered.canonicals.map((c) => catalog.attached(c)))).flat();
   const address = patient.address?.[0];
   const jurisdiction = jurisdictionOf(address?.country, address?.state);
   const applicable = publishedNow
@@ -139,11 +144,30 @@ interface EnteredContext {
   canonicals: string[];
 }
 
+/** The catalog's part of a requirements check (see patientAgreements). */
+export interface AgreementCatalog {
+  published(): Promise<{ doc: DocumentReference; agreement: AgreementVersion }[]>;
+  service(reference: string): Promise<HealthcareService | undefined>;
+  /** The agreement urls a plan (`url|version`, or a url) attaches. */
+  attached(canonical: string): Promise<string[]>;
+}
+
+/** The catalog as it is now, read with `medplum`. */
+export const freshCatalog = (medplum: MedplumClient): AgreementCatalog => ({
+  published: () => publishedAgreements(medplum),
+  service: (reference) => readOrUndefined<HealthcareService>(medplum, reference),
+  attached: (canonical) => attachedAgreementUrls(medplum, [canonical]),
+});
+
 /** Reads what the context names; undefined when a named item does not exist. */
-async function readContext(medplum: MedplumClient, context: AgreementContext): Promise<EnteredContext | undefined> {
+async function readContext(
+  medplum: MedplumClient,
+  context: AgreementContext,
+  catalog: AgreementCatalog,
+): Promise<EnteredContext | undefined> {
   const entered: EnteredContext = { canonicals: context.protocol ? [context.protocol] : [] };
   if (context.healthcareService) {
-    entered.service = await readOrUndefined<HealthcareService>(medplum, context.healthcareService);
+    entered.service = await catalog.service(context.healthcareService);
     const fronts = entered.service?.extension?.find((e) => e.url === EXTENSIONS.frontsPlan)?.valueCanonical;
     if (!entered.service) {
       return undefined;

@@ -1,4 +1,4 @@
-import { patientAgreements, publishedAgreements } from '../../bots/lib/agreements';
+import { freshCatalog, patientAgreements } from '../../bots/lib/agreements';
 import {
   AcceptancesSchema,
   acceptancesRoute,
@@ -22,12 +22,19 @@ export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undef
   // (bots/lib/agreements.ts), over what her policy lets her read (her Patient and Consents, the
   // agreements published to her tenant, a context of her own); Medplum's policy, not this code, keeps
   // anyone else's out. No bot run, and her own quota, not the platform's. What her tenant publishes is
-  // the same for all its patients: one read of it serves her tenant's calls for a few seconds.
+  // the same for all its patients (the published agreements, a service, what a plan attaches): one read of
+  // each serves her tenant's calls for a few seconds.
   app.openapi(requirementsRoute, async (c) => {
     const medplum = c.get('medplum');
-    const state = await patientAgreements(medplum, c.get('session').patientId, c.req.valid('query'), (organization) =>
-      catalog.get(`agreements ${organization ?? 'none'}`, () => publishedAgreements(medplum)),
-    );
+    const fresh = freshCatalog(medplum);
+    const state = await patientAgreements(medplum, c.get('session').patientId, c.req.valid('query'), (org) => {
+      const tenant = org ?? 'none';
+      return {
+        published: () => catalog.get(`agreements ${tenant}`, fresh.published),
+        service: (reference) => catalog.get(`service ${tenant} ${reference}`, () => fresh.service(reference)),
+        attached: (canonical) => catalog.get(`attached ${tenant} ${canonical}`, () => fresh.attached(canonical)),
+      };
+    });
     if (!state) {
       throw notFound();
     }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CATALOG } from '../../contracts/systems';
 import { createCatalogCache } from '../../src/medplum/catalog-cache';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
@@ -52,5 +53,24 @@ describe('requirements from the cache, per tenant', () => {
       ]),
     );
     expect(await unmet('dave')).not.toContainEqual(expect.stringContaining('/northwind/'));
+  });
+
+  it('a service of one tenant, read for its patient, is still not found for the other tenant’s, whatever was read before', async () => {
+    const services = await gw.backend.admin.searchResources('HealthcareService', {
+      _tag: `${CATALOG.system}|${CATALOG.tenant}`,
+    });
+    const northwindOnly = services.find((s) =>
+      s.meta?.accounts?.some((a) => a.reference === gw.backend.patients.bob.patient.managingOrganization?.reference),
+    );
+    expect(northwindOnly).toBeDefined();
+    const ask = (who: 'bob' | 'carol') =>
+      gw.call(
+        'GET',
+        `/v1/agreements/requirements?healthcareService=${encodeURIComponent(`HealthcareService/${northwindOnly?.id}`)}`,
+        { token: gw.backend.patients[who].token },
+      );
+    expect((await ask('bob')).status).toBe(200);
+    expect((await ask('carol')).status).toBe(404);
+    expect((await ask('bob')).status).toBe(200);
   });
 });
