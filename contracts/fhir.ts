@@ -1,7 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { FHIR_JSON, FhirResourceSchema, IdParam, ResourceTypeParam, secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
-import { isKnownResourceType, UNKNOWN_RESOURCE_TYPE } from './resource-types';
+import {
+  FHIR_R4_RESOURCE_TYPES,
+  isKnownResourceType,
+  MEDPLUM_RESOURCE_TYPES,
+  UNKNOWN_RESOURCE_TYPE,
+} from './resource-types';
 
 export const MAX_COUNT = 100;
 export const DEFAULT_COUNT = 20;
@@ -37,14 +42,15 @@ const SearchQuery = z
       .min(0)
       .max(MAX_COUNT)
       .optional()
-      .openapi({ description: `Page size, default ${DEFAULT_COUNT}, max ${MAX_COUNT}.` }),
+      // An integer in the query (coercion would otherwise document `null` too: `?_count=null` is 400).
+      .openapi({ type: 'integer', description: `Page size, default ${DEFAULT_COUNT}, max ${MAX_COUNT}.` }),
     _offset: z.coerce
       .number()
       .int()
       .min(0)
       .max(10_000)
       .optional()
-      .openapi({ description: 'Paging offset; use the `next` link rather than building it.' }),
+      .openapi({ type: 'integer', description: 'Paging offset; use the `next` link rather than building it.' }),
   })
   .catchall(z.union([z.string(), z.array(z.string())]))
   .openapi({
@@ -60,9 +66,11 @@ export const RecordTypeParam = ResourceTypeParam.refine(isKnownResourceType, {
   message: UNKNOWN_RESOURCE_TYPE,
 }).openapi({
   param: { name: 'type', in: 'path' },
+  // The document lists exactly the types the check accepts (issue 28: a pattern admitted names it refuses).
+  enum: [...FHIR_R4_RESOURCE_TYPES, ...MEDPLUM_RESOURCE_TYPES],
   example: 'Observation',
   description:
-    'A FHIR R4 resource type. Any other is 400 `invalid_request`, unless the method is one no type allows on the path (DELETE, PATCH...): that is 405 first.',
+    'A FHIR R4 resource type (or one of Medplum\'s own). Any other is 400 `invalid_request`, unless the method is one no type allows on the path (DELETE, PATCH...): that is 405 first.',
 });
 
 const fhirContent = <T extends z.ZodType>(schema: T) => ({ [FHIR_JSON]: { schema } });

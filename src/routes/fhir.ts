@@ -70,7 +70,9 @@ export function registerFhirRoutes(app: App): void {
   app.openapi(searchRoute, async (c) => {
     const { type } = c.req.valid('param');
     const query = new URLSearchParams(new URL(c.req.url).search);
-    if (!query.has('_count')) {
+    // A page size of our own, unless she asks for the count alone (`_summary=count`, which a `_count`
+    // after it would undo: Medplum reads the parameters in order).
+    if (!query.has('_count') && query.get('_summary') !== 'count') {
       query.set('_count', String(DEFAULT_COUNT));
     }
     // Measured as it will be sent (MedplumClient sends exactly this encoding), not as it came.

@@ -22,6 +22,28 @@ function generatedDocument() {
 }
 
 describe('the OpenAPI document', () => {
+  it('the record plane documents `{type}` as exactly the types it accepts, and its paging as integers (issue 28)', () => {
+    const search = generatedDocument().paths?.['/v1/fhir/{type}']?.get;
+    const schemaOf = (name: string) =>
+      (search?.parameters as { name: string; schema: { type?: unknown; enum?: string[] } }[]).find(
+        (p) => p.name === name,
+      )?.schema;
+    expect(schemaOf('type')?.enum).toContain('Observation');
+    expect(schemaOf('type')?.enum).not.toContain('Observations');
+    expect(schemaOf('_count')?.type).toBe('integer');
+    expect(schemaOf('_offset')?.type).toBe('integer');
+  });
+
+  it('the reference page’s icon is no 404', async () => {
+    const app = createApp({
+      medplum: { baseUrl: 'http://medplum.test/' },
+      issuer: 'http://medplum.test/',
+      projectId: 'p',
+      limits: DEFAULT_LIMITS,
+    });
+    expect((await app.request('/favicon.ico')).status).toBe(204);
+  });
+
   it('is OpenAPI 3.1 and valid under a 3.1 validator', async () => {
     const doc = generatedDocument();
     expect(doc.openapi).toBe('3.1.0');

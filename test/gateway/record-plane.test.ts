@@ -58,6 +58,13 @@ describe('record plane reads', () => {
     }
   });
 
+  it('_summary=count answers the count alone (issue 28: a default page size used to undo it)', async () => {
+    const counted = await gw.call('GET', '/v1/fhir/Patient?_summary=count', { token: gw.backend.patients.alice.token });
+    expect(counted.status).toBe(200);
+    expect(counted.body).toMatchObject({ resourceType: 'Bundle', total: 1 });
+    expect((counted.body as { entry?: unknown[] }).entry ?? []).toEqual([]);
+  });
+
   it('$ operations are not available', async () => {
     const res = await gw.call('GET', `/v1/fhir/Patient/${alice().patient.id}/$everything`);
     expect(res.status).toBe(404);
