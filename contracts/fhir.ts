@@ -70,7 +70,7 @@ export const RecordTypeParam = ResourceTypeParam.refine(isKnownResourceType, {
   enum: [...FHIR_R4_RESOURCE_TYPES, ...MEDPLUM_RESOURCE_TYPES],
   example: 'Observation',
   description:
-    'A FHIR R4 resource type (or one of Medplum\'s own). Any other is 400 `invalid_request`, unless the method is one no type allows on the path (DELETE, PATCH...): that is 405 first.',
+    "A FHIR R4 resource type (or one of Medplum's own). Any other is 400 `invalid_request`, unless the method is one no type allows on the path (DELETE, PATCH...): that is 405 first.",
 });
 
 const fhirContent = <T extends z.ZodType>(schema: T) => ({ [FHIR_JSON]: { schema } });

@@ -25,7 +25,7 @@ describe('the OpenAPI document', () => {
   it('the record plane documents `{type}` as exactly the types it accepts, and its paging as integers (issue 28)', () => {
     const search = generatedDocument().paths?.['/v1/fhir/{type}']?.get;
     const schemaOf = (name: string) =>
-      (search?.parameters as { name: string; schema: { type?: unknown; enum?: string[] } }[]).find(
+      ((search?.parameters ?? []) as { name: string; schema: { type?: unknown; enum?: string[] } }[]).find(
         (p) => p.name === name,
       )?.schema;
     expect(schemaOf('type')?.enum).toContain('Observation');
