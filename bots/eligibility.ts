@@ -23,7 +23,14 @@ import type {
   TaskInput,
 } from '@medplum/fhirtypes';
 import { CATALOG, EXTENSIONS, SYSTEMS } from '../contracts/systems';
-import { CONDITION_ITEM, chosenOption, formInput, formOf, selectionForm } from '../contracts/work-forms';
+import {
+  CONDITION_ITEM,
+  chosenOption,
+  formInput,
+  formInstructions,
+  formOf,
+  selectionForm,
+} from '../contracts/work-forms';
 import { isPublishedTo } from './lib/agreements';
 import { conditionCatalogs, planTypeOf } from './lib/catalog';
 import {
@@ -458,7 +465,10 @@ function findingsBundle({
     contained: [results, guidance, form],
     focus: versioned(condition),
     input: [...inputs, formInput(form)],
-    note: [{ text: 'Eligibility is advisory (see the contained GuidanceResponse and the DetectedIssues).' }],
+    note: [
+      { text: 'Eligibility is advisory (see the contained GuidanceResponse and the DetectedIssues).' },
+      { text: formInstructions(form) },
+    ],
   };
   const provenance: Provenance = {
     resourceType: 'Provenance',

@@ -128,6 +128,29 @@ export function selectionForm(options: FormOption[]): Questionnaire {
   };
 }
 
+/**
+ * The form as text, for a task's `note`: what to answer, where Medplum's app shows nothing of a contained
+ * resource (found driving it on a real Medplum): the form's url, each item's linkId and text, its choices
+ * (code and label) and when it is asked, and how to hand the answers in.
+ */
+export function formInstructions(form: Questionnaire): string {
+  const items = (form.item ?? []).map((item) => {
+    const choices = (item.answerOption ?? [])
+      .map((o) => o.valueCoding)
+      .filter((c): c is Coding => c !== undefined)
+      .map((c) => `${c.code} (${c.display ?? c.code})`);
+    const when = (item.enableWhen ?? []).map((w) => `only when ${w.question} is ${w.answerCoding?.code}`);
+    return `${item.linkId}${item.required ? ' (required)' : ''}: ${item.text ?? ''} [${item.type}${
+      choices.length > 0 ? `: one of ${choices.join('; ')}` : ''
+    }]${when.length > 0 ? ` ${when.join(', ')}` : ''}`;
+  });
+  return [
+    `To complete: answer the form ${form.url} (a QuestionnaireResponse about this patient, status completed)`,
+    ...items.map((line) => `- ${line}`),
+    `then complete this task with the output "${RESPONSE_OUTPUT}" referencing your QuestionnaireResponse.`,
+  ].join('\n');
+}
+
 /** The input that names a contained form. */
 export const formInput = (form: Questionnaire): TaskInput => ({
   type: { text: FORM_INPUT },

@@ -14,6 +14,7 @@ import type {
   TaskOutput,
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
+import { formInstructions, formOf } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { requireAgreements } from './agreements';
 import { publishedDefinition } from './journey';
@@ -317,6 +318,10 @@ async function returnToReview(medplum: MedplumClient, context: OfferContext, off
   ];
   if (selection?.contained) {
     reviewTask.contained = selection.contained;
+  }
+  const form = selection && formOf(selection);
+  if (form) {
+    reviewTask.note = [{ text: formInstructions(form) }];
   }
   entries.push(review);
   return { ok: true, output, entries };

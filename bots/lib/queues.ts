@@ -12,7 +12,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
-import { formInput } from '../../contracts/work-forms';
+import { formInput, formInstructions } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { readInput } from './input';
 import { lostRace } from './races';
@@ -73,7 +73,9 @@ export function clinicianTask(work: ClinicianWork): BundleEntry {
     focus: work.focus,
     authoredOn: new Date().toISOString(),
     ...(work.queue ? { owner: { reference: `CareTeam/${work.queue.id}` } } : {}),
-    ...(work.form ? { contained: [work.form], input: [formInput(work.form)] } : {}),
+    ...(work.form
+      ? { contained: [work.form], input: [formInput(work.form)], note: [{ text: formInstructions(work.form) }] }
+      : {}),
   };
   return { resource: task, request: { method: 'POST', url: 'Task' } };
 }

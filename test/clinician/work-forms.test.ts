@@ -88,6 +88,12 @@ describe('the forms clinician work carries', () => {
     });
     expect(form?.item?.[0].answerOption?.map((o) => o.valueCoding?.code)).toEqual(['I10', 'R03.0', 'E66.9']);
     expect(JSON.stringify(form)).not.toMatch(/initial/);
+    // The same as text, which Medplum's app shows (it shows nothing of a contained resource).
+    const note = review.note?.map((n) => n.text).join('\n') ?? '';
+    expect(note).toContain(WORK_FORMS.assignCondition);
+    expect(note).toContain('condition (required)');
+    expect(note).toContain('I10 (Essential (primary) hypertension)');
+    expect(note).toContain(`"${RESPONSE_OUTPUT}"`);
   });
 
   it('a selection offers every option, labels the guideline’s one, and asks a mitigation of each finding only of the option chosen', async () => {
@@ -106,6 +112,9 @@ describe('the forms clinician work carries', () => {
     expect(JSON.stringify(form)).not.toMatch(/initial/);
     const findings = await hers<DetectedIssue>('DetectedIssue', patient, 'patient');
     expect(findings).toHaveLength(1);
+    const note = selection.note?.map((n) => n.text).join('\n') ?? '';
+    expect(note).toContain(`${mitigations[0]?.linkId} (required)`);
+    expect(note).toContain(`only when option is ${LISINOPRIL}`);
     expect(mitigations).toEqual([
       expect.objectContaining({
         type: 'text',
