@@ -47,6 +47,10 @@ export const PatientTaskSchema = z
     visitType: z.enum(['video-visit', 'async-review']).optional().openapi({
       description: 'Schedule-visit tasks: the kind of visit to book (`POST /v1/appointments` with a free slot).',
     }),
+    careTeam: referenceTo('CareTeam').optional().openapi({
+      description:
+        'Schedule-visit tasks: the visit team to book with, readable at `/v1/fhir/CareTeam/{id}`; its free slots are `GET /v1/availability?careTeam=`.',
+    }),
     offer: referenceTo('RequestGroup').optional().openapi({
       description:
         'Treatment-offer and order-decisions tasks: the proposal RequestGroup (the consent bundle), readable at `/v1/fhir/RequestGroup/{id}`.',

@@ -151,6 +151,10 @@ export async function patientTaskView(medplum: MedplumClient, task: Task): Promi
   } else if (kind === 'schedule-visit') {
     const code = task.input?.find((i) => i.type.coding?.some((c) => c.code === 'visit-type'))?.valueCoding?.code;
     view.visitType = code === 'async-review' ? 'async-review' : 'video-visit';
+    const team = task.input?.find((i) => i.type.coding?.some((c) => c.code === 'care-team'))?.valueReference?.reference;
+    if (team) {
+      view.careTeam = team;
+    }
   } else {
     const definitions = await Promise.all(taskObservationDefinitions(task).map((r) => readVersioned(medplum, r)));
     view.measurements = definitions.map((d) => ({ code: definitionCode(d), units: allowedUnits(d) }));
@@ -164,7 +168,8 @@ export type TaskInputKind =
   | 'activity-definition'
   | 'observation-definition'
   | 'segment'
-  | 'visit-type';
+  | 'visit-type'
+  | 'care-team';
 
 export const taskInputType = (kind: TaskInputKind): CodeableConcept => ({
   coding: [{ system: SYSTEMS.taskKind, code: kind }],

@@ -3,6 +3,7 @@ import type { MedplumClient } from '@medplum/core';
 import type {
   ActivityDefinition,
   BundleEntry,
+  CareTeam,
   Coding,
   HealthcareService,
   ObservationDefinition,
@@ -93,12 +94,15 @@ async function taskFor(
     if (activity?.kind !== 'Appointment' || !visitType) {
       return undefined;
     }
+    const team = organization ? await visitTeamOf(medplum, organization) : undefined;
     return {
       ...base,
       code: { coding: [{ system: SYSTEMS.taskKind, code: 'schedule-visit' }] },
       input: [
         { type: taskInputType('activity-definition'), valueCanonical: canonical },
         ...(visitType ? [{ type: taskInputType('visit-type'), valueCoding: visitType }] : []),
+        // Whom she books with (issue 28: nothing else told her): her tenant's visit team, which she may read.
+        ...(team ? [{ type: taskInputType('care-team'), valueReference: { reference: `CareTeam/${team.id}` } }] : []),
         ...(action.action ?? []).map((segment) => ({
           type: taskInputType('segment'),
           valueString: segment.title ?? segment.description ?? 'Visit',
@@ -199,3 +203,13 @@ export function issueEntries(
 /** The visit type a schedule-visit task books (its `visit-type` input), as a Coding. */
 export const visitTypeOf = (task: Task): Coding | undefined =>
   task.input?.find((i) => i.type.coding?.some((c) => c.code === 'visit-type'))?.valueCoding;
+
+/** Her tenant's visit team (a provisioned CareTeam, category `<careTeam>|visits`): the practitioners she books. */
+export async function visitTeamOf(medplum: MedplumClient, organization: string): Promise<CareTeam | undefined> {
+  const teams = await medplum.searchResources('CareTeam', {
+    category: `${SYSTEMS.careTeam}|visits`,
+    _compartment: organization,
+    status: 'active',
+  });
+  return teams.find((t) => t.managingOrganization?.some((o) => o.reference === organization));
+}

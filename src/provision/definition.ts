@@ -195,6 +195,13 @@ function patientPolicy(): AccessPolicyResource[] {
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     ...CATALOG_TYPES.flatMap(catalogReads),
     ...TENANT_DIRECTORY_TYPES.map((type) => ({ resourceType: type, criteria: inTenant(type), readonly: true })),
+    // Her tenant's visit teams (the team her schedule-visit tasks name, JOURNEY H): staff, no patient data.
+    // Not the clinicians' work queues (care-queue CareTeams).
+    {
+      resourceType: 'CareTeam',
+      criteria: `${inTenant('CareTeam')}&category=${SYSTEMS.careTeam}|visits`,
+      readonly: true,
+    },
     // Own uploads (POST /v1/documents): created, never read by id. Criteria do not apply to Binary
     // (@medplum/core satisfiedAccessPolicy matches any Binary), and Medplum 5.0.10 does not check a
     // Binary's securityContext on `GET Binary/:id` (later versions do: binary-utils.ts readAuthorizedBinary),

@@ -109,6 +109,24 @@ describe('enrollment: draft -> active -> revoked', () => {
       'video-visit',
       'async-review',
     ]);
+    // Whom she books with (issue 28 item 2): her tenant's visit team, named by each visit task and readable
+    // by her; a clinicians' work queue is not.
+    const teams = new Set(active.tasks?.slice(2).map((t) => (t as { careTeam?: string }).careTeam));
+    expect(teams.size).toBe(1);
+    const [team] = [...teams] as string[];
+    expect(team).toMatch(/^CareTeam\//);
+    const read = await gw.call('GET', `/v1/fhir/${team}`, { token: patient.token });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ category: [{ coding: [{ code: 'visits' }] }] });
+    const queues = await gw.backend.admin.searchResources('CareTeam', {
+      category: `${SYSTEMS.careQueue}|intake-review`,
+    });
+    expect(queues.length).toBeGreaterThan(0);
+    for (const queue of queues) {
+      expect((await gw.call('GET', `/v1/fhir/CareTeam/${queue.id}`, { token: patient.token })).status).toBe(404);
+    }
+    const other = gw.backend.patients.carol;
+    expect((await gw.call('GET', `/v1/fhir/${team}`, { token: other.token })).status).toBe(404);
     for (const view of active.tasks ?? []) {
       const task = await repo().readReference<Task>({ reference: view.task });
       expect(task).toMatchObject({ status: 'ready', basedOn: [{ reference: draft.carePlan }] });
