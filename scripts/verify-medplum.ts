@@ -542,6 +542,27 @@ async function attacks(ctx: AttackContext): Promise<void> {
   await control('the journey patient reads her own document through GET /v1/documents/{id}', maya, binary, () =>
     gateway(maya as Person, documentPath),
   );
+  // The record plane honours `_summary=count` (fb45500): no page size of the gateway's own after it, which
+  // Medplum would read as a request for a page.
+  const countStep =
+    'control: the journey patient counts her Patient through the gateway (GET /v1/fhir/Patient?_summary=count): total 1, no entries';
+  if (!maya) {
+    row(countStep, 'not reached', 'the journey did not make it');
+  } else {
+    try {
+      const counted = await viaGateway(maya, 'Patient?_summary=count');
+      const bundle = counted.body as Bundle | undefined;
+      const entries = bundle?.entry?.length ?? 0;
+      const good = counted.status === 200 && bundle?.resourceType === 'Bundle' && bundle.total === 1 && entries === 0;
+      row(
+        countStep,
+        good ? 'ok' : 'FAILED',
+        `expected 200, a Bundle with total 1 and no entry; got ${describe(counted)}${bundle?.resourceType === 'Bundle' ? `, type ${bundle.type}, total ${bundle.total ?? 'absent'}, ${entries} entr${entries === 1 ? 'y' : 'ies'}` : ''}`,
+      );
+    } catch (err) {
+      row(countStep, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
   for (const attacker of ['bob', 'carol']) {
     const who = people.get(attacker)?.who ?? attacker;
     await attack(`${who} reads the journey patient's uploaded Binary directly`, { attacker, target: binary }, (a, t) =>
@@ -1286,6 +1307,151 @@ async function attacks(ctx: AttackContext): Promise<void> {
   }
 
   await patientBounds(ctx, people);
+
+  // Whom she books with (issue 28 item 2, 06370fc): a schedule-visit task names her tenant's visit team
+  // (input `care-team` under SYSTEMS.taskKind), and her policy reads her tenant's visit teams (CareTeam
+  // category SYSTEMS.careTeam|visits, in her tenant), never a clinicians' work queue (SYSTEMS.careQueue)
+  // nor another tenant's visit team.
+  const northwindTeam = await byTag('CareTeam', 'visit-team-northwind');
+  const northwindTeamRef = northwindTeam?.id ? `CareTeam/${northwindTeam.id}` : undefined;
+  const teamStep =
+    "control: the journey patient's schedule-visit task (GET /v1/fhir/Task?code=…|schedule-visit through the gateway) names a care-team (input 'care-team' under SYSTEMS.taskKind): her tenant's visit team";
+  let visitTeam: string | undefined;
+  if (!maya) {
+    row(teamStep, 'not reached', 'the journey did not make it');
+  } else {
+    try {
+      const found = await viaGateway(
+        maya,
+        `Task?code=${encodeURIComponent(`${SYSTEMS.taskKind}|schedule-visit`)}&_count=20`,
+      );
+      const tasks = entriesOf(found.body) as Task[];
+      const named = tasks.map((t) => ({
+        task: t,
+        team: t.input?.find((i) => i.type?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === 'care-team'))
+          ?.valueReference?.reference,
+      }));
+      visitTeam = named.find((n) => n.team)?.team;
+      const teams = [...new Set(named.map((n) => n.team ?? 'none'))];
+      const stored = visitTeam
+        ? ((await ctx.adminGet(`fhir/R4/${visitTeam}`)).body as CareTeam | undefined)
+        : undefined;
+      const categories = (stored?.category ?? []).flatMap((c) => c.coding ?? []).map((c) => `${c.system}|${c.code}`);
+      const good =
+        found.status === 200 &&
+        tasks.length > 0 &&
+        named.every((n) => n.team !== undefined) &&
+        teams.length === 1 &&
+        visitTeam !== undefined &&
+        visitTeam === northwindTeamRef &&
+        categories.includes(`${SYSTEMS.careTeam}|visits`);
+      row(
+        teamStep,
+        good ? 'ok' : 'FAILED',
+        `expected each of her schedule-visit Tasks to name ${northwindTeamRef ?? 'the CareTeam tagged visit-team-northwind (none found)'}; got ${gatewayDescribe(found)}: ${named.map((n) => `Task/${n.task.id} ${n.task.status} -> ${n.team ?? 'no care-team input'}`).join(', ') || 'no schedule-visit Task'}${stored ? `; ${visitTeam} is "${stored.name}", category ${categories.join(', ') || 'none'}` : ''}`,
+      );
+    } catch (err) {
+      row(teamStep, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
+  const noTeam = maya ? 'her schedule-visit task names no care-team (the row above)' : 'the journey did not make it';
+  await control(
+    'the journey patient reads the visit team her task names, directly on Medplum (her token)',
+    maya,
+    visitTeam,
+    () => direct(maya as Person, 'GET', visitTeam as string),
+    { missing: noTeam },
+  );
+  await control(
+    'the journey patient reads the visit team her task names through the gateway (GET /v1/fhir/CareTeam/{id})',
+    maya,
+    visitTeam,
+    () => viaGateway(maya as Person, visitTeam as string),
+    { missing: noTeam },
+  );
+  const availabilityStep =
+    'control: the journey patient asks for the free slots of the visit team her task names (GET /v1/availability?careTeam=…, the next 7 days, through the gateway)';
+  if (!maya || !visitTeam) {
+    row(availabilityStep, 'not reached', noTeam);
+  } else {
+    try {
+      const now = Date.now();
+      const served = await gateway(
+        maya,
+        `/v1/availability?${new URLSearchParams({
+          careTeam: visitTeam,
+          start: new Date(now).toISOString(),
+          end: new Date(now + 7 * DAY).toISOString(),
+        })}`,
+      );
+      const slots = (served.body as { slots?: unknown[] } | undefined)?.slots;
+      row(
+        availabilityStep,
+        served.status === 200 ? 'ok' : 'FAILED',
+        `expected 200, got ${gatewayDescribe(served)}${slots ? `, ${slots.length} slot(s)` : ''}`,
+      );
+    } catch (err) {
+      row(availabilityStep, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
+  const noQueue = 'no CareTeam tagged queue-northwind-intake-review';
+  await attack(
+    "the journey patient reads the Northwind intake-review queue's CareTeam (a clinicians' work queue) directly",
+    { attacker: 'maya', target: queueRef, missing: noQueue },
+    (a, t) => direct(a, 'GET', t),
+  );
+  await attack(
+    "the journey patient reads the Northwind intake-review queue's CareTeam through the gateway",
+    { attacker: 'maya', target: queueRef, missing: noQueue },
+    (a, t) => viaGateway(a, t),
+  );
+  await attack(
+    'carol (Southridge patient) reads the Northwind visit team directly',
+    { attacker: 'carol', target: northwindTeamRef, missing: 'no CareTeam tagged visit-team-northwind' },
+    (a, t) => direct(a, 'GET', t),
+  );
+  await attack(
+    'carol (Southridge patient) reads the Northwind visit team through the gateway',
+    { attacker: 'carol', target: northwindTeamRef, missing: 'no CareTeam tagged visit-team-northwind' },
+    (a, t) => viaGateway(a, t),
+  );
+  // Her search: whatever it lists, no work queue (the provisioned one, and the other the admin made above).
+  const searchStep =
+    'attack: the journey patient searches CareTeam directly on Medplum (CareTeam?_count=100): no work queue (category SYSTEMS.careQueue) in the Bundle';
+  if (!maya) {
+    row(searchStep, 'not reached', 'the journey did not make it');
+  } else {
+    try {
+      const searched = await direct(maya, 'GET', 'CareTeam?_count=100');
+      const listed = entriesOf(searched.body) as CareTeam[];
+      const isQueue = (t: CareTeam) =>
+        (t.category ?? []).some((c) => c.coding?.some((k) => k.system === SYSTEMS.careQueue));
+      const queues = listed.filter(isQueue);
+      const held = REFUSED.includes(searched.status) || (searched.status === 200 && queues.length === 0);
+      row(
+        searchStep,
+        held ? 'held' : 'FAILED',
+        `expected 403/404, or a Bundle without a queue; got ${describe(searched)}${
+          listed.length
+            ? `: ${listed
+                .map(
+                  (t) =>
+                    `CareTeam/${t.id} (${
+                      (t.category ?? [])
+                        .flatMap((c) => c.coding ?? [])
+                        .map((k) => k.code)
+                        .join(', ') || 'no category'
+                    }${isQueue(t) ? ', A QUEUE' : ''})`,
+                )
+                .join(', ')}`
+            : ''
+        }`,
+      );
+    } catch (err) {
+      row(searchStep, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
+
   await addressNeeded(ctx);
 }
 
@@ -2072,8 +2238,73 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     }
   };
 
+  /**
+   * Each review carries its form as text too (bc53859, contracts/work-forms.ts formInstructions: Medplum's
+   * app shows nothing of a contained resource): a `note` naming the form's url and its `condition` item.
+   * The journey's review (completed through src/clinician) and a fresh one (as the bot issued it).
+   */
+  const formAsText = async (fresh: IntakeReview | undefined) => {
+    const step = `control: the review Tasks carry their form as text (Task.note): the form's url ${WORK_FORMS.assignCondition} and its item '${CONDITION_ITEM}' (the journey's review, and a fresh review as issued)`;
+    try {
+      const reviews: { label: string; task: Task }[] = [];
+      const journeyPatient = ctx.progress.patient;
+      const journeys = journeyPatient
+        ? (entriesOf(
+            (
+              await adminRead(
+                ctx,
+                `fhir/R4/Task?patient=${journeyPatient}&code=${encodeURIComponent(`${SYSTEMS.taskKind}|review-intake`)}&_count=5`,
+              )
+            ).body,
+          ) as Task[])
+        : [];
+      // The journey's own review (the one she handed her answers in with), not the queue task the admin
+      // issued above for the same patient.
+      const journeyReview = journeys.find((t) => responseReference(t)) ?? journeys.find((t) => formOf(t));
+      if (journeyReview) {
+        reviews.push({ label: "the journey's review", task: journeyReview });
+      }
+      if (fresh) {
+        reviews.push({ label: 'a fresh review', task: fresh.review });
+      }
+      if (reviews.length === 0) {
+        row(step, 'not reached', 'no review (the journey and the precondition above did not make it)');
+        return;
+      }
+      const names = (task: Task) => {
+        const notes = (task.note ?? []).map((n) => n.text ?? '');
+        const text = notes.find((n) => n.includes(WORK_FORMS.assignCondition)) ?? '';
+        return {
+          text,
+          notes: notes.length,
+          url: text.includes(WORK_FORMS.assignCondition),
+          item: text.split('\n').some((line) => line.startsWith(`- ${CONDITION_ITEM}`)),
+        };
+      };
+      const seen = reviews.map((r) => ({ ...r, ...names(r.task) }));
+      const good = (journeyPatient ? journeyReview !== undefined : true) && seen.every((s) => s.url && s.item);
+      row(
+        step,
+        good ? 'ok' : 'FAILED',
+        `${journeyPatient && !journeyReview ? 'no review-intake Task of the journey patient; ' : ''}${seen
+          .map(
+            (s) =>
+              `${s.label} Task/${s.task.id} (${s.task.status}): ${s.notes} note(s)${
+                s.text
+                  ? `, one naming the form's url${s.item ? ` and item '${CONDITION_ITEM}'` : ` but NOT item '${CONDITION_ITEM}'`}: "${s.text.split('\n').slice(0, 2).join(' / ').slice(0, 300)}"`
+                  : `, none naming ${WORK_FORMS.assignCondition}`
+              }`,
+          )
+          .join('; ')}`,
+      );
+    } catch (err) {
+      row(step, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  };
+
   // The control: her own answers.
   const mine = await intakeReview(ctx, 'her own answers', queueRef);
+  await formAsText(mine);
   /** The answers she handed in for her review (the Condition's evidence), when the control got that far. */
   let handedIn: QuestionnaireResponse | undefined;
   if (!mine) {
