@@ -51,6 +51,11 @@ export const PatientTaskSchema = z
       description:
         'Schedule-visit tasks: the visit team to book with, readable at `/v1/fhir/CareTeam/{id}`; its free slots are `GET /v1/availability?careTeam=`.',
     }),
+    complete: z.string().openapi({
+      example: 'POST /v1/tasks/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e/complete {questionnaireResponse}',
+      description:
+        'The call that completes it, with what its body carries: `POST /v1/tasks/{id}/complete` with `{questionnaireResponse}`, `{measurements}` or `{decision}`; `POST /v1/orders/{offer id}/decisions` for an order; `POST /v1/appointments` with `{task, slot}` for a visit.',
+    }),
     offer: referenceTo('RequestGroup').optional().openapi({
       description:
         'Treatment-offer and order-decisions tasks: the proposal RequestGroup (the consent bundle), readable at `/v1/fhir/RequestGroup/{id}`.',
@@ -203,5 +208,35 @@ export const completeTaskRoute = createRoute({
       content: { 'application/json': { schema: CompletedTaskSchema } },
     },
     ...errorResponses(400, 404, 409, 413, 415, 422, ...SECURED_STATUSES),
+  },
+});
+
+export const PatientTasksSchema = z.object({ tasks: z.array(PatientTaskSchema) }).openapi('PatientTasks', {
+  example: {
+    tasks: [
+      {
+        task: 'Task/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
+        kind: 'questionnaire',
+        status: 'ready',
+        description: 'Blood pressure history',
+        questionnaire: 'https://patient-care.example/northwind/questionnaires/bp-history|1',
+        complete: 'POST /v1/tasks/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e/complete {questionnaireResponse}',
+      },
+    ],
+  },
+});
+
+export const listTasksRoute = createRoute({
+  method: 'get',
+  path: '/v1/tasks',
+  operationId: 'tasks.list',
+  tags: ['Tasks'],
+  summary: 'Her open tasks, as what they are',
+  description:
+    "Her tasks still to do (`ready` or `in-progress`), newest first, at most 100: each with its kind, what completing it needs and the call that takes it (`complete`), so that an app can list and act on her work without knowing the platform's code systems. The same view `POST /v1/assessments` and an activated enrollment return. Read with her own token: her record only.",
+  security: secured,
+  responses: {
+    200: { description: 'Her open tasks.', content: { 'application/json': { schema: PatientTasksSchema } } },
+    ...errorResponses(...SECURED_STATUSES),
   },
 });

@@ -135,6 +135,23 @@ export async function readVersioned<T extends ObservationDefinition>(
   return (await medplum.readVersion('ObservationDefinition', id, versionId)) as T;
 }
 
+/** The call that completes a patient task of this kind, with what its body carries (the task view's `complete`). */
+function completeCall(kind: TaskKind, task: Task): string {
+  const id = task.id as string;
+  switch (kind) {
+    case 'questionnaire':
+      return `POST /v1/tasks/${id}/complete {questionnaireResponse}`;
+    case 'measurement':
+      return `POST /v1/tasks/${id}/complete {measurements}`;
+    case 'treatment-offer':
+      return `POST /v1/tasks/${id}/complete {decision}`;
+    case 'order-decisions':
+      return `POST /v1/orders/${(task.focus?.reference ?? '').split('/')[1] ?? '{id}'}/decisions {items}`;
+    case 'schedule-visit':
+      return `POST /v1/appointments {task: "Task/${id}", slot}`;
+  }
+}
+
 /** A task as the patient sees it in the action plane. */
 export async function patientTaskView(medplum: MedplumClient, task: Task): Promise<PatientTask> {
   const kind = taskKind(task) ?? 'questionnaire';
@@ -143,6 +160,7 @@ export async function patientTaskView(medplum: MedplumClient, task: Task): Promi
     kind,
     status: task.status as PatientTask['status'],
     ...(task.description ? { description: task.description } : {}),
+    complete: completeCall(kind, task),
   };
   if (kind === 'questionnaire') {
     view.questionnaire = taskQuestionnaire(task);

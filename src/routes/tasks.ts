@@ -1,11 +1,31 @@
+import { PATIENT_TASK_TAG, patientTaskView, taskKind } from '../../bots/lib/journey';
 import { SYSTEMS } from '../../contracts/systems';
-import { CompletedTaskSchema, completeTaskRoute } from '../../contracts/tasks';
+import { CompletedTaskSchema, completeTaskRoute, listTasksRoute, PatientTasksSchema } from '../../contracts/tasks';
 import type { App } from '../app-env';
 import { edgeStatement } from '../edge/request';
 import type { EdgeSigner } from '../edge/statement';
 import { callBot } from '../medplum/bots';
 
+/** The most open tasks `GET /v1/tasks` lists (one search page). */
+const MAX_OPEN_TASKS = 100;
+
 export function registerTaskRoutes(app: App, edgeSigner: EdgeSigner | undefined): void {
+  // A read with her own token (her policy: her own compartment), in the view the workflows answer with.
+  app.openapi(listTasksRoute, async (c) => {
+    const medplum = c.get('medplum');
+    const her = `Patient/${c.get('session').patientId}`;
+    const found = await medplum.searchResources('Task', {
+      _tag: `${PATIENT_TASK_TAG.system}|${PATIENT_TASK_TAG.code}`,
+      subject: her,
+      status: 'ready,in-progress',
+      _sort: '-_lastUpdated',
+      _count: String(MAX_OPEN_TASKS),
+    });
+    const open = found.filter((task) => task.for?.reference === her && taskKind(task) !== undefined);
+    const tasks = await Promise.all(open.map((task) => patientTaskView(medplum, task)));
+    return c.json(PatientTasksSchema.parse({ tasks }), 200);
+  });
+
   app.openapi(completeTaskRoute, async (c) => {
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');

@@ -45,7 +45,13 @@ import { ConfigSchema, configRoute, homeRoute, PatientHomeSchema, profileRoute }
 import { ProtocolsSchema, protocolsRoute } from '../../contracts/protocols';
 import { createRequestRoute, PatientRequestAnswerSchema, PatientRequestSchema } from '../../contracts/requests';
 import { AvailabilityQuerySchema, AvailabilitySchema, availabilityRoute } from '../../contracts/scheduling';
-import { CompletedTaskSchema, CompleteTaskRequestSchema, completeTaskRoute } from '../../contracts/tasks';
+import {
+  CompletedTaskSchema,
+  CompleteTaskRequestSchema,
+  completeTaskRoute,
+  listTasksRoute,
+  PatientTasksSchema,
+} from '../../contracts/tasks';
 
 /** A failure answered by the API: the error envelope, with its HTTP status. */
 export class PatientCareApiError extends Error {
@@ -213,6 +219,8 @@ export function createPatientCareClient(options: ClientOptions) {
       ),
     },
     tasks: {
+      /** Her open tasks, each with its kind, what it needs and the call that completes it (`complete`). */
+      list: async () => PatientTasksSchema.parse(await call(listTasksRoute)),
       /**
        * Completes a task: `{questionnaireResponse}`, `{measurements: [...]}` or, for an offer, `{decision}`, as its kind asks. The task
        * as an answer names it (`Task/<id>`) or its id alone.

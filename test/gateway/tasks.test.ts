@@ -434,3 +434,39 @@ describe('measurement tasks', () => {
     expect(cancelled.body).toMatchObject({ error: { code: 'invalid_state', details: { state: 'cancelled' } } });
   });
 });
+
+describe('GET /v1/tasks: her open work, as what it is (issue 28 item 3)', () => {
+  it('lists her open tasks in the workflows’ own view, each with the call that completes it; done ones leave; nobody else’s appear', async () => {
+    const { patient, assessment, measurementTask } = await startedAssessment(
+      'northwind/assessments/blood-pressure-check',
+    );
+    const list = async (who: DemoActor) =>
+      ((await gw.call('GET', '/v1/tasks', { token: who.token })).body as { tasks: Record<string, unknown>[] }).tasks;
+    const open = await list(patient);
+    expect(open.map((t) => t.task).sort()).toEqual(assessment.tasks.map((t) => t.task).sort());
+    for (const view of open) {
+      const started = assessment.tasks.find((t) => t.task === view.task);
+      expect(view).toMatchObject({ ...started, complete: expect.any(String) });
+    }
+    const id = measurementTask.task.split('/')[1];
+    expect(open.find((t) => t.task === measurementTask.task)?.complete).toBe(
+      `POST /v1/tasks/${id}/complete {measurements}`,
+    );
+    const questionnaire = open.find((t) => t.kind === 'questionnaire');
+    expect(questionnaire?.complete).toBe(
+      `POST /v1/tasks/${(questionnaire?.task as string).split('/')[1]}/complete {questionnaireResponse}`,
+    );
+    const done = await complete(patient, measurementTask.task, {
+      measurements: [
+        { code: SYSTOLIC, value: 120, unit: 'mm[Hg]' },
+        { code: DIASTOLIC, value: 80, unit: 'mm[Hg]' },
+      ],
+    });
+    expect(done.status, done.text).toBe(200);
+    expect((await list(patient)).map((t) => t.task)).not.toContain(measurementTask.task);
+    // Another patient, of her tenant or another, never sees them.
+    for (const other of [gw.backend.patients.bob, gw.backend.patients.carol]) {
+      expect((await list(other)).map((t) => t.task)).not.toContain(questionnaire?.task);
+    }
+  });
+});
