@@ -454,7 +454,7 @@ describe('GET /v1/tasks: her open work, as what it is (issue 28 item 3)', () => 
     );
     const questionnaire = open.find((t) => t.kind === 'questionnaire');
     expect(questionnaire?.complete).toBe(
-      `POST /v1/tasks/${(questionnaire?.task as string).split('/')[1]}/complete {questionnaireResponse}`,
+      `POST /v1/tasks/${String(questionnaire?.task).split('/')[1]}/complete {questionnaireResponse}`,
     );
     const done = await complete(patient, measurementTask.task, {
       measurements: [
