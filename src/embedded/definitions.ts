@@ -53,15 +53,28 @@ function definitionsOf(resourceType: string): { all: WithId<Resource>[]; byId: M
     for (const file of SOURCES[resourceType]?.() ?? []) {
       for (const entry of (readJson(file) as Bundle).entry ?? []) {
         const resource = entry.resource;
-        if (resource?.resourceType !== resourceType || !resource.id || byId.has(resource.id)) {
+        if (resource?.resourceType !== resourceType || !resource.id) {
           continue;
+        }
+        // Medplum's own definitions reuse some of FHIR's ids for other urls (its `resource-types` ValueSet
+        // and CodeSystem, which every Reference-to-any-type field of Medplum's app expands). Medplum seeds
+        // each by url under an id of its own, so both are served: the later one here as `medplum-<id>`.
+        // The same url again is the same definition, kept once.
+        const url = (resource as { url?: string }).url;
+        let id = resource.id;
+        if (byId.has(id)) {
+          if (!url || (byId.get(id) as { url?: string }).url === url || byId.has(`medplum-${id}`)) {
+            continue;
+          }
+          id = `medplum-${id}`;
         }
         const served = {
           ...resource,
+          id,
           meta: { ...resource.meta, project: MEDPLUM_R4_PROJECT, versionId: '1', lastUpdated: PUBLISHED },
         } as WithId<Resource>;
         all.push(served);
-        byId.set(resource.id, served);
+        byId.set(id, served);
       }
     }
     cached = { all, byId };

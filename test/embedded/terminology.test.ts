@@ -37,6 +37,16 @@ describe('a clinician', () => {
     expect(codes(page.body)).toHaveLength(2);
   });
 
+  it("expands Medplum's own resource types (every Reference-to-any-type field of Medplum's app: its type picker), which share FHIR's ids for other urls", async () => {
+    const types = await expand(token(), { url: 'https://medplum.com/fhir/ValueSet/resource-types', filter: 'Patient' });
+    expect(types.status, types.text).toBe(200);
+    expect(codes(types.body)).toContain('Patient');
+    // FHIR's own, under the same id, still answers as before.
+    const fhir = await expand(token(), { url: 'http://hl7.org/fhir/ValueSet/resource-types', filter: 'Patient' });
+    expect(fhir.status, fhir.text).toBe(200);
+    expect(codes(fhir.body)).toContain('Patient');
+  });
+
   it("expands her tenant's condition catalog against the catalogs' ICD-10-CM code system, and finds nothing of another tenant's", async () => {
     const own = await expand(token(), { url: NORTHWIND_CONDITIONS, filter: 'essential' });
     expect(own.status).toBe(200);
