@@ -85,3 +85,23 @@ describe('GET fhir/R4/metadata (packages/server/src/fhir/routes.ts: served witho
     expect((await get('fhir/R4/Patient')).status).toBe(401);
   });
 });
+
+describe('GET auth/me: the app’s side menu (packages/server/src/auth/me.ts getUserConfigurationMenu)', () => {
+  const me = async (token: string) =>
+    (await (
+      await backend.fetch(new URL('auth/me', backend.baseUrl), { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as { config: { menu?: { title: string; link: { name: string; target: string }[] }[] } };
+
+  it('a clinician (no UserConfiguration of her own) gets Medplum’s default menu: Favorites, no Admin', async () => {
+    const { config } = await me(backend.clinicians.northwind.token);
+    expect(config.menu?.map((m) => m.title)).toEqual(['Favorites']);
+    expect(config.menu?.[0].link.map((l) => l.target)).toEqual([
+      '/Patient',
+      '/Practitioner',
+      '/Organization',
+      '/ServiceRequest',
+      '/DiagnosticReport',
+      '/Questionnaire',
+    ]);
+  });
+});

@@ -18,6 +18,7 @@ import type {
   ProjectMembership,
   Reference,
   User,
+  UserConfiguration,
 } from '@medplum/fhirtypes';
 import type { Context, MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
@@ -565,8 +566,64 @@ async function me(c: Context, deps: AuthDeps): Promise<unknown> {
     },
     profile,
     user: user ? { resourceType: 'User', id: user.id, email: user.email, identifier: user.identifier } : undefined,
-    config: { resourceType: 'UserConfiguration' },
+    config: await userConfiguration(deps, project, membership),
     accessPolicy: caller.accessPolicy,
+  };
+}
+
+/**
+ * Her UserConfiguration, as Medplum's /auth/me answers it (packages/server/src/auth/me.ts
+ * getUserConfiguration): the membership's own, else an empty one; without a menu, Medplum's default one
+ * (the app's side menu): Favorites, and Admin for a project admin, Super Admin for a super admin project.
+ */
+async function userConfiguration(
+  deps: AuthDeps,
+  project: Project,
+  membership: ProjectMembership,
+): Promise<UserConfiguration> {
+  const own = membership.userConfiguration
+    ? await deps.systemRepo
+        .readReference(membership.userConfiguration as Reference<UserConfiguration>)
+        .catch(() => undefined)
+    : undefined;
+  const config: UserConfiguration = own ?? { resourceType: 'UserConfiguration' };
+  if (config.menu) {
+    return config;
+  }
+  const link = (names: [string, string][]) => names.map(([name, target]) => ({ name, target }));
+  const favorites = ['Patient', 'Practitioner', 'Organization', 'ServiceRequest', 'DiagnosticReport', 'Questionnaire'];
+  return {
+    ...config,
+    menu: [
+      { title: 'Favorites', link: link(favorites.map((type) => [type, `/${type}`])) },
+      ...(membership.admin
+        ? [
+            {
+              title: 'Admin',
+              link: link([
+                ['Project', '/admin/project'],
+                ['AccessPolicy', '/AccessPolicy'],
+                ['Subscriptions', '/Subscription'],
+                ['Batch', '/batch'],
+                ...(project.superAdmin ? [] : ([['Config', '/admin/config']] as [string, string][])),
+              ]),
+            },
+          ]
+        : []),
+      ...(project.superAdmin
+        ? [
+            {
+              title: 'Super Admin',
+              link: link([
+                ['Projects', '/Project'],
+                ['Super Config', '/admin/super'],
+                ['Super AsyncJob', '/admin/super/asyncjob'],
+                ['Super DB', '/admin/super/db'],
+              ]),
+            },
+          ]
+        : []),
+    ],
   };
 }
 
