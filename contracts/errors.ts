@@ -112,6 +112,43 @@ const HEADERS: Partial<Record<number, Record<string, { description: string; sche
   429: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string' } } },
 };
 
+const RID = '6f1c2b0e-3c1d-4f7a-9a55-0c7e0a5d2b11';
+const envelope = (code: ErrorCode, message: string, details: Record<string, unknown> = {}) => ({
+  error: { code, message, details: { ...details, requestId: RID } },
+});
+
+/** One realistic answer per status (issue 28: the reference showed the same 404 for every one). */
+const EXAMPLES: Record<DocumentedStatus, ErrorEnvelope> = {
+  400: envelope('invalid_request', 'The request body does not match the schema', {
+    issues: [{ path: 'healthcareService', message: 'Invalid string: must match pattern ^HealthcareService/' }],
+  }),
+  401: envelope('unauthenticated', 'The access token has expired', { reason: 'expired' }),
+  403: envelope('forbidden', 'Only a patient can use this API', { reason: 'not_a_patient' }),
+  404: envelope('not_found', 'Not found'),
+  405: envelope('method_not_allowed', 'DELETE is not allowed on this path', { allow: ['GET'] }),
+  409: envelope('consent_required', 'Required agreements have not been accepted', {
+    agreements: [
+      {
+        url: 'https://patient-care.example/agreements/terms',
+        version: '2026-01',
+        sourceUrl: 'https://patient-care.example/agreements/terms/2026-01.html',
+        category: 'terms',
+      },
+    ],
+  }),
+  412: envelope('version_conflict', 'The resource has changed since it was read', { ifMatch: 'W/"3"' }),
+  413: envelope('payload_too_large', 'The body is over the limit', { limit: 1048576 }),
+  415: envelope('unsupported_media_type', 'The body must be JSON', { accepted: ['application/json'] }),
+  422: envelope('invalid_measurement', 'A reading cannot be accepted', {
+    issues: [{ index: 0, code: 'http://loinc.org|8480-6', reason: 'unit', allowedUnits: ['mm[Hg]'] }],
+  }),
+  429: envelope('rate_limited', 'Too many requests; try again later', { retryAfter: 12 }),
+  500: envelope('internal', 'Something went wrong on our side'),
+  502: envelope('upstream_error', 'The record service failed'),
+  503: envelope('upstream_unavailable', 'The record service is at capacity; try again shortly', { retryAfter: 5 }),
+  504: envelope('upstream_timeout', 'The record service did not answer in time'),
+};
+
 /** Documented error responses for a route: spread into `createRoute({ responses })`. */
 export function errorResponses<S extends DocumentedStatus>(...statuses: S[]) {
   return Object.fromEntries(
@@ -120,7 +157,7 @@ export function errorResponses<S extends DocumentedStatus>(...statuses: S[]) {
       {
         description: DESCRIPTIONS[status],
         headers: { ...requestIdHeader, ...HEADERS[status] },
-        content: { 'application/json': { schema: ErrorEnvelopeSchema } },
+        content: { 'application/json': { schema: ErrorEnvelopeSchema, example: EXAMPLES[status] } },
       },
     ]),
   ) as unknown as Record<
@@ -128,7 +165,7 @@ export function errorResponses<S extends DocumentedStatus>(...statuses: S[]) {
     {
       description: string;
       headers: Record<string, { description: string; schema: { type: 'string' } }>;
-      content: { 'application/json': { schema: typeof ErrorEnvelopeSchema } };
+      content: { 'application/json': { schema: typeof ErrorEnvelopeSchema; example: ErrorEnvelope } };
     }
   >;
 }

@@ -34,6 +34,32 @@ describe('the OpenAPI document', () => {
     expect(schemaOf('_offset')?.type).toBe('integer');
   });
 
+  it('every documented error has a realistic example of its own status (issue 28: all were the same 404)', () => {
+    const seen = new Set<string>();
+    for (const [path, operations] of Object.entries(generatedDocument().paths ?? {})) {
+      for (const [method, operation] of Object.entries(operations ?? {})) {
+        const responses = (
+          operation as { responses?: Record<string, { content?: Record<string, { example?: unknown }> }> }
+        ).responses;
+        for (const [status, response] of Object.entries(responses ?? {})) {
+          if (Number(status) < 400) {
+            continue;
+          }
+          const example = response.content?.['application/json']?.example as
+            | { error: { code: keyof typeof ERROR_STATUS; details: { requestId?: string } } }
+            | undefined;
+          expect(example, `${method} ${path} ${status}`).toBeDefined();
+          expect(ERROR_STATUS[example?.error.code as keyof typeof ERROR_STATUS], `${method} ${path} ${status}`).toBe(
+            Number(status),
+          );
+          expect(example?.error.details.requestId).toBeDefined();
+          seen.add(JSON.stringify(example));
+        }
+      }
+    }
+    expect(seen.size).toBeGreaterThanOrEqual(14);
+  });
+
   it('the reference page’s icon is no 404', async () => {
     const app = createApp({
       medplum: { baseUrl: 'http://medplum.test/' },
