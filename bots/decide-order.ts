@@ -4,7 +4,6 @@ import type {
   BundleEntry,
   Consent,
   MedicationRequest,
-  Organization,
   Patient,
   RequestGroup,
   ServiceRequest,
@@ -13,8 +12,8 @@ import type {
 import { EXTENSIONS, type FulfilmentMethod, SYSTEMS } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { contextNotFound, requireAgreements } from './lib/agreements';
-import { whereaboutsOf } from './lib/catalog';
 import { payloadDigest } from './lib/digest';
+import { allowedMethods } from './lib/fulfilment';
 import { issuedVersion, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
 import { type BotResult, fail } from './lib/result';
@@ -224,33 +223,6 @@ function coverage(group: RequestGroup, items: Item[], decisions: Decision[]): Re
   return issues.length > 0
     ? fail(400, 'invalid_request', 'Decide every item of this order once', { issues })
     : undefined;
-}
-
-/**
- * The methods her tenant allows for each item, by the item's kind and her country (the tenant
- * Organization's `fulfilment-policy`). No address, no policy entry: none.
- */
-async function allowedMethods(
-  medplum: MedplumClient,
-  patient: Patient,
-  items: Item[],
-): Promise<Record<string, FulfilmentMethod[]>> {
-  const organization = patient.managingOrganization?.reference;
-  const tenant = organization
-    ? ((await medplum.readReference({ reference: organization }).catch(absent)) as Organization | undefined)
-    : undefined;
-  const { country } = whereaboutsOf(patient);
-  const methods = (kind: string): FulfilmentMethod[] =>
-    (tenant?.extension ?? [])
-      .filter((e) => e.url === EXTENSIONS.fulfilmentPolicy)
-      .filter((e) => {
-        const part = (name: string) => e.extension?.find((p) => p.url === name)?.valueCode;
-        return country !== undefined && part('country') === country && part('kind') === kind;
-      })
-      .flatMap((e) =>
-        (e.extension ?? []).filter((p) => p.url === 'method').map((p) => p.valueCode as FulfilmentMethod),
-      );
-  return Object.fromEntries(items.map((i) => [`${i.resourceType}/${i.id}`, methods(i.resourceType)]));
 }
 
 function placement({

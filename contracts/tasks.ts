@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { IdParam, secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
-import { TASK_KINDS } from './systems';
+import { FULFILMENT_METHODS, TASK_KINDS } from './systems';
 
 /** `Type/<id>`, as every resource field of the action plane holds it (spec rule 8). */
 export const referenceTo = (type: string) =>
@@ -56,6 +56,18 @@ export const PatientTaskSchema = z
       description:
         'The call that completes it, with what its body carries: `POST /v1/tasks/{id}/complete` with `{questionnaireResponse}`, `{measurements}` or `{decision}`; `POST /v1/orders/{offer id}/decisions` for an order; `POST /v1/appointments` with `{task, slot}` for a visit.',
     }),
+    items: z
+      .array(
+        z.object({
+          item: z.string().openapi({ example: 'MedicationRequest/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e' }),
+          allowed: z.array(z.enum(FULFILMENT_METHODS)),
+        }),
+      )
+      .optional()
+      .openapi({
+        description:
+          'Order-decisions tasks: each item of the order with the fulfilment methods her care provider allows for it where she lives, as `POST /v1/orders/{id}/decisions` accepts them (checked again when she decides).',
+      }),
     offer: referenceTo('RequestGroup').optional().openapi({
       description:
         'Treatment-offer and order-decisions tasks: the proposal RequestGroup (the consent bundle), readable at `/v1/fhir/RequestGroup/{id}`.',

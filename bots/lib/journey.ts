@@ -11,7 +11,7 @@ import type {
   Reference,
   Task,
 } from '@medplum/fhirtypes';
-import { EXTENSIONS, SYSTEMS, TASK_KINDS, type TaskKind } from '../../contracts/systems';
+import { EXTENSIONS, type FulfilmentMethod, SYSTEMS, TASK_KINDS, type TaskKind } from '../../contracts/systems';
 import type { PatientTask } from '../../contracts/tasks';
 import { isPublishedTo } from './agreements';
 import { allowedUnits, definitionCode } from './measurements';
@@ -166,6 +166,15 @@ export async function patientTaskView(medplum: MedplumClient, task: Task): Promi
     view.questionnaire = taskQuestionnaire(task);
   } else if (kind === 'treatment-offer' || kind === 'order-decisions') {
     view.offer = task.focus?.reference;
+    const items = (task.input ?? []).filter((i) => i.type.coding?.some((c) => c.code === 'order-item'));
+    if (kind === 'order-decisions' && items.length > 0) {
+      view.items = items.map((i) => ({
+        item: i.valueReference?.reference as string,
+        allowed: (i.extension ?? [])
+          .filter((e) => e.url === EXTENSIONS.fulfilmentMethod)
+          .map((e) => e.valueCode as FulfilmentMethod),
+      }));
+    }
   } else if (kind === 'schedule-visit') {
     const code = task.input?.find((i) => i.type.coding?.some((c) => c.code === 'visit-type'))?.valueCoding?.code;
     view.visitType = code === 'async-review' ? 'async-review' : 'video-visit';
@@ -187,7 +196,8 @@ export type TaskInputKind =
   | 'observation-definition'
   | 'segment'
   | 'visit-type'
-  | 'care-team';
+  | 'care-team'
+  | 'order-item';
 
 export const taskInputType = (kind: TaskInputKind): CodeableConcept => ({
   coding: [{ system: SYSTEMS.taskKind, code: kind }],

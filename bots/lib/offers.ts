@@ -13,11 +13,12 @@ import type {
   Task,
   TaskOutput,
 } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../contracts/systems';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { formInstructions, formOf } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { requireAgreements } from './agreements';
-import { publishedDefinition } from './journey';
+import { allowedMethods } from './fulfilment';
+import { publishedDefinition, taskInputType } from './journey';
 import { issueEntries, monitoringActions, tasksOf } from './plans';
 import { clinicianTask, issuedVersion, REVIEW_RESPONSE, tenantQueue, versioned } from './queues';
 import { fail } from './result';
@@ -199,6 +200,9 @@ async function acceptance(medplum: MedplumClient, context: OfferContext, offer: 
     },
     extension: [clickwrapProof(patient.id, now, session)],
   };
+  // Each item with the fulfilment methods her tenant allows for it where she lives (issue 28: readable before
+  // she decides, not learned from a refusal); the order-decisions bot checks them again when she decides.
+  const allowed = await allowedMethods(medplum, patient, items);
   const orderDecisions: Task = {
     resourceType: 'Task',
     status: 'ready',
@@ -206,6 +210,14 @@ async function acceptance(medplum: MedplumClient, context: OfferContext, offer: 
     code: { coding: [{ system: SYSTEMS.taskKind, code: 'order-decisions' }] },
     description: 'Choose how to receive your treatment',
     focus: { reference: `RequestGroup/${group.id}` },
+    input: items.map((item) => ({
+      type: taskInputType('order-item'),
+      valueReference: { reference: `MedicationRequest/${item.id}` },
+      extension: (allowed[`MedicationRequest/${item.id}`] ?? []).map((method) => ({
+        url: EXTENSIONS.fulfilmentMethod,
+        valueCode: method,
+      })),
+    })),
   };
   const issued = issueEntries([...monitoring, orderDecisions], {
     patient: `Patient/${patient.id}`,

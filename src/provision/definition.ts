@@ -760,6 +760,8 @@ export const platformDefinition: ProvisionDefinition = {
             }),
           ),
           { resourceType: 'Observation', interaction: ['create', 'read'] },
+          // Her tenant's fulfilment policy, for the order-decisions task it issues on acceptance.
+          { resourceType: 'Organization', interaction: ['read'] },
           { resourceType: 'EpisodeOfCare', interaction: ['read', 'update'] },
           { resourceType: 'CareTeam', interaction: ['read', 'search'] },
           { resourceType: 'Binary', interaction: ['read'] },

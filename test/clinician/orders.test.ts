@@ -94,6 +94,16 @@ describe('placing an accepted order', () => {
       },
     });
     expect(storeSnapshot(gw.backend)).toEqual(before);
+    // The same methods were readable before she decided (issue 28): her order-decisions task, in her task list.
+    const listed = (await gw.call('GET', '/v1/tasks', { token: patient.token })).body as {
+      tasks: { kind: string; offer?: string; items?: { item: string; allowed: string[] }[]; complete: string }[];
+    };
+    const orderTask = listed.tasks.find((t) => t.kind === 'order-decisions');
+    expect(orderTask).toMatchObject({
+      offer: `RequestGroup/${group.id}`,
+      items: [{ item, allowed: ['delivery', 'pickup'] }],
+      complete: `POST /v1/orders/${group.id}/decisions {items}`,
+    });
     expect((await decide(patient, group.id, [{ item, decision: 'accept', fulfilment: 'pickup' }])).status).toBe(200);
   });
 
