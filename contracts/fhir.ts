@@ -199,10 +199,31 @@ export const QuestionnaireResponseWriteSchema = z
       description: 'Must be the signed-in patient (`Patient/<id>`); set to them when omitted.',
     }),
     item: z.array(z.record(z.string(), z.unknown())).optional(),
+    // The rest of R4's QuestionnaireResponse, checked by the record service; no other property (issue 28:
+    // the document allowed any, which the record service refuses).
+    ...Object.fromEntries(
+      [
+        'meta',
+        'implicitRules',
+        'language',
+        'text',
+        'contained',
+        'extension',
+        'modifierExtension',
+        'identifier',
+        'basedOn',
+        'partOf',
+        'encounter',
+        'authored',
+        'author',
+        'source',
+      ].map((field) => [field, z.unknown().optional()]),
+    ),
   })
-  .catchall(z.unknown())
+  .strict()
   .openapi('QuestionnaireResponseWrite', {
-    description: "The patient's own answers. Answers can use `valueAttachment`.",
+    description:
+      "The patient's own answers: R4's QuestionnaireResponse, no other property (400). Answers can use `valueAttachment`.",
     example: {
       resourceType: 'QuestionnaireResponse',
       status: 'completed',

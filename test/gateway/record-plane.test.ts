@@ -65,6 +65,15 @@ describe('record plane reads', () => {
     expect((counted.body as { entry?: unknown[] }).entry ?? []).toEqual([]);
   });
 
+  it('answers with a property R4 does not have are 400 naming it, nothing written (the document says no other property)', async () => {
+    const refused = await gw.call('POST', '/v1/fhir/QuestionnaireResponse', {
+      token: gw.backend.patients.alice.token,
+      body: { resourceType: 'QuestionnaireResponse', status: 'in-progress', mood: 'fine' },
+    });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('mood');
+  });
+
   it('$ operations are not available', async () => {
     const res = await gw.call('GET', `/v1/fhir/Patient/${alice().patient.id}/$everything`);
     expect(res.status).toBe(404);
