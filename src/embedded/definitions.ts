@@ -58,7 +58,7 @@ function definitionsOf(resourceType: string): { all: WithId<Resource>[]; byId: M
         }
         // Medplum's own definitions reuse some of FHIR's ids for other urls (its `resource-types` ValueSet
         // and CodeSystem, which every Reference-to-any-type field of Medplum's app expands). Medplum seeds
-        // each by url under an id of its own, so both are served: the later one here as `medplum-<id>`.
+        // each by url under an id of its own (packages/server/src/seeds/valuesets.ts), so both are served: the later one here as `medplum-<id>`.
         // The same url again is the same definition, kept once.
         const url = (resource as { url?: string }).url;
         let id = resource.id;

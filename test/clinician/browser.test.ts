@@ -8,7 +8,6 @@ import type { WithId } from '@medplum/core';
 import type { QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
 import { answersTo, OPTION_ITEM, responseReference } from '../../contracts/work-forms';
 import type { Clinician } from '../../src/clinician';
 import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
@@ -22,6 +21,7 @@ import {
   offerOf,
   openOffers,
   reviewedIntake,
+  selectionsOf,
   spironolactoneOrder,
 } from '../support/spine';
 
@@ -73,13 +73,7 @@ afterAll(async () => {
 const onSpironolactone = (patient: DemoActor) => spironolactoneOrder(gw, patient);
 
 /** The work eligibility issued from a review (keyed by it). */
-const selectionOf = async (review: Task) =>
-  (
-    await gw.backend.systemRepo.searchResources<Task>({
-      resourceType: 'Task',
-      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
-    })
-  )[0];
+const selectionOf = async (review: Task) => (await selectionsOf(gw, review))[0];
 
 /** The answers a completed task hands in. */
 async function responseOf(task: Task): Promise<QuestionnaireResponse> {

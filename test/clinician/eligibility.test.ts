@@ -23,6 +23,7 @@ import {
   LISINOPRIL,
   RXNORM,
   reviewedIntake as reviewedIntakeOf,
+  selectionsOf,
   spironolactoneOrder,
 } from '../support/spine';
 
@@ -53,11 +54,7 @@ const reviewedIntake = () => reviewedIntakeOf(gw, clinician);
 
 const onSpironolactone = (patient: DemoActor) => spironolactoneOrder(gw, patient);
 
-const selectionFor = (review: Task) =>
-  gw.backend.systemRepo.searchResources<Task>({
-    resourceType: 'Task',
-    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
-  });
+const selectionFor = (review: Task) => selectionsOf(gw, review);
 
 const issuesOf = (patient: DemoActor) =>
   gw.backend.systemRepo.searchResources<DetectedIssue>({

@@ -14,7 +14,14 @@ import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot } from '../support/journey';
-import { AMLODIPINE, answer, offered, openOffers, reviewedIntake } from '../support/spine';
+import {
+  AMLODIPINE,
+  answer,
+  offered,
+  openOffers,
+  reviewedIntake,
+  selectionsOf as selectionsOfReview,
+} from '../support/spine';
 
 /**
  * Issue 15, faults: a storage failure injected at the write of each spine bot leaves no partial state
@@ -54,11 +61,7 @@ const about = <T extends Task | Provenance | DetectedIssue | RequestGroup | Cons
     filters: [{ code: param, operator: 'eq', value: `Patient/${patient.patient.id}` }],
   });
 
-const selectionsOf = (review: Task) =>
-  repo().searchResources<Task>({
-    resourceType: 'Task',
-    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
-  });
+const selectionsOf = (review: Task) => selectionsOfReview(gw, review);
 
 /** The next run of the reconciler (every 10 minutes). */
 let runs = 0;

@@ -37,7 +37,7 @@ describe('a clinician', () => {
     expect(codes(page.body)).toHaveLength(2);
   });
 
-  it("expands Medplum's own resource types (every Reference-to-any-type field of Medplum's app: its type picker), which share FHIR's ids for other urls", async () => {
+  it("expands Medplum's own resource types (every Reference-to-any-type field of Medplum's app: its type picker), which share FHIR's ids for other urls, as Medplum seeds both by url (packages/server/src/seeds/valuesets.ts)", async () => {
     const types = await expand(token(), { url: 'https://medplum.com/fhir/ValueSet/resource-types', filter: 'Patient' });
     expect(types.status, types.text).toBe(200);
     expect(codes(types.body)).toContain('Patient');

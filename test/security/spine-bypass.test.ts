@@ -16,6 +16,7 @@ import {
   offered,
   openOffers,
   RXNORM,
+  spironolactoneOrder,
 } from '../support/spine';
 
 /**
@@ -193,16 +194,7 @@ describe('a clinician cannot skip a gate', () => {
     // A real selection where lisinopril is ineligible for her (she takes spironolactone): the clinician
     // edits the task to call it eligible (an edit policy allows on work she may change) and selects it
     // without recording an override. The platform reads the version it issued: no offer.
-    const spiro = await assigned(gw, clinician, 'I10', (p) =>
-      gw.backend.systemRepo.createResource<MedicationRequest>({
-        resourceType: 'MedicationRequest',
-        meta: { project: gw.backend.project.id },
-        status: 'active',
-        intent: 'order',
-        subject: { reference: `Patient/${p.patient.id}` },
-        medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997' }] },
-      }),
-    );
+    const spiro = await assigned(gw, clinician, 'I10', (p) => spironolactoneOrder(gw, p));
     const current = await clinician.medplum.readResource('Task', spiro.selection.id);
     const ineligible = current.input?.find((i) => i.valueCanonical === LISINOPRIL);
     expect(ineligible?.extension?.find((e) => e.url === EXTENSIONS.eligible)?.valueBoolean).toBe(false);

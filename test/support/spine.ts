@@ -64,10 +64,7 @@ export async function assigned(
   await gw.backend.subscriptions.idle();
   const condition = await assignedCondition(gw, review);
   assert.ok(condition, 'eligibility recorded the condition she assigned');
-  const [selection] = await gw.backend.systemRepo.searchResources<Task>({
-    resourceType: 'Task',
-    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
-  });
+  const [selection] = await selectionsOf(gw, review);
   assert.ok(selection, 'eligibility issued the selection');
   return { patient, review, condition, selection };
 }
@@ -81,6 +78,13 @@ export interface Offered {
   group: WithId<RequestGroup>;
   items: WithId<MedicationRequest>[];
 }
+
+/** The selection work eligibility issued from a review (keyed by it: at most one). */
+export const selectionsOf = (gw: TestGateway, review: Pick<Task, 'id'>) =>
+  gw.backend.systemRepo.searchResources<Task>({
+    resourceType: 'Task',
+    filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.eligibilityKey}|Task/${review.id}` }],
+  });
 
 /** The Condition the eligibility bot recorded from her answers to a review (keyed by the review). */
 export async function assignedCondition(gw: TestGateway, review: Task): Promise<WithId<Condition> | undefined> {
