@@ -108,6 +108,37 @@ export const readRoute = createRoute({
   },
 });
 
+/**
+ * The reads of the record plane's concrete paths. `/v1/fhir/Patient/{id}` and the QuestionnaireResponse
+ * paths are listed for their writes; a client that matches the most concrete path first (as OpenAPI says)
+ * must find their reads there too. They are the templated reads, served by the same handlers.
+ */
+export const readPatientRoute = createRoute({
+  ...readRoute,
+  path: '/v1/fhir/Patient/{id}',
+  operationId: 'fhir.readPatient',
+  summary: 'Read own demographics',
+  description: `The signed-in patient's own Patient (\`GET /v1/fhir/{type}/{id}\` for \`Patient\`). Any other id is 404.`,
+  request: { params: z.object({ id: IdParam }) },
+});
+export const searchQuestionnaireResponsesRoute = createRoute({
+  ...searchRoute,
+  path: '/v1/fhir/QuestionnaireResponse',
+  operationId: 'fhir.searchQuestionnaireResponses',
+  summary: 'Search own answers',
+  description: `Her QuestionnaireResponses (\`GET /v1/fhir/{type}\` for \`QuestionnaireResponse\`), with the same search rules.`,
+  request: { query: SearchQuery },
+});
+export const readQuestionnaireResponseRoute = createRoute({
+  ...readRoute,
+  path: '/v1/fhir/QuestionnaireResponse/{id}',
+  operationId: 'fhir.readQuestionnaireResponse',
+  summary: 'Read own answers',
+  description: `One of her QuestionnaireResponses (\`GET /v1/fhir/{type}/{id}\` for \`QuestionnaireResponse\`). Anyone else's is 404.`,
+  request: { params: z.object({ id: IdParam }) },
+});
+export const concreteReadRoutes = [readPatientRoute, searchQuestionnaireResponsesRoute, readQuestionnaireResponseRoute];
+
 const E164 = /^\+[1-9]\d{1,14}$/;
 
 const ContactPointSchema = z
@@ -173,7 +204,8 @@ export const updatePatientRoute = createRoute({
   operationId: 'fhir.updatePatient',
   tags: ['Record plane'],
   summary: 'Update own demographics',
-  description: "Updates the signed-in patient's own Patient resource. Any other id is 404.",
+  description:
+    "Updates the signed-in patient's own Patient resource; the body's `id` is the path's. Any other id, in the path or the body, is 404.",
   security: secured,
   request: {
     params: z.object({ id: IdParam }),
@@ -262,6 +294,8 @@ export const updateQuestionnaireResponseRoute = createRoute({
   operationId: 'fhir.updateQuestionnaireResponse',
   tags: ['Record plane'],
   summary: 'Update own answers',
+  description:
+    "Updates the signed-in patient's own answers while they are a draft. The body's `id` may be left out (the path names the resource); when given it must be the path's, else 400. Answers already submitted are kept as submitted: 403.",
   security: secured,
   request: {
     params: z.object({ id: IdParam }),

@@ -1,6 +1,7 @@
 import type { Bundle, QuestionnaireResponse, Resource } from '@medplum/fhirtypes';
 import type { Context } from 'hono';
 import {
+  concreteReadRoutes,
   createQuestionnaireResponseRoute,
   DEFAULT_COUNT,
   MAX_QUERY_BYTES,
@@ -91,6 +92,11 @@ export function registerFhirRoutes(app: App): void {
     const { type, id } = c.req.valid('param');
     return routeResponse(await readThrough(c.get('medplum'), type, id));
   });
+
+  // In the document only: the templated routes above answer these paths.
+  for (const route of concreteReadRoutes) {
+    app.openAPIRegistry.registerPath(route);
+  }
 
   app.openapi(updatePatientRoute, async (c) => {
     const { id } = c.req.valid('param');

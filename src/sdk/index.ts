@@ -35,7 +35,10 @@ import {
 import { ErrorEnvelopeSchema } from '../../contracts/errors';
 import {
   createQuestionnaireResponseRoute,
+  readPatientRoute,
+  readQuestionnaireResponseRoute,
   readRoute,
+  searchQuestionnaireResponsesRoute,
   searchRoute,
   updatePatientRoute,
   updateQuestionnaireResponseRoute,
@@ -300,6 +303,7 @@ export function createPatientCareClient(options: ClientOptions) {
         (await call(searchRoute, { params: { type }, query })) as Bundle<T>,
       read: async <T extends Resource = Resource>(type: T['resourceType'], id: string) =>
         (await call(readRoute, { params: { type, id } })) as T,
+      readPatient: async (id: string) => (await call(readPatientRoute, { params: { id } })) as Patient,
       updatePatient: async (patient: Patient & { id: string }) =>
         (await call(updatePatientRoute, {
           params: { id: patient.id },
@@ -308,6 +312,10 @@ export function createPatientCareClient(options: ClientOptions) {
         })) as Patient,
       createQuestionnaireResponse: async (answers: QuestionnaireResponse) =>
         (await call(createQuestionnaireResponseRoute, { body: answers })) as QuestionnaireResponse,
+      searchQuestionnaireResponses: async (query: Query = {}) =>
+        (await call(searchQuestionnaireResponsesRoute, { query })) as Bundle<QuestionnaireResponse>,
+      readQuestionnaireResponse: async (id: string) =>
+        (await call(readQuestionnaireResponseRoute, { params: { id } })) as QuestionnaireResponse,
       updateQuestionnaireResponse: async (answers: QuestionnaireResponse & { id: string }) =>
         (await call(updateQuestionnaireResponseRoute, {
           params: { id: answers.id },

@@ -108,6 +108,8 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
         'enrollments.activate',
         'enrollments.delete',
         'fhir.read',
+        'fhir.readPatient',
+        'fhir.readQuestionnaireResponse',
         'fhir.search',
         'fhir.updatePatient',
         'fhir.updateQuestionnaireResponse',

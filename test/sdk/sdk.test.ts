@@ -52,6 +52,15 @@ describe('SDK', () => {
     expect(observations.entry?.length).toBe(1);
     const updated = await sdk.fhir.updatePatient({ ...me, id: me.id as string, gender: 'female' });
     expect(updated.gender).toBe('female');
+    // The reads of the concrete record-plane paths: her own Patient and answers.
+    expect((await sdk.fhir.readPatient(me.id as string)).gender).toBe('female');
+    const draft = await sdk.fhir.createQuestionnaireResponse({
+      resourceType: 'QuestionnaireResponse',
+      status: 'in-progress',
+    });
+    expect((await sdk.fhir.readQuestionnaireResponse(draft.id as string)).status).toBe('in-progress');
+    const answers = await sdk.fhir.searchQuestionnaireResponses({ _id: draft.id as string });
+    expect(answers.entry?.map((e) => e.resource?.id)).toEqual([draft.id]);
   });
 
   it('runs an intake as the README shows it: catalog, start, upload, answers, readings', async () => {
