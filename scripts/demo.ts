@@ -1,5 +1,5 @@
 import { MedplumClient } from '@medplum/core';
-import type { CarePlan, Practitioner, QuestionnaireResponse, RequestGroup, Task } from '@medplum/fhirtypes';
+import type { CarePlan, QuestionnaireResponse, RequestGroup, Task } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { type App, createApp, DEFAULT_LIMITS } from '../src/app';
 import { signInClinician } from '../src/clinician';
@@ -379,25 +379,21 @@ export async function journey(
   expect(plan.status === 'active', 'an active plan');
   note(`${plan.instantiatesCanonical?.join(', ')}`);
 
-  say('She books the follow-up video visit the plan issued, with the on-call practitioner');
-  let toBook: Task | undefined;
-  for (const reference of accepted.tasks ?? []) {
-    const task = await api.fhir.read<Task>('Task', reference.split('/')[1]);
-    if (task.code?.coding?.[0]?.code === 'schedule-visit') {
-      toBook = task;
-      break;
-    }
-  }
-  expect(toBook, 'a visit to book');
-  const practitioners = await api.fhir.search<Practitioner>('Practitioner', { name: 'Ortiz' });
-  const ortiz = practitioners.entry?.[0]?.resource;
-  expect(ortiz, 'the on-call practitioner in her tenant');
+  say('She books the follow-up video visit the plan issued, with the visit team its task names');
+  const { tasks: open } = await api.tasks.list();
+  const toBook = open.find(
+    (t) => t.kind === 'schedule-visit' && t.visitType === 'video-visit' && accepted.tasks?.includes(t.task),
+  );
+  expect(toBook?.careTeam, 'a video visit to book, naming its visit team');
   const now = new Date();
   const window = { start: now.toISOString(), end: new Date(now.getTime() + 7 * 86_400_000).toISOString() };
-  const free = await api.availability.get({ practitioner: `Practitioner/${ortiz.id}`, ...window, count: '3' });
-  const [soonest, later] = free.slots ?? [];
+  const free = await api.availability.get({ careTeam: toBook.careTeam, ...window, count: '20' });
+  const [soonest] = free.slots ?? [];
+  // Booked at a later time first, so that the reschedule moves her visit earlier.
+  const later = free.slots?.find((s) => s.start > soonest.start) ?? free.slots?.[1];
   expect(soonest && later, 'free slots');
-  const booked = await api.appointments.book({ task: `Task/${toBook.id}`, slot: later.slot });
+  note(`${toBook.careTeam}: first free ${soonest.start} (${soonest.practitioner}), then ${later.start}`);
+  const booked = await api.appointments.book({ task: toBook.task, slot: later.slot });
   progress.originalAppointment = booked.appointment;
 
   say('She reschedules it to the soonest slot: the original is cancelled and a linked replacement booked, in one step');
@@ -439,12 +435,12 @@ export async function journey(
     order,
     orderItems,
     carePlan: accepted.carePlan as string,
-    visitTask: `Task/${toBook.id}`,
+    visitTask: toBook.task,
     originalAppointment: booked.appointment,
     bookedSlot: later.slot,
     appointment: moved.appointment,
     slot: soonest.slot,
-    practitioner: `Practitioner/${ortiz.id}`,
+    practitioner: soonest.practitioner,
     questionnaireResponse,
   };
   Object.assign(progress, result);

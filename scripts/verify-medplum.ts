@@ -673,7 +673,8 @@ async function attacks(ctx: AttackContext): Promise<void> {
   // The clinician's writes the policy narrows (src/provision/definition.ts, clinician policy).
   // MITIGATION_ONLY: a finding (DetectedIssue) changes only by appending mitigations, each authored by the
   // writer herself (`%profile`); the recorded ones stay. The lane has one clinician per tenant, so "a
-  // colleague" is the tenant's on-call Practitioner (Ortiz, the journey's), else the Southridge clinician.
+  // colleague" is the visit practitioner of the journey's first free slot (a practitioner of her tenant's
+  // visit team), else the Southridge clinician.
   const clinician = people.get('northwind-clinician');
   const findings = patient
     ? (entriesOf((await ctx.adminGet(`fhir/R4/DetectedIssue?patient=${patient}&_count=20`)).body) as DetectedIssue[])
