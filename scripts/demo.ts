@@ -1,5 +1,5 @@
 import { MedplumClient } from '@medplum/core';
-import type { CarePlan, QuestionnaireResponse, RequestGroup, Task } from '@medplum/fhirtypes';
+import type { CarePlan, RequestGroup, Task } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { type App, createApp, DEFAULT_LIMITS } from '../src/app';
 import { signInClinician } from '../src/clinician';
@@ -8,6 +8,7 @@ import { createEdgeSigner } from '../src/edge/statement';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from '../src/embedded/launch';
 import { DEMO_PASSWORD, DEMO_TENANTS, demoDefinition, demoEmail } from '../src/provision/demo';
 import { createPatientCareClient, PatientCareApiError } from '../src/sdk';
+import { answerBloodPressureIntake } from './intake';
 
 /**
  * `npm run demo`: the whole journey on a fresh embedded Medplum (in memory), narrated. Every step is
@@ -289,31 +290,8 @@ export async function journey(
   );
   const photo = await api.documents.upload(png, { contentType: 'image/png', filename: 'reading.png' });
   progress.document = photo.url;
-  let questionnaireResponse = '';
-  for (const task of assessment.tasks) {
-    if (task.kind === 'questionnaire') {
-      const answers = await api.fhir.createQuestionnaireResponse({
-        resourceType: 'QuestionnaireResponse',
-        status: 'completed',
-        questionnaire: task.questionnaire,
-        item: [
-          { linkId: 'diagnosed', answer: [{ valueBoolean: true }] },
-          { linkId: 'medication', answer: [{ valueBoolean: false }] },
-          { linkId: 'reading-photo', answer: [{ valueAttachment: photo }] },
-        ],
-      } as QuestionnaireResponse);
-      questionnaireResponse = `QuestionnaireResponse/${answers.id}`;
-      progress.questionnaireResponse = questionnaireResponse;
-      await api.tasks.complete(task.task, { questionnaireResponse });
-    } else {
-      await api.tasks.complete(task.task, {
-        measurements: [
-          { code: 'http://loinc.org|8480-6', value: 152, unit: 'mm[Hg]' },
-          { code: 'http://loinc.org|8462-4', value: 96, unit: 'mm[Hg]' },
-        ],
-      });
-    }
-  }
+  const questionnaireResponse = await answerBloodPressureIntake(api, assessment, photo);
+  progress.questionnaireResponse = questionnaireResponse;
 
   say("The clinician signs in to Medplum's app, claims the review and assigns a condition (ICD-10-CM I10)");
   const clinician = await signInClinician({

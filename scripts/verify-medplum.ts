@@ -21,14 +21,7 @@ import type {
   ValueSet,
   ValueSetExpansionContains,
 } from '@medplum/fhirtypes';
-import {
-  EXTENSIONS,
-  FULFILMENT_METHODS,
-  QUEUES_PARAMETER,
-  queuesValue,
-  SYSTEMS,
-  TENANT_PARAMETER,
-} from '../contracts/systems';
+import { EXTENSIONS, FULFILMENT_METHODS, SYSTEMS } from '../contracts/systems';
 import type { PatientTask } from '../contracts/tasks';
 import {
   CONDITION_ITEM,
@@ -41,6 +34,7 @@ import {
   WORK_FORMS,
 } from '../contracts/work-forms';
 import { createApp, DEFAULT_LIMITS } from '../src/app';
+import { clinicianInvite } from '../src/clinician';
 import { createEdgeSigner } from '../src/edge/statement';
 import { loadFhirSchema } from '../src/embedded/schema';
 import { applyDefinition, type ProvisionReport } from '../src/provision/apply';
@@ -48,6 +42,7 @@ import { readBotBundles } from '../src/provision/bundles';
 import { DEMO_PASSWORD, DEMO_TENANTS, demoDefinition, demoEmail } from '../src/provision/demo';
 import { createPatientCareClient, PatientCareApiError } from '../src/sdk';
 import { type JourneyBackend, type JourneyProgress, journey } from './demo';
+import { answerBloodPressureIntake } from './intake';
 
 /**
  * `npm run verify:medplum -- --base-url URL --client-id ID --client-secret SECRET [--project-id ID]
@@ -817,26 +812,19 @@ async function attacks(ctx: AttackContext): Promise<void> {
   if (northwindRef && clinicianPolicy?.id) {
     const email = `lane-outsider-${Date.now()}@northwind.example`;
     try {
-      const invited = await adminWrite('POST', `admin/projects/${projectId}/invite`, {
-        resourceType: 'Practitioner',
-        firstName: 'Olive',
-        lastName: 'Outsider',
-        email,
-        password: DEMO_PASSWORD,
-        scope: 'project',
-        sendEmail: false,
-        membership: {
-          access: [
-            {
-              policy: { reference: `AccessPolicy/${clinicianPolicy.id}` },
-              parameter: [
-                { name: TENANT_PARAMETER, valueReference: { reference: northwindRef } },
-                { name: QUEUES_PARAMETER, valueString: queuesValue([]) },
-              ],
-            },
-          ],
-        },
-      });
+      const invited = await adminWrite(
+        'POST',
+        `admin/projects/${projectId}/invite`,
+        clinicianInvite({
+          firstName: 'Olive',
+          lastName: 'Outsider',
+          email,
+          password: DEMO_PASSWORD,
+          policy: `AccessPolicy/${clinicianPolicy.id}`,
+          organization: northwindRef,
+          queues: [],
+        }),
+      );
       if (invited.status !== 200 && invited.status !== 201) {
         row(outsiderStep, 'FAILED', `admin/projects/:id/invite: ${describe(invited)}`);
       } else {
@@ -1545,27 +1533,7 @@ async function intakeReview(
     const { unmet } = await api.agreements.requirements({ healthcareService: check.healthcareService });
     await api.agreements.accept(unmet);
     const assessment = await api.assessments.start({ healthcareService: check.healthcareService });
-    for (const task of assessment.tasks) {
-      if (task.kind === 'questionnaire') {
-        const answers = await api.fhir.createQuestionnaireResponse({
-          resourceType: 'QuestionnaireResponse',
-          status: 'completed',
-          questionnaire: task.questionnaire,
-          item: [
-            { linkId: 'diagnosed', answer: [{ valueBoolean: true }] },
-            { linkId: 'medication', answer: [{ valueBoolean: false }] },
-          ],
-        } as QuestionnaireResponse);
-        await api.tasks.complete(task.task, { questionnaireResponse: `QuestionnaireResponse/${answers.id}` });
-      } else {
-        await api.tasks.complete(task.task, {
-          measurements: [
-            { code: 'http://loinc.org|8480-6', value: 150, unit: 'mm[Hg]' },
-            { code: 'http://loinc.org|8462-4', value: 95, unit: 'mm[Hg]' },
-          ],
-        });
-      }
-    }
+    await answerBloodPressureIntake(api, assessment);
     const search = `fhir/R4/Task?code=${encodeURIComponent(`${SYSTEMS.taskKind}|review-intake`)}&patient=${home.patient}`;
     const start = Date.now();
     let review: Task | undefined;

@@ -10,7 +10,7 @@ import type {
   Task,
   TaskOutput,
 } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../contracts/systems';
+import { QUEUES_PARAMETER, queuesValue, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 import { CONDITION_ITEM, formOf, OPTION_ITEM, responseOutput } from '../../contracts/work-forms';
 
 /**
@@ -20,6 +20,42 @@ import { CONDITION_ITEM, formOf, OPTION_ITEM, responseOutput } from '../../contr
  * QUEUE_TRANSITIONS) is what allows or refuses it, never this helper. The checks here only turn a
  * request that policy would refuse anyway into a clear error before it is sent.
  */
+/**
+ * What a project admin sends to Medplum's `POST admin/projects/:projectId/invite` to add a clinician of a
+ * tenant, as provisioning invites the demo clinicians: the clinician policy with her tenant as its
+ * organization and the work queues she works (`queues`: what lets her claim their work).
+ */
+export function clinicianInvite(clinician: {
+  firstName: string;
+  lastName: string;
+  email: string;
+  password: string;
+  policy: string;
+  organization: string;
+  queues: readonly string[];
+}) {
+  return {
+    resourceType: 'Practitioner' as const,
+    firstName: clinician.firstName,
+    lastName: clinician.lastName,
+    email: clinician.email,
+    password: clinician.password,
+    scope: 'project' as const,
+    sendEmail: false,
+    membership: {
+      access: [
+        {
+          policy: { reference: clinician.policy },
+          parameter: [
+            { name: TENANT_PARAMETER, valueReference: { reference: clinician.organization } },
+            { name: QUEUES_PARAMETER, valueString: queuesValue(clinician.queues) },
+          ],
+        },
+      ],
+    },
+  };
+}
+
 export interface Clinician {
   medplum: MedplumClient;
   profile: Reference<Practitioner>;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { WithId } from '@medplum/core';
 import type { AccessPolicy, CareTeam, Organization, Task } from '@medplum/fhirtypes';
-import { QUEUES_PARAMETER, queuesValue, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
-import { type Clinician, signInClinician } from '../../src/clinician';
+import { SYSTEMS } from '../../contracts/systems';
+import { type Clinician, clinicianInvite, signInClinician } from '../../src/clinician';
 import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
 import type { DemoActor, TestBackend } from './backend';
 
@@ -50,27 +50,18 @@ export async function freshClinician(
   const policy = (await backend.admin.searchOne('AccessPolicy', {
     _tag: `${SYSTEMS.provisioning}|policy-clinician`,
   })) as WithId<AccessPolicy>;
-  await backend.admin.post(`admin/projects/${backend.project.id}/invite`, {
-    resourceType: 'Practitioner',
-    firstName: 'Fresh',
-    lastName: 'Colleague',
-    email,
-    password: DEMO_PASSWORD,
-    scope: 'project',
-    sendEmail: false,
-    membership: {
-      access: [
-        {
-          policy: { reference: `AccessPolicy/${policy.id}` },
-          parameter: [
-            { name: TENANT_PARAMETER, valueReference: { reference: `Organization/${organization.id}` } },
-            // The queues she works (QUEUES_PARAMETER): what lets her claim their work on Medplum.
-            { name: QUEUES_PARAMETER, valueString: queuesValue(member ? [`CareTeam/${queue.id}`] : []) },
-          ],
-        },
-      ],
-    },
-  });
+  await backend.admin.post(
+    `admin/projects/${backend.project.id}/invite`,
+    clinicianInvite({
+      firstName: 'Fresh',
+      lastName: 'Colleague',
+      email,
+      password: DEMO_PASSWORD,
+      policy: `AccessPolicy/${policy.id}`,
+      organization: `Organization/${organization.id}`,
+      queues: member ? [`CareTeam/${queue.id}`] : [],
+    }),
+  );
   const clinician = await signInClinician({
     baseUrl: backend.baseUrl,
     fetch: backend.fetch,
