@@ -76,13 +76,10 @@ export function createApp(deps: AppDeps): App {
   registerConfigRoutes(app, deps);
   registerPatientRoutes(app);
   registerProtocolRoutes(app);
-  registerAgreementRoutes(
-    app,
-    deps.edgeSigner,
-    createCatalogCache({ ttlMs: deps.catalogTtlMs ?? CATALOG_TTL_MS, clock: deps.clock }),
-  );
+  const catalog = createCatalogCache({ ttlMs: deps.catalogTtlMs ?? CATALOG_TTL_MS, clock: deps.clock });
+  registerAgreementRoutes(app, deps.edgeSigner, catalog);
   registerAssessmentRoutes(app);
-  registerTaskRoutes(app, deps.edgeSigner);
+  registerTaskRoutes(app, deps.edgeSigner, catalog);
   registerRequestRoutes(app);
   registerOrderRoutes(app);
   registerEnrollmentRoutes(app);

@@ -153,7 +153,13 @@ function completeCall(kind: TaskKind, task: Task): string {
 }
 
 /** A task as the patient sees it in the action plane. */
-export async function patientTaskView(medplum: MedplumClient, task: Task): Promise<PatientTask> {
+export async function patientTaskView(
+  medplum: MedplumClient,
+  task: Task,
+  /** How a versioned ObservationDefinition is read (the gateway keeps the versions it read: they never change). */
+  readDefinition: (reference: Reference<ObservationDefinition>) => Promise<ObservationDefinition> = (r) =>
+    readVersioned(medplum, r),
+): Promise<PatientTask> {
   const kind = taskKind(task) ?? 'questionnaire';
   const view: PatientTask = {
     task: `Task/${task.id}`,
@@ -183,7 +189,7 @@ export async function patientTaskView(medplum: MedplumClient, task: Task): Promi
       view.careTeam = team;
     }
   } else {
-    const definitions = await Promise.all(taskObservationDefinitions(task).map((r) => readVersioned(medplum, r)));
+    const definitions = await Promise.all(taskObservationDefinitions(task).map(readDefinition));
     view.measurements = definitions.map((d) => ({ code: definitionCode(d), units: allowedUnits(d) }));
   }
   return view;

@@ -1,16 +1,20 @@
-import { PATIENT_TASK_TAG, patientTaskView, taskKind } from '../../bots/lib/journey';
+import { PATIENT_TASK_TAG, patientTaskView, readVersioned, taskKind } from '../../bots/lib/journey';
 import { SYSTEMS } from '../../contracts/systems';
 import { CompletedTaskSchema, completeTaskRoute, listTasksRoute, PatientTasksSchema } from '../../contracts/tasks';
 import type { App } from '../app-env';
 import { edgeStatement } from '../edge/request';
 import type { EdgeSigner } from '../edge/statement';
 import { callBot } from '../medplum/bots';
+import type { CatalogCache } from '../medplum/catalog-cache';
 
 /** The most open tasks `GET /v1/tasks` lists (one search page). */
 const MAX_OPEN_TASKS = 100;
 
-export function registerTaskRoutes(app: App, edgeSigner: EdgeSigner | undefined): void {
+export function registerTaskRoutes(app: App, edgeSigner: EdgeSigner | undefined, catalog: CatalogCache): void {
   // A read with her own token (her policy: her own compartment), in the view the workflows answer with.
+  // A measurement task's definitions are versions, which never change: each is read with her token once
+  // and kept for her next calls a little while (keyed by her, so nobody is served a read her policy did
+  // not allow).
   app.openapi(listTasksRoute, async (c) => {
     const medplum = c.get('medplum');
     const her = `Patient/${c.get('session').patientId}`;
@@ -22,7 +26,13 @@ export function registerTaskRoutes(app: App, edgeSigner: EdgeSigner | undefined)
       _count: String(MAX_OPEN_TASKS),
     });
     const open = found.filter((task) => task.for?.reference === her && taskKind(task) !== undefined);
-    const tasks = await Promise.all(open.map((task) => patientTaskView(medplum, task)));
+    const tasks = await Promise.all(
+      open.map((task) =>
+        patientTaskView(medplum, task, (reference) =>
+          catalog.get(`definition ${her} ${reference.reference}`, () => readVersioned(medplum, reference)),
+        ),
+      ),
+    );
     return c.json(PatientTasksSchema.parse({ tasks }), 200);
   });
 

@@ -470,3 +470,46 @@ describe('GET /v1/tasks: her open work, as what it is (issue 28 item 3)', () => 
     }
   });
 });
+
+describe('GET /v1/tasks, read again', () => {
+  let counted: TestGateway;
+  const definitionReads: string[] = [];
+  beforeAll(async () => {
+    counted = await startTestGateway((backend) => ({
+      medplum: {
+        baseUrl: backend.baseUrl,
+        fetch: (input, init) => {
+          const url = String(input instanceof Request ? input.url : input);
+          if (url.includes('/ObservationDefinition/')) {
+            definitionReads.push(url);
+          }
+          return backend.fetch(input, init);
+        },
+      },
+    }));
+  });
+  afterAll(() => counted?.close());
+
+  it('reads a measurement task’s definitions once for her (versions never change), never for anyone else', async () => {
+    const patient = await freshPatient(counted.backend, { tenant: 'northwind', state: 'CA' });
+    const assessment = await startAssessment(counted, patient, 'northwind/assessments/blood-pressure-check');
+    const measurement = assessment.tasks.find((t) => t.kind === 'measurement');
+    const list = async (who: DemoActor) =>
+      ((await counted.call('GET', '/v1/tasks', { token: who.token })).body as { tasks: StartedAssessment['tasks'] })
+        .tasks;
+    definitionReads.length = 0;
+    const first = await list(patient);
+    const reads = definitionReads.length;
+    expect(reads).toBe(measurement?.measurements?.length);
+    const again = await list(patient);
+    expect(again).toEqual(first);
+    expect(again.find((t) => t.kind === 'measurement')?.measurements).toEqual(measurement?.measurements);
+    expect(definitionReads.length).toBe(reads);
+    // Another patient of her tenant reads with her own token: nothing of the first's copy is hers.
+    const other = await freshPatient(counted.backend, { tenant: 'northwind', state: 'CA' });
+    await startAssessment(counted, other, 'northwind/assessments/blood-pressure-check');
+    definitionReads.length = 0;
+    await list(other);
+    expect(definitionReads.length).toBe(reads);
+  });
+});

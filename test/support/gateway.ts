@@ -127,7 +127,8 @@ export function createCaller(app: App, doc: OpenApiDoc, defaultToken: () => stri
 export const TEST_LOAD_BALANCER = '192.0.2.10';
 
 export async function startTestGateway(
-  overrides: Partial<AppDeps> = {},
+  /** Deps of the gateway in place of the defaults; a function of the backend to wrap what it gives. */
+  overrides: Partial<AppDeps> | ((backend: TestBackend) => Partial<AppDeps>) = {},
   backendOptions: TestBackendOptions = {},
 ): Promise<TestGateway> {
   const backend = await startTestBackend(backendOptions);
@@ -141,7 +142,7 @@ export async function startTestGateway(
     trustedProxies: [TEST_LOAD_BALANCER],
     peerAddress: () => TEST_LOAD_BALANCER,
     edgeSigner: createEdgeSigner(backend.edgeStatementKey),
-    ...overrides,
+    ...(typeof overrides === 'function' ? overrides(backend) : overrides),
   });
   const doc = openApiDocument(app);
   const call = createCaller(app, doc, () => backend.patients.alice.token);
