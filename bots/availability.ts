@@ -3,7 +3,6 @@ import type { CareTeam, Patient, Slot } from '@medplum/fhirtypes';
 import type { BotInput } from '../contracts/bot-inputs';
 import { SYSTEMS, VISIT_TYPES } from '../contracts/systems';
 import { absent } from './lib/absent';
-import { contextNotFound } from './lib/agreements';
 import { missingWhereabouts, whereaboutsOf } from './lib/catalog';
 import { type BotResult, fail } from './lib/result';
 import { licensedSchedules } from './lib/scheduling';
@@ -61,7 +60,10 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   const organization = patient.managingOrganization?.reference;
   const practitioners = await practitionersOf(medplum, query, organization);
   if (!practitioners) {
-    return contextNotFound();
+    // The same answer for one that does not exist and one of another provider; what to ask instead.
+    return fail(404, 'not_found', 'No visit team or visit practitioner of her care provider by that reference', {
+      use: 'GET /v1/tasks: a schedule-visit task names the visit team to book with (careTeam)',
+    });
   }
   const schedules = await licensedSchedules(medplum, practitioners, organization, patient);
   const visitType = query.visitType ?? 'video-visit';

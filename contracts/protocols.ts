@@ -29,7 +29,10 @@ const AssessmentOfferingSchema = z
     assessment: Canonical.openapi({ example: 'https://patient-care.example/assessments/weight-intake|1' }),
     start: z.literal(START_ENDPOINT.assessment),
   })
-  .openapi('AssessmentOffering', { description: 'A one-time assessment: questionnaires and measurements.' });
+  .openapi('AssessmentOffering', {
+    description:
+      "A one-time assessment: questionnaires and measurements. Once its tasks are complete a clinician reviews it; the treatment protocol that may follow is her clinician's choice (the clinical spine), and reaches her as a `treatment-offer` task in `GET /v1/tasks` naming the offer.",
+  });
 
 const ProgramOfferingSchema = z
   .object({

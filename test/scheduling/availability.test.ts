@@ -145,7 +145,20 @@ describe('one practitioner', () => {
     expect(reyes.next).toBeDefined();
     const adeyemi = await availability(ca, { practitioner: practitioners.adeyemi, start, end });
     expect(adeyemi).toMatchObject({ status: 200, body: { view: 'slots', slots: [] } });
-    expect((await availability(ca, { practitioner: practitioners.li, start, end })).status).toBe(404);
+    const foreign = await availability(ca, { practitioner: practitioners.li, start, end });
+    expect(foreign.status).toBe(404);
+    // What to ask instead, the same for a practitioner who does not exist.
+    const absent = await availability(ca, {
+      practitioner: 'Practitioner/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
+      start,
+      end,
+    });
+    for (const res of [foreign, absent]) {
+      expect(res.status).toBe(404);
+      expect((res.body as { error: { details: unknown } }).error.details).toMatchObject({
+        use: expect.stringContaining('GET /v1/tasks'),
+      });
+    }
     const southTeam = await gw.backend.admin.searchOne('CareTeam', {
       _tag: `${SYSTEMS.provisioning}|visit-team-southridge`,
     });
