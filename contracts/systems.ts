@@ -200,6 +200,13 @@ export const BOT_AUDIENCE = { system: `${BASE}/bot-audience`, patient: 'patient'
 export const EDGE_STATEMENT = { secretName: 'edge-statement-key', maxAgeSeconds: 60 } as const;
 
 /**
+ * The Project secret holding a copy of Medplum's public signing keys (its `.well-known/jwks.json`), which
+ * provisioning writes so that a bot verifies its caller's token without fetching them on every run; a key
+ * it does not hold (Medplum rotated) is fetched then (bots/lib/trust.ts).
+ */
+export const SIGNING_KEYS = { secretName: 'medplum-signing-keys' } as const;
+
+/**
  * The Project secret naming Medplum's `storageBaseUrl` (where it serves presigned attachment URLs), for a
  * Medplum whose storage is not at the default `<baseUrl>storage/`; unset, the bots assume the default.
  */

@@ -3,7 +3,7 @@ import { createHmac, createPublicKey, type JsonWebKey, timingSafeEqual, verify }
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Extension } from '@medplum/fhirtypes';
 import type { BotInput, BotName, EdgeStatement } from '../../contracts/bot-inputs';
-import { EDGE_STATEMENT, EXTENSIONS } from '../../contracts/systems';
+import { EDGE_STATEMENT, EXTENSIONS, SIGNING_KEYS } from '../../contracts/systems';
 import { readInput } from './input';
 import { fail } from './result';
 
@@ -53,7 +53,7 @@ export async function verifiedCaller(medplum: MedplumClient, event: BotEvent): P
   if (!requester || !token) {
     return undefined;
   }
-  const claims = await verifyAccessToken(medplum, token);
+  const claims = await verifyAccessToken(medplum, token, event.secrets?.[SIGNING_KEYS.secretName]?.valueString);
   if (!claims || claims.profile !== requester || typeof claims.login_id !== 'string' || !claims.login_id) {
     return undefined;
   }
@@ -84,10 +84,17 @@ function bearerToken(headers: BotEvent['headers']): string | undefined {
 }
 
 /**
- * Signature (against Medplum's JWKS, fetched once per run: a vmcontext run keeps nothing between
- * runs) and expiry; `exp` must be present.
+ * Signature and expiry; `exp` must be present. The key is Medplum's, from the copy of its key set that
+ * provisioning keeps in a Project secret (no fetch: a vmcontext run keeps nothing between runs), or, when
+ * the copy does not hold the token's key (Medplum rotated its keys since), from Medplum's key set fetched
+ * then. A key Medplum no longer trusts but the copy still holds admits nothing: Medplum authenticated this
+ * same Authorization header before it ran the bot, so the check here only ever adds to Medplum's own.
  */
-async function verifyAccessToken(medplum: MedplumClient, token: string): Promise<AccessClaims | undefined> {
+async function verifyAccessToken(
+  medplum: MedplumClient,
+  token: string,
+  heldKeys: string | undefined,
+): Promise<AccessClaims | undefined> {
   const [headerPart, payloadPart, signaturePart] = token.split('.');
   if (!headerPart || !payloadPart || !signaturePart) {
     return undefined;
@@ -97,8 +104,11 @@ async function verifyAccessToken(medplum: MedplumClient, token: string): Promise
   if (!header || !algorithm) {
     return undefined;
   }
-  const keys = ((await medplum.get('.well-known/jwks.json')) as { keys?: JsonWebKey[] }).keys;
-  const jwk = keys?.find((k) => k.kid === header.kid && (k.alg === undefined || k.alg === header.alg));
+  const keyOf = (keys: JsonWebKey[] | undefined) =>
+    keys?.find((k) => k.kid === header.kid && (k.alg === undefined || k.alg === header.alg));
+  const jwk =
+    keyOf(keySet(heldKeys)) ??
+    keyOf(((await medplum.get('.well-known/jwks.json', { cache: 'no-cache' })) as { keys?: JsonWebKey[] }).keys);
   if (!jwk) {
     return undefined;
   }
@@ -122,6 +132,16 @@ async function verifyAccessToken(medplum: MedplumClient, token: string): Promise
   // is not compared with the base URL, which a Medplum may configure apart from its issuer.
   const expired = typeof claims.exp !== 'number' || claims.exp * 1000 <= Date.now();
   return expired ? undefined : claims;
+}
+
+/** The keys of a key set's JSON text; none when there is no text or it is not a key set. */
+function keySet(text: string | undefined): JsonWebKey[] | undefined {
+  try {
+    const keys = text ? (JSON.parse(text) as { keys?: unknown }).keys : undefined;
+    return Array.isArray(keys) ? (keys as JsonWebKey[]) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function decodeJson(part: string): unknown {

@@ -20,6 +20,7 @@ import {
   EXTENSIONS,
   QUEUES_PARAMETER,
   queuesValue,
+  SIGNING_KEYS,
   STORAGE_BASE_SECRET,
   SYSTEMS,
 } from '../../contracts/systems';
@@ -278,23 +279,18 @@ export async function applyDefinition(
   }
 
   const defaultPolicy = keys.get(`policy-${definition.project.defaultPatientAccessPolicy}`);
-  // Secrets the bots read (event.secrets), each set only when given.
+  // Secrets the bots read (event.secrets): the edge key and storage base each set only when given; a copy of
+  // Medplum's public signing keys always (what bots verify their callers' tokens with, without a fetch).
+  const signingKeys = (await medplum.get('.well-known/jwks.json', { cache: 'no-cache' })) as { keys?: unknown[] };
   const secrets = [
     ...(options.edgeStatementKey ? [{ name: EDGE_STATEMENT.secretName, valueString: options.edgeStatementKey }] : []),
     ...(options.storageBaseUrl ? [{ name: STORAGE_BASE_SECRET, valueString: options.storageBaseUrl }] : []),
+    { name: SIGNING_KEYS.secretName, valueString: JSON.stringify({ keys: signingKeys.keys ?? [] }) },
   ];
   const desiredProject: Project = {
     ...project,
     defaultPatientAccessPolicy: defaultPolicy as Reference<AccessPolicy> | undefined,
-    // The key bots check the gateway's edge statements with (event.secrets); set only when given.
-    ...(secrets.length > 0
-      ? {
-          secret: [
-            ...(project.secret ?? []).filter((s) => !secrets.some((given) => given.name === s.name)),
-            ...secrets,
-          ],
-        }
-      : {}),
+    secret: [...(project.secret ?? []).filter((s) => !secrets.some((given) => given.name === s.name)), ...secrets],
   };
   if (!containsAll(project, desiredProject)) {
     await medplum.updateResource(desiredProject);

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { parseJWTPayload } from '@medplum/core';
 import type { ProjectMembership } from '@medplum/fhirtypes';
-import { generateKeyPair, SignJWT } from 'jose';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EDGE_STATEMENT } from '../../contracts/systems';
+import { EDGE_STATEMENT, SIGNING_KEYS } from '../../contracts/systems';
 import { createEdgeSigner } from '../../src/edge/statement';
 import { runBotBundle } from '../../src/embedded/bots/vm';
 import { startTestBackend, type TestBackend } from '../support/backend';
@@ -35,24 +35,38 @@ interface Probe {
   edge: { ipAddress?: string; userAgent?: string } | null;
 }
 
+/** What the probe's runs fetched of Medplum's key set. */
+const keySetFetches: string[] = [];
+
 const probe = (
   requester: string,
   authorization: string | undefined,
   input: unknown = {},
   secret: string | null = backend.edgeStatementKey,
+  /** The Project secret's copy of Medplum's signing keys (JSON text), if any. */
+  heldKeys?: string,
 ) =>
   runBotBundle({
     code,
     baseUrl: backend.baseUrl,
     accessToken: botToken,
-    fetch: backend.fetch,
+    fetch: (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (url.includes('.well-known/jwks.json')) {
+        keySetFetches.push(url);
+      }
+      return backend.fetch(input, init);
+    },
     timeoutMs: 10_000,
     event: {
       bot: { reference: 'Bot/probe' },
       requester: { reference: requester } as never,
       input,
       contentType: 'application/json',
-      secrets: secret ? { [EDGE_STATEMENT.secretName]: { name: EDGE_STATEMENT.secretName, valueString: secret } } : {},
+      secrets: {
+        ...(secret ? { [EDGE_STATEMENT.secretName]: { name: EDGE_STATEMENT.secretName, valueString: secret } } : {}),
+        ...(heldKeys ? { [SIGNING_KEYS.secretName]: { name: SIGNING_KEYS.secretName, valueString: heldKeys } } : {}),
+      },
       traceId: 'trace',
       headers: authorization ? { authorization } : {},
     },
@@ -101,6 +115,54 @@ describe('bots/lib/trust.ts: the caller', () => {
     ];
     for (const [name, authorization] of cases) {
       expect((await probe(aliceProfile(), authorization)).caller, name).toBeNull();
+    }
+  });
+});
+
+describe("bots/lib/trust.ts: Medplum's signing keys", () => {
+  const held = (keys: object[]) => JSON.stringify({ keys });
+
+  it('come from the copy provisioning keeps, without a fetch; a key the copy lacks (rotated) is fetched then', async () => {
+    // What provisioning wrote: Medplum's key set, as its Project secret.
+    const project = await backend.systemRepo.readResource<{
+      resourceType: 'Project';
+      secret?: { name: string; valueString?: string }[];
+    }>('Project', backend.project.id);
+    const copy = project.secret?.find((s) => s.name === SIGNING_KEYS.secretName)?.valueString;
+    const served = await (await backend.fetch(new URL('.well-known/jwks.json', backend.baseUrl))).json();
+    expect(JSON.parse(copy as string)).toEqual({ keys: served.keys });
+
+    keySetFetches.length = 0;
+    const fromCopy = await probe(aliceProfile(), `Bearer ${alice().token}`, {}, null, copy);
+    expect(fromCopy.caller).toEqual({ profile: aliceProfile(), loginId: claims().login_id });
+    expect(keySetFetches).toEqual([]);
+
+    // A copy without the token's key (another key only), a broken copy, no copy: the key set is fetched.
+    const { publicKey } = await generateKeyPair('RS256', { extractable: true });
+    const other = { ...(await exportJWK(publicKey)), kid: 'rotated-away', alg: 'RS256' };
+    for (const stale of [held([other]), 'not json', undefined]) {
+      keySetFetches.length = 0;
+      const result = await probe(aliceProfile(), `Bearer ${alice().token}`, {}, null, stale);
+      expect(result.caller, String(stale)).toEqual({ profile: aliceProfile(), loginId: claims().login_id });
+      expect(keySetFetches, String(stale)).toHaveLength(1);
+    }
+  });
+
+  it('admit no token the copy cannot verify: signed with a key of the same kid but not Medplum’s, or one it names but Medplum does not have', async () => {
+    const copy = held([backend.key.publicJwk]);
+    const payload = { login_id: claims().login_id, profile: claims().profile, scope: 'openid', sub: claims().sub };
+    const { privateKey } = await generateKeyPair('RS256');
+    const exp = Math.floor(Date.now() / 1000) + 600;
+    const sameKid = await new SignJWT({ ...payload, exp })
+      .setProtectedHeader({ alg: 'RS256', kid: backend.key.kid })
+      .sign(privateKey);
+    const unknownKid = await new SignJWT({ ...payload, exp })
+      .setProtectedHeader({ alg: 'RS256', kid: 'attacker' })
+      .sign(privateKey);
+    // A copy an attacker could not write (Project secrets are a project admin's) but here naming her key:
+    // still only Medplum's own keys admit anything, and the copy's key must verify the signature.
+    for (const token of [sameKid, unknownKid]) {
+      expect((await probe(aliceProfile(), `Bearer ${token}`, {}, null, copy)).caller).toBeNull();
     }
   });
 });
