@@ -12,7 +12,7 @@ import { CallerCache, foreignCommitCounter } from './auth/cache';
 import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
 import { createAuthRoutes, mintTokenForMembership } from './auth/routes';
-import { BotRunner, registerBotOperations } from './bots/operations';
+import { BotRunner, type BotRunTrace, registerBotOperations } from './bots/operations';
 import { medplumCors } from './cors';
 import { CronScheduler } from './cron';
 import { type FhirCall, handleFhirRequest, outcomeResponse, thrownResponse } from './fhir-http';
@@ -54,6 +54,8 @@ export interface EmbeddedMedplumOptions {
    * 60,000, or `EMBEDDED_REQUEST_RATE_LIMIT`; -1: off). In-process callers are not counted (rate-limit.ts).
    */
   requestRateLimit?: number;
+  /** The bench: told of each bot run's requests to this Medplum, when it ends (bots/operations.ts). */
+  onBotRun?: (run: BotRunTrace) => void;
 }
 
 export interface EmbeddedMedplum {
@@ -182,6 +184,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     baseUrl,
     fetch: fetchImpl,
     timeoutMs: options.botTimeoutMs ?? 10_000,
+    onRun: options.onBotRun,
   });
   queue = new SubscriptionQueue({
     systemRepo,

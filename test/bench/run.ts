@@ -162,8 +162,25 @@ const JOURNEY_POINTS_TARGET = 2500;
 /** Medplum's default FHIR quota of one membership (each bot's), points a minute. */
 const MEMBERSHIP_QUOTA = 50_000;
 
+/** Issue 27's target: at most this many sequential FHIR round trips in any workflow bot run. */
+const ROUND_TRIPS_TARGET = 6;
+
 async function printQuotaBench(): Promise<void> {
-  const figures = await runQuotaBench();
+  const { quota: figures, roundTrips } = await runQuotaBench();
+  console.log("## FHIR round trips per bot run in one whole journey (npm run demo's steps), embedded");
+  console.log('   sequential: a request started after every earlier one ended begins a round trip (in parallel: one)');
+  console.log(
+    `| bot | runs | requests (busiest run) | sequential round trips (longest run) | target <= ${ROUND_TRIPS_TARGET} |`,
+  );
+  console.log('|---|---|---|---|---|');
+  for (const r of roundTrips) {
+    console.log(
+      `| ${r.bot} | ${r.runs} | ${r.maxRequests} | ${r.maxSequential} | ${r.maxSequential <= ROUND_TRIPS_TARGET ? 'met' : 'NOT MET'} |`,
+    );
+  }
+  for (const r of roundTrips.filter((t) => t.maxSequential > ROUND_TRIPS_TARGET)) {
+    console.log(`   ${r.bot}, its longest run: ${r.busiestRun.join(' · ')}`);
+  }
   const bots = figures.filter((f) => f.bot);
   const botPoints = bots.reduce((sum, f) => sum + f.points, 0);
   console.log("## FHIR quota points of one whole journey (npm run demo's steps), as Medplum counts them");

@@ -32,6 +32,30 @@ export interface BotRunnerOptions {
   baseUrl: string;
   fetch: typeof fetch;
   timeoutMs: number;
+  /** Told of each run's requests when it ends (the bench counts round trips with it). */
+  onRun?: (run: BotRunTrace) => void;
+}
+
+/** One bot run's requests to Medplum: what each asked and when it started and ended (ms, performance clock). */
+export interface BotRunTrace {
+  bot: string;
+  requests: { method: string; url: string; start: number; end: number }[];
+}
+
+/**
+ * How many requests of a run were made one after another: a request that starts after every request
+ * before it has ended begins a new round trip; requests in flight together (a `Promise.all`) are one.
+ */
+export function sequentialRoundTrips(requests: BotRunTrace['requests']): number {
+  let trips = 0;
+  let lastEnd = Number.NEGATIVE_INFINITY;
+  for (const request of [...requests].sort((a, b) => a.start - b.start)) {
+    if (request.start >= lastEnd) {
+      trips += 1;
+    }
+    lastEnd = Math.max(lastEnd, request.end);
+  }
+  return trips;
 }
 
 export interface BotRunInput {
@@ -81,6 +105,7 @@ export class BotRunner {
       headers: request.headers,
     };
     const started = new Date();
+    const traced = this.options.onRun ? tracedFetch(this.options.fetch) : undefined;
     let outcome: AuditEvent['outcome'] = '0';
     let outcomeDesc = 'Success';
     try {
@@ -88,7 +113,7 @@ export class BotRunner {
         code,
         baseUrl: this.options.baseUrl,
         accessToken,
-        fetch: this.options.fetch,
+        fetch: traced ? traced.fetch : this.options.fetch,
         event,
         timeoutMs: this.options.timeoutMs,
       });
@@ -97,6 +122,10 @@ export class BotRunner {
       outcomeDesc = normalizeErrorString(err);
       throw new BotExecutionError(err);
     } finally {
+      if (traced) {
+        const key = bot.identifier?.[0]?.value ?? bot.name ?? bot.id;
+        this.options.onRun?.({ bot: key, requests: traced.requests });
+      }
       const audit: AuditEvent = {
         resourceType: 'AuditEvent',
         meta: { project: bot.meta?.project, accounts: bot.meta?.accounts },
@@ -322,4 +351,23 @@ async function findBot(req: FhirRequest, repo: SqliteRepository): Promise<WithId
     throw new OperationOutcomeError(notFound);
   }
   return bot;
+}
+
+/** A fetch that notes each request's method, URL and timing. */
+function tracedFetch(inner: typeof fetch): { fetch: typeof fetch; requests: BotRunTrace['requests'] } {
+  const requests: BotRunTrace['requests'] = [];
+  const traced = async (input: RequestInfo | URL, init?: RequestInit) => {
+    const start = performance.now();
+    try {
+      return await inner(input, init);
+    } finally {
+      requests.push({
+        method: init?.method ?? (input instanceof Request ? input.method : 'GET'),
+        url: String(input instanceof Request ? input.url : input),
+        start,
+        end: performance.now(),
+      });
+    }
+  };
+  return { fetch: traced as typeof fetch, requests };
 }
