@@ -4,6 +4,7 @@ import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { type AgreementVersion, coordinate, latestVersions } from './lib/agreement-rules';
 import { acceptanceKey, activeAcceptances, contextNotFound, patientAgreements } from './lib/agreements';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { clickwrapProof, edgeFacts, patientWorkflow, type SessionProof } from './lib/trust';
 
@@ -21,7 +22,8 @@ export type AcceptResult = BotResult<{ acceptances: Acceptance[] }>;
  * proof, all in ONE transaction. Idempotent: each Consent is a conditional create on its acceptance
  * key, so a retry (or 20 at once) finds the existing acceptance instead of adding another.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<AcceptResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<AcceptResult> {
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'accept-agreements');
   if (!start.ok) {
     return start;

@@ -17,6 +17,7 @@ import { contextNotFound, requireAgreements } from './lib/agreements';
 import { PATIENT_TASK_TAG } from './lib/journey';
 import { visitTypeOf } from './lib/plans';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { bookablePractitioner } from './lib/scheduling';
 import { searchAll } from './lib/search';
@@ -55,7 +56,8 @@ const CANCELLATION_REASONS = 'http://terminology.hl7.org/CodeSystem/appointment-
  * transaction under If-Match on what it changes (the Slot, the Appointment, the Encounter), so two
  * bookings of one slot, or concurrent reschedules of one visit, give exactly one result.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<AppointmentsResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<AppointmentsResult> {
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'appointments');
   if (!start.ok) {
     return start;

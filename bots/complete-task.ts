@@ -45,6 +45,7 @@ import { checkReadings, interpret, isCritical, observationFor, type Reading } fr
 import { offerAnswered, offerWork } from './lib/offers';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { edgeFacts, patientWorkflow } from './lib/trust';
 
@@ -79,7 +80,8 @@ const REVIEW_READING = 'review-reading';
  * last tasks completing at once cannot both miss each other), and, when this was the last intake task,
  * the clinician's review task; a critical reading also issues an urgent one.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<CompleteTaskResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<CompleteTaskResult> {
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'complete-task');
   if (!start.ok) {
     return start;

@@ -30,6 +30,7 @@ import {
   versioned,
 } from './lib/queues';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { herAnswers } from './lib/work-forms';
 
 const OFFER_COMPOSED = 'offer-composed';
@@ -53,7 +54,8 @@ const OVERRIDE_REQUIRED = 'override-required';
  * marked `override-required` and nothing is offered. One transaction, anchored on the selection task's
  * `businessStatus` under If-Match, so a duplicate delivery composes nothing twice.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<unknown> {
+  const medplum = readingOnce(bare);
   const woken = await completedByOwner(medplum, event, 'compose-offer', SELECTIONS);
   if (!woken.ok) {
     return woken;

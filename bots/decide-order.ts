@@ -16,6 +16,7 @@ import { payloadDigest } from './lib/digest';
 import { allowedMethods } from './lib/fulfilment';
 import { issuedVersion, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
@@ -43,7 +44,8 @@ export type DecideOrderResult = BotResult<{ order: string; status: 'completed' |
  * Then ONE transaction, every write under If-Match: the task completed (the anchor), each accepted item
  * proposal -> order in place with its method, each declined one cancelled, the order proposal -> order.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<DecideOrderResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<DecideOrderResult> {
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'decide-order');
   if (!start.ok) {
     return start;

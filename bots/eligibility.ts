@@ -43,6 +43,7 @@ import {
   versioned,
 } from './lib/queues';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { searchAll } from './lib/search';
 import { herAnswers } from './lib/work-forms';
 
@@ -66,7 +67,8 @@ const SELECT_TREATMENT = 'select-treatment';
  * selection task is claimed first by a conditional create on the review it answers (`draft`), and the
  * findings are written with it made `ready` under If-Match, in one transaction; whoever loses writes nothing.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<unknown> {
+  const medplum = readingOnce(bare);
   const woken = await completedByOwner(medplum, event, 'eligibility', ['review-intake']);
   if (!woken.ok) {
     return woken;

@@ -27,6 +27,7 @@ import {
 import { issueEntries, offeredPlan, tasksOf } from './lib/plans';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { searchAll } from './lib/search';
 import { patientWorkflow } from './lib/trust';
@@ -51,7 +52,8 @@ const OPEN: Task['status'][] = ['ready', 'on-hold', 'requested', 'received', 'ac
  * (revoked, its open tasks cancelled). Each checks first and writes one transaction anchored under
  * If-Match (the episode on enrolling, the CarePlan after), so concurrent identical calls give one result.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<EnrollmentResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<EnrollmentResult> {
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'enrollment');
   if (!start.ok) {
     return start;

@@ -10,6 +10,7 @@ import type {
 import { EXTENSIONS, TENANT_PARAMETER } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
@@ -22,7 +23,8 @@ export type PatientHomeResult = BotResult<{ organization: string; patient: strin
  * homed, it is final. Idempotent: a repeat call with the same outcome changes nothing; a patient
  * already in another tenant is refused.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<PatientHomeResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<PatientHomeResult> {
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'patient-home');
   if (!start.ok) {
     return start;

@@ -16,6 +16,7 @@ import { availableWhereSheLives, frontedCanonical, planTypeOf } from './lib/cata
 import { publishedDefinition } from './lib/journey';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { searchAll } from './lib/search';
 import { patientWorkflow } from './lib/trust';
@@ -34,7 +35,8 @@ type Proposal = MedicationRequest | ServiceRequest;
  * request for the same item is answered as it is. It changes nothing of her care: the clinician's
  * review decides, and treatment still starts only through the spine.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<RequestReviewResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<RequestReviewResult> {
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'request-review');
   if (!start.ok) {
     return start;

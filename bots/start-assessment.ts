@@ -17,6 +17,7 @@ import {
 } from './lib/journey';
 import { offeredPlan, tasksOf } from './lib/plans';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
@@ -37,7 +38,8 @@ export type StartAssessmentResult = BotResult<{
  * 2. one transaction that moves it `planned -> active` under If-Match and issues the tasks.
  * Whoever loses either step (a concurrent identical call) re-reads and answers the winner's episode.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<StartAssessmentResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<StartAssessmentResult> {
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'start-assessment');
   if (!start.ok) {
     return start;

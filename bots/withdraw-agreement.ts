@@ -1,6 +1,7 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import { activeAcceptances, contextNotFound, inactivateConsents, patientAgreements } from './lib/agreements';
 import { lostRace } from './lib/races';
+import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
@@ -12,7 +13,8 @@ export type WithdrawResult = BotResult<{
  * POST /v1/agreements/withdrawals: the Consent becomes `inactive`; the record (and its proof) stays.
  * Withdrawing an agreement the patient is required to hold needs `acknowledgeConsequence: true`.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<WithdrawResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<WithdrawResult> {
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'withdraw-agreement');
   if (!start.ok) {
     return start;

@@ -98,7 +98,7 @@ export async function publishedDefinition<T extends PlanDefinition | Questionnai
   if (!url || !version) {
     return undefined;
   }
-  const found = (await medplum.searchResources(resourceType, { url, version }, { cache: 'no-cache' })) as T[];
+  const found = (await medplum.searchResources(resourceType, { url, version })) as T[];
   return found.find((resource) => isPublishedTo(resource, organization));
 }
 
