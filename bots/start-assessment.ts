@@ -1,5 +1,5 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Bundle, EpisodeOfCare, Patient, Task } from '@medplum/fhirtypes';
+import type { Bundle, EpisodeOfCare, ObservationDefinition, Patient, PlanDefinition, Task } from '@medplum/fhirtypes';
 import { START_ENDPOINT } from '../contracts/systems';
 import type { PatientTask } from '../contracts/tasks';
 import { contextNotFound, requireAgreements } from './lib/agreements';
@@ -13,6 +13,7 @@ import {
   PATIENT_TASK_TAG,
   patientEpisodeTasks,
   patientTaskView,
+  readVersioned,
   taskDefinition,
 } from './lib/journey';
 import { offeredPlan, tasksOf } from './lib/plans';
@@ -45,6 +46,9 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sta
     return start;
   }
   const { patientId } = start.caller;
+  // The gate's reads start with hers (issue 27: round trips); its answer still comes after the offering's checks.
+  const gating = requireAgreements(medplum, patientId, { healthcareService: start.input.healthcareService });
+  gating.catch(() => undefined);
   const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
   const organization = patient.managingOrganization?.reference;
   const offered = await offeredPlan(medplum, start.input.healthcareService, patient);
@@ -59,17 +63,21 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sta
       ...(type ? { use: START_ENDPOINT[type] } : {}),
     });
   }
-  const gate = await requireAgreements(medplum, patientId, { healthcareService: start.input.healthcareService });
+  const gate = await gating;
   if (gate) {
     return gate;
   }
   const key = episodeKey(patientId, plan.url as string);
-  const existing = await episodeByKey(medplum, patientId, key);
+  // Everything the tasks need is read before anything is written (a broken definition writes nothing),
+  // at once with the episode, whether or not it exists yet.
+  const definitions = new Map<string, ObservationDefinition>();
+  const [existing, issued] = await Promise.all([
+    episodeByKey(medplum, patientId, key),
+    tasksOf(medplum, plan.action ?? [], organization, definitions),
+  ]);
   if (existing && existing.status !== 'planned') {
-    return answer(medplum, patientId, existing, false);
+    return answer(medplum, patientId, existing, false, plan);
   }
-  // Everything the tasks need is read before anything is written: a broken definition writes nothing.
-  const issued = await tasksOf(medplum, plan.action ?? [], organization);
   if (!issued?.length) {
     return fail(409, 'invalid_state', 'This assessment cannot be started: its definitions are not published', {
       state: 'unavailable',
@@ -80,7 +88,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sta
     return raceLost();
   }
   if (claimed.status !== 'planned') {
-    return answer(medplum, patientId, claimed, false);
+    return answer(medplum, patientId, claimed, false, plan);
   }
   const tag = episodeTag(claimed.id as string);
   const now = new Date().toISOString();
@@ -109,18 +117,27 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sta
       })),
     ],
   };
+  let written: Bundle;
   try {
-    await medplum.executeBatch(bundle);
+    written = await medplum.executeBatch(bundle);
   } catch (err) {
     if (!lostRace(err)) {
       throw err;
     }
     const winner = await episodeByKey(medplum, patientId, key);
-    return winner?.status === 'active' ? answer(medplum, patientId, winner, false) : raceLost();
+    return winner?.status === 'active' ? answer(medplum, patientId, winner, false, plan) : raceLost();
+  }
+  // The transaction answered what it wrote: the episode, then the tasks in the plan's order. Read back
+  // only if it did not (a server that answers without the resources).
+  const [episode, ...tasks] = (written.entry ?? []).map((e) => e.resource);
+  if (episode?.resourceType === 'EpisodeOfCare' && tasks.length === issued.length && tasks.every(isTask)) {
+    return answerWith(medplum, episode, tasks as Task[], true, definitions);
   }
   const started = await episodeByKey(medplum, patientId, key);
-  return started ? answer(medplum, patientId, started, true) : raceLost();
+  return started ? answer(medplum, patientId, started, true, plan) : raceLost();
 }
+
+const isTask = (resource: unknown): resource is Task => (resource as Task | undefined)?.resourceType === 'Task';
 
 /**
  * The episode as the patient is answered it: active or finished, with her tasks. One her clinician stopped
@@ -131,26 +148,50 @@ async function answer(
   patientId: string,
   episode: EpisodeOfCare,
   created: boolean,
+  /** The plan the offering fronts now; the episode's own pinned plan is read when it is another version. */
+  current: PlanDefinition,
 ): Promise<StartAssessmentResult> {
   if (episode.status !== 'active' && episode.status !== 'finished') {
     return fail(409, 'invalid_state', 'This assessment was stopped by the care team', { state: episode.status });
   }
   const own = await patientEpisodeTasks(medplum, episode.id as string, patientId);
-  const tasks = await inPlanOrder(medplum, episodePlan(episode), own);
+  const pinned = episodePlan(episode);
+  const plan = pinned === `${current.url}|${current.version}` ? current : await pinnedPlan(medplum, pinned);
+  return answerWith(medplum, episode, inPlanOrder(plan, own), created);
+}
+
+async function answerWith(
+  medplum: MedplumClient,
+  episode: EpisodeOfCare,
+  tasks: Task[],
+  created: boolean,
+  /** Definition versions already read in this run, by versioned reference. */
+  known = new Map<string, ObservationDefinition>(),
+): Promise<StartAssessmentResult> {
   return {
     ok: true,
     created,
     episodeOfCare: `EpisodeOfCare/${episode.id}`,
     assessment: episodePlan(episode) ?? '',
     status: episode.status === 'finished' ? 'finished' : 'active',
-    tasks: await Promise.all(tasks.map((task) => patientTaskView(medplum, task))),
+    tasks: await Promise.all(
+      tasks.map((task) =>
+        patientTaskView(medplum, task, async (reference) => {
+          const definition = known.get(reference.reference ?? '');
+          return definition ?? readVersioned(medplum, reference);
+        }),
+      ),
+    ),
   };
 }
 
-/** The tasks in the order of the plan's actions (the order a patient meets them in). */
-async function inPlanOrder(medplum: MedplumClient, canonical: string | undefined, tasks: Task[]): Promise<Task[]> {
+async function pinnedPlan(medplum: MedplumClient, canonical: string | undefined): Promise<PlanDefinition | undefined> {
   const [url, version] = (canonical ?? '').split('|');
-  const plan = url && version ? await medplum.searchOne('PlanDefinition', { url, version }) : undefined;
+  return url && version ? medplum.searchOne('PlanDefinition', { url, version }) : undefined;
+}
+
+/** The tasks in the order of the plan's actions (the order a patient meets them in). */
+function inPlanOrder(plan: PlanDefinition | undefined, tasks: Task[]): Task[] {
   const order = (plan?.action ?? []).map((a) => a.definitionCanonical);
   const position = (task: Task) => {
     const at = order.indexOf(taskDefinition(task));

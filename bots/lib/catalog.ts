@@ -150,12 +150,16 @@ export async function availableWhereSheLives(
 ): Promise<boolean> {
   const organization = patient.managingOrganization?.reference;
   const locations = new Map<string, Location>();
-  for (const area of service.coverageArea ?? []) {
-    const location = (await medplum.readReference(area).catch(absent)) as Location | undefined;
+  const areas = service.coverageArea ?? [];
+  const read = await Promise.all(
+    areas.map((area) => medplum.readReference(area).catch(absent) as Promise<Location | undefined>),
+  );
+  areas.forEach((area, index) => {
+    const location = read[index];
     if (location && area.reference && isPublishedTo(location, organization)) {
       locations.set(area.reference, location);
     }
-  }
+  });
   return isAvailableTo(service, locations, whereaboutsOf(patient));
 }
 

@@ -229,7 +229,7 @@ export async function claimEpisode(
     ...(organization ? { managingOrganization: { reference: organization } } : {}),
   };
   try {
-    await medplum.executeBatch({
+    const written = await medplum.executeBatch({
       resourceType: 'Bundle',
       type: 'transaction',
       entry: [
@@ -243,6 +243,16 @@ export async function claimEpisode(
         },
       ],
     });
+    // What the create answered (made now, or the one its condition found): hers, of this key. Read back
+    // only when the answer does not say (issue 27: round trips).
+    const claimed = written.entry?.[0]?.resource as EpisodeOfCare | undefined;
+    if (
+      claimed?.resourceType === 'EpisodeOfCare' &&
+      claimed.patient?.reference === `Patient/${patient.id}` &&
+      claimed.identifier?.some((i) => i.system === SYSTEMS.episodeKey && i.value === key)
+    ) {
+      return claimed;
+    }
   } catch (err) {
     if (!lostRace(err)) {
       throw err;

@@ -32,16 +32,12 @@ export async function tasksOf(
   medplum: MedplumClient,
   actions: PlanDefinitionAction[],
   organization: string | undefined,
+  /** Filled with the ObservationDefinition versions read, by versioned reference (the tasks' views need them). */
+  definitions?: Map<string, ObservationDefinition>,
 ): Promise<Task[] | undefined> {
-  const tasks: Task[] = [];
-  for (const action of actions) {
-    const task = await taskFor(medplum, action, organization);
-    if (!task) {
-      return undefined;
-    }
-    tasks.push(task);
-  }
-  return tasks;
+  // Each action's definitions are read at once (issue 27: round trips), the tasks kept in action order.
+  const tasks = await Promise.all(actions.map((action) => taskFor(medplum, action, organization, definitions)));
+  return tasks.every((task) => task !== undefined) ? tasks : undefined;
 }
 
 /**
@@ -55,6 +51,7 @@ async function taskFor(
   medplum: MedplumClient,
   action: PlanDefinitionAction,
   organization: string | undefined,
+  definitionsRead: Map<string, ObservationDefinition> | undefined,
 ): Promise<Task | undefined> {
   const kind = actionKind(action);
   const canonical = action.definitionCanonical;
@@ -122,15 +119,18 @@ async function taskFor(
       return undefined;
     }
     const inputs: TaskInput[] = [{ type: taskInputType('activity-definition'), valueCanonical: canonical }];
-    for (const requirement of requirements) {
-      const definition = (await medplum.readReference(requirement).catch(absent)) as ObservationDefinition | undefined;
+    const definitions = await Promise.all(
+      requirements.map(
+        (requirement) => medplum.readReference(requirement).catch(absent) as Promise<ObservationDefinition | undefined>,
+      ),
+    );
+    for (const definition of definitions) {
       if (!definition || !isPublishedTo(definition, organization)) {
         return undefined;
       }
-      inputs.push({
-        type: taskInputType('observation-definition'),
-        valueReference: { reference: `ObservationDefinition/${definition.id}/_history/${definition.meta?.versionId}` },
-      });
+      const versioned = `ObservationDefinition/${definition.id}/_history/${definition.meta?.versionId}`;
+      definitionsRead?.set(versioned, definition);
+      inputs.push({ type: taskInputType('observation-definition'), valueReference: { reference: versioned } });
     }
     return { ...base, input: inputs };
   }
@@ -150,13 +150,13 @@ export async function offeredPlan(
   if (service?.active !== true || !isPublishedTo(service, organization)) {
     return undefined;
   }
-  if (!(await availableWhereSheLives(medplum, service, patient))) {
-    return undefined;
-  }
   const canonical = frontedCanonical(service);
-  const plan =
-    canonical && (await publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization));
-  return plan && canonical && plan.status === 'active' ? { plan, canonical } : undefined;
+  // Where it is offered and what it fronts, read at once.
+  const [available, plan] = await Promise.all([
+    availableWhereSheLives(medplum, service, patient),
+    canonical ? publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization) : undefined,
+  ]);
+  return available && plan && canonical && plan.status === 'active' ? { plan, canonical } : undefined;
 }
 
 /**
