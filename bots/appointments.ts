@@ -13,11 +13,11 @@ import type {
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS, VISIT_TYPES } from '../contracts/systems';
 import { absent } from './lib/absent';
-import { contextNotFound, requireAgreements } from './lib/agreements';
+import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } from './lib/agreements';
 import { PATIENT_TASK_TAG } from './lib/journey';
 import { visitTypeOf } from './lib/plans';
 import { lostRace } from './lib/races';
-import { readingOnce } from './lib/reads';
+import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { bookablePractitioner } from './lib/scheduling';
 import { searchAll } from './lib/search';
@@ -62,8 +62,22 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<App
   if (!start.ok) {
     return start;
   }
-  const patient = (await medplum.readResource('Patient', start.caller.patientId)) as Patient & { id: string };
   const input = start.input;
+  const { patientId } = start.caller;
+  // What every operation reads anyway goes out with her Patient (issue 27: round trips): the gate's
+  // acceptances and published agreements, and what the call names.
+  ahead(activeAcceptances(medplum, patientId));
+  ahead(freshCatalog(medplum).published());
+  if (input.operation === 'book') {
+    ahead(medplum.readResource('Task', input.task.split('/')[1]));
+    if (input.slot) {
+      ahead(medplum.readResource('Slot', input.slot.split('/')[1]));
+    }
+  } else {
+    ahead(medplum.readResource('Appointment', input.appointment));
+    ahead(encountersOf(medplum, input.appointment));
+  }
+  const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
   if (input.operation === 'book') {
     return book(medplum, patient, input.task.split('/')[1], input.slot?.split('/')[1]);
   }
@@ -91,6 +105,8 @@ async function book(
 ): Promise<AppointmentsResult> {
   const her = `Patient/${patient.id}`;
   for (let attempt = 0; ; attempt++) {
+    // The slot's checks (its schedule, role, licence) run beside the task's; answered in their turn below.
+    const slotCheck = slotId ? ahead(bookableSlot(medplum, slotId, patient)) : undefined;
     const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
     const isVisitTask = task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === 'schedule-visit');
     const isHers =
@@ -131,7 +147,7 @@ async function book(
         },
       );
     }
-    const slot = slotId ? await bookableSlot(medplum, slotId, patient) : undefined;
+    const slot = slotCheck ? await slotCheck : undefined;
     if (slot && !slot.ok) {
       return slot;
     }
@@ -160,7 +176,7 @@ async function book(
     try {
       const response = await medplum.executeBatch(transaction(entries));
       const saved = response.entry?.find((e) => e.resource?.resourceType === 'Appointment')?.resource;
-      return view(medplum, saved as Appointment, true);
+      return view(medplum, saved as Appointment, true, writtenSegments(response, segments.length));
     } catch (err) {
       if (!lostRace(err) || attempt > 0) {
         if (lostRace(err)) {
@@ -199,11 +215,15 @@ async function reschedule(
   if (!original.slot?.length) {
     return fail(409, 'invalid_state', 'An asynchronous review has no slot to move', { state: 'asynchronous' });
   }
+  // Every check's reads at once; each answered in its turn.
+  const slotCheck = ahead(bookableSlot(medplum, slotId, patient));
+  const holding = ahead(heldSlot(medplum, original));
+  const visiting = ahead(visitOfAppointment(medplum, original, her));
   const segments = await segmentsOf(medplum, original);
   if (segments.some((s) => s.status !== 'planned')) {
     return fail(409, 'invalid_state', 'This visit has started', { state: 'in-progress' });
   }
-  const visit = await visitOfAppointment(medplum, original, her);
+  const visit = await visiting;
   if (!visit) {
     return fail(409, 'invalid_state', 'This visit is no longer part of an active plan', { state: 'inactive' });
   }
@@ -211,11 +231,11 @@ async function reschedule(
   if (gate) {
     return gate;
   }
-  const slot = await bookableSlot(medplum, slotId, patient);
+  const slot = await slotCheck;
   if (!slot.ok) {
     return slot;
   }
-  const oldSlot = await heldSlot(medplum, original);
+  const oldSlot = await holding;
   const tags = (original.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
   const replacementUrl = `urn:uuid:${randomUUID()}`;
   const replacement = appointmentFor(slot.slot, slot.practitioner, her, visit, tags);
@@ -242,7 +262,12 @@ async function reschedule(
   ];
   try {
     const response = await medplum.executeBatch(transaction(entries));
-    return view(medplum, response.entry?.[1]?.resource as Appointment, true);
+    return view(
+      medplum,
+      response.entry?.[1]?.resource as Appointment,
+      true,
+      writtenSegments(response, segments.length, 'planned'),
+    );
   } catch (err) {
     if (!lostRace(err)) {
       throw err;
@@ -279,11 +304,14 @@ async function cancel(
   if (Date.parse(appointment.end ?? '') <= Date.now()) {
     return fail(409, 'invalid_state', 'This visit is over', { state: 'past' });
   }
+  const holding = ahead(heldSlot(medplum, appointment));
+  const visiting = ahead(visitOfAppointment(medplum, appointment, her));
+  const rebooking = ahead(bookingTask(medplum, appointment, her));
   const segments = await segmentsOf(medplum, appointment);
   if (segments.some((s) => s.status !== 'planned')) {
     return fail(409, 'invalid_state', 'This visit has started', { state: 'in-progress' });
   }
-  const slot = await heldSlot(medplum, appointment);
+  const slot = await holding;
   const entries: BundleEntry[] = [
     {
       resource: {
@@ -300,8 +328,8 @@ async function cancel(
     ...segments.map(cancelEncounter),
   ];
   // Re-issued while her plan still asks for this visit: a new schedule-visit task like the one that booked it.
-  const visit = await visitOfAppointment(medplum, appointment, her);
-  const booked = visit ? await bookingTask(medplum, appointment, her) : undefined;
+  const visit = await visiting;
+  const booked = visit ? await rebooking : undefined;
   if (visit && booked && !(await visitStillBooked(medplum, appointment, her))) {
     const { id: _id, meta, output: _output, executionPeriod: _period, lastModified: _modified, ...rest } = booked;
     entries.push({
@@ -316,7 +344,12 @@ async function cancel(
   }
   try {
     const response = await medplum.executeBatch(transaction(entries));
-    return view(medplum, response.entry?.[0]?.resource as Appointment, false);
+    return view(
+      medplum,
+      response.entry?.[0]?.resource as Appointment,
+      false,
+      writtenSegments(response, segments.length, 'cancelled'),
+    );
   } catch (err) {
     if (!lostRace(err)) {
       throw err;
@@ -632,9 +665,36 @@ async function visitStillBooked(medplum: MedplumClient, appointment: Appointment
 
 /** The segments of a visit, in position order. */
 async function segmentsOf(medplum: MedplumClient, appointment: Appointment): Promise<(Encounter & { id: string })[]> {
-  const encounters = (await searchAll(medplum, 'Encounter', {
-    appointment: `Appointment/${appointment.id}`,
-  })) as (Encounter & { id: string })[];
+  return ownSegments(appointment, await encountersOf(medplum, appointment.id as string));
+}
+
+const encountersOf = async (medplum: MedplumClient, appointmentId: string) =>
+  (await searchAll(medplum, 'Encounter', { appointment: `Appointment/${appointmentId}` })) as (Encounter & {
+    id: string;
+  })[];
+
+/**
+ * The segments a transaction wrote (created or changed), when its answer holds all `count` of them in
+ * that status; else undefined (they are read back).
+ */
+function writtenSegments(
+  response: Bundle,
+  count: number,
+  status?: Encounter['status'],
+): (Encounter & { id: string })[] | undefined {
+  const written = (response.entry ?? [])
+    .map((e) => e.resource)
+    .filter(
+      (r): r is Encounter & { id: string } => r?.resourceType === 'Encounter' && (!status || r.status === status),
+    );
+  return written.length === count ? written : undefined;
+}
+
+/** The platform's segments of a visit among Encounters naming it, in position order. */
+function ownSegments(
+  appointment: Appointment,
+  encounters: (Encounter & { id: string })[],
+): (Encounter & { id: string })[] {
   // Only the segments the platform made for this visit: hers, of its request, at a position (an
   // Encounter naming the appointment is otherwise data anyone with an Encounter write could have made).
   const her = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Patient/'))?.actor?.reference;
@@ -662,8 +722,14 @@ const segmentView = (e: Encounter): SegmentView => ({
   status: e.status,
 });
 
-async function view(medplum: MedplumClient, appointment: Appointment, created: boolean): Promise<AppointmentsResult> {
-  const segments = await segmentsOf(medplum, appointment);
+async function view(
+  medplum: MedplumClient,
+  appointment: Appointment,
+  created: boolean,
+  /** Its Encounters as a transaction just wrote them; read when not given. */
+  written?: (Encounter & { id: string })[],
+): Promise<AppointmentsResult> {
+  const segments = written ? ownSegments(appointment, written) : await segmentsOf(medplum, appointment);
   const practitioner = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Practitioner/'))?.actor
     ?.reference;
   const replaces = appointment.extension?.find((e) => e.url === EXTENSIONS.appointmentReplaces)?.valueReference

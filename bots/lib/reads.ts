@@ -58,3 +58,13 @@ function copyOf(value: unknown): unknown {
     ? value
     : (JSON.parse(JSON.stringify(value)) as unknown);
 }
+
+/**
+ * A read asked now, ahead of the code that needs it (which asks the same and, through `readingOnce`, gets
+ * this one): reads a later step is sure to make go out with the first (issue 27: round trips). Its failure
+ * is the later step's to handle, never an unhandled rejection.
+ */
+export function ahead<T>(read: Promise<T>): Promise<T> {
+  read.catch(() => undefined);
+  return read;
+}
