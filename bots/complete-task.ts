@@ -28,7 +28,7 @@ import {
 } from '../contracts/systems';
 import { conditionForm } from '../contracts/work-forms';
 import { absent } from './lib/absent';
-import { contextNotFound, requireAgreements } from './lib/agreements';
+import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } from './lib/agreements';
 import { answerProblems } from './lib/answers';
 import { conditionCatalogs } from './lib/catalog';
 import { payloadDigest } from './lib/digest';
@@ -45,7 +45,7 @@ import { checkReadings, interpret, isCritical, observationFor, type Reading } fr
 import { offerAnswered, offerWork } from './lib/offers';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
-import { readingOnce } from './lib/reads';
+import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { edgeFacts, patientWorkflow } from './lib/trust';
 
@@ -91,10 +91,19 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
   const { task: taskId, edge, ...payload } = { edge: undefined, ...start.input };
   const digest = payloadDigest(payload);
   for (let attempt = 0; ; attempt++) {
+    // What any completion reads goes out with the task (issue 27: round trips): her Patient, the gate's
+    // acceptances and published agreements, the answers named.
+    ahead(medplum.readResource('Patient', patientId));
+    ahead(activeAcceptances(medplum, patientId));
+    ahead(freshCatalog(medplum).published());
+    if ('questionnaireResponse' in payload) {
+      ahead(aheadOfAnswers(medplum, payload.questionnaireResponse, patientId, binaryOrigins(medplum, event)));
+    }
     const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
     if (!task || task.for?.reference !== `Patient/${patientId}` || !isPatientTask(task)) {
       return contextNotFound();
     }
+    aheadOfWork(medplum, task, payload);
     if (task.status === 'completed') {
       return completionDigest(task) === digest
         ? completed(task)
@@ -134,6 +143,11 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
       };
     } else {
       const episode = await episodeOf(medplum, task);
+      if (episode) {
+        // What the completion's bundle reads: the tenant's queue, the episode's tasks.
+        ahead(tenantQueue(medplum, patient));
+        ahead(episodeTasks(medplum, episode.id as string));
+      }
       const gate = await requireAgreements(medplum, patientId, {
         task: `Task/${task.id}`,
         ...(episode && episodePlan(episode) ? { protocol: episodePlan(episode) } : {}),
@@ -165,6 +179,50 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
         }
         throw err;
       }
+    }
+  }
+}
+
+/**
+ * Her answers, asked now, and the files they attach once they are read: her own answers only, and no more
+ * files than answersWork will read (it reads each again through the run's reads, bots/lib/reads.ts).
+ */
+async function aheadOfAnswers(
+  medplum: MedplumClient,
+  reference: string,
+  patientId: string,
+  origins: BinaryOrigins,
+): Promise<void> {
+  const answers = (await medplum.readResource(
+    'QuestionnaireResponse',
+    reference.split('/')[1],
+  )) as QuestionnaireResponse;
+  const files = attachmentsOf(answers.item ?? []);
+  if (answers.subject?.reference !== `Patient/${patientId}` || files.length > MAX_ATTACHMENTS_PER_ANSWER) {
+    return;
+  }
+  for (const { attachment } of files) {
+    const id = binaryIdOf(attachment.url, origins);
+    if (id) {
+      ahead(medplum.readResource('Binary', id));
+    }
+  }
+}
+
+/** Reads the task's own work will make, asked now: its episode, and its pinned Questionnaire or definitions. */
+function aheadOfWork(medplum: MedplumClient, task: Task, payload: object): void {
+  if (!isPatientTask(task) || task.status !== 'ready') {
+    return;
+  }
+  ahead(episodeOf(medplum, task));
+  const pinned = taskQuestionnaire(task);
+  if ('questionnaireResponse' in payload && pinned) {
+    const [url, version] = pinned.split('|');
+    ahead(medplum.searchOne('Questionnaire', { url, ...(version ? { version } : {}) }));
+  }
+  if ('measurements' in payload) {
+    for (const reference of taskObservationDefinitions(task)) {
+      ahead(readVersioned(medplum, reference));
     }
   }
 }
@@ -228,8 +286,11 @@ async function answersWork(
     });
   }
   const attachments: { linkId: string; url?: string; problems: string[] }[] = [];
-  for (const { linkId, attachment } of attached) {
-    const found = await attachmentProblemsOf(medplum, attachment, own, origins);
+  // Every file checked at once (issue 27: round trips), reported in the answers' order.
+  const checked = await Promise.all(
+    attached.map(async (a) => ({ ...a, found: await attachmentProblemsOf(medplum, a.attachment, own, origins) })),
+  );
+  for (const { linkId, attachment, found } of checked) {
     if (found.length > 0) {
       // Named as `Binary/<id>`, never as the presigned URL this bot's own read got: that would hand her
       // a download link for a file that may be someone else's.

@@ -21,6 +21,7 @@ import { allowedMethods } from './fulfilment';
 import { publishedDefinition, taskInputType } from './journey';
 import { issueEntries, monitoringActions, tasksOf } from './plans';
 import { clinicianTask, issuedVersion, REVIEW_RESPONSE, tenantQueue, versioned } from './queues';
+import { ahead } from './reads';
 import { fail } from './result';
 import { clickwrapProof, type SessionProof } from './trust';
 
@@ -49,7 +50,7 @@ const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
 
 export async function offerWork(medplum: MedplumClient, context: OfferContext): Promise<OfferWork> {
   const { task, patient, answer } = context;
-  const offer = await currentOffer(medplum, task, patient.id);
+  const offer = await currentOffer(medplum, task, patient);
   if (!offer.ok) {
     return offer;
   }
@@ -82,13 +83,28 @@ interface Offer {
 async function currentOffer(
   medplum: MedplumClient,
   task: Task,
-  patientId: string,
+  patient: Patient & { id: string },
 ): Promise<Offer | ReturnType<typeof fail>> {
+  const patientId = patient.id;
+  const organization = patient.managingOrganization?.reference;
   const superseded = () =>
     fail(409, 'invalid_state', 'This offer was superseded; your care team will send you another', {
       state: 'superseded',
     });
   const own = `Patient/${patientId}`;
+  const [type, id] = (task.focus?.reference ?? '').split('/');
+  // The offer's reads go out together (issue 27: round trips), each believed in its turn below.
+  const reading =
+    type === 'RequestGroup' && id
+      ? ahead(
+          medplum.readResource('RequestGroup', id).catch(absent) as Promise<
+            (RequestGroup & { id: string }) | undefined
+          >,
+        )
+      : undefined;
+  if (organization) {
+    ahead(medplum.readReference({ reference: organization }));
+  }
   // The task as the platform issued it: an offer of this very RequestGroup (a task is data; its first
   // Bot-written version is the platform's word).
   const issued = await issuedVersion(medplum, task);
@@ -96,23 +112,37 @@ async function currentOffer(
   if (issuedKind !== 'treatment-offer' || issued?.focus?.reference !== task.focus?.reference) {
     return superseded();
   }
-  const [type, id] = (task.focus?.reference ?? '').split('/');
-  const group =
-    type === 'RequestGroup' && id
-      ? ((await medplum.readResource('RequestGroup', id).catch(absent)) as (RequestGroup & { id: string }) | undefined)
-      : undefined;
+  const group = reading ? await reading : undefined;
   if (!group || group.subject?.reference !== own || group.status !== 'active' || group.intent !== 'proposal') {
     return superseded();
   }
-  const items: (MedicationRequest & { id: string })[] = [];
-  for (const action of group.action ?? []) {
-    const [itemType, itemId] = (action.resource?.reference ?? '').split('/');
-    const item =
-      itemType === 'MedicationRequest' && itemId
+  // What the rest of the check and an acceptance read, at once: the items, the Condition, an earlier
+  // consent, the protocol with the definitions its monitoring issues.
+  const [conditionRef, conditionKey] = (group.reasonReference?.[0]?.reference ?? '').split('/');
+  if (conditionRef === 'Condition' && conditionKey) {
+    ahead(medplum.readResource('Condition', conditionKey));
+  }
+  const consenting = ahead(alreadyConsented(medplum, group, patientId));
+  const canonical = group.instantiatesCanonical?.[0];
+  if (canonical) {
+    ahead(
+      publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization).then((protocol) =>
+        protocol ? tasksOf(medplum, monitoringActions(protocol.action), organization) : undefined,
+      ),
+    );
+  }
+  const read = await Promise.all(
+    (group.action ?? []).map(async (action) => {
+      const [itemType, itemId] = (action.resource?.reference ?? '').split('/');
+      return itemType === 'MedicationRequest' && itemId
         ? ((await medplum.readResource('MedicationRequest', itemId).catch(absent)) as
             | (MedicationRequest & { id: string })
             | undefined)
         : undefined;
+    }),
+  );
+  const items: (MedicationRequest & { id: string })[] = [];
+  for (const item of read) {
     // As composed: the bot's own version, not changed since the offer was (only bots change an offered
     // item, by policy; checked here too: it was written with the group, before it, never after).
     if (
@@ -139,7 +169,7 @@ async function currentOffer(
     return superseded();
   }
   const protocolCanonical = group.instantiatesCanonical?.[0];
-  if (!protocolCanonical || (await alreadyConsented(medplum, group, patientId))) {
+  if (!protocolCanonical || (await consenting)) {
     return superseded();
   }
   return { ok: true, group, items, condition, protocolCanonical };

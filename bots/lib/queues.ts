@@ -37,11 +37,10 @@ export async function tenantQueue(
   if (!organization) {
     return undefined;
   }
-  const teams = await medplum.searchResources(
-    'CareTeam',
-    { category: `${SYSTEMS.careQueue}|${category}`, _compartment: organization },
-    { cache: 'no-cache' },
-  );
+  const teams = await medplum.searchResources('CareTeam', {
+    category: `${SYSTEMS.careQueue}|${category}`,
+    _compartment: organization,
+  });
   return teams.find((t) => t.managingOrganization?.some((o) => o.reference === organization));
 }
 
