@@ -4,6 +4,7 @@ import type { BotInput } from '../contracts/bot-inputs';
 import { SYSTEMS, VISIT_TYPES } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { missingWhereabouts, whereaboutsOf } from './lib/catalog';
+import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { licensedSchedules } from './lib/scheduling';
 import { searchAll } from './lib/search';
@@ -38,7 +39,9 @@ const MAX_COUNT = 200;
  * outside the patient compartment (a patient's policy grants none); this bot reads them for her, only
  * through Schedules whose actor is a role of her tenant licensed where she lives.
  */
-export async function handler(medplum: MedplumClient, event: BotEvent): Promise<AvailabilityResult> {
+export async function handler(bare: MedplumClient, event: BotEvent): Promise<AvailabilityResult> {
+  // Its Slot pages are asked fresh (no-cache), so never copied; the rest is read once a run.
+  const medplum = readingOnce(bare);
   const start = await patientWorkflow(medplum, event, 'availability');
   if (!start.ok) {
     return start;
@@ -47,6 +50,10 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   const issues = queryIssues(query);
   if (issues.length > 0) {
     return fail(400, 'invalid_request', 'This availability query cannot be answered', { issues });
+  }
+  if (query.careTeam) {
+    // The team named goes out with her Patient (issue 27: round trips); believed once hers is known.
+    ahead(medplum.readResource('CareTeam', query.careTeam.split('/')[1]));
   }
   const patient = (await medplum.readResource('Patient', start.caller.patientId)) as Patient;
   // Whose time she may book depends on where she lives (a licence is per state): without it, say so.

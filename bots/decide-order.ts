@@ -11,12 +11,12 @@ import type {
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, type FulfilmentMethod, SYSTEMS } from '../contracts/systems';
 import { absent } from './lib/absent';
-import { contextNotFound, requireAgreements } from './lib/agreements';
+import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } from './lib/agreements';
 import { payloadDigest } from './lib/digest';
 import { allowedMethods } from './lib/fulfilment';
 import { issuedVersion, versioned } from './lib/queues';
 import { lostRace } from './lib/races';
-import { readingOnce } from './lib/reads';
+import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
@@ -55,16 +55,25 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
   const own = `Patient/${patientId}`;
   const digest = payloadDigest({ items: decisions });
   for (let attempt = 0; ; attempt++) {
+    // What placing an order reads goes out with the order (issue 27: round trips), each believed in its
+    // turn below: her Patient and her tenant's policy, the gate's reads, her task and consent for it.
+    ahead(
+      medplum
+        .readResource('Patient', patientId)
+        .then((p) => p.managingOrganization && medplum.readReference(p.managingOrganization)),
+    );
+    ahead(activeAcceptances(medplum, patientId));
+    ahead(freshCatalog(medplum).published());
+    const named = { resourceType: 'RequestGroup', id: orderId } as RequestGroup;
+    const tasking = ahead(orderTask(medplum, named, own));
+    ahead(consentsFor(medplum, named, patientId));
     const group = (await medplum.readResource('RequestGroup', orderId).catch(absent)) as
       | (RequestGroup & { id: string })
       | undefined;
     if (!group || group.subject?.reference !== own) {
       return contextNotFound();
     }
-    const [task, consent] = await Promise.all([
-      orderTask(medplum, group, own),
-      treatmentConsent(medplum, group, patientId),
-    ]);
+    const [task, consent] = await Promise.all([tasking, treatmentConsent(medplum, group, patientId)]);
     if (task?.status === 'completed') {
       return digestOf(task) === digest
         ? placed(task)
@@ -77,11 +86,12 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
         ...(offer ? { use: `POST /v1/tasks/${offer.id}/complete` } : {}),
       });
     }
+    const itemsReading = ahead(itemsOf(medplum, group, own, consent));
     const gate = await requireAgreements(medplum, patientId, { task: `Task/${task.id}` });
     if (gate) {
       return gate;
     }
-    const items = await itemsOf(medplum, group, own, consent);
+    const items = await itemsReading;
     if (!items) {
       return fail(409, 'invalid_state', 'An item of this order changed since it was offered', { state: 'changed' });
     }
@@ -121,18 +131,16 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
 
 /** Her order-decisions task for this order (issued when she accepted the offer). */
 async function orderTask(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Task | undefined> {
-  const tasks = await medplum.searchResources(
-    'Task',
-    { code: `${SYSTEMS.taskKind}|order-decisions`, focus: `RequestGroup/${group.id}`, subject: own },
-    { cache: 'no-cache' },
-  );
+  // Read fresh: a run's reads are its own and forgotten at each of its writes (bots/lib/reads.ts).
+  const tasks = await medplum.searchResources('Task', {
+    code: `${SYSTEMS.taskKind}|order-decisions`,
+    focus: `RequestGroup/${group.id}`,
+    subject: own,
+  });
   // Only one the platform issued (its first Bot-written version): anyone else's Task is data.
-  for (const task of tasks) {
-    if (task.for?.reference === own && task.owner?.reference === own && (await issuedVersion(medplum, task))) {
-      return task;
-    }
-  }
-  return undefined;
+  const mine = tasks.filter((task) => task.for?.reference === own && task.owner?.reference === own);
+  const issued = await Promise.all(mine.map((task) => issuedVersion(medplum, task)));
+  return mine.find((_, index) => issued[index]);
 }
 
 async function offerTask(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Task | undefined> {
@@ -150,11 +158,7 @@ async function treatmentConsent(
   group: RequestGroup,
   patientId: string,
 ): Promise<Consent | undefined> {
-  const consents = await medplum.searchResources(
-    'Consent',
-    { patient: `Patient/${patientId}`, identifier: `${SYSTEMS.offer}|RequestGroup/${group.id}`, status: 'active' },
-    { cache: 'no-cache' },
-  );
+  const consents = await consentsFor(medplum, group, patientId);
   const pinned = versioned(group).reference;
   return consents.find(
     (c) =>
@@ -163,6 +167,14 @@ async function treatmentConsent(
       c.provision?.data?.some((d) => d.reference.reference === pinned),
   );
 }
+
+/** Her active consents naming this order (fresh: a run's reads are forgotten at each of its writes). */
+const consentsFor = (medplum: MedplumClient, group: RequestGroup, patientId: string) =>
+  medplum.searchResources('Consent', {
+    patient: `Patient/${patientId}`,
+    identifier: `${SYSTEMS.offer}|RequestGroup/${group.id}`,
+    status: 'active',
+  });
 
 /**
  * The order's items as they stand: each hers, still a proposal, and exactly the version her treatment
@@ -176,12 +188,15 @@ async function itemsOf(
 ): Promise<Item[] | undefined> {
   const pinned = new Set((consent.provision?.data ?? []).map((d) => d.reference.reference));
   const items: Item[] = [];
-  for (const action of group.action ?? []) {
-    const [type, id] = (action.resource?.reference ?? '').split('/');
-    const item =
-      (type === 'MedicationRequest' || type === 'ServiceRequest') && id
-        ? ((await medplum.readResource(type, id).catch(absent)) as Item | undefined)
+  const read = await Promise.all(
+    (group.action ?? []).map((action) => {
+      const [type, id] = (action.resource?.reference ?? '').split('/');
+      return (type === 'MedicationRequest' || type === 'ServiceRequest') && id
+        ? (medplum.readResource(type, id).catch(absent) as Promise<Item | undefined>)
         : undefined;
+    }),
+  );
+  for (const item of read) {
     if (
       !item ||
       item.subject?.reference !== own ||

@@ -2,6 +2,7 @@ import type { MedplumClient } from '@medplum/core';
 import type { Location, Patient, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
 import { absent } from './absent';
 import { whereaboutsOf } from './catalog';
+import { ahead } from './reads';
 import { searchAll } from './search';
 
 /**
@@ -18,12 +19,20 @@ async function licensedWhereSheLives(
   jurisdictions: Map<string, Location | undefined> = new Map(),
 ): Promise<boolean> {
   const where = whereaboutsOf(patient);
+  // Every jurisdiction of the role read at once (issue 27: round trips).
+  await Promise.all(
+    (role.location ?? []).map(async ({ reference = '' }) => {
+      if (!jurisdictions.has(reference)) {
+        jurisdictions.set(reference, undefined);
+        jurisdictions.set(
+          reference,
+          (await medplum.readReference({ reference }).catch(absent)) as Location | undefined,
+        );
+      }
+    }),
+  );
   for (const location of role.location ?? []) {
-    const reference = location.reference ?? '';
-    if (!jurisdictions.has(reference)) {
-      jurisdictions.set(reference, (await medplum.readReference({ reference }).catch(absent)) as Location | undefined);
-    }
-    const address = jurisdictions.get(reference)?.address;
+    const address = jurisdictions.get(location.reference ?? '')?.address;
     if (
       where.state &&
       address?.country?.toUpperCase() === where.country &&
@@ -56,8 +65,21 @@ export async function licensedSchedules(
       active: 'true',
     })
   ).filter((r) => r.organization?.reference === organization);
-  const licensed: PractitionerRole[] = [];
+  if (roles.length === 0) {
+    return schedules;
+  }
+  // The roles' schedules are asked beside their licences (issue 27: round trips); only the licensed count.
+  const scheduling = ahead(
+    searchAll(medplum, 'Schedule', { actor: roles.map((r) => `PractitionerRole/${r.id}`).join(','), active: 'true' }),
+  );
   const jurisdictions = new Map<string, Location | undefined>();
+  const locations = [...new Set(roles.flatMap((r) => (r.location ?? []).map((l) => l.reference ?? '')))];
+  await Promise.all(
+    locations.map(async (reference) => {
+      jurisdictions.set(reference, (await medplum.readReference({ reference }).catch(absent)) as Location | undefined);
+    }),
+  );
+  const licensed: PractitionerRole[] = [];
   for (const role of roles) {
     if (await licensedWhereSheLives(medplum, role, patient, jurisdictions)) {
       licensed.push(role);
@@ -66,10 +88,7 @@ export async function licensedSchedules(
   if (licensed.length === 0) {
     return schedules;
   }
-  const found = (await searchAll(medplum, 'Schedule', {
-    actor: licensed.map((r) => `PractitionerRole/${r.id}`).join(','),
-    active: 'true',
-  })) as Schedule[];
+  const found = (await scheduling) as Schedule[];
   const practitionerOf = new Map(licensed.map((r) => [`PractitionerRole/${r.id}`, r.practitioner?.reference ?? '']));
   for (const schedule of found) {
     const practitioner = practitionerOf.get(schedule.actor?.[0]?.reference ?? '');

@@ -1,6 +1,6 @@
 import type { Bot, ProjectMembership } from '@medplum/fhirtypes';
 import { embeddedBackend, embeddedGateway, journey } from '../../scripts/demo';
-import { type BotRunTrace, sequentialRoundTrips } from '../../src/embedded/bots/operations';
+import { type BotRunTrace, longestChain, sequentialRoundTrips } from '../../src/embedded/bots/operations';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { demoDefinition } from '../../src/provision/demo';
 
@@ -19,7 +19,7 @@ export interface RoundTripFigure {
   maxRequests: number;
   /** Sequential round trips of its longest run (requests in flight together count once). */
   maxSequential: number;
-  /** Of every run, what the requests asked for, busiest run first: `GET Patient`, `POST (batch)`... */
+  /** Its longest run's chain of requests made one after another: `GET Patient`, `POST (batch)`... */
   busiestRun: string[];
 }
 
@@ -85,7 +85,7 @@ function roundTripsOf(traces: BotRunTrace[]): RoundTripFigure[] {
         runs: runs.length,
         maxRequests: Math.max(...runs.map((r) => r.requests.length)),
         maxSequential: sequentialRoundTrips(busiest.requests),
-        busiestRun: [...busiest.requests].sort((a, b) => a.start - b.start).map(describeRequest),
+        busiestRun: longestChain(busiest.requests).map(describeRequest),
       };
     })
     .sort((a, b) => b.maxSequential - a.maxSequential);

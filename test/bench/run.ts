@@ -168,7 +168,9 @@ const ROUND_TRIPS_TARGET = 6;
 async function printQuotaBench(): Promise<void> {
   const { quota: figures, roundTrips } = await runQuotaBench();
   console.log("## FHIR round trips per bot run in one whole journey (npm run demo's steps), embedded");
-  console.log('   sequential: a request started after every earlier one ended begins a round trip (in parallel: one)');
+  console.log(
+    '   sequential: the longest chain of requests each started after the one before had ended (in parallel: one step)',
+  );
   console.log(
     `| bot | runs | requests (busiest run) | sequential round trips (longest run) | target <= ${ROUND_TRIPS_TARGET} |`,
   );
@@ -179,7 +181,7 @@ async function printQuotaBench(): Promise<void> {
     );
   }
   for (const r of roundTrips.filter((t) => t.maxSequential > ROUND_TRIPS_TARGET)) {
-    console.log(`   ${r.bot}, its longest run: ${r.busiestRun.join(' · ')}`);
+    console.log(`   ${r.bot}, the chain of its longest run: ${r.busiestRun.join(' → ')}`);
   }
   const bots = figures.filter((f) => f.bot);
   const botPoints = bots.reduce((sum, f) => sum + f.points, 0);
