@@ -5,6 +5,7 @@ import type {
   ActivityDefinition,
   Bundle,
   BundleEntry,
+  CareTeam,
   Coding,
   Condition,
   DetectedIssue,
@@ -43,9 +44,9 @@ import {
   versioned,
 } from './lib/queues';
 import { lostRace } from './lib/races';
-import { readingOnce } from './lib/reads';
+import { ahead, readingOnce } from './lib/reads';
 import { searchAll } from './lib/search';
-import { herAnswers } from './lib/work-forms';
+import { handedIn, herAnswers } from './lib/work-forms';
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
 const SELECT_TREATMENT = 'select-treatment';
@@ -74,6 +75,23 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
     return woken;
   }
   const review = woken.task;
+  const key = `Task/${review.id}`;
+  // What a run reads goes out at once (issue 27: round trips), each believed in its turn below: her
+  // answers, her Patient with her tenant's catalog and queue, the selection of an earlier delivery, the engine.
+  const patientRef = review.for?.reference ?? '';
+  ahead(handedIn(medplum, review) ?? Promise.resolve(undefined));
+  const tenantReads = ahead(
+    medplum.readReference({ reference: patientRef } as Reference<Patient>).then((p) => ({
+      catalogs: conditionCatalogs(medplum, p.managingOrganization?.reference),
+      queue: ahead(tenantQueue(medplum, p)),
+    })),
+  );
+  tenantReads.then(
+    ({ catalogs }) => ahead(catalogs),
+    () => undefined,
+  );
+  const selecting = ahead(selectionOf(medplum, key));
+  const engine = ahead(medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }));
   // Only a review the platform issued (a Bot-written `ready` version in its history): a task a
   // clinician created herself, already done, starts nothing, whoever delivers it (the reconciler too).
   const issued = await issuedVersion(medplum, review);
@@ -88,7 +106,6 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   if (!answers.ok) {
     return markUnanswered(medplum, review, 'no-answers', answers.reason);
   }
-  const patientRef = review.for?.reference ?? '';
   const patient = (await medplum.readReference({ reference: patientRef } as Reference<Patient>)) as Patient & {
     id: string;
   };
@@ -99,11 +116,14 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   if (!code || !(await inConditionCatalog(medplum, code, organization))) {
     return markUnanswered(medplum, review, 'no-answers', 'the condition is not in the tenant’s condition catalog');
   }
-  const key = `Task/${review.id}`;
-  const existing = await selectionOf(medplum, key);
+  const existing = await selecting;
   if (existing && existing.status !== 'draft') {
     return { ok: true, offered: true, task: `Task/${existing.id}`, replay: true };
   }
+  // The options are catalog reads, whatever is written next: asked before it, kept in hand.
+  const offering = ahead(
+    treatingProtocols(medplum, code, organization).then((protocols) => optionsOf(medplum, protocols, organization)),
+  );
   const condition = await recordCondition(medplum, {
     review,
     key,
@@ -111,19 +131,19 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
     clinician: woken.clinician,
     response: answers.response,
   });
-  const [device, protocols, record] = await Promise.all([
-    medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }),
-    treatingProtocols(medplum, code, organization),
-    patientRecord(medplum, patient),
-  ]);
+  const [device, options] = await Promise.all([engine, offering]);
   if (!device) {
     throw new Error('the eligibility engine Device is not provisioned');
   }
-  const options = await optionsOf(medplum, protocols, organization);
   if (options.length === 0) {
     return { ok: true, offered: false, reason: 'no protocol of the tenant treats this condition' };
   }
-  const claimed = existing ?? (await claimSelection(medplum, review, patient, key));
+  // Her record as it is now that the Condition is recorded, read beside the claim (which writes nothing it reads).
+  const { queue } = await tenantReads;
+  const [record, claimed] = await Promise.all([
+    patientRecord(medplum, patient),
+    existing ?? claimSelection(medplum, review, patient, key, await queue),
+  ]);
   if (claimed?.status !== 'draft') {
     return { ok: true, offered: true, replay: true };
   }
@@ -179,8 +199,9 @@ async function recordCondition(
     recordedDate: response.authored ?? new Date().toISOString(),
     evidence: [{ detail: [{ reference: `QuestionnaireResponse/${response.id}` }] }],
   };
+  let recorded: Condition | undefined;
   try {
-    await medplum.executeBatch({
+    const written = await medplum.executeBatch({
       resourceType: 'Bundle',
       type: 'transaction',
       entry: [
@@ -190,12 +211,20 @@ async function recordCondition(
         },
       ],
     });
+    // What the create answered (made now, or the one its key found); read back only when it does not say.
+    const answered = written.entry?.[0]?.resource as Condition | undefined;
+    if (
+      answered?.resourceType === 'Condition' &&
+      answered.identifier?.some((i) => i.system === SYSTEMS.eligibilityKey && i.value === key)
+    ) {
+      recorded = answered;
+    }
   } catch (err) {
     if (!lostRace(err)) {
       throw err;
     }
   }
-  const recorded = await medplum.searchOne('Condition', { identifier }, { cache: 'no-cache' });
+  recorded ??= await medplum.searchOne('Condition', { identifier }, { cache: 'no-cache' });
   if (!recorded?.id || recorded.subject?.reference !== review.for?.reference) {
     throw new Error('the assigned Condition could not be read back');
   }
@@ -246,20 +275,26 @@ async function optionsOf(
   protocols: PlanDefinition[],
   organization: string | undefined,
 ): Promise<Option[]> {
-  const options: Option[] = [];
-  for (const protocol of protocols) {
-    const choice = (protocol.action ?? []).find((a) => a.selectionBehavior === 'exactly-one');
-    for (const action of choice?.action ?? []) {
+  // Every option's definition read at once (issue 27: round trips), kept in the protocols' order.
+  const choices = protocols.flatMap((protocol) =>
+    ((protocol.action ?? []).find((a) => a.selectionBehavior === 'exactly-one')?.action ?? []).map((action) => ({
+      protocol,
+      action,
+    })),
+  );
+  const found = await Promise.all(
+    choices.map(async ({ protocol, action }) => {
       const canonical = action.definitionCanonical ?? '';
       const [url, version] = canonical.split('|');
       const [option] = (await medplum.searchResources('ActivityDefinition', { url, version })) as ActivityDefinition[];
       if (option && isPublishedTo(option, organization) && option.status === 'active') {
         const preferred = action.extension?.some((e) => e.url === EXTENSIONS.guidelinePreferred && e.valueBoolean);
-        options.push({ protocol, option, canonical, preferred: preferred === true });
+        return [{ protocol, option, canonical, preferred: preferred === true }];
       }
-    }
-  }
-  return options;
+      return [];
+    }),
+  );
+  return found.flat();
 }
 
 /** The patient's own record, as the rules read it: a collection Bundle. */
@@ -341,8 +376,8 @@ async function claimSelection(
   review: Task,
   patient: Patient & { id: string },
   key: string,
+  queue: CareTeam | undefined,
 ): Promise<Task | undefined> {
-  const queue = await tenantQueue(medplum, patient);
   const entry = clinicianTask({
     code: SELECT_TREATMENT,
     description: 'Select a treatment option',
@@ -357,7 +392,7 @@ async function claimSelection(
     identifier: [{ system: SYSTEMS.eligibilityKey, value: key }],
   };
   try {
-    await medplum.executeBatch({
+    const written = await medplum.executeBatch({
       resourceType: 'Bundle',
       type: 'transaction',
       entry: [
@@ -371,6 +406,14 @@ async function claimSelection(
         },
       ],
     });
+    // What the create answered (made now, or the one its key found); read back only when it does not say.
+    const answered = written.entry?.[0]?.resource as Task | undefined;
+    if (
+      answered?.resourceType === 'Task' &&
+      answered.identifier?.some((i) => i.system === SYSTEMS.eligibilityKey && i.value === key)
+    ) {
+      return answered;
+    }
   } catch (err) {
     if (!lostRace(err)) {
       throw err;

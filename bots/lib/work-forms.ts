@@ -18,14 +18,11 @@ export async function herAnswers(
   form: Questionnaire,
   clinician: string,
 ): Promise<{ ok: true; response: QuestionnaireResponse & { id: string } } | { ok: false; reason: string }> {
-  const [type, id, history, versionId] = (responseReference(task) ?? '').split('/');
-  if (type !== 'QuestionnaireResponse' || !id || (history !== undefined && (history !== '_history' || !versionId))) {
+  const reading = handedIn(medplum, task);
+  if (!reading) {
     return { ok: false, reason: `the task hands in no ${RESPONSE_OUTPUT}` };
   }
-  const response = (await (versionId
-    ? medplum.readVersion('QuestionnaireResponse', id, versionId)
-    : medplum.readResource('QuestionnaireResponse', id)
-  ).catch(absent)) as (QuestionnaireResponse & { id: string }) | undefined;
+  const response = await reading;
   if (!response || response.meta?.author?.reference !== clinician) {
     return { ok: false, reason: 'the answers are not the completing clinician’s own' };
   }
@@ -44,4 +41,23 @@ export async function herAnswers(
     };
   }
   return { ok: true, response };
+}
+
+/**
+ * The QuestionnaireResponse a completed task hands in (the version it pins, or as it is now), read; or
+ * undefined when its output names none. What it is worth is herAnswers' to say.
+ */
+export function handedIn(
+  medplum: MedplumClient,
+  task: Task,
+): Promise<(QuestionnaireResponse & { id: string }) | undefined> | undefined {
+  const [type, id, history, versionId] = (responseReference(task) ?? '').split('/');
+  if (type !== 'QuestionnaireResponse' || !id || (history !== undefined && (history !== '_history' || !versionId))) {
+    return undefined;
+  }
+  return (
+    versionId
+      ? medplum.readVersion('QuestionnaireResponse', id, versionId)
+      : medplum.readResource('QuestionnaireResponse', id)
+  ).catch(absent) as Promise<(QuestionnaireResponse & { id: string }) | undefined>;
 }
