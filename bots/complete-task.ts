@@ -148,6 +148,12 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
         ahead(tenantQueue(medplum, patient));
         ahead(episodeTasks(medplum, episode.id as string));
       }
+      // The work's checks only read: they run beside the gate, whose refusal still comes first.
+      const working = ahead(
+        'questionnaireResponse' in payload
+          ? answersWork(medplum, task, patientId, payload.questionnaireResponse, binaryOrigins(medplum, event))
+          : readingsWork(medplum, task, patient, payload.measurements),
+      );
       const gate = await requireAgreements(medplum, patientId, {
         task: `Task/${task.id}`,
         ...(episode && episodePlan(episode) ? { protocol: episodePlan(episode) } : {}),
@@ -155,10 +161,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
       if (gate) {
         return gate;
       }
-      const work =
-        'questionnaireResponse' in payload
-          ? await answersWork(medplum, task, patientId, payload.questionnaireResponse, binaryOrigins(medplum, event))
-          : await readingsWork(medplum, task, patient, payload.measurements);
+      const work = await working;
       if (!work.ok) {
         return work;
       }

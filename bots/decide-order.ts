@@ -139,6 +139,14 @@ async function orderTask(medplum: MedplumClient, group: RequestGroup, own: strin
   });
   // Only one the platform issued (its first Bot-written version): anyone else's Task is data.
   const mine = tasks.filter((task) => task.for?.reference === own && task.owner?.reference === own);
+  for (const task of mine) {
+    // What the gate reads of it (the task by id, its plan) goes out with the check of its history.
+    ahead(medplum.readResource('Task', task.id as string));
+    const plan = task.basedOn?.find((b) => b.reference?.startsWith('CarePlan/'));
+    if (plan) {
+      ahead(medplum.readReference(plan));
+    }
+  }
   const issued = await Promise.all(mine.map((task) => issuedVersion(medplum, task)));
   return mine.find((_, index) => issued[index]);
 }

@@ -113,17 +113,19 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   // The form's own choice (its system and display), whatever of it her answer spelled out.
   const coding = chosenOption(form, answers.response, CONDITION_ITEM);
   const code = coding?.system === ICD10CM ? coding.code : undefined;
-  if (!code || !(await inConditionCatalog(medplum, code, organization))) {
+  // The options are catalog reads, whatever is written next: asked as soon as the code is known, kept in hand.
+  const offering = code
+    ? ahead(
+        treatingProtocols(medplum, code, organization).then((protocols) => optionsOf(medplum, protocols, organization)),
+      )
+    : undefined;
+  if (!code || !offering || !(await inConditionCatalog(medplum, code, organization))) {
     return markUnanswered(medplum, review, 'no-answers', 'the condition is not in the tenant’s condition catalog');
   }
   const existing = await selecting;
   if (existing && existing.status !== 'draft') {
     return { ok: true, offered: true, task: `Task/${existing.id}`, replay: true };
   }
-  // The options are catalog reads, whatever is written next: asked before it, kept in hand.
-  const offering = ahead(
-    treatingProtocols(medplum, code, organization).then((protocols) => optionsOf(medplum, protocols, organization)),
-  );
   const condition = await recordCondition(medplum, {
     review,
     key,
