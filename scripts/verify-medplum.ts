@@ -43,6 +43,7 @@ import { DEMO_PASSWORD, DEMO_TENANTS, demoDefinition, demoEmail } from '../src/p
 import { createPatientCareClient, PatientCareApiError } from '../src/sdk';
 import { type JourneyBackend, type JourneyProgress, journey } from './demo';
 import { answerBloodPressureIntake } from './intake';
+import { botRunsOf, roundTripsByBot, servedLines, topLevelServerMs } from './medplum-log';
 
 /**
  * `npm run verify:medplum -- --base-url URL --client-id ID --client-secret SECRET [--project-id ID]
@@ -178,6 +179,7 @@ async function main(): Promise<void> {
       'client-secret': { type: 'string' },
       'project-id': { type: 'string' },
       'wait-cron-minutes': { type: 'string', default: '0' },
+      'medplum-log': { type: 'string' },
       verbose: { type: 'boolean', default: false },
     },
   });
@@ -186,7 +188,7 @@ async function main(): Promise<void> {
   const waitCronMinutes = Number(values['wait-cron-minutes']);
   if (!values['base-url'] || !clientId || !clientSecret || !Number.isFinite(waitCronMinutes) || waitCronMinutes < 0) {
     console.error(
-      'usage: npm run verify:medplum -- --base-url URL --client-id ID --client-secret SECRET [--project-id ID] [--wait-cron-minutes N] [--verbose]',
+      'usage: npm run verify:medplum -- --base-url URL --client-id ID --client-secret SECRET [--project-id ID] [--wait-cron-minutes N] [--medplum-log PATH] [--verbose]',
     );
     process.exitCode = 2;
     return;
@@ -324,6 +326,7 @@ async function main(): Promise<void> {
   } catch (err) {
     journeyError = err;
   }
+  const journeyEnd = Date.now();
   progress.steps.forEach((title, i) => {
     const failed = journeyError !== undefined && i === progress.steps.length - 1;
     row(`journey ${i + 1}. ${title}`, failed ? 'FAILED' : 'ok', failed ? message(journeyError) : '');
@@ -367,7 +370,63 @@ async function main(): Promise<void> {
   for (const r of rows) {
     console.log(`| ${cell(r.step)} | ${r.result === 'FAILED' ? '**FAILED**' : r.result} | ${cell(r.detail)} |`);
   }
+  if (values['medplum-log'] && journeyError === undefined) {
+    await printRoundTrips(adminGet, values['medplum-log'], new Date(journeyStart), new Date(journeyEnd));
+  }
   process.exitCode = failed > 0 ? 1 : 0;
+}
+
+/** Issue 27's targets on a real Medplum: round trips per workflow bot run, and the journey's server time. */
+const ROUND_TRIPS_TARGET = 6;
+const JOURNEY_SERVER_MS_TARGET = 2_000;
+
+/**
+ * With `--medplum-log` (Medplum's log, `logRequests` on): each bot run's sequential round trips over the
+ * journey, and the server time of the journey's own calls (scripts/medplum-log.ts). After the table: they
+ * are figures, not guarantees, and never fail the lane.
+ */
+async function printRoundTrips(
+  adminGet: (path: string) => Promise<Answer>,
+  logPath: string,
+  from: Date,
+  to: Date,
+): Promise<void> {
+  // Medplum writes a line when the response closes: give the last ones a moment.
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const lines = servedLines(logPath, from, new Date(to.getTime() + 5_000));
+  const bots = entriesOf((await adminGet('fhir/R4/Bot?_count=100')).body) as Bot[];
+  const audits = entriesOf(
+    (
+      await adminGet(
+        `fhir/R4/AuditEvent?date=ge${new Date(from.getTime() - 2_000).toISOString()}&_count=1000&_sort=-_lastUpdated`,
+      )
+    ).body,
+  ) as AuditEvent[];
+  const runs = botRunsOf(lines, bots, audits);
+  const table = roundTripsByBot(runs);
+  const journeyLines = lines.filter((l) => l.start <= to.getTime());
+  const serverMs = topLevelServerMs(journeyLines);
+  console.log('\n## Round trips per bot run on this Medplum (its request log over the journey)\n');
+  if (lines.length === 0) {
+    console.log(`No "Request served" line in ${logPath} over the journey: is Medplum's \`logRequests\` on?`);
+    return;
+  }
+  console.log(
+    `| bot | runs | requests (busiest run) | sequential round trips (longest run) | target <= ${ROUND_TRIPS_TARGET} |`,
+  );
+  console.log('|---|---|---|---|---|');
+  for (const r of table) {
+    console.log(
+      `| ${r.bot} | ${r.runs} | ${r.maxRequests} | ${r.maxSequential} | ${r.maxSequential <= ROUND_TRIPS_TARGET ? 'met' : 'NOT MET'} |`,
+    );
+  }
+  for (const r of table.filter((t) => t.maxSequential > ROUND_TRIPS_TARGET)) {
+    console.log(`   ${r.bot}, the chain of its longest run: ${r.chain.join(' → ')}`);
+  }
+  const topLevel = journeyLines.filter((l) => !l.profile?.startsWith('Bot/')).length;
+  console.log(
+    `\nthe whole journey on this Medplum: ${topLevel} calls of its own (patient, clinician, sign-in, the lane's admin), ${serverMs} ms of server time (target <= ${JOURNEY_SERVER_MS_TARGET} ms: ${serverMs <= JOURNEY_SERVER_MS_TARGET ? 'met' : 'NOT MET'}); ${runs.length} bot runs, ${runs.reduce((n, r) => n + r.requests.length, 0)} bot requests`,
+  );
 }
 
 const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';

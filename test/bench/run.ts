@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
@@ -23,6 +24,7 @@ import { runRequirementsStoreSizeBench, runWorkflowBench } from './workflows';
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 const SECTIONS = [
+  'real-medplum',
   'quota',
   'overload',
   'operations',
@@ -62,6 +64,9 @@ const LAYOUT_TITLES: Record<Layout, string> = {
 
 async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+  if (runs('real-medplum')) {
+    printRealMedplumBench();
+  }
   if (runs('quota')) {
     await printQuotaBench();
   }
@@ -155,6 +160,46 @@ async function printOverloadBench(seconds: number): Promise<void> {
   console.log(
     `  the burst again with the schema live: ${JSON.stringify(o.burstWithSchema.statuses)}; RSS after ${o.rssAfterBurstWithSchemaMiB.toFixed(0)} MiB`,
   );
+}
+
+/**
+ * Issue 27 on a real Medplum, when the bench is pointed at one (BENCH_MEDPLUM_BASE_URL, _CLIENT_ID,
+ * _CLIENT_SECRET of a project admin client, and _LOG, Medplum's log with `logRequests` on): the
+ * real-Medplum lane's journey there, then each bot run's round trips and the journey's server time from
+ * Medplum's own request log (scripts/medplum-log.ts). Skipped, and said so, when not pointed at one.
+ */
+function printRealMedplumBench(): void {
+  const env = (name: string) => process.env[`BENCH_MEDPLUM_${name}`];
+  const [baseUrl, clientId, clientSecret, log] = [env('BASE_URL'), env('CLIENT_ID'), env('CLIENT_SECRET'), env('LOG')];
+  console.log('## A real Medplum (issue 27)');
+  if (!baseUrl || !clientId || !clientSecret || !log) {
+    console.log('   skipped: set BENCH_MEDPLUM_BASE_URL, _CLIENT_ID, _CLIENT_SECRET and _LOG (docs/benchmarks.md)\n');
+    return;
+  }
+  // Run as `npm run verify:medplum` runs it (npm puts the project's Node 24 and tsx first on the PATH).
+  const lane = spawnSync(
+    'node_modules/.bin/tsx',
+    [
+      'scripts/verify-medplum.ts',
+      '--base-url',
+      baseUrl,
+      '--client-id',
+      clientId,
+      '--client-secret',
+      clientSecret,
+      '--medplum-log',
+      log,
+    ],
+    { encoding: 'utf8', timeout: 15 * 60_000, maxBuffer: 64 * 1024 * 1024 },
+  );
+  const out = lane.stdout ?? '';
+  const summary =
+    /\d+ rows: [^\n]*?(?=\.?$)/m.exec(out)?.[0] ??
+    `the lane did not finish (exit ${lane.status}): ${lane.stderr?.slice(-500)}`;
+  const journey = /\| the whole journey \| ok \| ([^|]*)\|/.exec(out)?.[1]?.trim();
+  console.log(`   the real-Medplum lane on it: ${summary}${journey ? `; the journey ${journey}` : ''}`);
+  const section = out.indexOf('## Round trips per bot run');
+  console.log(section >= 0 ? out.slice(section) : '   no round-trip section (the journey failed, or no log lines)\n');
 }
 
 /** Issue 23's target: a whole journey within 2,500 points of Medplum's FHIR quota, bots together. */

@@ -1,0 +1,126 @@
+import { readFileSync } from 'node:fs';
+import type { AuditEvent, Bot } from '@medplum/fhirtypes';
+import { type BotRunTrace, longestChain } from '../src/embedded/bots/operations';
+
+/**
+ * Round trips and server time of a stretch of work on a real Medplum, from its own request log (issue 27):
+ * with `logRequests` on, Medplum logs one "Request served" line per request with its start, duration,
+ * trace and caller (`profile`). A bot's requests carry its profile (`Bot/<id>`) and its run's trace; a
+ * run's AuditEvent names its bot, trace and period, so every request is put in its run, also when one
+ * trace holds two runs of a bot (its own write woke its Subscription again).
+ */
+export interface ServedLine {
+  method: string;
+  path: string;
+  status: number;
+  start: number;
+  end: number;
+  traceId?: string;
+  profile?: string;
+}
+
+/** The "Request served" lines of a Medplum log that started within [from, to]. */
+export function servedLines(logPath: string, from: Date, to: Date): ServedLine[] {
+  const lines: ServedLine[] = [];
+  for (const text of readFileSync(logPath, 'utf8').split('\n')) {
+    if (!text.includes('"Request served"')) {
+      continue;
+    }
+    try {
+      const line = JSON.parse(text) as {
+        method: string;
+        path: string;
+        status: number;
+        receivedAt: string;
+        durationMs: number;
+        traceId?: string;
+        profile?: string;
+      };
+      const start = Date.parse(line.receivedAt);
+      if (start >= from.getTime() && start <= to.getTime()) {
+        lines.push({ ...line, start, end: start + line.durationMs });
+      }
+    } catch {
+      // not a JSON line
+    }
+  }
+  return lines;
+}
+
+/** A bot run's requests, as the bench's traces are (so that the same chain is taken). */
+export function botRunsOf(lines: ServedLine[], bots: Bot[], audits: AuditEvent[]): BotRunTrace[] {
+  const names = new Map(bots.map((b) => [`Bot/${b.id}`, b.identifier?.[0]?.value ?? b.name ?? `Bot/${b.id}`]));
+  const runs = audits
+    .filter((a) => names.has(a.source?.observer?.reference ?? ''))
+    .map((a) => ({
+      profile: a.source?.observer?.reference as string,
+      traceId: a.extension?.find((e) => e.url.endsWith('/tracing'))?.extension?.find((e) => e.url === 'traceId')
+        ?.valueId,
+      from: Date.parse(a.period?.start ?? ''),
+      to: Date.parse(a.period?.end ?? ''),
+      trace: { bot: names.get(a.source?.observer?.reference ?? '') as string, requests: [] } as BotRunTrace,
+    }));
+  // A run's requests fall within its period (give or take the clocks' and the log's rounding).
+  const SLACK_MS = 100;
+  for (const line of lines) {
+    if (!line.profile || !names.has(line.profile)) {
+      continue;
+    }
+    const candidates = runs
+      .filter(
+        (r) =>
+          r.profile === line.profile &&
+          r.traceId === line.traceId &&
+          line.start >= r.from - SLACK_MS &&
+          line.start <= r.to + SLACK_MS,
+      )
+      .sort((a, b) => b.from - a.from);
+    // Two runs of one bot in one trace: the latest that had started by then.
+    const run = candidates.find((r) => r.from <= line.start) ?? candidates.at(-1);
+    run?.trace.requests.push({
+      method: line.method,
+      url: `http://medplum${line.path}`,
+      start: line.start,
+      end: line.end,
+    });
+  }
+  return runs.map((r) => r.trace).filter((t) => t.requests.length > 0);
+}
+
+/** What the callers (not the bots) spent of the server's time: the sum of their requests' durations. */
+export function topLevelServerMs(lines: ServedLine[]): number {
+  return lines.filter((l) => !l.profile?.startsWith('Bot/')).reduce((sum, l) => sum + (l.end - l.start), 0);
+}
+
+/** Per bot: its runs, its busiest run's requests and its longest chain of round trips. */
+export function roundTripsByBot(
+  runs: BotRunTrace[],
+): { bot: string; runs: number; maxRequests: number; maxSequential: number; chain: string[] }[] {
+  const byBot = new Map<string, BotRunTrace[]>();
+  for (const run of runs) {
+    byBot.set(run.bot, [...(byBot.get(run.bot) ?? []), run]);
+  }
+  return [...byBot]
+    .map(([bot, all]) => {
+      const chains = all.map((r) => longestChain(r.requests));
+      const longest = chains.reduce((a, b) => (b.length > a.length ? b : a));
+      return {
+        bot,
+        runs: all.length,
+        maxRequests: Math.max(...all.map((r) => r.requests.length)),
+        maxSequential: longest.length,
+        chain: longest.map((r) => `${r.method} ${shapeOf(r.url)}`),
+      };
+    })
+    .sort((a, b) => b.maxSequential - a.maxSequential);
+}
+
+/** A request's path without ids or values: `Task/{id}/_history`, `PlanDefinition?url&version`. */
+function shapeOf(url: string): string {
+  const parsed = new URL(url);
+  const path = parsed.pathname
+    .replace(/^\/fhir\/R4\/?/, '')
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '{id}');
+  const keys = [...new Set([...parsed.searchParams.keys()])];
+  return `${path || '(batch)'}${keys.length ? `?${keys.join('&')}` : ''}`;
+}
