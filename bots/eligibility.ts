@@ -70,7 +70,13 @@ const SELECT_TREATMENT = 'select-treatment';
  */
 export async function handler(bare: MedplumClient, event: BotEvent): Promise<unknown> {
   const medplum = readingOnce(bare);
-  const woken = await completedByOwner(medplum, event, 'eligibility', ['review-intake']);
+  // Her answers and her Patient go out with the checks of who completed the review (read only; believed below).
+  const woken = await completedByOwner(medplum, event, 'eligibility', ['review-intake'], (task) => {
+    ahead(handedIn(medplum, task) ?? Promise.resolve(undefined));
+    if (task.for?.reference) {
+      ahead(medplum.readReference(task.for));
+    }
+  });
   if (!woken.ok) {
     return woken;
   }

@@ -91,6 +91,8 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
   event: BotEvent,
   bot: N,
   codes: readonly string[],
+  /** Told of the task as soon as it is read, before it is believed: to ask its work's reads with the checks'. */
+  onRead?: (task: Task) => void,
 ): Promise<{ ok: true; task: Task; clinician: string } | ReturnType<typeof fail>> {
   const input = readInput(bot, event.input);
   if (!input.ok) {
@@ -102,6 +104,9 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
     `Only ${codes.join(' or ')} work completed by the clinician who owns it is acted on`,
   );
   const task = (await medplum.readResource('Task', input.value.id).catch(absent)) as Task | undefined;
+  if (task) {
+    onRead?.(task);
+  }
   const clinician = task?.owner?.reference ?? '';
   if (
     !task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && codes.includes(c.code ?? '')) ||
