@@ -60,7 +60,8 @@ const PINNING: Partial<Record<Layout, { load: string; medplum: string; gateway: 
 };
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-const CONNECTIONS = 32;
+/** Calls in flight (BENCH_GATEWAY_CONNECTIONS; issue 27 measures the gateway's own cost at 1). */
+const CONNECTIONS = Number(process.env.BENCH_GATEWAY_CONNECTIONS ?? 32);
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
@@ -172,7 +173,7 @@ const patientIdOf = (token: string) =>
 
 /**
  * The gateway against the same call made straight to the embedded Medplum over HTTP, in one run,
- * at concurrency 32, load from this process; see `Layout` for where the servers run. Rounds alternate direct/gateway so that drift on a shared machine
+ * at concurrency 32 (BENCH_GATEWAY_CONNECTIONS), load from this process; see `Layout` for where the servers run. Rounds alternate direct/gateway so that drift on a shared machine
  * falls on both; each ratio is taken within a pair of neighbouring rounds, then the median.
  */
 export async function runGatewayBench(seconds: number, layout: Layout): Promise<LayoutResult> {

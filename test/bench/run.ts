@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     const { pairs } = await runGatewayBench(seconds, layout);
     console.log(`## Gateway vs direct: ${LAYOUT_TITLES[layout]}`);
     console.log(
-      `   direct = the embedded Medplum over HTTP; concurrency 32; ${seconds} s rounds alternating; same run`,
+      `   direct = the embedded Medplum over HTTP; concurrency ${process.env.BENCH_GATEWAY_CONNECTIONS ?? 32}; ${seconds} s rounds alternating; same run`,
     );
     for (const r of pairs) {
       const line = (label: string, x: LoadResult) =>
