@@ -1,4 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type AddressInfo, createServer } from 'node:net';
 import { cpus } from 'node:os';
 import autocannon from 'autocannon';
 
@@ -132,13 +133,22 @@ function cpuOf(child: ChildProcess | undefined): Promise<CpuSoFar> {
 /** What `npm start` sets in its own environment (package.json): glibc's malloc arenas, see README. */
 export const NPM_START_ENV = { MALLOC_ARENA_MAX: '2' };
 
+/** A port free on 127.0.0.1 now (the bench's servers take random ports, never fixed ones). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 /** The helper processes of each layout that has one beyond serve-embedded's plain Medplum. */
 const HELPERS: Partial<Record<Layout, { script: string; env: Record<string, string> }>> = {
-  'npm-start': {
-    script: 'test/bench/serve-npm-start.ts',
-    env: { PORT: '18103', GATEWAY_PORT: '18080', ...NPM_START_ENV },
-  },
-  'same-thread': { script: 'test/bench/serve-embedded.ts', env: { PORT: '18103', GATEWAY_PORT: '18080' } },
+  'npm-start': { script: 'test/bench/serve-npm-start.ts', env: { ...NPM_START_ENV } },
+  'same-thread': { script: 'test/bench/serve-embedded.ts', env: {} },
 };
 
 async function load(url: string, token: string, seconds: number): Promise<{ result: LoadResult; requests: number }> {
@@ -182,16 +192,21 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
   if (pinning) {
     pinSelf(pinning.load);
   }
+  const [medplumPort, gatewayPort] = [String(await freePort()), await freePort()];
   const embedded = oneProcess
-    ? start<EmbeddedInfo>(oneProcess.script, oneProcess.env)
-    : start<EmbeddedInfo>('test/bench/serve-embedded.ts', { PORT: '18103' }, pinning?.medplum);
+    ? start<EmbeddedInfo>(oneProcess.script, {
+        ...oneProcess.env,
+        PORT: medplumPort,
+        GATEWAY_PORT: String(gatewayPort),
+      })
+    : start<EmbeddedInfo>('test/bench/serve-embedded.ts', { PORT: medplumPort }, pinning?.medplum);
   const gateway = oneProcess ? undefined : start<string>('test/bench/serve-gateway.ts', {}, pinning?.gateway);
   try {
     const info = await embedded.ready;
     const patientId = patientIdOf(info.token);
     if (gateway) {
       await gateway.ready;
-      gateway.child.send({ medplumBaseUrl: info.baseUrl, projectId: info.projectId, port: 18080 });
+      gateway.child.send({ medplumBaseUrl: info.baseUrl, projectId: info.projectId, port: gatewayPort });
       await new Promise((resolve) => gateway.child.once('message', resolve));
     }
     // Both servers' CPU so far: the gateway's and Medplum's, wherever each runs.
@@ -202,12 +217,12 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
     const pairs = [
       {
         name: 'record-plane read',
-        gateway: `http://127.0.0.1:18080/v1/fhir/Patient/${patientId}`,
+        gateway: `http://127.0.0.1:${gatewayPort}/v1/fhir/Patient/${patientId}`,
         direct: `${info.baseUrl}fhir/R4/Patient/${patientId}`,
       },
       {
         name: 'GET /v1/patient/profile',
-        gateway: 'http://127.0.0.1:18080/v1/patient/profile',
+        gateway: `http://127.0.0.1:${gatewayPort}/v1/patient/profile`,
         direct: `${info.baseUrl}fhir/R4/Patient/${patientId}`,
       },
     ];
