@@ -65,3 +65,23 @@ describe('a run reads once', () => {
     expect(failing.asked).toEqual(['GET Patient/p', 'GET Patient/p']);
   });
 });
+
+describe("the bot's own client on Medplum", () => {
+  it("caches nothing: Medplum's vmcontext (packages/server/src/bots/vmcontext.ts) makes it without cacheTime, and outside a browser @medplum/core then keeps no read", async () => {
+    const asked: string[] = [];
+    const medplum = new MedplumClient({
+      baseUrl: 'http://medplum.test/',
+      fetch: (async (url: string) => {
+        asked.push(String(url));
+        return new Response(JSON.stringify({ resourceType: 'Patient', id: 'p' }), {
+          headers: { 'content-type': 'application/fhir+json' },
+        });
+      }) as typeof fetch,
+    });
+    medplum.setAccessToken('token');
+    await medplum.readResource('Patient', 'p');
+    await medplum.readResource('Patient', 'p');
+    // So the `no-cache` the bots dropped was never needed: a run's reads are readingOnce's alone.
+    expect(asked).toHaveLength(2);
+  });
+});

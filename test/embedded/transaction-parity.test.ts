@@ -66,4 +66,33 @@ describe('transactions', () => {
     await expect(backend.admin.executeBatch(conditional(9))).rejects.toThrow(/strict isolation/);
     expect(await written('capped-9')).toBe(0);
   });
+
+  it("answer each entry with its resource, a conditional create's found one included (packages/fhir-router/src/batch.ts buildBundleResponse): what the bots use instead of a read-back", async () => {
+    const claim = (text: string): Bundle => ({
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: [
+        {
+          resource: { ...observation(text), identifier: [{ system: 'urn:test:claim', value: 'one' }] },
+          request: { method: 'POST', url: 'Observation', ifNoneExist: 'identifier=urn:test:claim|one' },
+        },
+        { resource: observation(`${text} beside`), request: { method: 'POST', url: 'Observation' } },
+      ],
+    });
+    const first = await backend.admin.executeBatch(claim('claimed'));
+    const made = first.entry?.[0]?.resource as Observation;
+    expect(first.entry?.map((e) => [e.response?.status, e.resource?.resourceType])).toEqual([
+      ['201', 'Observation'],
+      ['201', 'Observation'],
+    ]);
+    expect(made).toMatchObject({
+      code: { text: 'claimed' },
+      identifier: [{ value: 'one' }],
+      meta: { versionId: expect.any(String) },
+    });
+    // The same claim again: its condition finds the first, and the answer is that resource as stored.
+    const again = await backend.admin.executeBatch(claim('claimed again'));
+    expect(again.entry?.[0]?.response?.status).toBe('200');
+    expect(again.entry?.[0]?.resource).toMatchObject({ id: made.id, code: { text: 'claimed' } });
+  });
 });
