@@ -87,14 +87,10 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   const patientRef = review.for?.reference ?? '';
   ahead(handedIn(medplum, review) ?? Promise.resolve(undefined));
   const tenantReads = ahead(
-    medplum.readReference({ reference: patientRef } as Reference<Patient>).then((p) => ({
-      catalogs: conditionCatalogs(medplum, p.managingOrganization?.reference),
-      queue: ahead(tenantQueue(medplum, p)),
-    })),
-  );
-  tenantReads.then(
-    ({ catalogs }) => ahead(catalogs),
-    () => undefined,
+    medplum.readReference({ reference: patientRef } as Reference<Patient>).then((p) => {
+      ahead(conditionCatalogs(medplum, p.managingOrganization?.reference));
+      return { queue: ahead(tenantQueue(medplum, p)) };
+    }),
   );
   const selecting = ahead(selectionOf(medplum, key));
   const engine = ahead(medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }));

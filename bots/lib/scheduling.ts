@@ -20,15 +20,10 @@ async function licensedWhereSheLives(
 ): Promise<boolean> {
   const where = whereaboutsOf(patient);
   // Every jurisdiction of the role read at once (issue 27: round trips).
+  const unread = [...new Set((role.location ?? []).map((l) => l.reference ?? ''))].filter((r) => !jurisdictions.has(r));
   await Promise.all(
-    (role.location ?? []).map(async ({ reference = '' }) => {
-      if (!jurisdictions.has(reference)) {
-        jurisdictions.set(reference, undefined);
-        jurisdictions.set(
-          reference,
-          (await medplum.readReference({ reference }).catch(absent)) as Location | undefined,
-        );
-      }
+    unread.map(async (reference) => {
+      jurisdictions.set(reference, (await medplum.readReference({ reference }).catch(absent)) as Location | undefined);
     }),
   );
   for (const location of role.location ?? []) {

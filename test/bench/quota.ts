@@ -1,6 +1,7 @@
 import type { Bot, ProjectMembership } from '@medplum/fhirtypes';
 import { embeddedBackend, embeddedGateway, journey } from '../../scripts/demo';
-import { type BotRunTrace, longestChain, sequentialRoundTrips } from '../../src/embedded/bots/operations';
+import { type RoundTripFigure, roundTripsByBot } from '../../scripts/round-trips';
+import type { BotRunTrace } from '../../src/embedded/bots/operations';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { demoDefinition } from '../../src/provision/demo';
 
@@ -9,18 +10,6 @@ export interface QuotaFigure {
   spender: string;
   bot: boolean;
   points: number;
-}
-
-/** A bot's runs in one whole journey: its requests to Medplum per run, and how many were one after another. */
-export interface RoundTripFigure {
-  bot: string;
-  runs: number;
-  /** Requests of its busiest run. */
-  maxRequests: number;
-  /** Sequential round trips of its longest run (requests in flight together count once). */
-  maxSequential: number;
-  /** Its longest run's chain of requests made one after another: `GET Patient`, `POST (batch)`... */
-  busiestRun: string[];
 }
 
 /**
@@ -64,44 +53,8 @@ export async function runQuotaBench(): Promise<{ quota: QuotaFigure[]; roundTrip
         });
       }
     }
-    return { quota: figures.sort((a, b) => b.points - a.points), roundTrips: roundTripsOf(traces) };
+    return { quota: figures.sort((a, b) => b.points - a.points), roundTrips: roundTripsByBot(traces) };
   } finally {
     medplum.close();
   }
-}
-
-function roundTripsOf(traces: BotRunTrace[]): RoundTripFigure[] {
-  const byBot = new Map<string, BotRunTrace[]>();
-  for (const trace of traces) {
-    byBot.set(trace.bot, [...(byBot.get(trace.bot) ?? []), trace]);
-  }
-  return [...byBot]
-    .map(([bot, runs]) => {
-      const busiest = runs.reduce((a, b) =>
-        sequentialRoundTrips(b.requests) > sequentialRoundTrips(a.requests) ? b : a,
-      );
-      return {
-        bot,
-        runs: runs.length,
-        maxRequests: Math.max(...runs.map((r) => r.requests.length)),
-        maxSequential: sequentialRoundTrips(busiest.requests),
-        busiestRun: longestChain(busiest.requests).map(describeRequest),
-      };
-    })
-    .sort((a, b) => b.maxSequential - a.maxSequential);
-}
-
-/** `GET ObservationDefinition/_history`, `POST (transaction)`: what a request asked, without ids or values. */
-function describeRequest(request: BotRunTrace['requests'][number]): string {
-  const path = new URL(request.url).pathname.replace(/^\/fhir\/R4\/?/, '');
-  const [type, second, third] = path.split('/');
-  const shape =
-    second === undefined
-      ? type
-      : second.startsWith('$') || third?.startsWith('$')
-        ? `${type}/${second.startsWith('$') ? second : third}`
-        : third === '_history'
-          ? `${type}/_history`
-          : `${type}/{id}`;
-  return `${request.method} ${shape || '(batch)'}`;
 }

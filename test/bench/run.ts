@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { roundTripTable } from '../../scripts/round-trips';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
@@ -166,7 +167,7 @@ async function printOverloadBench(seconds: number): Promise<void> {
  * Issue 27 on a real Medplum, when the bench is pointed at one (BENCH_MEDPLUM_BASE_URL, _CLIENT_ID,
  * _CLIENT_SECRET of a project admin client, and _LOG, Medplum's log with `logRequests` on): the
  * real-Medplum lane's journey there, then each bot run's round trips and the journey's server time from
- * Medplum's own request log (scripts/medplum-log.ts). Skipped, and said so, when not pointed at one.
+ * Medplum's own request log (scripts/round-trips.ts). Skipped, and said so, when not pointed at one.
  */
 function printRealMedplumBench(): void {
   const env = (name: string) => process.env[`BENCH_MEDPLUM_${name}`];
@@ -207,27 +208,13 @@ const JOURNEY_POINTS_TARGET = 2500;
 /** Medplum's default FHIR quota of one membership (each bot's), points a minute. */
 const MEMBERSHIP_QUOTA = 50_000;
 
-/** Issue 27's target: at most this many sequential FHIR round trips in any workflow bot run. */
-const ROUND_TRIPS_TARGET = 6;
-
 async function printQuotaBench(): Promise<void> {
   const { quota: figures, roundTrips } = await runQuotaBench();
   console.log("## FHIR round trips per bot run in one whole journey (npm run demo's steps), embedded");
   console.log(
     '   sequential: the longest chain of requests each started after the one before had ended (in parallel: one step)',
   );
-  console.log(
-    `| bot | runs | requests (busiest run) | sequential round trips (longest run) | target <= ${ROUND_TRIPS_TARGET} |`,
-  );
-  console.log('|---|---|---|---|---|');
-  for (const r of roundTrips) {
-    console.log(
-      `| ${r.bot} | ${r.runs} | ${r.maxRequests} | ${r.maxSequential} | ${r.maxSequential <= ROUND_TRIPS_TARGET ? 'met' : 'NOT MET'} |`,
-    );
-  }
-  for (const r of roundTrips.filter((t) => t.maxSequential > ROUND_TRIPS_TARGET)) {
-    console.log(`   ${r.bot}, the chain of its longest run: ${r.busiestRun.join(' → ')}`);
-  }
+  console.log(roundTripTable(roundTrips));
   const bots = figures.filter((f) => f.bot);
   const botPoints = bots.reduce((sum, f) => sum + f.points, 0);
   console.log("## FHIR quota points of one whole journey (npm run demo's steps), as Medplum counts them");

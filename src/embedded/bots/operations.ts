@@ -42,36 +42,6 @@ export interface BotRunTrace {
   requests: { method: string; url: string; start: number; end: number }[];
 }
 
-/**
- * How many requests of a run were made one after another: the longest chain of requests each started
- * after the one before it in the chain had ended (requests in flight together, a `Promise.all`, are one
- * step). Timing cannot tell a request that waited for another from one that merely came later, so this
- * counts at least every round trip a run waits for.
- */
-export const sequentialRoundTrips = (requests: BotRunTrace['requests']): number => longestChain(requests).length;
-
-/** That longest chain of requests, first to last. */
-export function longestChain(requests: BotRunTrace['requests']): BotRunTrace['requests'] {
-  const sorted = [...requests].sort((a, b) => a.start - b.start);
-  const depth: number[] = [];
-  const previous: number[] = [];
-  sorted.forEach((request, i) => {
-    let best = -1;
-    for (let j = 0; j < i; j++) {
-      if (sorted[j].end <= request.start && (best === -1 || depth[j] > depth[best])) {
-        best = j;
-      }
-    }
-    depth.push(best === -1 ? 1 : depth[best] + 1);
-    previous.push(best);
-  });
-  const chain: BotRunTrace['requests'] = [];
-  for (let at = depth.indexOf(Math.max(0, ...depth)); at >= 0; at = previous[at]) {
-    chain.unshift(sorted[at]);
-  }
-  return chain;
-}
-
 export interface BotRunInput {
   input: unknown;
   contentType: string;

@@ -1,9 +1,44 @@
 import { readFileSync } from 'node:fs';
 import type { AuditEvent, Bot } from '@medplum/fhirtypes';
-import { type BotRunTrace, longestChain } from '../src/embedded/bots/operations';
+import type { BotRunTrace } from '../src/embedded/bots/operations';
 
 /**
- * Round trips and server time of a stretch of work on a real Medplum, from its own request log (issue 27):
+ * Round trips per bot run (issue 27), for the bench (the embedded Medplum's traces, `onBotRun`) and the
+ * real-Medplum lane (Medplum's own request log), counted and printed the same way.
+ */
+
+/** Issue 27's target: at most this many sequential FHIR round trips in any workflow bot run. */
+export const ROUND_TRIPS_TARGET = 6;
+
+/**
+ * The longest chain of a run's requests each started after the one before it in the chain had ended
+ * (requests in flight together, a `Promise.all`, are one step), first to last: its length is the run's
+ * sequential round trips. Timing cannot tell a request that waited for another from one that merely came
+ * later, so this counts at least every round trip a run waits for (an upper bound).
+ */
+export function longestChain(requests: BotRunTrace['requests']): BotRunTrace['requests'] {
+  const sorted = [...requests].sort((a, b) => a.start - b.start);
+  const depth: number[] = [];
+  const previous: number[] = [];
+  sorted.forEach((request, i) => {
+    let best = -1;
+    for (let j = 0; j < i; j++) {
+      if (sorted[j].end <= request.start && (best === -1 || depth[j] > depth[best])) {
+        best = j;
+      }
+    }
+    depth.push(best === -1 ? 1 : depth[best] + 1);
+    previous.push(best);
+  });
+  const chain: BotRunTrace['requests'] = [];
+  for (let at = depth.indexOf(Math.max(0, ...depth)); at >= 0; at = previous[at]) {
+    chain.unshift(sorted[at]);
+  }
+  return chain;
+}
+
+/**
+ * Round trips and server time of a stretch of work on a real Medplum, from its own request log:
  * with `logRequests` on, Medplum logs one "Request served" line per request with its start, duration,
  * trace and caller (`profile`). A bot's requests carry its profile (`Bot/<id>`) and its run's trace; a
  * run's AuditEvent names its bot, trace and period, so every request is put in its run, also when one
@@ -113,6 +148,23 @@ export function roundTripsByBot(
       };
     })
     .sort((a, b) => b.maxSequential - a.maxSequential);
+}
+
+export type RoundTripFigure = ReturnType<typeof roundTripsByBot>[number];
+
+/** The markdown table of `roundTripsByBot`, then the chain of every bot over the target. */
+export function roundTripTable(figures: RoundTripFigure[]): string {
+  return [
+    `| bot | runs | requests (busiest run) | sequential round trips (longest run) | target <= ${ROUND_TRIPS_TARGET} |`,
+    '|---|---|---|---|---|',
+    ...figures.map(
+      (r) =>
+        `| ${r.bot} | ${r.runs} | ${r.maxRequests} | ${r.maxSequential} | ${r.maxSequential <= ROUND_TRIPS_TARGET ? 'met' : 'NOT MET'} |`,
+    ),
+    ...figures
+      .filter((r) => r.maxSequential > ROUND_TRIPS_TARGET)
+      .map((r) => `   ${r.bot}, the chain of its longest run: ${r.chain.join(' → ')}`),
+  ].join('\n');
 }
 
 /** A request's path without ids or values: `Task/{id}/_history`, `PlanDefinition?url&version`. */

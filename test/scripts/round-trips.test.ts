@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AuditEvent, Bot } from '@medplum/fhirtypes';
 import { describe, expect, it } from 'vitest';
-import { botRunsOf, roundTripsByBot, servedLines, topLevelServerMs } from '../../scripts/medplum-log';
+import { botRunsOf, roundTripsByBot, servedLines, topLevelServerMs } from '../../scripts/round-trips';
 
-/** scripts/medplum-log.ts: a real Medplum's request log (logRequests) made into round trips per bot run. */
+/**
+ * scripts/round-trips.ts: a real Medplum's request log (logRequests: packages/server/src/app.ts
+ * loggingMiddleware, with the request context's traceId and profile) made into round trips per bot run.
+ */
 const T0 = Date.parse('2026-11-26T19:00:00.000Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();
 const served = (ms: number, durationMs: number, path: string, traceId: string, profile?: string, method = 'GET') =>
