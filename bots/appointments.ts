@@ -14,7 +14,7 @@ import type {
 import { EXTENSIONS, SYSTEMS, VISIT_TYPES } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } from './lib/agreements';
-import { PATIENT_TASK_TAG } from './lib/journey';
+import { isPatientTask } from './lib/finished';
 import { visitTypeOf } from './lib/plans';
 import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
@@ -22,25 +22,22 @@ import { type BotResult, fail } from './lib/result';
 import { bookablePractitioner } from './lib/scheduling';
 import { searchAll } from './lib/search';
 import { patientWorkflow } from './lib/trust';
-
-interface SegmentView {
-  encounter: string;
-  position: number;
-  purpose: string;
-  status: string;
-}
-
-interface AppointmentView {
-  appointment: string;
-  status: 'booked' | 'arrived' | 'fulfilled' | 'cancelled';
-  start: string;
-  end: string;
-  practitioner?: string;
-  modality: 'sync' | 'async';
-  carePlan?: string;
-  replaces?: string;
-  segments: SegmentView[];
-}
+import {
+  type AppointmentView,
+  appointmentView,
+  bookedBy,
+  encountersOf,
+  isVisitTask,
+  ownAppointment,
+  positionOf,
+  purposeOf,
+  replacementOf,
+  resumed,
+  type SegmentView,
+  segmentChosen,
+  segmentsOf,
+  segmentView,
+} from './lib/visits';
 
 export type AppointmentsResult = BotResult<
   (AppointmentView & { created?: boolean }) | { appointment: string; segment: SegmentView; resumed: boolean }
@@ -108,18 +105,14 @@ async function book(
     // The slot's checks (its schedule, role, licence) run beside the task's; answered in their turn below.
     const slotCheck = slotId ? ahead(bookableSlot(medplum, slotId, patient)) : undefined;
     const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
-    const isVisitTask = task?.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === 'schedule-visit');
-    const isHers =
-      task?.for?.reference === her &&
-      task.meta?.tag?.some((t) => t.system === PATIENT_TASK_TAG.system && t.code === PATIENT_TASK_TAG.code);
-    if (!task || !isHers || !isVisitTask) {
+    if (!task || task.for?.reference !== her || !isPatientTask(task) || !isVisitTask(task)) {
       return contextNotFound();
     }
     if (task.status === 'completed') {
-      const booked = task.output?.find((o) => o.type.text === 'appointment')?.valueReference?.reference ?? '';
+      const booked = bookedBy(task);
       const appointment = await ownAppointment(medplum, booked.split('/')[1] ?? '', patient.id);
       return appointment && appointment.slot?.[0]?.reference === (slotId ? `Slot/${slotId}` : undefined)
-        ? view(medplum, appointment, false)
+        ? appointmentView(medplum, appointment, false)
         : fail(409, 'invalid_state', 'This visit is already booked; reschedule it instead', {
             state: 'completed',
             ...(appointment ? { appointment: `Appointment/${appointment.id}` } : {}),
@@ -176,7 +169,7 @@ async function book(
     try {
       const response = await medplum.executeBatch(transaction(entries));
       const saved = response.entry?.find((e) => e.resource?.resourceType === 'Appointment')?.resource;
-      return view(medplum, saved as Appointment, true, writtenSegments(response, segments.length));
+      return appointmentView(medplum, saved as Appointment, true, writtenSegments(response, segments.length));
     } catch (err) {
       if (!lostRace(err) || attempt > 0) {
         if (lostRace(err)) {
@@ -203,7 +196,7 @@ async function reschedule(
   if (original.status === 'cancelled') {
     const replacement = await replacementOf(medplum, original, her);
     return replacement && replacement.slot?.[0]?.reference === `Slot/${slotId}`
-      ? view(medplum, replacement, false)
+      ? appointmentView(medplum, replacement, false)
       : fail(409, 'invalid_state', 'This visit is cancelled', {
           state: 'cancelled',
           ...(replacement ? { appointment: `Appointment/${replacement.id}` } : {}),
@@ -262,7 +255,7 @@ async function reschedule(
   ];
   try {
     const response = await medplum.executeBatch(transaction(entries));
-    return view(
+    return appointmentView(
       medplum,
       response.entry?.[1]?.resource as Appointment,
       true,
@@ -276,7 +269,7 @@ async function reschedule(
     const now = await ownAppointment(medplum, original.id, patient.id);
     const winner = now?.status === 'cancelled' ? await replacementOf(medplum, now, her) : undefined;
     if (winner && winner.slot?.[0]?.reference === `Slot/${slotId}`) {
-      return view(medplum, winner, false);
+      return appointmentView(medplum, winner, false);
     }
     const taken = (await medplum.readResource('Slot', slotId).catch(absent)) as Slot | undefined;
     return taken?.status !== 'free'
@@ -296,7 +289,7 @@ async function cancel(
 ): Promise<AppointmentsResult> {
   const her = `Patient/${patient.id}`;
   if (appointment.status === 'cancelled') {
-    return view(medplum, appointment, false);
+    return appointmentView(medplum, appointment, false);
   }
   if (appointment.status !== 'booked') {
     return fail(409, 'invalid_state', `This visit is ${appointment.status}`, { state: appointment.status });
@@ -344,7 +337,7 @@ async function cancel(
   }
   try {
     const response = await medplum.executeBatch(transaction(entries));
-    return view(
+    return appointmentView(
       medplum,
       response.entry?.[0]?.resource as Appointment,
       false,
@@ -356,7 +349,7 @@ async function cancel(
     }
     const now = await ownAppointment(medplum, appointment.id, patient.id);
     return now?.status === 'cancelled'
-      ? view(medplum, now, false)
+      ? appointmentView(medplum, now, false)
       : fail(409, 'invalid_state', 'This visit changed while it was being cancelled; try again', {
           state: now?.status ?? 'unknown',
         });
@@ -374,16 +367,14 @@ async function startSegment(
   if (appointment.status !== 'booked' && appointment.status !== 'arrived') {
     return fail(409, 'invalid_state', `This visit is ${appointment.status}`, { state: appointment.status });
   }
-  const segments = await segmentsOf(medplum, appointment);
-  const unfinished = segments.find((s) => s.status === 'planned' || s.status === 'in-progress');
-  const chosen = segment ? segments.find((s) => `Encounter/${s.id}` === segment) : unfinished;
+  const { unfinished, chosen } = segmentChosen(await segmentsOf(medplum, appointment), segment);
   if (!chosen) {
     return segment
       ? contextNotFound()
       : fail(409, 'invalid_state', 'Every segment of this visit is done', { state: 'finished' });
   }
   if (chosen.status === 'in-progress') {
-    return { ok: true, appointment: `Appointment/${appointment.id}`, segment: segmentView(chosen), resumed: true };
+    return resumed(appointment, chosen);
   }
   if (chosen !== unfinished || chosen.status !== 'planned') {
     return fail(409, 'invalid_state', 'Only the next unfinished segment can be started', {
@@ -431,7 +422,7 @@ async function startSegment(
     // Started by a concurrent call: resumed.
     const again = (await medplum.readResource('Encounter', chosen.id as string)) as Encounter;
     return again.status === 'in-progress'
-      ? { ok: true, appointment: `Appointment/${appointment.id}`, segment: segmentView(again), resumed: true }
+      ? resumed(appointment, again)
       : fail(409, 'invalid_state', 'This segment changed while it was being started', { state: again.status });
   }
 }
@@ -597,40 +588,6 @@ const cancelEncounter = (encounter: Encounter): BundleEntry => ({
 const transaction = (entry: BundleEntry[]): Bundle => ({ resourceType: 'Bundle', type: 'transaction', entry });
 
 /** Her appointment (she is a participant), or undefined. */
-async function ownAppointment(
-  medplum: MedplumClient,
-  id: string,
-  patientId: string,
-): Promise<(Appointment & { id: string }) | undefined> {
-  const appointment = id
-    ? ((await medplum.readResource('Appointment', id).catch(absent)) as (Appointment & { id: string }) | undefined)
-    : undefined;
-  // Hers, and the platform's: only the bots write Appointments (policy), and a bot's write carries its
-  // author (Medplum stamps meta.author, packages/server/src/fhir/repo.ts).
-  return appointment?.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`) &&
-    appointment.meta?.author?.reference?.startsWith('Bot/')
-    ? appointment
-    : undefined;
-}
-
-/** The Appointment that replaced a rescheduled one, hers. */
-async function replacementOf(
-  medplum: MedplumClient,
-  original: Appointment,
-  her: string,
-): Promise<(Appointment & { id: string }) | undefined> {
-  const candidates = await searchAll(medplum, 'Appointment', {
-    patient: her,
-    'based-on': original.basedOn?.[0]?.reference ?? '',
-  });
-  return candidates.find((a) =>
-    a.extension?.some(
-      (e) => e.url === EXTENSIONS.appointmentReplaces && e.valueReference?.reference === `Appointment/${original.id}`,
-    ),
-  ) as (Appointment & { id: string }) | undefined;
-}
-
-/** The schedule-visit task that booked an appointment (or the one that booked what it replaced). */
 async function bookingTask(medplum: MedplumClient, appointment: Appointment, her: string): Promise<Task | undefined> {
   const tasks = await searchAll(medplum, 'Task', {
     code: `${SYSTEMS.taskKind}|schedule-visit`,
@@ -664,15 +621,6 @@ async function visitStillBooked(medplum: MedplumClient, appointment: Appointment
 }
 
 /** The segments of a visit, in position order. */
-async function segmentsOf(medplum: MedplumClient, appointment: Appointment): Promise<(Encounter & { id: string })[]> {
-  return ownSegments(appointment, await encountersOf(medplum, appointment.id as string));
-}
-
-const encountersOf = async (medplum: MedplumClient, appointmentId: string) =>
-  (await searchAll(medplum, 'Encounter', { appointment: `Appointment/${appointmentId}` })) as (Encounter & {
-    id: string;
-  })[];
-
 /**
  * The segments a transaction wrote (created or changed), when its answer holds all `count` of them in
  * that status; else undefined (they are read back).
@@ -688,66 +636,4 @@ function writtenSegments(
       (r): r is Encounter & { id: string } => r?.resourceType === 'Encounter' && (!status || r.status === status),
     );
   return written.length === count ? written : undefined;
-}
-
-/** The platform's segments of a visit among Encounters naming it, in position order. */
-function ownSegments(
-  appointment: Appointment,
-  encounters: (Encounter & { id: string })[],
-): (Encounter & { id: string })[] {
-  // Only the segments the platform made for this visit: hers, of its request, at a position (an
-  // Encounter naming the appointment is otherwise data anyone with an Encounter write could have made).
-  const her = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Patient/'))?.actor?.reference;
-  const request = appointment.basedOn?.[0]?.reference;
-  return encounters
-    .filter(
-      (e) =>
-        e.subject?.reference === her &&
-        e.basedOn?.some((b) => b.reference === request) &&
-        Number.isInteger(positionOf(e)) &&
-        positionOf(e) >= 1 &&
-        positionOf(e) <= 100,
-    )
-    .sort((a, b) => positionOf(a) - positionOf(b));
-}
-
-const positionOf = (e: Encounter): number =>
-  e.extension?.find((x) => x.url === EXTENSIONS.segmentPosition)?.valueInteger ?? Number.MAX_SAFE_INTEGER;
-const purposeOf = (e: Encounter): string => e.type?.[0]?.text ?? 'Visit';
-
-const segmentView = (e: Encounter): SegmentView => ({
-  encounter: `Encounter/${e.id}`,
-  position: positionOf(e),
-  purpose: purposeOf(e),
-  status: e.status,
-});
-
-async function view(
-  medplum: MedplumClient,
-  appointment: Appointment,
-  created: boolean,
-  /** Its Encounters as a transaction just wrote them; read when not given. */
-  written?: (Encounter & { id: string })[],
-): Promise<AppointmentsResult> {
-  const segments = written ? ownSegments(appointment, written) : await segmentsOf(medplum, appointment);
-  const practitioner = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Practitioner/'))?.actor
-    ?.reference;
-  const replaces = appointment.extension?.find((e) => e.url === EXTENSIONS.appointmentReplaces)?.valueReference
-    ?.reference;
-  const carePlan = appointment.supportingInformation?.find((r) => r.reference?.startsWith('CarePlan/'))?.reference;
-  return {
-    ok: true,
-    created,
-    appointment: `Appointment/${appointment.id}`,
-    status: appointment.status as AppointmentView['status'],
-    start: appointment.start as string,
-    end: appointment.end as string,
-    ...(practitioner ? { practitioner } : {}),
-    modality: (appointment.extension?.find((e) => e.url === EXTENSIONS.visitModality)?.valueCode ?? 'sync') as
-      | 'sync'
-      | 'async',
-    ...(carePlan ? { carePlan } : {}),
-    ...(replaces ? { replaces } : {}),
-    segments: segments.map(segmentView),
-  };
 }

@@ -32,34 +32,24 @@ import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } f
 import { answerProblems } from './lib/answers';
 import { conditionCatalogs } from './lib/catalog';
 import { payloadDigest } from './lib/digest';
+import { type CompletedTask, completedTask, completionDigest, isPatientTask } from './lib/finished';
 import {
   episodePlan,
   episodeTasks,
-  PATIENT_TASK_TAG,
   readVersioned,
   taskKind,
   taskObservationDefinitions,
   taskQuestionnaire,
 } from './lib/journey';
 import { checkReadings, interpret, isCritical, observationFor, type Reading } from './lib/measurements';
-import { offerAnswered, offerWork } from './lib/offers';
+import { offerWork } from './lib/offers';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { edgeFacts, patientWorkflow } from './lib/trust';
 
-export type CompleteTaskResult = BotResult<{
-  task: string;
-  status: 'completed';
-  questionnaireResponse?: string;
-  observations?: string[];
-  decision?: string;
-  consent?: string;
-  carePlan?: string;
-  tasks?: string[];
-  proposal?: string;
-}>;
+export type CompleteTaskResult = BotResult<CompletedTask>;
 
 /** The field that completes each kind of task this endpoint completes. */
 const EXPECTED_FIELD = {
@@ -106,7 +96,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
     aheadOfWork(medplum, task, payload);
     if (task.status === 'completed') {
       return completionDigest(task) === digest
-        ? completed(task)
+        ? completedTask(task)
         : fail(409, 'invalid_state', 'This task is already completed, with another payload', { state: 'completed' });
     }
     if (task.status !== 'ready') {
@@ -170,7 +160,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
     try {
       const response = await medplum.executeBatch(bundle);
       const saved = response.entry?.[0]?.resource as Task | undefined;
-      return completed(saved ?? (await medplum.readResource('Task', taskId)));
+      return completedTask(saved ?? (await medplum.readResource('Task', taskId)));
     } catch (err) {
       // Someone else completed it (same payload: their result is ours) or moved the episode on
       // (another task completed at the same moment): read again, decide again, once.
@@ -448,30 +438,10 @@ async function episodeOf(medplum: MedplumClient, task: Task): Promise<EpisodeOfC
   return episode?.patient?.reference === task.for?.reference ? episode : undefined;
 }
 
-const isPatientTask = (task: Task): boolean =>
-  (task.meta?.tag ?? []).some((t) => t.system === PATIENT_TASK_TAG.system && t.code === PATIENT_TASK_TAG.code);
-
 const tagsOf = (task: Task) => (task.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
 
 const revisionOf = (episode: EpisodeOfCare): number =>
   episode.extension?.find((e) => e.url === EXTENSIONS.journeyRevision)?.valueInteger ?? 0;
-
-const completionDigest = (task: Task): string | undefined =>
-  task.extension?.find((e) => e.url === EXTENSIONS.completionDigest)?.valueString;
-
-function completed(task: Task): CompleteTaskResult {
-  const outputs = (task.output ?? []).map((o) => o.valueReference?.reference ?? '');
-  const answers = outputs.find((r) => r.startsWith('QuestionnaireResponse/'));
-  const observations = outputs.filter((r) => r.startsWith('Observation/'));
-  return {
-    ok: true,
-    task: `Task/${task.id}`,
-    status: 'completed',
-    ...(answers ? { questionnaireResponse: answers } : {}),
-    ...(taskKind(task) === 'measurement' ? { observations } : {}),
-    ...(taskKind(task) === 'treatment-offer' ? offerAnswered(task) : {}),
-  };
-}
 
 /** Every `valueAttachment` in the answers, with the item it answers, nested items included. */
 function attachmentsOf(

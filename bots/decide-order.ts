@@ -13,8 +13,9 @@ import { EXTENSIONS, type FulfilmentMethod, SYSTEMS } from '../contracts/systems
 import { absent } from './lib/absent';
 import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } from './lib/agreements';
 import { payloadDigest } from './lib/digest';
+import { completionDigest, orderDecisionsTask, type PlacedItem, type PlacedOrder, placedOrder } from './lib/finished';
 import { allowedMethods } from './lib/fulfilment';
-import { issuedVersion, versioned } from './lib/queues';
+import { versioned } from './lib/queues';
 import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
@@ -25,15 +26,7 @@ type Decision =
   | { item: string; decision: 'accept'; fulfilment: FulfilmentMethod }
   | { item: string; decision: 'decline' };
 
-interface ItemResult {
-  item: string;
-  decision: 'accept' | 'decline';
-  intent: 'order' | 'proposal';
-  status: 'active' | 'cancelled';
-  fulfilment?: FulfilmentMethod;
-}
-
-export type DecideOrderResult = BotResult<{ order: string; status: 'completed' | 'revoked'; items: ItemResult[] }>;
+export type DecideOrderResult = BotResult<PlacedOrder>;
 
 /**
  * POST /v1/orders/{id}/decisions (JOURNEY G): the patient places the order of a treatment she accepted.
@@ -75,11 +68,15 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
     }
     const [task, consent] = await Promise.all([tasking, treatmentConsent(medplum, group, patientId)]);
     if (task?.status === 'completed') {
-      return digestOf(task) === digest
-        ? placed(task)
+      return completionDigest(task) === digest
+        ? placedOrder(task)
         : fail(409, 'invalid_state', 'This order is already placed, with other decisions', { state: 'completed' });
     }
     if (task?.status !== 'ready' || !consent || group.intent !== 'proposal' || group.status !== 'active') {
+      const meanwhile = task?.status === 'ready' ? await placedMeanwhile(medplum, task, digest) : undefined;
+      if (meanwhile) {
+        return meanwhile;
+      }
       const offer = await offerTask(medplum, group, own);
       return fail(409, 'invalid_state', 'This order can be placed once its offer is accepted', {
         state: group.status ?? 'unknown',
@@ -93,6 +90,10 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
     }
     const items = await itemsReading;
     if (!items) {
+      const meanwhile = await placedMeanwhile(medplum, task, digest);
+      if (meanwhile) {
+        return meanwhile;
+      }
       return fail(409, 'invalid_state', 'An item of this order changed since it was offered', { state: 'changed' });
     }
     const problem = coverage(group, items, decisions);
@@ -114,7 +115,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
     }
     try {
       const response = await medplum.executeBatch(placement({ group, items, task, decisions, digest }));
-      return placed(response.entry?.[0]?.resource as Task);
+      return placedOrder(response.entry?.[0]?.resource as Task);
     } catch (err) {
       // A concurrent call placed it (the same decisions: its answer is ours) or changed it: decide again, once.
       if (!lostRace(err)) {
@@ -129,26 +130,34 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
   }
 }
 
-/** Her order-decisions task for this order (issued when she accepted the offer). */
-async function orderTask(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Task | undefined> {
-  // Read fresh: a run's reads are its own and forgotten at each of its writes (bots/lib/reads.ts).
-  const tasks = await medplum.searchResources('Task', {
-    code: `${SYSTEMS.taskKind}|order-decisions`,
-    focus: `RequestGroup/${group.id}`,
-    subject: own,
+/**
+ * The order placed by a concurrent identical call while this one read it (its reads can straddle that
+ * call's transaction: the task still ready, the order or an item already changed): that call's answer,
+ * as a replay. Read fresh, past this run's reads.
+ */
+async function placedMeanwhile(
+  medplum: MedplumClient,
+  task: Task,
+  digest: string,
+): Promise<DecideOrderResult | undefined> {
+  const now = (await medplum.readResource('Task', task.id as string, { cache: 'no-cache' }).catch(absent)) as
+    | Task
+    | undefined;
+  return now?.status === 'completed' && completionDigest(now) === digest ? placedOrder(now) : undefined;
+}
+
+/** Her order-decisions task for this order (bots/lib/finished.ts), and what the gate reads of it asked ahead. */
+function orderTask(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Task | undefined> {
+  return orderDecisionsTask(medplum, group.id as string, own, {
+    onMine: (task) => {
+      // What the gate reads of it (the task by id, its plan) goes out with the check of its history.
+      ahead(medplum.readResource('Task', task.id as string));
+      const plan = task.basedOn?.find((b) => b.reference?.startsWith('CarePlan/'));
+      if (plan) {
+        ahead(medplum.readReference(plan));
+      }
+    },
   });
-  // Only one the platform issued (its first Bot-written version): anyone else's Task is data.
-  const mine = tasks.filter((task) => task.for?.reference === own && task.owner?.reference === own);
-  for (const task of mine) {
-    // What the gate reads of it (the task by id, its plan) goes out with the check of its history.
-    ahead(medplum.readResource('Task', task.id as string));
-    const plan = task.basedOn?.find((b) => b.reference?.startsWith('CarePlan/'));
-    if (plan) {
-      ahead(medplum.readReference(plan));
-    }
-  }
-  const issued = await Promise.all(mine.map((task) => issuedVersion(medplum, task)));
-  return mine.find((_, index) => issued[index]);
 }
 
 async function offerTask(medplum: MedplumClient, group: RequestGroup, own: string): Promise<Task | undefined> {
@@ -265,7 +274,7 @@ function placement({
 }): Bundle {
   const now = new Date().toISOString();
   const byItem = new Map(decisions.map((d) => [d.item, d]));
-  const results: ItemResult[] = items.map((item) => {
+  const results: PlacedItem[] = items.map((item) => {
     const d = byItem.get(`${item.resourceType}/${item.id}`) as Decision;
     return d.decision === 'accept'
       ? { item: d.item, decision: 'accept', intent: 'order', status: 'active', fulfilment: d.fulfilment }
@@ -318,22 +327,3 @@ function placement({
   ];
   return { resourceType: 'Bundle', type: 'transaction', entry: entries };
 }
-
-function placed(task: Task): DecideOrderResult {
-  const items = (task.output ?? []).map((o): ItemResult => {
-    const item = o.valueReference?.reference as string;
-    const fulfilment = o.extension?.find((e) => e.url === EXTENSIONS.fulfilmentMethod)?.valueCode;
-    return o.type.text === 'accept'
-      ? { item, decision: 'accept', intent: 'order', status: 'active', fulfilment: fulfilment as FulfilmentMethod }
-      : { item, decision: 'decline', intent: 'proposal', status: 'cancelled' };
-  });
-  return {
-    ok: true,
-    order: task.focus?.reference as string,
-    status: items.some((i) => i.decision === 'accept') ? 'completed' : 'revoked',
-    items,
-  };
-}
-
-const digestOf = (task: Task): string | undefined =>
-  task.extension?.find((e) => e.url === EXTENSIONS.completionDigest)?.valueString;

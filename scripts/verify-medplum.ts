@@ -21,6 +21,7 @@ import type {
   ValueSet,
   ValueSetExpansionContains,
 } from '@medplum/fhirtypes';
+import { canonicalJson } from '../bots/lib/canonical';
 import { EXTENSIONS, FULFILMENT_METHODS, SYSTEMS } from '../contracts/systems';
 import type { PatientTask } from '../contracts/tasks';
 import {
@@ -296,9 +297,19 @@ async function main(): Promise<void> {
     },
   };
 
-  // 2. The whole journey, the patient through the SDK against an in-process gateway on this Medplum.
+  // 2. The whole journey, the patient through the SDK against an in-process gateway on this Medplum. The
+  // gateway's bot runs are counted (its `Bot/$execute` calls).
+  const executes = { count: 0 };
   const app = createApp({
-    medplum: { baseUrl },
+    medplum: {
+      baseUrl,
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+        if ((input instanceof Request ? input.url : input.toString()).includes('/Bot/$execute')) {
+          executes.count++;
+        }
+        return fetch(input, init);
+      }) as typeof fetch,
+    },
     issuer: baseUrl,
     projectId,
     limits: DEFAULT_LIMITS,
@@ -310,8 +321,16 @@ async function main(): Promise<void> {
   // Just before the journey decides its order, what she can read of it: her open tasks and a decision with
   // methods not allowed (refused, nothing written); then the journey's own call, as it made it.
   let orderProbe: OrderProbe | undefined;
+  const made: MadeCall[] = [];
   const journeyFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const request = new Request(input, init);
+    if (request.method === 'POST' && repeatableOf(new URL(request.url).pathname)) {
+      made.push({
+        url: request.url,
+        authorization: request.headers.get('authorization') ?? '',
+        body: await request.clone().text(),
+      });
+    }
     const decision =
       request.method === 'POST' ? /^\/v1\/orders\/([^/]+)\/decisions$/.exec(new URL(request.url).pathname) : null;
     if (decision && !orderProbe) {
@@ -339,6 +358,11 @@ async function main(): Promise<void> {
     );
   } else {
     row(`journey after step ${progress.steps.length}`, 'not reached', 'the journey stopped at the step above');
+  }
+
+  // Finished work made again (issue 27, item 1): answered from her own reads, as the bot answers it.
+  if (journeyError === undefined) {
+    await repeats(baseUrl, made, gatewayFetch, executes);
   }
 
   // 3. Attacks that need only HTTP: directly on Medplum with real tokens, and through the gateway.
@@ -374,6 +398,81 @@ async function main(): Promise<void> {
     await printRoundTrips(adminGet, values['medplum-log'], new Date(journeyStart), new Date(journeyEnd));
   }
   process.exitCode = failed > 0 ? 1 : 0;
+}
+
+/** A workflow call the journey made that repeats finished work when made again. */
+interface MadeCall {
+  url: string;
+  authorization: string;
+  body: string;
+}
+
+/**
+ * The workflow routes whose repeats the gateway answers from the patient's own reads (src/medplum/
+ * finished-work.ts), and the bot input each route sends (src/routes/): the bot's own answer to the same
+ * call is what the repeat must equal.
+ */
+const REPEATABLE: { path: RegExp; bot: string; input: (id: string, body: object) => object }[] = [
+  { path: /^\/v1\/tasks\/([^/]+)\/complete$/, bot: 'complete-task', input: (id, body) => ({ task: id, ...body }) },
+  { path: /^\/v1\/orders\/([^/]+)\/decisions$/, bot: 'decide-order', input: (id, body) => ({ order: id, ...body }) },
+  { path: /^\/v1\/appointments()$/, bot: 'appointments', input: (_, body) => ({ operation: 'book', ...body }) },
+  ...(['reschedule', 'cancel', 'encounter'] as const).map((operation) => ({
+    path: new RegExp(`^/v1/appointments/([^/]+)/${operation}$`),
+    bot: 'appointments',
+    input: (id: string, body: object) => ({ operation, appointment: id, ...body }),
+  })),
+];
+
+const repeatableOf = (path: string) =>
+  REPEATABLE.map((r) => ({ ...r, id: r.path.exec(path)?.[1] })).find((r) => r.id !== undefined);
+
+/**
+ * Each repeatable call of the journey made again through the gateway: 200, no bot run, and the same
+ * answer as the bot's own to the same call now (run directly, with her token), the bot's `ok` and
+ * `created` aside. The state may have moved on since (a visit booked, then moved and started), so the
+ * bot's answer now, not the first one, is the measure.
+ */
+async function repeats(
+  baseUrl: string,
+  made: MadeCall[],
+  gatewayFetch: typeof fetch,
+  executes: { count: number },
+): Promise<void> {
+  for (const call of made) {
+    const path = new URL(call.url).pathname;
+    const route = repeatableOf(path);
+    if (!route) {
+      continue;
+    }
+    const before = executes.count;
+    const again = await answerOf(
+      await gatewayFetch(
+        new Request(call.url, {
+          method: 'POST',
+          headers: { authorization: call.authorization, 'content-type': 'application/json' },
+          body: call.body || undefined,
+        }),
+      ),
+    );
+    const runs = executes.count - before;
+    const input = route.input(route.id ?? '', call.body ? (JSON.parse(call.body) as object) : {});
+    const token = call.authorization.replace(/^Bearer /, '');
+    const bot = await medplumCall(
+      baseUrl,
+      token,
+      'POST',
+      `fhir/R4/Bot/$execute?identifier=${encodeURIComponent(`${SYSTEMS.bots}|${route.bot}`)}`,
+      { body: input },
+    );
+    const { ok: _ok, created: _created, ...botAnswer } = (bot.body ?? {}) as Record<string, unknown>;
+    const same = canonicalJson(again.body) === canonicalJson(botAnswer);
+    const step = `repeat: POST ${path.replace(/[0-9a-f-]{36}/g, '{id}')} again, answered by the gateway from her reads`;
+    row(
+      step,
+      again.status === 200 && runs === 0 && same ? 'ok' : 'FAILED',
+      `${again.status}, ${runs} bot run${runs === 1 ? '' : 's'}; the bot's own answer now ${same ? 'the same' : `differs: ${bot.text.slice(0, 200)} vs ${again.text.slice(0, 200)}`}`,
+    );
+  }
 }
 
 /** Issue 27's target on a real Medplum: the journey's server time. */

@@ -379,23 +379,3 @@ async function selectionOf(medplum: MedplumClient, group: RequestGroup): Promise
   const selection = current ? await issuedVersion(medplum, current) : undefined;
   return selection?.for?.reference === group.subject?.reference ? selection : undefined;
 }
-
-/** What an answered offer task says of itself (its outputs), as `POST /v1/tasks/{id}/complete` answers it. */
-export function offerAnswered(task: Task): {
-  decision?: string;
-  consent?: string;
-  carePlan?: string;
-  tasks?: string[];
-  proposal?: string;
-} {
-  const named = (name: string) => (task.output ?? []).filter((o) => o.type.text === name);
-  const reference = (name: string) => named(name)[0]?.valueReference?.reference;
-  const decision = named('decision')[0]?.valueCode;
-  return {
-    ...(decision ? { decision } : {}),
-    ...(reference('consent') ? { consent: reference('consent') } : {}),
-    ...(reference('care-plan') ? { carePlan: reference('care-plan') } : {}),
-    ...(decision === 'accept' ? { tasks: named('task').map((o) => o.valueReference?.reference ?? '') } : {}),
-    ...(reference('proposal') ? { proposal: reference('proposal') } : {}),
-  };
-}

@@ -1,5 +1,6 @@
 import type { EdgeStatement } from '../../contracts/bot-inputs';
 import { EDGE_STATEMENT } from '../../contracts/systems';
+import { base64url } from '../shared/base64url';
 
 /**
  * Signs what only the gateway can see of a call (client address, user agent) for a bot, bound to the
@@ -26,12 +27,4 @@ export function createEdgeSigner(key: string, clock: () => Date = () => new Date
     const signature = await crypto.subtle.sign('HMAC', await hmacKey, new TextEncoder().encode(payload));
     return `${payload}.${base64url(new Uint8Array(signature))}`;
   };
-}
-
-function base64url(bytes: Uint8Array): string {
-  let binary = '';
-  for (const byte of bytes) {
-    binary += String.fromCharCode(byte);
-  }
-  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
 }

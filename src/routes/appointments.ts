@@ -1,3 +1,4 @@
+import { segmentsOf, segmentView } from '../../bots/lib/visits';
 import {
   AppointmentSchema,
   bookRoute,
@@ -8,9 +9,10 @@ import {
   SegmentSchema,
   segmentsRoute,
 } from '../../contracts/appointments';
-import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
+import { repeatedBooking, repeatedCancel, repeatedReschedule, resumedSegment } from '../medplum/finished-work';
 
 const appointments = { system: SYSTEMS.bots, value: 'appointments' };
 
@@ -21,55 +23,55 @@ const split = (result: unknown) => {
 };
 
 export function registerAppointmentRoutes(app: App): void {
+  // A repeat of finished visit work (the same booking, reschedule or cancellation; a segment already
+  // started) is answered from her own reads, as the bot answers it (issue 27, item 1).
   app.openapi(bookRoute, async (c) => {
-    const { created, answer } = split(
-      await callBot(c.get('medplum'), appointments, { operation: 'book', ...c.req.valid('json') }),
-    );
+    const body = c.req.valid('json');
+    const repeat = await repeatedBooking(c.get('medplum'), c.get('session').patientId, body);
+    if (repeat) {
+      return c.json(AppointmentSchema.parse(repeat), 200);
+    }
+    const { created, answer } = split(await callBot(c.get('medplum'), appointments, { operation: 'book', ...body }));
     return c.json(AppointmentSchema.parse(answer), created ? 201 : 200);
   });
   app.openapi(rescheduleRoute, async (c) => {
     const { id } = c.req.valid('param');
+    const body = c.req.valid('json');
+    const repeat = await repeatedReschedule(c.get('medplum'), c.get('session').patientId, id, body.slot);
+    if (repeat) {
+      return c.json(AppointmentSchema.parse(repeat), 200);
+    }
     const { created, answer } = split(
-      await callBot(c.get('medplum'), appointments, {
-        operation: 'reschedule',
-        appointment: id,
-        ...c.req.valid('json'),
-      }),
+      await callBot(c.get('medplum'), appointments, { operation: 'reschedule', appointment: id, ...body }),
     );
     return c.json(AppointmentSchema.parse(answer), created ? 201 : 200);
   });
   app.openapi(cancelRoute, async (c) => {
     const { id } = c.req.valid('param');
+    const repeat = await repeatedCancel(c.get('medplum'), c.get('session').patientId, id);
+    if (repeat) {
+      return c.json(AppointmentSchema.parse(repeat), 200);
+    }
     const { answer } = split(await callBot(c.get('medplum'), appointments, { operation: 'cancel', appointment: id }));
     return c.json(AppointmentSchema.parse(answer), 200);
   });
   app.openapi(encounterRoute, async (c) => {
     const { id } = c.req.valid('param');
     const body = (c.req.valid('json') as { segment?: string } | undefined) ?? {};
+    const repeat = await resumedSegment(c.get('medplum'), c.get('session').patientId, id, body.segment);
+    if (repeat) {
+      return c.json(EncounterAnswerSchema.parse(repeat), 200);
+    }
     const result = await callBot(c.get('medplum'), appointments, { operation: 'encounter', appointment: id, ...body });
     return c.json(EncounterAnswerSchema.parse(result), 200);
   });
-  // Read with her own token: Appointments and Encounters are in her compartment (no bot needed).
+  // Read with her own token: Appointments and Encounters are in her compartment (no bot needed). The
+  // platform's segments only, as the workflow answers them (bots/lib/visits.ts).
   app.openapi(segmentsRoute, async (c) => {
     const { id } = c.req.valid('param');
     const medplum = c.get('medplum');
     const appointment = await medplum.readResource('Appointment', id);
-    const encounters = await medplum.searchResources('Encounter', {
-      appointment: `Appointment/${appointment.id}`,
-      _count: '100',
-    });
-    const position = (e: (typeof encounters)[number]) =>
-      e.extension?.find((x) => x.url === EXTENSIONS.segmentPosition)?.valueInteger ?? Number.MAX_SAFE_INTEGER;
-    const segments = [...encounters]
-      .sort((a, b) => position(a) - position(b))
-      .map((e) =>
-        SegmentSchema.parse({
-          encounter: `Encounter/${e.id}`,
-          position: position(e),
-          purpose: e.type?.[0]?.text ?? 'Visit',
-          status: e.status,
-        }),
-      );
+    const segments = (await segmentsOf(medplum, appointment)).map((e) => SegmentSchema.parse(segmentView(e)));
     return c.json({ appointment: `Appointment/${appointment.id}`, segments }, 200);
   });
 }

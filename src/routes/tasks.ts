@@ -6,6 +6,7 @@ import { edgeStatement } from '../edge/request';
 import type { EdgeSigner } from '../edge/statement';
 import { callBot } from '../medplum/bots';
 import type { CatalogCache } from '../medplum/catalog-cache';
+import { repeatedCompletion } from '../medplum/finished-work';
 
 /** The most open tasks `GET /v1/tasks` lists (one search page). */
 const MAX_OPEN_TASKS = 100;
@@ -39,6 +40,11 @@ export function registerTaskRoutes(app: App, edgeSigner: EdgeSigner | undefined,
   app.openapi(completeTaskRoute, async (c) => {
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
+    // A repeat of this very completion is answered from her own read of the task (issue 27, item 1).
+    const repeat = await repeatedCompletion(c.get('medplum'), c.get('session').patientId, id, body);
+    if (repeat) {
+      return c.json(CompletedTaskSchema.parse(repeat), 200);
+    }
     // An answer to an offer is a consent: its proof names the session it came from.
     const edge = 'decision' in body ? await edgeStatement(c, edgeSigner) : undefined;
     const result = await callBot(

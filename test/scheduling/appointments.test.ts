@@ -6,7 +6,7 @@ import { direct, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot, withdrawAnAgreement } from '../support/journey';
-import { freeSlots as freeSlotsOf, withVisitToBook as withVisitToBookOf } from '../support/visits';
+import { freeSlots as freeSlotsOf, visitStartingIn, withVisitToBook as withVisitToBookOf } from '../support/visits';
 
 /**
  * Booking, rescheduling, cancelling and running a visit (issue 16 items 3-5, JOURNEY H), on the demo
@@ -206,25 +206,7 @@ describe('unenrolling', () => {
   });
 });
 
-/** A visit booked on a slot of its own (her team's practitioner) starting `minutes` from now. */
-async function visitIn(minutes: number): Promise<{ patient: DemoActor; appointment: string; slot: string }> {
-  const { patient, task } = await withVisitToBook();
-  const [anySlot] = await freeSlots(patient);
-  const template = await repo().readReference<Slot>({ reference: anySlot });
-  const start = new Date(Date.now() + minutes * 60_000);
-  const own = await repo().createResource<Slot>({
-    resourceType: 'Slot',
-    meta: { project: gw.backend.project.id },
-    schedule: template.schedule as { reference: string },
-    serviceType: template.serviceType,
-    status: 'free',
-    start: start.toISOString(),
-    end: new Date(start.getTime() + 30 * 60_000).toISOString(),
-  });
-  const booked = await book(patient, task, `Slot/${own.id}`);
-  expect(booked.status, booked.text).toBe(201);
-  return { patient, appointment: (booked.body as Booked).appointment, slot: `Slot/${own.id}` };
-}
+const visitIn = (minutes: number) => visitStartingIn(gw, `CareTeam/${team.id}`, minutes);
 
 describe('segments', () => {
   /** A visit that is open now: a slot of a practitioner of her team starting in five minutes, booked. */

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { Slot } from '@medplum/fhirtypes';
 import type { DemoActor } from './backend';
 import type { TestGateway } from './gateway';
 import { freshPatient } from './patients';
@@ -50,4 +51,31 @@ export async function freeSlots(gw: TestGateway, team: string, patient: DemoActo
     { token: patient.token },
   );
   return ((res.body as { slots: { slot: string }[] }).slots ?? []).map((s) => s.slot);
+}
+
+/** A visit booked on a slot made for it (a practitioner of her visit team's) starting `minutes` from now. */
+export async function visitStartingIn(
+  gw: TestGateway,
+  team: string,
+  minutes: number,
+): Promise<{ patient: DemoActor; appointment: string; slot: string }> {
+  const { patient, task } = await withVisitToBook(gw);
+  const [anySlot] = await freeSlots(gw, team, patient);
+  const template = await gw.backend.systemRepo.readReference<Slot>({ reference: anySlot });
+  const start = new Date(Date.now() + minutes * 60_000);
+  const own = await gw.backend.systemRepo.createResource<Slot>({
+    resourceType: 'Slot',
+    meta: { project: gw.backend.project.id },
+    schedule: template.schedule as { reference: string },
+    serviceType: template.serviceType,
+    status: 'free',
+    start: start.toISOString(),
+    end: new Date(start.getTime() + 30 * 60_000).toISOString(),
+  });
+  const booked = await gw.call('POST', '/v1/appointments', {
+    token: patient.token,
+    body: { task, slot: `Slot/${own.id}` },
+  });
+  assert.equal(booked.status, 201, booked.text);
+  return { patient, appointment: (booked.body as { appointment: string }).appointment, slot: `Slot/${own.id}` };
 }

@@ -1,0 +1,152 @@
+import type { MedplumClient } from '@medplum/core';
+import type { RequestGroup, Task } from '@medplum/fhirtypes';
+import { absent } from '../../bots/lib/absent';
+import { canonicalJson } from '../../bots/lib/canonical';
+import {
+  type CompletedTask,
+  completedTask,
+  completionDigest,
+  isPatientTask,
+  orderDecisionsTask,
+  type PlacedOrder,
+  placedOrder,
+} from '../../bots/lib/finished';
+import {
+  type AppointmentView,
+  appointmentView,
+  bookedBy,
+  isVisitTask,
+  ownAppointment,
+  replacementOf,
+  resumed,
+  segmentChosen,
+  segmentsOf,
+} from '../../bots/lib/visits';
+import { base64url } from '../shared/base64url';
+
+/**
+ * A repeat of finished work (a client's retry, a second tap) answered by the gateway from her own reads,
+ * with her token and her own FHIR quota, instead of a bot run on the platform's (issue 27, item 1). It
+ * answers only when her record shows the work done with this very payload, and then exactly what the
+ * workflow bot answers a replay, from the same functions (bots/lib/finished.ts). Anything else (not
+ * done, done with another payload, not hers, not found) is undefined, and the bot decides as before:
+ * it stays the one authority on every refusal and on every write.
+ */
+
+/** `POST /v1/tasks/{id}/complete` again, with the payload that completed the task (bots/complete-task.ts). */
+export async function repeatedCompletion(
+  medplum: MedplumClient,
+  patientId: string,
+  taskId: string,
+  payload: unknown,
+): Promise<CompletedTask | undefined> {
+  const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
+  if (
+    task?.status !== 'completed' ||
+    task.for?.reference !== `Patient/${patientId}` ||
+    !isPatientTask(task) ||
+    completionDigest(task) !== (await fingerprint(payload))
+  ) {
+    return undefined;
+  }
+  return completedTask(task);
+}
+
+/** `POST /v1/orders/{id}/decisions` again, with the decisions that placed the order (bots/decide-order.ts). */
+export async function repeatedOrderDecisions(
+  medplum: MedplumClient,
+  patientId: string,
+  orderId: string,
+  decisions: { items: unknown },
+): Promise<PlacedOrder | undefined> {
+  const own = `Patient/${patientId}`;
+  const [group, task] = await Promise.all([
+    medplum.readResource('RequestGroup', orderId).catch(absent) as Promise<RequestGroup | undefined>,
+    // Only a completed task's history is read: a first placement costs one search beside the read.
+    orderDecisionsTask(medplum, orderId, own, { only: (t) => t.status === 'completed' }),
+  ]);
+  if (
+    group?.subject?.reference !== own ||
+    task?.status !== 'completed' ||
+    completionDigest(task) !== (await fingerprint({ items: decisions.items }))
+  ) {
+    return undefined;
+  }
+  return placedOrder(task);
+}
+
+/** `POST /v1/appointments` again for a visit task it booked, on the same slot (none: an asynchronous review). */
+export async function repeatedBooking(
+  medplum: MedplumClient,
+  patientId: string,
+  booking: { task: string; slot?: string },
+): Promise<AppointmentView | undefined> {
+  const task = (await medplum.readResource('Task', booking.task.split('/')[1] ?? '').catch(absent)) as Task | undefined;
+  if (
+    task?.status !== 'completed' ||
+    task.for?.reference !== `Patient/${patientId}` ||
+    !isPatientTask(task) ||
+    !isVisitTask(task)
+  ) {
+    return undefined;
+  }
+  const appointment = await ownAppointment(medplum, bookedBy(task).split('/')[1] ?? '', patientId);
+  const slot = booking.slot?.split('/')[1];
+  return appointment && appointment.slot?.[0]?.reference === (slot ? `Slot/${slot}` : undefined)
+    ? withoutFlags(await appointmentView(medplum, appointment, false))
+    : undefined;
+}
+
+/** A reschedule again, to the slot its replacement holds. */
+export async function repeatedReschedule(
+  medplum: MedplumClient,
+  patientId: string,
+  appointmentId: string,
+  slot: string,
+): Promise<AppointmentView | undefined> {
+  const original = await ownAppointment(medplum, appointmentId, patientId);
+  const replacement =
+    original?.status === 'cancelled' ? await replacementOf(medplum, original, `Patient/${patientId}`) : undefined;
+  return replacement && replacement.slot?.[0]?.reference === `Slot/${slot.split('/')[1]}`
+    ? withoutFlags(await appointmentView(medplum, replacement, false))
+    : undefined;
+}
+
+/** A cancellation again (or of a visit rescheduled away): the visit as it is, cancelled. */
+export async function repeatedCancel(
+  medplum: MedplumClient,
+  patientId: string,
+  appointmentId: string,
+): Promise<AppointmentView | undefined> {
+  const appointment = await ownAppointment(medplum, appointmentId, patientId);
+  return appointment?.status === 'cancelled'
+    ? withoutFlags(await appointmentView(medplum, appointment, false))
+    : undefined;
+}
+
+/** Starting a segment already in progress: resumed. */
+export async function resumedSegment(
+  medplum: MedplumClient,
+  patientId: string,
+  appointmentId: string,
+  segment: string | undefined,
+): Promise<Omit<ReturnType<typeof resumed>, 'ok'> | undefined> {
+  const appointment = await ownAppointment(medplum, appointmentId, patientId);
+  if (appointment?.status !== 'booked' && appointment?.status !== 'arrived') {
+    return undefined;
+  }
+  const { chosen } = segmentChosen(await segmentsOf(medplum, appointment), segment);
+  return chosen?.status === 'in-progress' ? withoutFlags(resumed(appointment, chosen)) : undefined;
+}
+
+/** An answer without the bot result's `ok` and the `created` flag (which only picks 201 or 200). */
+function withoutFlags<T extends { ok: true; created?: boolean }>(answer: T): Omit<T, 'ok' | 'created'> {
+  const { ok: _ok, created: _created, ...rest } = answer;
+  return rest;
+}
+
+/** The bots' payload fingerprint (bots/lib/digest.ts: SHA-256 of the canonical JSON, base64url), with WebCrypto. */
+export async function fingerprint(payload: unknown): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonicalJson(payload)));
+  return base64url(new Uint8Array(digest));
+}

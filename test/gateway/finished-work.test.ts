@@ -1,0 +1,267 @@
+import type { Task } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { payloadDigest } from '../../bots/lib/digest';
+import { PATIENT_TASK_TAG } from '../../bots/lib/journey';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import type { Clinician } from '../../src/clinician';
+import { fingerprint } from '../../src/medplum/finished-work';
+import type { DemoActor } from '../support/backend';
+import { demoClinician } from '../support/clinicians';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { startAssessment, storeSnapshot } from '../support/journey';
+import { freshPatient } from '../support/patients';
+import { answer, offered } from '../support/spine';
+import { freeSlots, visitStartingIn, withVisitToBook } from '../support/visits';
+
+/**
+ * Issue 27, item 1: a repeat of finished work (the same completion of a task, the same decisions on a
+ * placed order) is answered by the gateway from the patient's own reads, with no bot run; everything
+ * else still goes to the workflow bot, which stays the authority. Bot runs are counted as the gateway's
+ * `Bot/$execute` calls to Medplum.
+ */
+let gw: TestGateway;
+let clinician: Clinician;
+let executes = 0;
+let visitTeam: string;
+beforeAll(async () => {
+  gw = await startTestGateway(
+    (backend) => ({
+      medplum: {
+        baseUrl: backend.baseUrl,
+        fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+          const url = input instanceof Request ? input.url : input.toString();
+          if (url.includes('/Bot/$execute')) {
+            executes++;
+          }
+          return backend.fetch(input, init);
+        }) as typeof fetch,
+      },
+    }),
+    { allSlots: true },
+  );
+  clinician = await demoClinician(gw.backend, 'northwind');
+  const team = await gw.backend.admin.searchOne('CareTeam', { _tag: `${SYSTEMS.provisioning}|visit-team-northwind` });
+  visitTeam = `CareTeam/${team?.id}`;
+});
+afterAll(() => gw?.close());
+
+/** The bot runs `act` makes, and its answer. */
+async function runs<T>(act: () => Promise<T>): Promise<{ runs: number; answer: T }> {
+  const before = executes;
+  const answer = await act();
+  return { runs: executes - before, answer };
+}
+
+const complete = (patient: DemoActor, task: string, body: unknown) =>
+  gw.call('POST', `/v1/${task.replace('Task/', 'tasks/')}/complete`, { token: patient.token, body });
+
+const decide = (patient: DemoActor, order: string, items: unknown) =>
+  gw.call('POST', `/v1/orders/${order}/decisions`, { token: patient.token, body: { items } });
+
+const WEIGHT = 'http://loinc.org|29463-7';
+
+/**
+ * A completed Task for her of `kind`, finished with `payload` (its digest), written by a project admin (as
+ * a mistaken import or a console edit would write it), not by a platform bot; she can read it.
+ */
+const finishedTaskByAdmin = (patient: DemoActor, kind: string, payload: unknown, rest: Partial<Task>) =>
+  gw.backend.admin.createResource<Task>({
+    resourceType: 'Task',
+    status: 'completed',
+    intent: 'order',
+    for: { reference: `Patient/${patient.patient.id}` },
+    owner: { reference: `Patient/${patient.patient.id}` },
+    code: { coding: [{ system: SYSTEMS.taskKind, code: kind }] },
+    extension: [{ url: EXTENSIONS.completionDigest, valueString: payloadDigest(payload) }],
+    ...rest,
+  });
+
+describe('the fingerprint', () => {
+  it("is the bots' payload digest, taken with WebCrypto (key order, nesting, unicode, numbers)", async () => {
+    for (const payload of [
+      { measurements: [{ code: WEIGHT, value: 80.5, unit: 'kg' }] },
+      { unit: 'kg', code: WEIGHT, value: 80.5 },
+      { decision: 'accept', note: 'Grüße, 東京 ✓', nested: { b: [1, { z: null, a: true }], a: '' } },
+      { items: [{ item: 'MedicationRequest/x', decision: 'decline' }] },
+      [],
+    ]) {
+      expect(await fingerprint(payload)).toBe(payloadDigest(payload));
+    }
+    expect(await fingerprint({ a: 1, b: 2 })).toBe(await fingerprint({ b: 2, a: 1 }));
+    expect(await fingerprint({ a: 1 })).not.toBe(await fingerprint({ a: 2 }));
+  });
+});
+
+describe('a task completed again', () => {
+  it('with the payload that completed it: the bot’s own answer, from her read, no bot run and nothing written', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const assessment = await startAssessment(gw, patient, 'assessments/weight-intake');
+    const task = assessment.tasks.find((t) => t.kind === 'measurement')?.task as string;
+    const body = { measurements: [{ code: WEIGHT, value: 81, unit: 'kg' }] };
+
+    const first = await runs(() => complete(patient, task, body));
+    expect(first.answer.status, first.answer.text).toBe(200);
+    expect(first.runs).toBe(1);
+
+    const stranger = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const before = storeSnapshot(gw.backend);
+    // Keys in another order are the same payload.
+    const again = await runs(() =>
+      complete(patient, task, { measurements: [{ unit: 'kg', value: 81, code: WEIGHT }] }),
+    );
+    expect(again.answer.status).toBe(200);
+    expect(again.answer.body).toEqual(first.answer.body);
+    expect(again.runs).toBe(0);
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+
+    // Another payload is the bot's to refuse (409), as is another patient's call (404: not hers).
+    const other = await runs(() =>
+      complete(patient, task, { measurements: [{ code: WEIGHT, value: 90, unit: 'kg' }] }),
+    );
+    expect(other.answer.status).toBe(409);
+    expect(other.answer.body).toMatchObject({ error: { code: 'invalid_state', details: { state: 'completed' } } });
+    expect(other.runs).toBe(1);
+    const foreign = await runs(() => complete(stranger, task, body));
+    expect(foreign.answer.status).toBe(404);
+    expect(foreign.runs).toBe(1);
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+  });
+
+  it('a completed Task for her that the platform did not issue (no patient-task tag) is not answered from: the bot decides', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const body = { measurements: [{ code: WEIGHT, value: 70, unit: 'kg' }] };
+    const forged = await finishedTaskByAdmin(patient, 'measurement', body, {
+      output: [{ type: { text: 'observation' }, valueReference: { reference: 'Observation/made-up' } }],
+    });
+    // She can read it (the gateway's read sees it); it is not taken for her finished work.
+    expect((await gw.call('GET', `/v1/fhir/Task/${forged.id}`, { token: patient.token })).status).toBe(200);
+    const refused = await runs(() => complete(patient, `Task/${forged.id}`, body));
+    expect(refused.answer.status).toBe(404);
+    expect(refused.runs).toBe(1);
+    // With the tag (what only the platform's bots write on her tasks), it is finished work of hers.
+    const tagged = await gw.backend.admin.updateResource<Task>({
+      ...forged,
+      meta: { ...forged.meta, tag: [PATIENT_TASK_TAG] },
+    });
+    const answered = await runs(() => complete(patient, `Task/${tagged.id}`, body));
+    expect(answered.answer.status).toBe(200);
+    expect(answered.answer.body).toEqual({
+      task: `Task/${tagged.id}`,
+      status: 'completed',
+      observations: ['Observation/made-up'],
+    });
+    expect(answered.runs).toBe(0);
+  });
+});
+
+describe('an order placed again', () => {
+  it('with the same decisions: the bot’s own answer, no bot run; other decisions, another patient, or a Task the platform did not issue go to the bot', async () => {
+    const spine = await offered(gw, clinician);
+    const accepted = await answer(gw, spine.patient, spine.offer, { decision: 'accept' });
+    expect(accepted.status, accepted.text).toBe(200);
+    const { patient, group, items } = spine;
+    const item = `MedicationRequest/${items[0].id}`;
+    const decisions = [{ item, decision: 'accept', fulfilment: 'delivery' }];
+
+    // Before it is placed, a completed order-decisions Task for her written by someone other than the
+    // platform's bot (its first version is not a Bot's) claims the order was declined: not believed.
+    const forged = await finishedTaskByAdmin(
+      patient,
+      'order-decisions',
+      { items: decisions },
+      {
+        focus: { reference: `RequestGroup/${group.id}` },
+        output: [{ type: { text: 'decline' }, valueReference: { reference: item } }],
+      },
+    );
+    expect((await gw.call('GET', `/v1/fhir/Task/${forged.id}`, { token: patient.token })).status).toBe(200);
+    const first = await runs(() => decide(patient, group.id, decisions));
+    expect(first.answer.status, first.answer.text).toBe(200);
+    expect(first.answer.body).toEqual({
+      order: `RequestGroup/${group.id}`,
+      status: 'completed',
+      items: [{ item, decision: 'accept', intent: 'order', status: 'active', fulfilment: 'delivery' }],
+    });
+    expect(first.runs).toBe(1);
+    await gw.backend.admin.deleteResource('Task', forged.id);
+
+    const stranger = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const before = storeSnapshot(gw.backend);
+    const again = await runs(() => decide(patient, group.id, decisions));
+    expect(again.answer.status).toBe(200);
+    expect(again.answer.body).toEqual(first.answer.body);
+    expect(again.runs).toBe(0);
+
+    const other = await runs(() => decide(patient, group.id, [{ item, decision: 'decline' }]));
+    expect(other.answer.status).toBe(409);
+    expect(other.runs).toBe(1);
+    const foreign = await runs(() => decide(stranger, group.id, decisions));
+    expect(foreign.answer.status).toBe(404);
+    expect(foreign.runs).toBe(1);
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+  });
+});
+
+describe('visit work again', () => {
+  const idOf = (reference: string) => reference.split('/')[1];
+  const book = (patient: DemoActor, task: string, slot: string) =>
+    gw.call('POST', '/v1/appointments', { token: patient.token, body: { task, slot } });
+  const reschedule = (patient: DemoActor, appointment: string, slot: string) =>
+    gw.call('POST', `/v1/appointments/${idOf(appointment)}/reschedule`, { token: patient.token, body: { slot } });
+  const cancel = (patient: DemoActor, appointment: string) =>
+    gw.call('POST', `/v1/appointments/${idOf(appointment)}/cancel`, { token: patient.token });
+  const start = (patient: DemoActor, appointment: string) =>
+    gw.call('POST', `/v1/appointments/${idOf(appointment)}/encounter`, { token: patient.token, body: {} });
+
+  it('the same booking, reschedule and cancellation again: the bot’s answers, 200, no bot run; anything else goes to the bot', async () => {
+    const { patient, task } = await withVisitToBook(gw);
+    const [slot, later, other] = await freeSlots(gw, visitTeam, patient);
+    const stranger = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+
+    const booked = await runs(() => book(patient, task, slot));
+    expect(booked.answer.status, booked.answer.text).toBe(201);
+    expect(booked.runs).toBe(1);
+    const before = storeSnapshot(gw.backend);
+    const rebooked = await runs(() => book(patient, task, slot));
+    expect(rebooked).toEqual({ runs: 0, answer: expect.objectContaining({ status: 200, body: booked.answer.body }) });
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+    // Another slot for the same task, or her task in another patient's call: the bot's 409 and 404.
+    expect(await runs(async () => (await book(patient, task, other)).status)).toEqual({ runs: 1, answer: 409 });
+    expect(await runs(async () => (await book(stranger, task, slot)).status)).toEqual({ runs: 1, answer: 404 });
+
+    const { appointment } = booked.answer.body as { appointment: string };
+    const moved = await runs(() => reschedule(patient, appointment, later));
+    expect(moved.answer.status, moved.answer.text).toBe(201);
+    expect(moved.runs).toBe(1);
+    const movedAgain = await runs(() => reschedule(patient, appointment, later));
+    expect(movedAgain).toEqual({ runs: 0, answer: expect.objectContaining({ status: 200, body: moved.answer.body }) });
+    expect(await runs(async () => (await reschedule(patient, appointment, other)).status)).toEqual({
+      runs: 1,
+      answer: 409,
+    });
+
+    const replacement = (moved.answer.body as { appointment: string }).appointment;
+    const cancelled = await runs(() => cancel(patient, replacement));
+    expect(cancelled.answer.status, cancelled.answer.text).toBe(200);
+    expect(cancelled.runs).toBe(1);
+    const cancelledAgain = await runs(() => cancel(patient, replacement));
+    expect(cancelledAgain).toEqual({
+      runs: 0,
+      answer: expect.objectContaining({ status: 200, body: cancelled.answer.body }),
+    });
+    expect(await runs(async () => (await cancel(stranger, replacement)).status)).toEqual({ runs: 1, answer: 404 });
+  });
+
+  it('a segment already started, started again: resumed, no bot run', async () => {
+    const { patient, appointment } = await visitStartingIn(gw, visitTeam, 5);
+    const first = await runs(() => start(patient, appointment));
+    expect(first.answer.body).toMatchObject({ resumed: false, segment: { position: 1, status: 'in-progress' } });
+    expect(first.runs).toBe(1);
+    const again = await runs(() => start(patient, appointment));
+    expect(again.runs).toBe(0);
+    expect(again.answer).toMatchObject({
+      status: 200,
+      body: { ...(first.answer.body as object), resumed: true },
+    });
+  });
+});
