@@ -9,22 +9,14 @@ import type {
   Patient,
   PlanDefinition,
   Slot,
-  Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, START_ENDPOINT, SYSTEMS } from '../contracts/systems';
-import type { PatientTask } from '../contracts/tasks';
 import { absent } from './lib/absent';
 import { contextNotFound, requireAgreements } from './lib/agreements';
-import { planTypeOf } from './lib/catalog';
-import {
-  claimEpisode,
-  episodeByKey,
-  episodeKey,
-  episodeTag,
-  patientTaskView,
-  publishedDefinition,
-} from './lib/journey';
-import { issueEntries, offeredPlan, tasksOf } from './lib/plans';
+import { offeredPlan, planTypeOf } from './lib/catalog';
+import { type Enrollment, enrollmentAnswer, enrollmentIn, episodeOfPlan, OPEN } from './lib/enrollments';
+import { claimEpisode, episodeByKey, episodeKey, episodeTag, publishedDefinition } from './lib/journey';
+import { issueEntries, tasksOf } from './lib/plans';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
 import { readingOnce } from './lib/reads';
@@ -32,19 +24,7 @@ import { type BotResult, fail } from './lib/result';
 import { searchAll } from './lib/search';
 import { patientWorkflow } from './lib/trust';
 
-export type EnrollmentResult = BotResult<{
-  created?: boolean;
-  carePlan: string;
-  episodeOfCare?: string;
-  protocol: string;
-  status: 'draft' | 'active' | 'revoked';
-  tasks?: PatientTask[];
-  cancelledTasks?: string[];
-  cancelledAppointments?: string[];
-}>;
-
-/** Tasks of a plan that are still hers to do (what unenrolling cancels). */
-const OPEN: Task['status'][] = ['ready', 'on-hold', 'requested', 'received', 'accepted', 'in-progress'];
+export type EnrollmentResult = BotResult<Enrollment>;
 
 /**
  * Enrollment in a program (JOURNEY E): `POST /v1/enrollments` (a draft CarePlan in a journey of its own,
@@ -108,7 +88,7 @@ async function enroll(
     }
     const current = await enrollmentIn(medplum, episode, patient.id);
     if (current) {
-      return answer(medplum, current, episode, false);
+      return enrollmentAnswer(medplum, current, episode, false);
     }
     const tag = episodeTag(episode.id as string);
     const now = new Date().toISOString();
@@ -151,7 +131,7 @@ async function enroll(
     try {
       const response = await medplum.executeBatch(bundle);
       const [saved, created] = (response.entry ?? []).map((e) => e.resource);
-      return answer(medplum, created as CarePlan, saved as EpisodeOfCare, true);
+      return enrollmentAnswer(medplum, created as CarePlan, saved as EpisodeOfCare, true);
     } catch (err) {
       if (!lostRace(err)) {
         throw err;
@@ -171,7 +151,7 @@ async function activate(
 ): Promise<EnrollmentResult> {
   const episode = await episodeOfPlan(medplum, plan, patient.id);
   if (plan.status === 'active') {
-    return answer(medplum, plan, episode, false);
+    return enrollmentAnswer(medplum, plan, episode, false);
   }
   if (plan.status !== 'draft' || !episode) {
     return fail(409, 'invalid_state', `This enrollment is ${plan.status}`, { state: plan.status });
@@ -214,14 +194,14 @@ async function activate(
   try {
     const response = await medplum.executeBatch(bundle);
     const [saved, savedEpisode] = (response.entry ?? []).map((e) => e.resource);
-    return answer(medplum, saved as CarePlan, savedEpisode as EpisodeOfCare, false);
+    return enrollmentAnswer(medplum, saved as CarePlan, savedEpisode as EpisodeOfCare, false);
   } catch (err) {
     if (!lostRace(err)) {
       throw err;
     }
     const now2 = (await medplum.readResource('CarePlan', plan.id)) as CarePlan;
     return now2.status === 'active'
-      ? answer(medplum, now2, await episodeOfPlan(medplum, now2, patient.id), false)
+      ? enrollmentAnswer(medplum, now2, await episodeOfPlan(medplum, now2, patient.id), false)
       : fail(409, 'invalid_state', 'This enrollment changed while it was being activated; try again', {
           state: now2.status,
         });
@@ -235,7 +215,7 @@ async function unenroll(
 ): Promise<EnrollmentResult> {
   const episode = await episodeOfPlan(medplum, plan, patient.id);
   if (plan.status === 'revoked') {
-    return answer(medplum, plan, episode, false);
+    return enrollmentAnswer(medplum, plan, episode, false);
   }
   if (plan.status !== 'draft' && plan.status !== 'active') {
     return fail(409, 'invalid_state', `This plan is ${plan.status}`, { state: plan.status });
@@ -339,7 +319,7 @@ async function unenroll(
     const response = await medplum.executeBatch({ resourceType: 'Bundle', type: 'transaction', entry: entries });
     const saved = response.entry?.[0]?.resource as CarePlan;
     return {
-      ...(await answer(medplum, saved, episode, false)),
+      ...(await enrollmentAnswer(medplum, saved, episode, false)),
       cancelledTasks: open.map((t) => `Task/${t.id}`),
       ...(booked.length > 0 ? { cancelledAppointments: booked.map((a) => `Appointment/${a.id}`) } : {}),
     } as EnrollmentResult;
@@ -349,7 +329,7 @@ async function unenroll(
     }
     const now2 = (await medplum.readResource('CarePlan', plan.id)) as CarePlan;
     return now2.status === 'revoked'
-      ? answer(medplum, now2, episode, false)
+      ? enrollmentAnswer(medplum, now2, episode, false)
       : fail(409, 'invalid_state', 'This plan changed while it was being revoked; try again', { state: now2.status });
   }
 }
@@ -374,34 +354,6 @@ function activitiesOf(plan: PlanDefinition): CarePlanActivity[] {
 }
 
 /** Her enrollment (draft or active) in an episode, if there is one. */
-async function enrollmentIn(
-  medplum: MedplumClient,
-  episode: EpisodeOfCare,
-  patientId: string,
-): Promise<CarePlan | undefined> {
-  const tag = episodeTag(episode.id as string);
-  const plans = await medplum.searchResources(
-    'CarePlan',
-    { _tag: `${tag.system}|${tag.code}`, status: 'draft,active' },
-    { cache: 'no-cache' },
-  );
-  return plans.find((p) => p.subject?.reference === `Patient/${patientId}`);
-}
-
-/** The plan's journey: the episode its tag names, when it is hers. */
-async function episodeOfPlan(
-  medplum: MedplumClient,
-  plan: CarePlan,
-  patientId: string,
-): Promise<EpisodeOfCare | undefined> {
-  const code = plan.meta?.tag?.find((t) => t.system === SYSTEMS.episode)?.code ?? '';
-  const id = code.startsWith('EpisodeOfCare/') ? code.slice('EpisodeOfCare/'.length) : undefined;
-  const episode = id
-    ? ((await medplum.readResource('EpisodeOfCare', id).catch(absent)) as EpisodeOfCare | undefined)
-    : undefined;
-  return episode?.patient?.reference === `Patient/${patientId}` ? episode : undefined;
-}
-
 /** Whether the plan carries a placed medication order (an accepted treatment whose order she placed). */
 async function hasPlacedOrders(medplum: MedplumClient, plan: CarePlan, patientId: string): Promise<boolean> {
   for (const activity of plan.activity ?? []) {
@@ -420,30 +372,6 @@ async function hasPlacedOrders(medplum: MedplumClient, plan: CarePlan, patientId
     }
   }
   return false;
-}
-
-async function answer(
-  medplum: MedplumClient,
-  plan: CarePlan,
-  episode: EpisodeOfCare | undefined,
-  created: boolean,
-): Promise<EnrollmentResult> {
-  const status = plan.status as 'draft' | 'active' | 'revoked';
-  const tasks =
-    status === 'active'
-      ? (await searchAll(medplum, 'Task', { 'based-on': `CarePlan/${plan.id}` })).filter(
-          (t) => t.for?.reference === plan.subject?.reference && OPEN.includes(t.status),
-        )
-      : [];
-  return {
-    ok: true,
-    created,
-    carePlan: `CarePlan/${plan.id}`,
-    ...(episode ? { episodeOfCare: `EpisodeOfCare/${episode.id}` } : {}),
-    protocol: plan.instantiatesCanonical?.[0] ?? '',
-    status,
-    ...(status === 'active' ? { tasks: await Promise.all(tasks.map((t) => patientTaskView(medplum, t))) } : {}),
-  };
 }
 
 const revisionOf = (episode: EpisodeOfCare): number =>

@@ -1,34 +1,17 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Bundle, EpisodeOfCare, ObservationDefinition, Patient, PlanDefinition, Task } from '@medplum/fhirtypes';
+import type { Bundle, EpisodeOfCare, ObservationDefinition, Patient, Task } from '@medplum/fhirtypes';
 import { START_ENDPOINT } from '../contracts/systems';
-import type { PatientTask } from '../contracts/tasks';
 import { contextNotFound, requireAgreements } from './lib/agreements';
-import { planTypeOf } from './lib/catalog';
-import {
-  claimEpisode,
-  episodeByKey,
-  episodeKey,
-  episodePlan,
-  episodeTag,
-  PATIENT_TASK_TAG,
-  patientEpisodeTasks,
-  patientTaskView,
-  readVersioned,
-  taskDefinition,
-} from './lib/journey';
-import { offeredPlan, tasksOf } from './lib/plans';
+import { assessmentAnswer, assessmentAnswerWith, type StartedAssessment } from './lib/assessments';
+import { offeredPlan, planTypeOf } from './lib/catalog';
+import { claimEpisode, episodeByKey, episodeKey, episodeTag, PATIENT_TASK_TAG } from './lib/journey';
+import { tasksOf } from './lib/plans';
 import { lostRace } from './lib/races';
 import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
-export type StartAssessmentResult = BotResult<{
-  created: boolean;
-  episodeOfCare: string;
-  assessment: string;
-  status: 'active' | 'finished';
-  tasks: PatientTask[];
-}>;
+export type StartAssessmentResult = BotResult<StartedAssessment>;
 
 /**
  * POST /v1/assessments: starts the assessment a catalog offering fronts, or resumes it (JOURNEY B).
@@ -76,7 +59,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sta
     tasksOf(medplum, plan.action ?? [], organization, definitions),
   ]);
   if (existing && existing.status !== 'planned') {
-    return answer(medplum, patientId, existing, false, plan);
+    return assessmentAnswer(medplum, patientId, existing, false, plan);
   }
   if (!issued?.length) {
     return fail(409, 'invalid_state', 'This assessment cannot be started: its definitions are not published', {
@@ -88,7 +71,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sta
     return raceLost();
   }
   if (claimed.status !== 'planned') {
-    return answer(medplum, patientId, claimed, false, plan);
+    return assessmentAnswer(medplum, patientId, claimed, false, plan);
   }
   const tag = episodeTag(claimed.id as string);
   const now = new Date().toISOString();
@@ -125,80 +108,19 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sta
       throw err;
     }
     const winner = await episodeByKey(medplum, patientId, key);
-    return winner?.status === 'active' ? answer(medplum, patientId, winner, false, plan) : raceLost();
+    return winner?.status === 'active' ? assessmentAnswer(medplum, patientId, winner, false, plan) : raceLost();
   }
   // The transaction answered what it wrote: the episode, then the tasks in the plan's order. Read back
   // only if it did not (a server that answers without the resources).
   const [episode, ...tasks] = (written.entry ?? []).map((e) => e.resource);
   if (episode?.resourceType === 'EpisodeOfCare' && tasks.length === issued.length && tasks.every(isTask)) {
-    return answerWith(medplum, episode, tasks as Task[], true, definitions);
+    return assessmentAnswerWith(medplum, episode, tasks as Task[], true, definitions);
   }
   const started = await episodeByKey(medplum, patientId, key);
-  return started ? answer(medplum, patientId, started, true, plan) : raceLost();
+  return started ? assessmentAnswer(medplum, patientId, started, true, plan) : raceLost();
 }
 
 const isTask = (resource: unknown): resource is Task => (resource as Task | undefined)?.resourceType === 'Task';
-
-/**
- * The episode as the patient is answered it: active or finished, with her tasks. One her clinician stopped
- * (cancelled, entered-in-error, on hold...) is not hers to resume, and is never reported as active.
- */
-async function answer(
-  medplum: MedplumClient,
-  patientId: string,
-  episode: EpisodeOfCare,
-  created: boolean,
-  /** The plan the offering fronts now; the episode's own pinned plan is read when it is another version. */
-  current: PlanDefinition,
-): Promise<StartAssessmentResult> {
-  if (episode.status !== 'active' && episode.status !== 'finished') {
-    return fail(409, 'invalid_state', 'This assessment was stopped by the care team', { state: episode.status });
-  }
-  const own = await patientEpisodeTasks(medplum, episode.id as string, patientId);
-  const pinned = episodePlan(episode);
-  const plan = pinned === `${current.url}|${current.version}` ? current : await pinnedPlan(medplum, pinned);
-  return answerWith(medplum, episode, inPlanOrder(plan, own), created);
-}
-
-async function answerWith(
-  medplum: MedplumClient,
-  episode: EpisodeOfCare,
-  tasks: Task[],
-  created: boolean,
-  /** Definition versions already read in this run, by versioned reference. */
-  known = new Map<string, ObservationDefinition>(),
-): Promise<StartAssessmentResult> {
-  return {
-    ok: true,
-    created,
-    episodeOfCare: `EpisodeOfCare/${episode.id}`,
-    assessment: episodePlan(episode) ?? '',
-    status: episode.status === 'finished' ? 'finished' : 'active',
-    tasks: await Promise.all(
-      tasks.map((task) =>
-        patientTaskView(medplum, task, async (reference) => {
-          const definition = known.get(reference.reference ?? '');
-          return definition ?? readVersioned(medplum, reference);
-        }),
-      ),
-    ),
-  };
-}
-
-async function pinnedPlan(medplum: MedplumClient, canonical: string | undefined): Promise<PlanDefinition | undefined> {
-  const [url, version] = (canonical ?? '').split('|');
-  return url && version ? medplum.searchOne('PlanDefinition', { url, version }) : undefined;
-}
-
-/** The tasks in the order of the plan's actions (the order a patient meets them in). */
-function inPlanOrder(plan: PlanDefinition | undefined, tasks: Task[]): Task[] {
-  const order = (plan?.action ?? []).map((a) => a.definitionCanonical);
-  const position = (task: Task) => {
-    const at = order.indexOf(taskDefinition(task));
-    return at === -1 ? order.length : at;
-  };
-  return [...tasks].sort((a, b) => position(a) - position(b));
-}
 
 const raceLost = () =>
   fail(409, 'invalid_state', 'This assessment changed while it was being started; try again', { state: 'conflict' });

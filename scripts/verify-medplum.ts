@@ -324,8 +324,9 @@ async function main(): Promise<void> {
   const made: MadeCall[] = [];
   const journeyFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const request = new Request(input, init);
-    if (request.method === 'POST' && repeatableOf(new URL(request.url).pathname)) {
+    if (repeatableOf(request.method, new URL(request.url).pathname)) {
       made.push({
+        method: request.method,
         url: request.url,
         authorization: request.headers.get('authorization') ?? '',
         body: await request.clone().text(),
@@ -376,6 +377,7 @@ async function main(): Promise<void> {
     edgeStatementKey,
     appIdOf: backend.appIdOf,
     orderProbe,
+    repeat: (calls) => repeats(baseUrl, calls, gatewayFetch, executes),
   });
 
   // 4. Calendars and cron.
@@ -402,6 +404,7 @@ async function main(): Promise<void> {
 
 /** A workflow call the journey made that repeats finished work when made again. */
 interface MadeCall {
+  method: string;
   url: string;
   authorization: string;
   body: string;
@@ -412,19 +415,56 @@ interface MadeCall {
  * finished-work.ts), and the bot input each route sends (src/routes/): the bot's own answer to the same
  * call is what the repeat must equal.
  */
-const REPEATABLE: { path: RegExp; bot: string; input: (id: string, body: object) => object }[] = [
-  { path: /^\/v1\/tasks\/([^/]+)\/complete$/, bot: 'complete-task', input: (id, body) => ({ task: id, ...body }) },
-  { path: /^\/v1\/orders\/([^/]+)\/decisions$/, bot: 'decide-order', input: (id, body) => ({ order: id, ...body }) },
-  { path: /^\/v1\/appointments()$/, bot: 'appointments', input: (_, body) => ({ operation: 'book', ...body }) },
+const REPEATABLE: { method: string; path: RegExp; bot: string; input: (id: string, body: object) => object }[] = [
+  {
+    method: 'POST',
+    path: /^\/v1\/tasks\/([^/]+)\/complete$/,
+    bot: 'complete-task',
+    input: (id, body) => ({ task: id, ...body }),
+  },
+  {
+    method: 'POST',
+    path: /^\/v1\/orders\/([^/]+)\/decisions$/,
+    bot: 'decide-order',
+    input: (id, body) => ({ order: id, ...body }),
+  },
+  { method: 'POST', path: /^\/v1\/assessments()$/, bot: 'start-assessment', input: (_, body) => body },
+  {
+    method: 'POST',
+    path: /^\/v1\/appointments()$/,
+    bot: 'appointments',
+    input: (_, body) => ({ operation: 'book', ...body }),
+  },
   ...(['reschedule', 'cancel', 'encounter'] as const).map((operation) => ({
+    method: 'POST',
     path: new RegExp(`^/v1/appointments/([^/]+)/${operation}$`),
     bot: 'appointments',
     input: (id: string, body: object) => ({ operation, appointment: id, ...body }),
   })),
+  {
+    method: 'POST',
+    path: /^\/v1\/enrollments()$/,
+    bot: 'enrollment',
+    input: (_, body) => ({ operation: 'enroll', ...body }),
+  },
+  {
+    method: 'POST',
+    path: /^\/v1\/enrollments\/([^/]+)\/activate$/,
+    bot: 'enrollment',
+    input: (id) => ({ operation: 'activate', carePlan: id }),
+  },
+  {
+    method: 'DELETE',
+    path: /^\/v1\/enrollments\/([^/]+)$/,
+    bot: 'enrollment',
+    input: (id) => ({ operation: 'unenroll', carePlan: id }),
+  },
 ];
 
-const repeatableOf = (path: string) =>
-  REPEATABLE.map((r) => ({ ...r, id: r.path.exec(path)?.[1] })).find((r) => r.id !== undefined);
+const repeatableOf = (method: string, path: string) =>
+  REPEATABLE.filter((r) => r.method === method)
+    .map((r) => ({ ...r, id: r.path.exec(path)?.[1] }))
+    .find((r) => r.id !== undefined);
 
 /**
  * Each repeatable call of the journey made again through the gateway: 200, no bot run, and the same
@@ -438,9 +478,15 @@ async function repeats(
   gatewayFetch: typeof fetch,
   executes: { count: number },
 ): Promise<void> {
+  const seen = new Set<string>();
   for (const call of made) {
+    const key = `${call.method} ${call.url} ${call.body}`;
+    if (seen.has(key)) {
+      continue;
+    }
+    seen.add(key);
     const path = new URL(call.url).pathname;
-    const route = repeatableOf(path);
+    const route = repeatableOf(call.method, path);
     if (!route) {
       continue;
     }
@@ -448,8 +494,11 @@ async function repeats(
     const again = await answerOf(
       await gatewayFetch(
         new Request(call.url, {
-          method: 'POST',
-          headers: { authorization: call.authorization, 'content-type': 'application/json' },
+          method: call.method,
+          headers: {
+            authorization: call.authorization,
+            ...(call.body ? { 'content-type': 'application/json' } : {}),
+          },
           body: call.body || undefined,
         }),
       ),
@@ -466,7 +515,7 @@ async function repeats(
     );
     const { ok: _ok, created: _created, ...botAnswer } = (bot.body ?? {}) as Record<string, unknown>;
     const same = canonicalJson(again.body) === canonicalJson(botAnswer);
-    const step = `repeat: POST ${path.replace(/[0-9a-f-]{36}/g, '{id}')} again, answered by the gateway from her reads`;
+    const step = `repeat: ${call.method} ${path.replace(/[0-9a-f-]{36}/g, '{id}')} again, answered by the gateway from her reads`;
     row(
       step,
       again.status === 200 && runs === 0 && same ? 'ok' : 'FAILED',
@@ -604,6 +653,8 @@ interface AttackContext {
   appIdOf: (tenantKey: string) => string;
   /** What she read of the journey's order just before it decided it (undefined: it decided none). */
   orderProbe?: OrderProbe;
+  /** Makes workflow calls again through the gateway and compares them with the bots' own answers (`repeats`). */
+  repeat: (made: MadeCall[]) => Promise<void>;
 }
 
 async function attacks(ctx: AttackContext): Promise<void> {
@@ -2866,6 +2917,53 @@ async function addressNeeded(ctx: AttackContext): Promise<void> {
     );
   } catch (err) {
     row(steps[2], 'FAILED', `the call threw: ${message(err)}`);
+  }
+  await enrollmentRepeats(ctx, person);
+}
+
+/**
+ * Issue 27, item 1: the new patient of `addressNeeded` (homed, with her address) enrolls in Northwind's
+ * monitoring program, activates it and unenrolls, through the gateway; after each step the same call is
+ * made again (`repeats`): answered from her own reads, no bot run, as the enrollment bot answers it now.
+ */
+async function enrollmentRepeats(ctx: AttackContext, person: Person): Promise<void> {
+  const step = 'repeat: her enrollment, activation and unenrollment, each made again';
+  const made: MadeCall[] = [];
+  const recording = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    if (new URL(request.url).pathname.startsWith('/v1/enrollments')) {
+      made.length = 0;
+      made.push({
+        method: request.method,
+        url: request.url,
+        authorization: request.headers.get('authorization') ?? '',
+        body: await request.clone().text(),
+      });
+    }
+    return ctx.gatewayFetch(request);
+  }) as typeof fetch;
+  try {
+    const api = createPatientCareClient({ baseUrl: PUBLIC_URL, accessToken: person.token, fetch: recording });
+    const { protocols } = await api.protocols.list();
+    const program = protocols.find(
+      (p) => p.type === 'program' && p.protocol.includes('programs/blood-pressure-monitoring'),
+    );
+    if (!program) {
+      row(step, 'FAILED', 'no blood-pressure monitoring program among her offerings');
+      return;
+    }
+    const { unmet } = await api.agreements.requirements({ healthcareService: program.healthcareService });
+    if (unmet.length > 0) {
+      await api.agreements.accept(unmet);
+    }
+    const { carePlan } = await api.enrollments.create({ healthcareService: program.healthcareService });
+    await ctx.repeat(made);
+    await api.enrollments.activate(carePlan);
+    await ctx.repeat(made);
+    await api.enrollments.delete(carePlan);
+    await ctx.repeat(made);
+  } catch (err) {
+    row(step, 'FAILED', `the call threw: ${message(err)}`);
   }
 }
 

@@ -11,6 +11,7 @@ import type {
 import { EXTENSIONS, PLAN_TYPES, type PlanType, SYSTEMS } from '../../contracts/systems';
 import { absent } from './absent';
 import { isPublishedTo } from './agreements';
+import { publishedDefinition } from './journey';
 
 /**
  * The catalog's rules, shared by the gateway (`GET /v1/protocols`) and the workflow bots that start
@@ -170,4 +171,26 @@ export async function conditionCatalogs(medplum: MedplumClient, organization: st
     status: 'active',
   });
   return catalogs.filter((v) => isPublishedTo(v, organization));
+}
+
+/** The published, available offering's plan, or undefined (unknown, another tenant's, another place's). */
+export async function offeredPlan(
+  medplum: MedplumClient,
+  reference: string,
+  patient: Patient,
+): Promise<{ plan: PlanDefinition; canonical: string } | undefined> {
+  const organization = patient.managingOrganization?.reference;
+  const id = reference.split('/')[1];
+  const service = (await medplum.readResource('HealthcareService', id).catch(absent)) as HealthcareService | undefined;
+  // What GET /v1/protocols lists, and nothing else: an active offering of an active plan.
+  if (service?.active !== true || !isPublishedTo(service, organization)) {
+    return undefined;
+  }
+  const canonical = frontedCanonical(service);
+  // Where it is offered and what it fronts, read at once.
+  const [available, plan] = await Promise.all([
+    availableWhereSheLives(medplum, service, patient),
+    canonical ? publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization) : undefined,
+  ]);
+  return available && plan && canonical && plan.status === 'active' ? { plan, canonical } : undefined;
 }

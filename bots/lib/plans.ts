@@ -5,10 +5,7 @@ import type {
   BundleEntry,
   CareTeam,
   Coding,
-  HealthcareService,
   ObservationDefinition,
-  Patient,
-  PlanDefinition,
   PlanDefinitionAction,
   Questionnaire,
   ServiceRequest,
@@ -18,7 +15,7 @@ import type {
 import { SYSTEMS, VISIT_TYPES } from '../../contracts/systems';
 import { absent } from './absent';
 import { isPublishedTo } from './agreements';
-import { actionKind, availableWhereSheLives, frontedCanonical } from './catalog';
+import { actionKind } from './catalog';
 import { PATIENT_TASK_TAG, publishedDefinition, taskInputType } from './journey';
 
 /**
@@ -135,28 +132,6 @@ async function taskFor(
     return { ...base, input: inputs };
   }
   return undefined;
-}
-
-/** The published, available offering's plan, or undefined (unknown, another tenant's, another place's). */
-export async function offeredPlan(
-  medplum: MedplumClient,
-  reference: string,
-  patient: Patient,
-): Promise<{ plan: PlanDefinition; canonical: string } | undefined> {
-  const organization = patient.managingOrganization?.reference;
-  const id = reference.split('/')[1];
-  const service = (await medplum.readResource('HealthcareService', id).catch(absent)) as HealthcareService | undefined;
-  // What GET /v1/protocols lists, and nothing else: an active offering of an active plan.
-  if (service?.active !== true || !isPublishedTo(service, organization)) {
-    return undefined;
-  }
-  const canonical = frontedCanonical(service);
-  // Where it is offered and what it fronts, read at once.
-  const [available, plan] = await Promise.all([
-    availableWhereSheLives(medplum, service, patient),
-    canonical ? publishedDefinition<PlanDefinition>(medplum, 'PlanDefinition', canonical, organization) : undefined,
-  ]);
-  return available && plan && canonical && plan.status === 'active' ? { plan, canonical } : undefined;
 }
 
 /**

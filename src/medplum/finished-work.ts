@@ -1,7 +1,11 @@
 import type { MedplumClient } from '@medplum/core';
-import type { RequestGroup, Task } from '@medplum/fhirtypes';
+import type { CarePlan, EpisodeOfCare, Patient, PlanDefinition, RequestGroup, Task } from '@medplum/fhirtypes';
 import { absent } from '../../bots/lib/absent';
+import { requireAgreements } from '../../bots/lib/agreements';
+import { assessmentAnswer, type StartedAssessment } from '../../bots/lib/assessments';
 import { canonicalJson } from '../../bots/lib/canonical';
+import { offeredPlan, planTypeOf } from '../../bots/lib/catalog';
+import { type Enrollment, enrollmentAnswer, enrollmentIn, episodeOfPlan } from '../../bots/lib/enrollments';
 import {
   type CompletedTask,
   completedTask,
@@ -11,6 +15,8 @@ import {
   type PlacedOrder,
   placedOrder,
 } from '../../bots/lib/finished';
+import { episodeByKey, episodeKey } from '../../bots/lib/journey';
+import { readingOnce } from '../../bots/lib/reads';
 import {
   type AppointmentView,
   appointmentView,
@@ -137,6 +143,76 @@ export async function resumedSegment(
   }
   const { chosen } = segmentChosen(await segmentsOf(medplum, appointment), segment);
   return chosen?.status === 'in-progress' ? withoutFlags(resumed(appointment, chosen)) : undefined;
+}
+
+/**
+ * `POST /v1/assessments` for an assessment she has started: resumed, as the bot resumes it, after the
+ * checks the bot makes first (`offeredJourney`).
+ */
+export async function resumedAssessment(
+  patientId: string,
+  healthcareService: string,
+  client: MedplumClient,
+): Promise<Omit<StartedAssessment, 'created'> | undefined> {
+  const found = await offeredJourney(client, patientId, healthcareService, 'assessment');
+  if (found?.episode?.status !== 'active' && found?.episode?.status !== 'finished') {
+    return undefined;
+  }
+  const answer = await assessmentAnswer(found.medplum, patientId, found.episode, false, found.plan);
+  return answer.ok ? withoutFlags(answer) : undefined;
+}
+
+/**
+ * `POST /v1/enrollments` for a program she is enrolled in (a draft or active plan): answered as it is, as
+ * the bot answers it, after the checks the bot makes first (`offeredJourney`).
+ */
+export async function currentEnrollment(
+  patientId: string,
+  healthcareService: string,
+  client: MedplumClient,
+): Promise<Omit<Enrollment, 'created'> | undefined> {
+  const found = await offeredJourney(client, patientId, healthcareService, 'program');
+  const plan = found?.episode ? await enrollmentIn(found.medplum, found.episode, patientId) : undefined;
+  return plan && found?.episode
+    ? withoutFlags(await enrollmentAnswer(found.medplum, plan, found.episode, false))
+    : undefined;
+}
+
+/**
+ * Her journey (episode) for an offering, when it is one the bot would act on: published to her tenant and
+ * available where she lives, of the plan type the endpoint starts, and the gate met; each read fresh with
+ * her token, each once (bots/lib/reads.ts: her Patient serves the gate and the offering's check).
+ */
+async function offeredJourney(
+  client: MedplumClient,
+  patientId: string,
+  healthcareService: string,
+  type: 'assessment' | 'program',
+): Promise<{ medplum: MedplumClient; plan: PlanDefinition; episode?: EpisodeOfCare } | undefined> {
+  const medplum = readingOnce(client);
+  const gating = requireAgreements(medplum, patientId, { healthcareService });
+  gating.catch(() => undefined);
+  const patient = (await medplum.readResource('Patient', patientId)) as Patient;
+  const offered = await offeredPlan(medplum, healthcareService, patient);
+  if (!offered || planTypeOf(offered.plan) !== type || (await gating)) {
+    return undefined;
+  }
+  const episode = await episodeByKey(medplum, patientId, episodeKey(patientId, offered.plan.url as string));
+  return { medplum, plan: offered.plan, episode };
+}
+
+/** `/activate` on a plan already active, or `DELETE` on one already revoked: the plan as it is. */
+export async function settledEnrollment(
+  medplum: MedplumClient,
+  patientId: string,
+  carePlanId: string,
+  settled: 'active' | 'revoked',
+): Promise<Omit<Enrollment, 'created'> | undefined> {
+  const plan = (await medplum.readResource('CarePlan', carePlanId).catch(absent)) as CarePlan | undefined;
+  if (plan?.subject?.reference !== `Patient/${patientId}` || plan.status !== settled) {
+    return undefined;
+  }
+  return withoutFlags(await enrollmentAnswer(medplum, plan, await episodeOfPlan(medplum, plan, patientId), false));
 }
 
 /** An answer without the bot result's `ok` and the `created` flag (which only picks 201 or 200). */

@@ -2,10 +2,16 @@ import { AssessmentSchema, startAssessmentRoute } from '../../contracts/assessme
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
+import { resumedAssessment } from '../medplum/finished-work';
 
 export function registerAssessmentRoutes(app: App): void {
   app.openapi(startAssessmentRoute, async (c) => {
     const { healthcareService } = c.req.valid('json');
+    // An assessment she has started is resumed from her own reads (issue 27, item 1).
+    const resumed = await resumedAssessment(c.get('session').patientId, healthcareService, c.get('medplum'));
+    if (resumed) {
+      return c.json(AssessmentSchema.parse(resumed), 200);
+    }
     const result = await callBot(
       c.get('medplum'),
       { system: SYSTEMS.bots, value: 'start-assessment' },

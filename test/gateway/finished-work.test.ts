@@ -5,10 +5,11 @@ import { PATIENT_TASK_TAG } from '../../bots/lib/journey';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import { fingerprint } from '../../src/medplum/finished-work';
+import { direct } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { startAssessment, storeSnapshot } from '../support/journey';
+import { startAssessment, storeSnapshot, withdrawAnAgreement } from '../support/journey';
 import { freshPatient } from '../support/patients';
 import { answer, offered } from '../support/spine';
 import { freeSlots, visitStartingIn, withVisitToBook } from '../support/visits';
@@ -263,5 +264,120 @@ describe('visit work again', () => {
       status: 200,
       body: { ...(first.answer.body as object), resumed: true },
     });
+  });
+});
+
+describe('an assessment resumed', () => {
+  it('one she started: the bot’s own answer from her reads, no bot run; with an agreement withdrawn, the bot’s gate refuses', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const started = await startAssessment(gw, patient, 'assessments/weight-intake');
+    const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
+      protocols: { healthcareService: string; assessment?: string }[];
+    };
+    const healthcareService = protocols.find((p) => p.assessment?.includes('assessments/weight-intake'))
+      ?.healthcareService as string;
+    const resume = () => gw.call('POST', '/v1/assessments', { token: patient.token, body: { healthcareService } });
+
+    const before = storeSnapshot(gw.backend);
+    const resumed = await runs(resume);
+    expect(resumed).toEqual({ runs: 0, answer: expect.objectContaining({ status: 200, body: started }) });
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+
+    await withdrawAnAgreement(gw, patient);
+    const refused = await runs(resume);
+    expect(refused.runs).toBe(1);
+    expect(refused.answer).toMatchObject({ status: 409, body: { error: { code: 'consent_required' } } });
+  });
+
+  it('a program she is enrolled in, asked for as an assessment: the bot’s 409, not a resume', async () => {
+    const { patient, carePlan } = await withVisitToBook(gw);
+    const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
+      protocols: { healthcareService: string; protocol?: string }[];
+    };
+    const plan = (await gw.call('GET', `/v1/fhir/CarePlan/${carePlan.split('/')[1]}`, { token: patient.token }))
+      .body as { instantiatesCanonical?: string[] };
+    const program = protocols.find((p) => p.protocol === plan.instantiatesCanonical?.[0])?.healthcareService;
+    expect(program).toBeDefined();
+    const asAssessment = await runs(() =>
+      gw.call('POST', '/v1/assessments', { token: patient.token, body: { healthcareService: program } }),
+    );
+    expect(asAssessment.runs).toBe(1);
+    expect(asAssessment.answer).toMatchObject({ status: 409, body: { error: { code: 'invalid_state' } } });
+  });
+});
+
+/** The enrollment bot's own answer to her call now (run directly on Medplum with her token), `ok` and `created` aside. */
+async function enrollmentBot(patient: DemoActor, input: object): Promise<unknown> {
+  const ran = await direct(
+    gw.backend,
+    patient.token,
+    'POST',
+    `fhir/R4/Bot/$execute?identifier=${encodeURIComponent(`${SYSTEMS.bots}|enrollment`)}`,
+    { body: input, headers: { 'content-type': 'application/json' } },
+  );
+  const { ok: _ok, created: _created, ...answer } = ran.body as Record<string, unknown>;
+  return answer;
+}
+
+describe('enrollment work again', () => {
+  it('enrolled, active, revoked: each answered as it is from her reads, the bot’s own answer, no bot run; what is not settled goes to the bot', async () => {
+    const { patient, carePlan } = await withVisitToBook(gw);
+    const id = carePlan.split('/')[1];
+    const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
+      protocols: { healthcareService: string; protocol?: string }[];
+    };
+    const plan = (await gw.call('GET', `/v1/fhir/CarePlan/${id}`, { token: patient.token })).body as {
+      instantiatesCanonical?: string[];
+    };
+    const healthcareService = protocols.find((p) => p.protocol === plan.instantiatesCanonical?.[0])
+      ?.healthcareService as string;
+    const stranger = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+
+    const enrolled = await runs(() =>
+      gw.call('POST', '/v1/enrollments', { token: patient.token, body: { healthcareService } }),
+    );
+    expect(enrolled.runs).toBe(0);
+    expect(enrolled.answer.status).toBe(200);
+    expect(enrolled.answer.body).toEqual(await enrollmentBot(patient, { operation: 'enroll', healthcareService }));
+    expect(enrolled.answer.body).toMatchObject({ carePlan, status: 'active' });
+
+    const active = await runs(() => gw.call('POST', `/v1/enrollments/${id}/activate`, { token: patient.token }));
+    expect(active.runs).toBe(0);
+    expect(active.answer.body).toEqual(await enrollmentBot(patient, { operation: 'activate', carePlan: id }));
+    expect(
+      await runs(
+        async () => (await gw.call('POST', `/v1/enrollments/${id}/activate`, { token: stranger.token })).status,
+      ),
+    ).toEqual({ runs: 1, answer: 404 });
+
+    const revoked = await runs(() => gw.call('DELETE', `/v1/enrollments/${id}`, { token: patient.token }));
+    expect(revoked.runs).toBe(1);
+    expect(revoked.answer.body).toMatchObject({ status: 'revoked' });
+    const before = storeSnapshot(gw.backend);
+    const again = await runs(() => gw.call('DELETE', `/v1/enrollments/${id}`, { token: patient.token }));
+    expect(again.runs).toBe(0);
+    expect(again.answer.status).toBe(200);
+    expect(again.answer.body).toEqual(await enrollmentBot(patient, { operation: 'unenroll', carePlan: id }));
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+    // Revoked is not active: activating it is the bot's to refuse.
+    expect(
+      await runs(
+        async () => (await gw.call('POST', `/v1/enrollments/${id}/activate`, { token: patient.token })).status,
+      ),
+    ).toEqual({ runs: 1, answer: 409 });
+  });
+
+  it('an assessment whose journey has an active treatment plan, asked for as a program: the bot’s 409, not that plan', async () => {
+    const spine = await offered(gw, clinician);
+    expect((await answer(gw, spine.patient, spine.offer, { decision: 'accept' })).status).toBe(200);
+    const { protocols } = (await gw.call('GET', '/v1/protocols', { token: spine.patient.token })).body as {
+      protocols: { healthcareService: string; assessment?: string }[];
+    };
+    const assessment = protocols.find((p) => p.assessment?.includes('blood-pressure-check'))?.healthcareService;
+    const asProgram = await runs(() =>
+      gw.call('POST', '/v1/enrollments', { token: spine.patient.token, body: { healthcareService: assessment } }),
+    );
+    expect(asProgram.runs).toBe(1);
+    expect(asProgram.answer).toMatchObject({ status: 409, body: { error: { code: 'invalid_state' } } });
   });
 });
