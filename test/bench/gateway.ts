@@ -170,6 +170,12 @@ async function load(url: string, token: string, seconds: number): Promise<{ resu
   };
 }
 
+/**
+ * The floor pair of `npm start`'s layout: a relay that does no work of its own against the server it
+ * relays to (test/bench/serve-relay.ts). Its CPU is not the gateway's or Medplum's, so none is reported.
+ */
+export const FLOOR_PAIR = 'the floor: a relay doing nothing (Hono on the main thread, a message to a thread and back)';
+
 /** What a helper reports when ready: where Medplum is, and a demo patient's token. */
 interface EmbeddedInfo {
   baseUrl: string;
@@ -201,6 +207,7 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
       })
     : start<EmbeddedInfo>('test/bench/serve-embedded.ts', { PORT: medplumPort }, pinning?.medplum);
   const gateway = oneProcess ? undefined : start<string>('test/bench/serve-gateway.ts', {}, pinning?.gateway);
+  const helpers: (Helper<unknown> | undefined)[] = [];
   try {
     const info = await embedded.ready;
     const patientId = patientIdOf(info.token);
@@ -226,6 +233,14 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
         direct: `${info.baseUrl}fhir/R4/Patient/${patientId}`,
       },
     ];
+    // npm start's floor: a relay that does nothing over a server that does nothing (serve-relay.ts).
+    const floor =
+      layout === 'npm-start' ? start<{ direct: string; relay: string }>('test/bench/serve-relay.ts', {}) : undefined;
+    helpers.push(floor);
+    if (floor) {
+      const { direct, relay } = await floor.ready;
+      pairs.push({ name: FLOOR_PAIR, gateway: `${relay}floor`, direct: `${direct}floor` });
+    }
     const results: PairResult[] = [];
     for (const pair of pairs) {
       // Warm both paths (JIT tiers, key sets, pools) before measuring.
@@ -277,6 +292,9 @@ export async function runGatewayBench(seconds: number, layout: Layout): Promise<
   } finally {
     gateway?.child.kill();
     embedded.child.kill();
+    for (const helper of helpers) {
+      helper?.child.kill();
+    }
     if (pinning) {
       // Every CPU again (availableParallelism() would now say 1: it follows this process's affinity).
       pinSelf(`0-${cpus().length - 1}`);

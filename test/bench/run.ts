@@ -5,7 +5,7 @@ import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
 import { percentiles, runEmbeddedStoreBench } from './embedded-store';
-import { canPin, type Layout, type LoadResult, runGatewayBench } from './gateway';
+import { canPin, FLOOR_PAIR, type Layout, type LoadResult, runGatewayBench } from './gateway';
 import { runIntakeBench } from './intake';
 import { runOperationsBench } from './operations';
 import { runOverloadBench } from './overload';
@@ -101,6 +101,23 @@ async function main(): Promise<void> {
       console.log(r.name);
       console.log(line('direct', r.direct));
       console.log(line('gateway', r.gateway));
+      const connections = Number(process.env.BENCH_GATEWAY_CONNECTIONS ?? 32);
+      // Issue 17's targets at concurrency 32; issue 27's at concurrency 1 (throughput only: p99 is whole ms).
+      const target = connections === 1 ? 0.7 : 0.8;
+      if (r.name === FLOOR_PAIR) {
+        // The relay's added time per request at this concurrency, on each measured read's direct time.
+        const added = connections / r.gateway.requestsPerSecond - connections / r.direct.requestsPerSecond;
+        const bounds = pairs
+          .filter((p) => p.name !== FLOOR_PAIR)
+          .map((p) => {
+            const direct = connections / p.direct.requestsPerSecond;
+            return `${p.name} ${(direct / (direct + added)).toFixed(2)}x`;
+          });
+        console.log(
+          `  throughput ${r.throughputRatio.toFixed(2)}x of direct; the relay adds ${(added * 1e6).toFixed(0)} µs a request, so a gateway doing nothing over the reads above would reach: ${bounds.join(', ')}`,
+        );
+        continue;
+      }
       const cpu = r.cpuPerRequest;
       const us = (n: number) => `${n.toFixed(0)} µs`;
       console.log(
@@ -111,7 +128,7 @@ async function main(): Promise<void> {
             : `  CPU per request: gateway thread ${us(cpu.gateway)}, Medplum thread ${us(cpu.backend)} (direct: ${us(cpu.backendDirect)}), whole process ${us(cpu.process)}, load generator ${us(cpu.loadGenerator)}`,
       );
       console.log(
-        `  ratios (median of paired rounds): throughput ${r.throughputRatio.toFixed(2)}x (target >= 0.8) ${r.throughputRatio >= 0.8 ? 'MET' : 'NOT MET'}; p99 ${r.p99Ratio.toFixed(2)}x (target <= 1.3) ${r.p99Ratio <= 1.3 ? 'MET' : 'NOT MET'}`,
+        `  ratios (median of paired rounds): throughput ${r.throughputRatio.toFixed(2)}x (target >= ${target}) ${r.throughputRatio >= target ? 'MET' : 'NOT MET'}; ${connections === 1 ? 'p99 not compared (whole milliseconds at concurrency 1)' : `p99 ${r.p99Ratio.toFixed(2)}x (target <= 1.3) ${r.p99Ratio <= 1.3 ? 'MET' : 'NOT MET'}`}`,
       );
     }
   }
