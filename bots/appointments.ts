@@ -73,6 +73,10 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<App
   } else {
     ahead(medplum.readResource('Appointment', input.appointment));
     ahead(encountersOf(medplum, input.appointment));
+    if (input.operation === 'reschedule') {
+      // The new slot's checks start from it (its schedule, role, licence): asked with the appointment.
+      ahead(medplum.readResource('Slot', input.slot.split('/')[1]));
+    }
   }
   const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
   if (input.operation === 'book') {

@@ -71,11 +71,14 @@ const SELECT_TREATMENT = 'select-treatment';
 export async function handler(bare: MedplumClient, event: BotEvent): Promise<unknown> {
   const medplum = readingOnce(bare);
   // Her answers and her Patient go out with the checks of who completed the review (read only; believed below).
+  let selectingEarly: Promise<Task | undefined> | undefined;
   const woken = await completedByOwner(medplum, event, 'eligibility', ['review-intake'], (task) => {
     ahead(handedIn(medplum, task) ?? Promise.resolve(undefined));
     if (task.for?.reference) {
       ahead(medplum.readReference(task.for));
     }
+    // An earlier delivery's selection, keyed by the review: asked with her answers (read fresh: once).
+    selectingEarly = ahead(selectionOf(medplum, `Task/${task.id}`));
   });
   if (!woken.ok) {
     return woken;
@@ -92,7 +95,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
       return { queue: ahead(tenantQueue(medplum, p)) };
     }),
   );
-  const selecting = ahead(selectionOf(medplum, key));
+  const selecting = selectingEarly ?? ahead(selectionOf(medplum, key));
   const engine = ahead(medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }));
   // Only a review the platform issued (a Bot-written `ready` version in its history): a task a
   // clinician created herself, already done, starts nothing, whoever delivers it (the reconciler too).

@@ -16,6 +16,7 @@ import { formInput, formInstructions } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { readInput } from './input';
 import { lostRace } from './races';
+import { ahead } from './reads';
 import { fail } from './result';
 
 /**
@@ -103,6 +104,9 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
     'forbidden',
     `Only ${codes.join(' or ')} work completed by the clinician who owns it is acted on`,
   );
+  // Its history (who completed it) goes out with the task itself: it needs only the id (issue 27: round
+  // trips). Believed below, after the task's own checks, as before.
+  ahead(medplum.readHistory('Task', input.value.id));
   const task = (await medplum.readResource('Task', input.value.id).catch(absent)) as Task | undefined;
   if (task) {
     onRead?.(task);
