@@ -138,6 +138,8 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
     clinician: woken.clinician,
     response: answers.response,
   });
+  // Her record as it is now that the Condition is recorded: asked at once, beside the options still coming.
+  const recording = ahead(patientRecord(medplum, patient));
   const [device, options] = await Promise.all([engine, offering]);
   if (!device) {
     throw new Error('the eligibility engine Device is not provisioned');
@@ -145,10 +147,10 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   if (options.length === 0) {
     return { ok: true, offered: false, reason: 'no protocol of the tenant treats this condition' };
   }
-  // Her record as it is now that the Condition is recorded, read beside the claim (which writes nothing it reads).
+  // Her record, read beside the claim (which writes nothing it reads).
   const { queue } = await tenantReads;
   const [record, claimed] = await Promise.all([
-    patientRecord(medplum, patient),
+    recording,
     existing ?? claimSelection(medplum, review, patient, key, await queue),
   ]);
   if (claimed?.status !== 'draft') {
