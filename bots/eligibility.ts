@@ -71,6 +71,9 @@ const SELECT_TREATMENT = 'select-treatment';
 export async function handler(bare: MedplumClient, event: BotEvent): Promise<unknown> {
   const medplum = readingOnce(bare);
   // Her answers and her Patient go out with the checks of who completed the review (read only; believed below).
+  // The catalog's reads depend on no input (her tenant filters them afterwards): asked with the task.
+  ahead(conditionCatalogs(medplum, undefined));
+  ahead(activePlans(medplum));
   let selectingEarly: Promise<Task | undefined> | undefined;
   const woken = await completedByOwner(medplum, event, 'eligibility', ['review-intake'], (task) => {
     ahead(handedIn(medplum, task) ?? Promise.resolve(undefined));
@@ -86,14 +89,13 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   const review = woken.task;
   const key = `Task/${review.id}`;
   // What a run reads goes out at once (issue 27: round trips), each believed in its turn below: her
-  // answers, her Patient with her tenant's catalog and queue, the selection of an earlier delivery, the engine.
+  // answers, her Patient with her tenant's queue, the selection of an earlier delivery, the engine.
   const patientRef = review.for?.reference ?? '';
   ahead(handedIn(medplum, review) ?? Promise.resolve(undefined));
   const tenantReads = ahead(
-    medplum.readReference({ reference: patientRef } as Reference<Patient>).then((p) => {
-      ahead(conditionCatalogs(medplum, p.managingOrganization?.reference));
-      return { queue: ahead(tenantQueue(medplum, p)) };
-    }),
+    medplum
+      .readReference({ reference: patientRef } as Reference<Patient>)
+      .then((p) => ({ queue: ahead(tenantQueue(medplum, p)) })),
   );
   const selecting = selectingEarly ?? ahead(selectionOf(medplum, key));
   const engine = ahead(medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }));
@@ -248,19 +250,23 @@ async function inConditionCatalog(medplum: MedplumClient, code: string, organiza
   );
 }
 
+/** The catalog's active plans, the tenant's and the platform's, whoever they are published to. */
+async function activePlans(medplum: MedplumClient): Promise<PlanDefinition[]> {
+  const plans = await Promise.all(
+    [CATALOG.tenant, CATALOG.platform].map((tag) =>
+      searchAll(medplum, 'PlanDefinition', { _tag: `${CATALOG.system}|${tag}`, status: 'active' }),
+    ),
+  );
+  return plans.flat();
+}
+
 /** The active clinical protocols published to the tenant whose goal addresses this ICD-10-CM code. */
 async function treatingProtocols(
   medplum: MedplumClient,
   code: string,
   organization: string | undefined,
 ): Promise<PlanDefinition[]> {
-  const plans = (
-    await Promise.all(
-      [CATALOG.tenant, CATALOG.platform].map((tag) =>
-        searchAll(medplum, 'PlanDefinition', { _tag: `${CATALOG.system}|${tag}`, status: 'active' }),
-      ),
-    )
-  ).flat();
+  const plans = await activePlans(medplum);
   return plans.filter(
     (plan) =>
       isPublishedTo(plan, organization) &&
