@@ -17,6 +17,7 @@ import {
 } from '../../bots/lib/finished';
 import { episodeByKey, episodeKey } from '../../bots/lib/journey';
 import { readingOnce } from '../../bots/lib/reads';
+import { openRequest, proposalFor } from '../../bots/lib/requests';
 import {
   type AppointmentView,
   appointmentView,
@@ -176,6 +177,21 @@ export async function currentEnrollment(
   return plan && found?.episode
     ? withoutFlags(await enrollmentAnswer(found.medplum, plan, found.episode, false))
     : undefined;
+}
+
+/**
+ * `POST /v1/requests` for an item she has an open request for: that request and its review task, as the
+ * request-review bot answers it (the item resolved against her catalog first, as the bot resolves it).
+ */
+export async function openRequestAgain(
+  patientId: string,
+  input: { medication?: string; treatmentOption?: string; protocol?: string },
+  client: MedplumClient,
+): Promise<{ request: string; task: string } | undefined> {
+  const medplum = readingOnce(client);
+  const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
+  const resolved = await proposalFor(medplum, patient, input);
+  return resolved.ok ? openRequest(medplum, resolved.proposal.resourceType, resolved.key, patientId) : undefined;
 }
 
 /**

@@ -381,3 +381,28 @@ describe('enrollment work again', () => {
     expect(asProgram.answer).toMatchObject({ status: 409, body: { error: { code: 'invalid_state' } } });
   });
 });
+
+describe('a request for review again', () => {
+  const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
+  const request = (patient: DemoActor, body: unknown) =>
+    gw.call('POST', '/v1/requests', { token: patient.token, body });
+
+  it('for an item she has an open request for: that request and its review task, from her reads, no bot run', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const other = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const item = { medication: `${RXNORM}|197361` };
+    const made = await runs(() => request(patient, { ...item, note: 'My sister takes this' }));
+    expect(made.answer.status, made.answer.text).toBe(201);
+    expect(made.runs).toBe(1);
+    const before = storeSnapshot(gw.backend);
+    const again = await runs(() => request(patient, item));
+    expect(again).toEqual({ runs: 0, answer: expect.objectContaining({ status: 200, body: made.answer.body }) });
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+    // Another item, or another patient's request for the same one, is new: the bot's.
+    const another = await runs(() => request(patient, { medication: `${RXNORM}|314076` }));
+    expect(another).toMatchObject({ runs: 1, answer: { status: 201 } });
+    const hers = await runs(() => request(other, item));
+    expect(hers).toMatchObject({ runs: 1, answer: { status: 201 } });
+    expect(hers.answer.body).not.toEqual(made.answer.body);
+  });
+});
