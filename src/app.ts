@@ -78,11 +78,11 @@ export function createApp(deps: AppDeps): App {
   registerProtocolRoutes(app);
   const catalog = createCatalogCache({ ttlMs: deps.catalogTtlMs ?? CATALOG_TTL_MS, clock: deps.clock });
   registerAgreementRoutes(app, deps.edgeSigner, catalog);
-  registerAssessmentRoutes(app);
+  registerAssessmentRoutes(app, catalog);
   registerTaskRoutes(app, deps.edgeSigner, catalog);
   registerRequestRoutes(app);
   registerOrderRoutes(app);
-  registerEnrollmentRoutes(app);
+  registerEnrollmentRoutes(app, catalog);
   registerSchedulingRoutes(app);
   registerAppointmentRoutes(app);
   registerDocumentRoutes(app);

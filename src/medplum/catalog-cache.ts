@@ -1,3 +1,5 @@
+import type { MedplumClient } from '@medplum/core';
+import { type AgreementCatalog, freshCatalog } from '../../bots/lib/agreements';
 /**
  * Short-lived copies of catalog reads the gateway computes answers from (issue 27): what the patients of
  * one tenant may read of the published catalog is the same for all of them (their policy's catalog
@@ -5,7 +7,9 @@
  * patient's read serves her tenant's next calls for `ttlMs`. Keys must name everything that decides what
  * the read returns (the tenant); values are published content, never a patient's record. A copy is at
  * most `ttlMs` old: a newly published version is asked for within that time, while the workflow bots'
- * own gate always reads fresh (a call made in between gets their 409 with what is missing).
+ * own gate always reads fresh (a call made in between gets their 409 with what is missing). The reads it
+ * serves write nothing: the requirements check, and the gate of a resume answered as it is
+ * (src/medplum/finished-work.ts).
  */
 export interface CatalogCache {
   get<T>(key: string, load: () => Promise<T>): Promise<T>;
@@ -50,5 +54,26 @@ export function createCatalogCache({
       }
       return value;
     },
+  };
+}
+
+/**
+ * Her tenant's part of the agreement catalog (bots/lib/agreements.ts `patientAgreements`) read through
+ * the cache with her own client: what her tenant publishes is the same for all its patients (the published
+ * agreements, a service, what a plan attaches), so one read of each serves her tenant's calls for a few
+ * seconds. The reads the gateway computes use it; the bots' gate, before every write, reads fresh.
+ */
+export function cachedAgreementCatalog(
+  catalog: CatalogCache,
+  medplum: MedplumClient,
+): (organization: string | undefined) => AgreementCatalog {
+  const fresh = freshCatalog(medplum);
+  return (organization) => {
+    const tenant = organization ?? 'none';
+    return {
+      published: () => catalog.get(`agreements ${tenant}`, fresh.published),
+      service: (reference) => catalog.get(`service ${tenant} ${reference}`, () => fresh.service(reference)),
+      attached: (canonical) => catalog.get(`attached ${tenant} ${canonical}`, () => fresh.attached(canonical)),
+    };
   };
 }

@@ -1,7 +1,7 @@
 import type { MedplumClient } from '@medplum/core';
 import type { CarePlan, EpisodeOfCare, Patient, PlanDefinition, RequestGroup, Task } from '@medplum/fhirtypes';
 import { absent } from '../../bots/lib/absent';
-import { requireAgreements } from '../../bots/lib/agreements';
+import { type AgreementCatalog, patientAgreements } from '../../bots/lib/agreements';
 import { assessmentAnswer, type StartedAssessment } from '../../bots/lib/assessments';
 import { canonicalJson } from '../../bots/lib/canonical';
 import { offeredPlan, planTypeOf } from '../../bots/lib/catalog';
@@ -39,6 +39,12 @@ import { base64url } from '../shared/base64url';
  * done, done with another payload, not hers, not found) is undefined, and the bot decides as before:
  * it stays the one authority on every refusal and on every write.
  */
+
+/** Her client, and her tenant's catalog as the gateway reads it (src/medplum/catalog-cache.ts). */
+export interface Her {
+  client: MedplumClient;
+  catalog: (organization: string | undefined) => AgreementCatalog;
+}
 
 /** `POST /v1/tasks/{id}/complete` again, with the payload that completed the task (bots/complete-task.ts). */
 export async function repeatedCompletion(
@@ -153,9 +159,9 @@ export async function resumedSegment(
 export async function resumedAssessment(
   patientId: string,
   healthcareService: string,
-  client: MedplumClient,
+  her: Her,
 ): Promise<Omit<StartedAssessment, 'created'> | undefined> {
-  const found = await offeredJourney(client, patientId, healthcareService, 'assessment');
+  const found = await offeredJourney(her, patientId, healthcareService, 'assessment');
   if (found?.episode?.status !== 'active' && found?.episode?.status !== 'finished') {
     return undefined;
   }
@@ -170,9 +176,9 @@ export async function resumedAssessment(
 export async function currentEnrollment(
   patientId: string,
   healthcareService: string,
-  client: MedplumClient,
+  her: Her,
 ): Promise<Omit<Enrollment, 'created'> | undefined> {
-  const found = await offeredJourney(client, patientId, healthcareService, 'program');
+  const found = await offeredJourney(her, patientId, healthcareService, 'program');
   const plan = found?.episode ? await enrollmentIn(found.medplum, found.episode, patientId) : undefined;
   return plan && found?.episode
     ? withoutFlags(await enrollmentAnswer(found.medplum, plan, found.episode, false))
@@ -196,21 +202,23 @@ export async function openRequestAgain(
 
 /**
  * Her journey (episode) for an offering, when it is one the bot would act on: published to her tenant and
- * available where she lives, of the plan type the endpoint starts, and the gate met; each read fresh with
- * her token, each once (bots/lib/reads.ts: her Patient serves the gate and the offering's check).
+ * available where she lives, of the plan type the endpoint starts, and the gate met; each read with her
+ * token, each once (bots/lib/reads.ts: her Patient serves the gate and the offering's check). The gate's
+ * catalog part comes through the tenant's short-lived copies, as for the requirements check
+ * (src/medplum/catalog-cache.ts): the answer writes nothing, and the bot's gate before any write reads fresh.
  */
 async function offeredJourney(
-  client: MedplumClient,
+  { client, catalog }: Her,
   patientId: string,
   healthcareService: string,
   type: 'assessment' | 'program',
 ): Promise<{ medplum: MedplumClient; plan: PlanDefinition; episode?: EpisodeOfCare } | undefined> {
   const medplum = readingOnce(client);
-  const gating = requireAgreements(medplum, patientId, { healthcareService });
+  const gating = patientAgreements(medplum, patientId, { healthcareService }, catalog);
   gating.catch(() => undefined);
   const patient = (await medplum.readResource('Patient', patientId)) as Patient;
   const offered = await offeredPlan(medplum, healthcareService, patient);
-  if (!offered || planTypeOf(offered.plan) !== type || (await gating)) {
+  if (!offered || planTypeOf(offered.plan) !== type || (await gating)?.unmet.length !== 0) {
     return undefined;
   }
   const episode = await episodeByKey(medplum, patientId, episodeKey(patientId, offered.plan.url as string));

@@ -1,4 +1,4 @@
-import { freshCatalog, patientAgreements } from '../../bots/lib/agreements';
+import { patientAgreements } from '../../bots/lib/agreements';
 import {
   AcceptancesSchema,
   acceptancesRoute,
@@ -13,7 +13,7 @@ import { edgeStatement } from '../edge/request';
 import type { EdgeSigner } from '../edge/statement';
 import { notFound } from '../errors';
 import { callBot } from '../medplum/bots';
-import type { CatalogCache } from '../medplum/catalog-cache';
+import { type CatalogCache, cachedAgreementCatalog } from '../medplum/catalog-cache';
 
 const bot = (value: string) => ({ system: SYSTEMS.bots, value });
 
@@ -26,15 +26,12 @@ export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undef
   // each serves her tenant's calls for a few seconds.
   app.openapi(requirementsRoute, async (c) => {
     const medplum = c.get('medplum');
-    const fresh = freshCatalog(medplum);
-    const state = await patientAgreements(medplum, c.get('session').patientId, c.req.valid('query'), (org) => {
-      const tenant = org ?? 'none';
-      return {
-        published: () => catalog.get(`agreements ${tenant}`, fresh.published),
-        service: (reference) => catalog.get(`service ${tenant} ${reference}`, () => fresh.service(reference)),
-        attached: (canonical) => catalog.get(`attached ${tenant} ${canonical}`, () => fresh.attached(canonical)),
-      };
-    });
+    const state = await patientAgreements(
+      medplum,
+      c.get('session').patientId,
+      c.req.valid('query'),
+      cachedAgreementCatalog(catalog, medplum),
+    );
     if (!state) {
       throw notFound();
     }

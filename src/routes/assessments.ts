@@ -2,13 +2,17 @@ import { AssessmentSchema, startAssessmentRoute } from '../../contracts/assessme
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
+import { type CatalogCache, cachedAgreementCatalog } from '../medplum/catalog-cache';
 import { resumedAssessment } from '../medplum/finished-work';
 
-export function registerAssessmentRoutes(app: App): void {
+export function registerAssessmentRoutes(app: App, catalog: CatalogCache): void {
   app.openapi(startAssessmentRoute, async (c) => {
     const { healthcareService } = c.req.valid('json');
     // An assessment she has started is resumed from her own reads (issue 27, item 1).
-    const resumed = await resumedAssessment(c.get('session').patientId, healthcareService, c.get('medplum'));
+    const resumed = await resumedAssessment(c.get('session').patientId, healthcareService, {
+      client: c.get('medplum'),
+      catalog: cachedAgreementCatalog(catalog, c.get('medplum')),
+    });
     if (resumed) {
       return c.json(AssessmentSchema.parse(resumed), 200);
     }

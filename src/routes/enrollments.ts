@@ -2,16 +2,20 @@ import { activateEnrollmentRoute, EnrollmentSchema, enrollRoute, unenrollRoute }
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
+import { type CatalogCache, cachedAgreementCatalog } from '../medplum/catalog-cache';
 import { currentEnrollment, settledEnrollment } from '../medplum/finished-work';
 
 const enrollment = { system: SYSTEMS.bots, value: 'enrollment' };
 
-export function registerEnrollmentRoutes(app: App): void {
+export function registerEnrollmentRoutes(app: App, catalog: CatalogCache): void {
   // Enrollment work already done (enrolled, active, revoked) is answered as it is from her own reads (issue
   // 27, item 1); anything else is the bot's.
   app.openapi(enrollRoute, async (c) => {
     const body = c.req.valid('json');
-    const current = await currentEnrollment(c.get('session').patientId, body.healthcareService, c.get('medplum'));
+    const current = await currentEnrollment(c.get('session').patientId, body.healthcareService, {
+      client: c.get('medplum'),
+      catalog: cachedAgreementCatalog(catalog, c.get('medplum')),
+    });
     if (current) {
       return c.json(EnrollmentSchema.parse(current), 200);
     }

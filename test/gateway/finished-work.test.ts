@@ -1,10 +1,11 @@
-import type { Task } from '@medplum/fhirtypes';
+import type { DocumentReference, Organization, Patient, Reference, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payloadDigest } from '../../bots/lib/digest';
 import { PATIENT_TASK_TAG } from '../../bots/lib/journey';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import { fingerprint } from '../../src/medplum/finished-work';
+import { agreementDocument } from '../../src/provision/agreements';
 import { direct } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
@@ -404,5 +405,65 @@ describe('a request for review again', () => {
     const hers = await runs(() => request(other, item));
     expect(hers).toMatchObject({ runs: 1, answer: { status: 201 } });
     expect(hers.answer.body).not.toEqual(made.answer.body);
+  });
+});
+
+describe('a resume’s gate and the tenant’s catalog copy', () => {
+  it('a required agreement published after she started: within the copy’s life the resume answers as the requirements check does; past it, the bot’s 409 names it', async () => {
+    // Publishing changes every patient's requirements: a backend of its own, and a clock.
+    let later = 0;
+    const own = await startTestGateway({ clock: () => new Date(Date.now() + later) });
+    try {
+      // A demo patient: she accepts the catalog's versions as they are (a fresh patient's acceptances are
+      // made for whatever is published, test/support/patients.ts).
+      const patient = own.backend.patients.alice;
+      const started = await startAssessment(own, patient, 'assessments/weight-intake');
+      const { protocols } = (await own.call('GET', '/v1/protocols', { token: patient.token })).body as {
+        protocols: { healthcareService: string; assessment?: string }[];
+      };
+      const healthcareService = protocols.find((p) => p.assessment?.includes('assessments/weight-intake'))
+        ?.healthcareService as string;
+      const resume = () => own.call('POST', '/v1/assessments', { token: patient.token, body: { healthcareService } });
+      const requirements = async () =>
+        (
+          await own.call(
+            'GET',
+            `/v1/agreements/requirements?healthcareService=${encodeURIComponent(healthcareService)}`,
+            {
+              token: patient.token,
+            },
+          )
+        ).body as { satisfied: boolean };
+      expect(await requirements()).toMatchObject({ satisfied: true });
+      // A new version of her tenant's own terms (which stand in for the platform's there).
+      const terms = 'https://patient-care.example/agreements/northwind/terms';
+      const tenant = (await own.backend.systemRepo.readResource<Patient>('Patient', patient.patient.id))
+        .managingOrganization as Reference<Organization>;
+      const published = agreementDocument({
+        key: 'northwind-terms-v4',
+        url: terms,
+        version: '4',
+        category: 'terms',
+        title: 'Northwind Health terms',
+        tenant: 'northwind',
+        required: true,
+        published: '2026-06-01',
+      }).resource as DocumentReference;
+      await own.backend.admin.createResource<DocumentReference>({
+        ...published,
+        meta: { ...published.meta, accounts: [tenant] },
+        custodian: tenant,
+      });
+      expect(await requirements()).toMatchObject({ satisfied: true });
+      expect(await resume()).toMatchObject({ status: 200, body: started });
+      later += 10_001;
+      expect(await requirements()).toMatchObject({ satisfied: false });
+      expect(await resume()).toMatchObject({
+        status: 409,
+        body: { error: { code: 'consent_required', details: { agreements: [{ url: terms, version: '4' }] } } },
+      });
+    } finally {
+      own.close();
+    }
   });
 });
