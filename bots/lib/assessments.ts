@@ -1,5 +1,5 @@
 import type { MedplumClient } from '@medplum/core';
-import type { EpisodeOfCare, ObservationDefinition, PlanDefinition, Task } from '@medplum/fhirtypes';
+import type { EpisodeOfCare, ObservationDefinition, PlanDefinition, Reference, Task } from '@medplum/fhirtypes';
 import type { PatientTask } from '../../contracts/tasks';
 import { episodePlan, patientEpisodeTasks, patientTaskView, readVersioned, taskDefinition } from './journey';
 import { type BotResult, fail } from './result';
@@ -29,6 +29,8 @@ export async function assessmentAnswer(
   created: boolean,
   /** The plan the offering fronts now; the episode's own pinned plan is read when it is another version. */
   current: PlanDefinition,
+  /** How a task's versioned definition is read (the gateway keeps the versions it read: they never change). */
+  readDefinition?: (reference: Reference<ObservationDefinition>) => Promise<ObservationDefinition>,
 ): Promise<BotResult<StartedAssessment>> {
   if (episode.status !== 'active' && episode.status !== 'finished') {
     return fail(409, 'invalid_state', 'This assessment was stopped by the care team', { state: episode.status });
@@ -36,7 +38,7 @@ export async function assessmentAnswer(
   const own = await patientEpisodeTasks(medplum, episode.id as string, patientId);
   const pinned = episodePlan(episode);
   const plan = pinned === `${current.url}|${current.version}` ? current : await pinnedPlan(medplum, pinned);
-  return assessmentAnswerWith(medplum, episode, inPlanOrder(plan, own), created);
+  return assessmentAnswerWith(medplum, episode, inPlanOrder(plan, own), created, new Map(), readDefinition);
 }
 
 /** The episode and its tasks as the patient is answered them. */
@@ -47,6 +49,7 @@ export async function assessmentAnswerWith(
   created: boolean,
   /** Definition versions already read in this run, by versioned reference. */
   known = new Map<string, ObservationDefinition>(),
+  readDefinition = (reference: Reference<ObservationDefinition>) => readVersioned(medplum, reference),
 ): Promise<BotResult<StartedAssessment>> {
   return {
     ok: true,
@@ -58,7 +61,7 @@ export async function assessmentAnswerWith(
       tasks.map((task) =>
         patientTaskView(medplum, task, async (reference) => {
           const definition = known.get(reference.reference ?? '');
-          return definition ?? readVersioned(medplum, reference);
+          return definition ?? readDefinition(reference);
         }),
       ),
     ),

@@ -1,5 +1,5 @@
 import type { MedplumClient } from '@medplum/core';
-import type { CarePlan, EpisodeOfCare, Task } from '@medplum/fhirtypes';
+import type { CarePlan, EpisodeOfCare, ObservationDefinition, Reference, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import type { PatientTask } from '../../contracts/tasks';
 import { absent } from './absent';
@@ -61,6 +61,8 @@ export async function enrollmentAnswer(
   plan: CarePlan,
   episode: EpisodeOfCare | undefined,
   created: boolean,
+  /** How a task's versioned definition is read (the gateway keeps the versions it read: they never change). */
+  readDefinition?: (reference: Reference<ObservationDefinition>) => Promise<ObservationDefinition>,
 ): Promise<{ ok: true } & Enrollment> {
   const status = plan.status as 'draft' | 'active' | 'revoked';
   const tasks =
@@ -76,6 +78,8 @@ export async function enrollmentAnswer(
     ...(episode ? { episodeOfCare: `EpisodeOfCare/${episode.id}` } : {}),
     protocol: plan.instantiatesCanonical?.[0] ?? '',
     status,
-    ...(status === 'active' ? { tasks: await Promise.all(tasks.map((t) => patientTaskView(medplum, t))) } : {}),
+    ...(status === 'active'
+      ? { tasks: await Promise.all(tasks.map((t) => patientTaskView(medplum, t, readDefinition))) }
+      : {}),
   };
 }

@@ -1,5 +1,7 @@
 import type { MedplumClient } from '@medplum/core';
+import type { ObservationDefinition, Reference } from '@medplum/fhirtypes';
 import { type AgreementCatalog, freshCatalog } from '../../bots/lib/agreements';
+import { readVersioned } from '../../bots/lib/journey';
 /**
  * Short-lived copies of catalog reads the gateway computes answers from (issue 27): what the patients of
  * one tenant may read of the published catalog is the same for all of them (their policy's catalog
@@ -76,4 +78,17 @@ export function cachedAgreementCatalog(
       attached: (canonical) => catalog.get(`attached ${tenant} ${canonical}`, () => fresh.attached(canonical)),
     };
   };
+}
+
+/**
+ * The versioned ObservationDefinitions her tasks pin, kept as read: a version never changes. Keyed by her,
+ * so that a copy serves only the patient whose policy let it be read.
+ */
+export function cachedDefinitions(
+  catalog: CatalogCache,
+  medplum: MedplumClient,
+  patientId: string,
+): (reference: Reference<ObservationDefinition>) => Promise<ObservationDefinition> {
+  return (reference) =>
+    catalog.get(`definition Patient/${patientId} ${reference.reference}`, () => readVersioned(medplum, reference));
 }

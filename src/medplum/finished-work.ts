@@ -1,5 +1,14 @@
 import type { MedplumClient } from '@medplum/core';
-import type { CarePlan, EpisodeOfCare, Patient, PlanDefinition, RequestGroup, Task } from '@medplum/fhirtypes';
+import type {
+  CarePlan,
+  EpisodeOfCare,
+  ObservationDefinition,
+  Patient,
+  PlanDefinition,
+  Reference,
+  RequestGroup,
+  Task,
+} from '@medplum/fhirtypes';
 import { absent } from '../../bots/lib/absent';
 import { type AgreementCatalog, patientAgreements } from '../../bots/lib/agreements';
 import { assessmentAnswer, type StartedAssessment } from '../../bots/lib/assessments';
@@ -44,6 +53,8 @@ import { base64url } from '../shared/base64url';
 export interface Her {
   client: MedplumClient;
   catalog: (organization: string | undefined) => AgreementCatalog;
+  /** Her tasks' versioned definitions, kept as read (src/medplum/catalog-cache.ts `cachedDefinitions`). */
+  definitions: (reference: Reference<ObservationDefinition>) => Promise<ObservationDefinition>;
 }
 
 /** `POST /v1/tasks/{id}/complete` again, with the payload that completed the task (bots/complete-task.ts). */
@@ -165,7 +176,7 @@ export async function resumedAssessment(
   if (found?.episode?.status !== 'active' && found?.episode?.status !== 'finished') {
     return undefined;
   }
-  const answer = await assessmentAnswer(found.medplum, patientId, found.episode, false, found.plan);
+  const answer = await assessmentAnswer(found.medplum, patientId, found.episode, false, found.plan, her.definitions);
   return answer.ok ? withoutFlags(answer) : undefined;
 }
 
@@ -181,7 +192,7 @@ export async function currentEnrollment(
   const found = await offeredJourney(her, patientId, healthcareService, 'program');
   const plan = found?.episode ? await enrollmentIn(found.medplum, found.episode, patientId) : undefined;
   return plan && found?.episode
-    ? withoutFlags(await enrollmentAnswer(found.medplum, plan, found.episode, false))
+    ? withoutFlags(await enrollmentAnswer(found.medplum, plan, found.episode, false, her.definitions))
     : undefined;
 }
 

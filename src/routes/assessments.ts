@@ -2,7 +2,7 @@ import { AssessmentSchema, startAssessmentRoute } from '../../contracts/assessme
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
-import { type CatalogCache, cachedAgreementCatalog } from '../medplum/catalog-cache';
+import { type CatalogCache, cachedAgreementCatalog, cachedDefinitions } from '../medplum/catalog-cache';
 import { resumedAssessment } from '../medplum/finished-work';
 
 export function registerAssessmentRoutes(app: App, catalog: CatalogCache): void {
@@ -12,6 +12,7 @@ export function registerAssessmentRoutes(app: App, catalog: CatalogCache): void 
     const resumed = await resumedAssessment(c.get('session').patientId, healthcareService, {
       client: c.get('medplum'),
       catalog: cachedAgreementCatalog(catalog, c.get('medplum')),
+      definitions: cachedDefinitions(catalog, c.get('medplum'), c.get('session').patientId),
     });
     if (resumed) {
       return c.json(AssessmentSchema.parse(resumed), 200);

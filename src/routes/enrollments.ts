@@ -2,7 +2,7 @@ import { activateEnrollmentRoute, EnrollmentSchema, enrollRoute, unenrollRoute }
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
-import { type CatalogCache, cachedAgreementCatalog } from '../medplum/catalog-cache';
+import { type CatalogCache, cachedAgreementCatalog, cachedDefinitions } from '../medplum/catalog-cache';
 import { currentEnrollment, settledEnrollment } from '../medplum/finished-work';
 
 const enrollment = { system: SYSTEMS.bots, value: 'enrollment' };
@@ -15,6 +15,7 @@ export function registerEnrollmentRoutes(app: App, catalog: CatalogCache): void 
     const current = await currentEnrollment(c.get('session').patientId, body.healthcareService, {
       client: c.get('medplum'),
       catalog: cachedAgreementCatalog(catalog, c.get('medplum')),
+      definitions: cachedDefinitions(catalog, c.get('medplum'), c.get('session').patientId),
     });
     if (current) {
       return c.json(EnrollmentSchema.parse(current), 200);

@@ -5,7 +5,7 @@ import type { App } from '../app-env';
 import { edgeStatement } from '../edge/request';
 import type { EdgeSigner } from '../edge/statement';
 import { callBot } from '../medplum/bots';
-import type { CatalogCache } from '../medplum/catalog-cache';
+import { type CatalogCache, cachedDefinitions } from '../medplum/catalog-cache';
 import { repeatedCompletion } from '../medplum/finished-work';
 
 /** The most open tasks `GET /v1/tasks` lists (one search page). */
@@ -27,13 +27,8 @@ export function registerTaskRoutes(app: App, edgeSigner: EdgeSigner | undefined,
       _count: String(MAX_OPEN_TASKS),
     });
     const open = found.filter((task) => task.for?.reference === her && taskKind(task) !== undefined);
-    const tasks = await Promise.all(
-      open.map((task) =>
-        patientTaskView(medplum, task, (reference) =>
-          catalog.get(`definition ${her} ${reference.reference}`, () => readVersioned(medplum, reference)),
-        ),
-      ),
-    );
+    const definitions = cachedDefinitions(catalog, medplum, c.get('session').patientId);
+    const tasks = await Promise.all(open.map((task) => patientTaskView(medplum, task, definitions)));
     return c.json(PatientTasksSchema.parse({ tasks }), 200);
   });
 
