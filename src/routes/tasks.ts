@@ -1,4 +1,4 @@
-import { PATIENT_TASK_TAG, patientTaskView, readVersioned, taskKind } from '../../bots/lib/journey';
+import { PATIENT_TASK_TAG, patientTaskView, taskKind } from '../../bots/lib/journey';
 import { SYSTEMS } from '../../contracts/systems';
 import { CompletedTaskSchema, completeTaskRoute, listTasksRoute, PatientTasksSchema } from '../../contracts/tasks';
 import type { App } from '../app-env';
