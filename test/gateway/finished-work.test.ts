@@ -405,6 +405,13 @@ describe('a request for review again', () => {
     const hers = await runs(() => request(other, item));
     expect(hers).toMatchObject({ runs: 1, answer: { status: 201 } });
     expect(hers.answer.body).not.toEqual(made.answer.body);
+    // An item her catalog does not offer (another tenant's option) is the bot's to refuse.
+    const foreign = await runs(() =>
+      request(patient, {
+        treatmentOption: 'https://patient-care.example/southridge/treatment-options/lisinopril-10|1',
+      }),
+    );
+    expect(foreign).toMatchObject({ runs: 1, answer: { status: 400, body: { error: { code: 'invalid_request' } } } });
   });
 });
 
