@@ -2,6 +2,7 @@ import type { MedplumClient } from '@medplum/core';
 import type {
   CarePlan,
   EpisodeOfCare,
+  HealthcareService,
   ObservationDefinition,
   Patient,
   PlanDefinition,
@@ -13,7 +14,7 @@ import { absent } from '../../bots/lib/absent';
 import { type AgreementCatalog, patientAgreements } from '../../bots/lib/agreements';
 import { assessmentAnswer, type StartedAssessment } from '../../bots/lib/assessments';
 import { canonicalJson } from '../../bots/lib/canonical';
-import { offeredPlan, planTypeOf } from '../../bots/lib/catalog';
+import { frontedCanonical, offeredPlan, planTypeOf } from '../../bots/lib/catalog';
 import { type Enrollment, enrollmentAnswer, enrollmentIn, episodeOfPlan } from '../../bots/lib/enrollments';
 import {
   type CompletedTask,
@@ -223,16 +224,26 @@ async function offeredJourney(
   patientId: string,
   healthcareService: string,
   type: 'assessment' | 'program',
-): Promise<{ medplum: MedplumClient; plan: PlanDefinition; episode?: EpisodeOfCare } | undefined> {
+): Promise<{ medplum: MedplumClient; plan: PlanDefinition; episode: EpisodeOfCare } | undefined> {
   const medplum = readingOnce(client);
   const gating = patientAgreements(medplum, patientId, { healthcareService }, catalog);
   gating.catch(() => undefined);
-  const patient = (await medplum.readResource('Patient', patientId)) as Patient;
-  const offered = await offeredPlan(medplum, healthcareService, patient);
-  if (!offered || planTypeOf(offered.plan) !== type || (await gating)?.unmet.length !== 0) {
+  const reading = medplum.readResource('Patient', patientId);
+  reading.catch(() => undefined);
+  // Her journey for the plan the offering fronts, looked for first: with none there is nothing to answer
+  // as it is, and a first start goes to the bot after two reads in turn (the others asked beside them).
+  const service = (await medplum
+    .readResource('HealthcareService', healthcareService.split('/')[1] ?? '')
+    .catch(absent)) as HealthcareService | undefined;
+  const url = service ? frontedCanonical(service)?.split('|')[0] : undefined;
+  const episode = url ? await episodeByKey(medplum, patientId, episodeKey(patientId, url)) : undefined;
+  if (!episode) {
     return undefined;
   }
-  const episode = await episodeByKey(medplum, patientId, episodeKey(patientId, offered.plan.url as string));
+  const offered = await offeredPlan(medplum, healthcareService, (await reading) as Patient);
+  if (!offered || offered.plan.url !== url || planTypeOf(offered.plan) !== type || (await gating)?.unmet.length !== 0) {
+    return undefined;
+  }
   return { medplum, plan: offered.plan, episode };
 }
 
