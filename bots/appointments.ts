@@ -14,7 +14,7 @@ import type {
 import { EXTENSIONS, SYSTEMS, VISIT_TYPES } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } from './lib/agreements';
-import { isPatientTask } from './lib/finished';
+import { isHerTask } from './lib/finished';
 import { visitTypeOf } from './lib/plans';
 import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
@@ -109,7 +109,7 @@ async function book(
     // The slot's checks (its schedule, role, licence) run beside the task's; answered in their turn below.
     const slotCheck = slotId ? ahead(bookableSlot(medplum, slotId, patient)) : undefined;
     const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
-    if (!task || task.for?.reference !== her || !isPatientTask(task) || !isVisitTask(task)) {
+    if (!isHerTask(task, patient.id) || !isVisitTask(task)) {
       return contextNotFound();
     }
     if (task.status === 'completed') {

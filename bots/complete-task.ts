@@ -32,7 +32,7 @@ import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } f
 import { answerProblems } from './lib/answers';
 import { conditionCatalogs } from './lib/catalog';
 import { payloadDigest } from './lib/digest';
-import { type CompletedTask, completedTask, completionDigest, isPatientTask } from './lib/finished';
+import { type CompletedTask, completedTask, completionDigest, isHerTask, isPatientTask } from './lib/finished';
 import {
   episodePlan,
   episodeTasks,
@@ -90,7 +90,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
       ahead(aheadOfAnswers(medplum, payload.questionnaireResponse, patientId, binaryOrigins(medplum, event)));
     }
     const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
-    if (!task || task.for?.reference !== `Patient/${patientId}` || !isPatientTask(task)) {
+    if (!isHerTask(task, patientId)) {
       return contextNotFound();
     }
     aheadOfWork(medplum, task, payload);

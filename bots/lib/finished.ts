@@ -15,6 +15,10 @@ import { issuedVersion } from './queues';
 export const isPatientTask = (task: Task): boolean =>
   (task.meta?.tag ?? []).some((t) => t.system === PATIENT_TASK_TAG.system && t.code === PATIENT_TASK_TAG.code);
 
+/** A task the platform issued to this patient: for her, with the patient-task tag. */
+export const isHerTask = (task: Task | undefined, patientId: string): task is Task =>
+  task?.for?.reference === `Patient/${patientId}` && isPatientTask(task);
+
 /** The fingerprint (bots/lib/digest.ts) of the payload that completed a task, kept on the task. */
 export const completionDigest = (task: Task): string | undefined =>
   task.extension?.find((e) => e.url === EXTENSIONS.completionDigest)?.valueString;

@@ -20,7 +20,7 @@ import {
   type CompletedTask,
   completedTask,
   completionDigest,
-  isPatientTask,
+  isHerTask,
   orderDecisionsTask,
   type PlacedOrder,
   placedOrder,
@@ -40,6 +40,7 @@ import {
   segmentsOf,
 } from '../../bots/lib/visits';
 import { base64url } from '../shared/base64url';
+import { type CatalogCache, cachedAgreementCatalog, cachedDefinitions } from './catalog-cache';
 
 /**
  * A repeat of finished work (a client's retry, a second tap) answered by the gateway from her own reads,
@@ -58,6 +59,13 @@ export interface Her {
   definitions: (reference: Reference<ObservationDefinition>) => Promise<ObservationDefinition>;
 }
 
+/** Her reads for a resume: her client, and the tenant's catalog and her definitions through the cache. */
+export const herReads = (catalog: CatalogCache, client: MedplumClient, patientId: string): Her => ({
+  client,
+  catalog: cachedAgreementCatalog(catalog, client),
+  definitions: cachedDefinitions(catalog, client, patientId),
+});
+
 /** `POST /v1/tasks/{id}/complete` again, with the payload that completed the task (bots/complete-task.ts). */
 export async function repeatedCompletion(
   medplum: MedplumClient,
@@ -67,14 +75,13 @@ export async function repeatedCompletion(
 ): Promise<CompletedTask | undefined> {
   const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
   if (
-    task?.status !== 'completed' ||
-    task.for?.reference !== `Patient/${patientId}` ||
-    !isPatientTask(task) ||
+    !isHerTask(task, patientId) ||
+    task.status !== 'completed' ||
     completionDigest(task) !== (await fingerprint(payload))
   ) {
     return undefined;
   }
-  return completedTask(task);
+  return withoutFlags(completedTask(task));
 }
 
 /** `POST /v1/orders/{id}/decisions` again, with the decisions that placed the order (bots/decide-order.ts). */
@@ -97,7 +104,7 @@ export async function repeatedOrderDecisions(
   ) {
     return undefined;
   }
-  return placedOrder(task);
+  return withoutFlags(placedOrder(task));
 }
 
 /** `POST /v1/appointments` again for a visit task it booked, on the same slot (none: an asynchronous review). */
@@ -107,12 +114,7 @@ export async function repeatedBooking(
   booking: { task: string; slot?: string },
 ): Promise<AppointmentView | undefined> {
   const task = (await medplum.readResource('Task', booking.task.split('/')[1] ?? '').catch(absent)) as Task | undefined;
-  if (
-    task?.status !== 'completed' ||
-    task.for?.reference !== `Patient/${patientId}` ||
-    !isPatientTask(task) ||
-    !isVisitTask(task)
-  ) {
+  if (!isHerTask(task, patientId) || task.status !== 'completed' || !isVisitTask(task)) {
     return undefined;
   }
   const appointment = await ownAppointment(medplum, bookedBy(task).split('/')[1] ?? '', patientId);
@@ -169,9 +171,9 @@ export async function resumedSegment(
  * checks the bot makes first (`offeredJourney`).
  */
 export async function resumedAssessment(
+  her: Her,
   patientId: string,
   healthcareService: string,
-  her: Her,
 ): Promise<Omit<StartedAssessment, 'created'> | undefined> {
   const found = await offeredJourney(her, patientId, healthcareService, 'assessment');
   if (found?.episode?.status !== 'active' && found?.episode?.status !== 'finished') {
@@ -186,9 +188,9 @@ export async function resumedAssessment(
  * the bot answers it, after the checks the bot makes first (`offeredJourney`).
  */
 export async function currentEnrollment(
+  her: Her,
   patientId: string,
   healthcareService: string,
-  her: Her,
 ): Promise<Omit<Enrollment, 'created'> | undefined> {
   const found = await offeredJourney(her, patientId, healthcareService, 'program');
   const plan = found?.episode ? await enrollmentIn(found.medplum, found.episode, patientId) : undefined;
@@ -202,9 +204,9 @@ export async function currentEnrollment(
  * request-review bot answers it (the item resolved against her catalog first, as the bot resolves it).
  */
 export async function openRequestAgain(
+  client: MedplumClient,
   patientId: string,
   input: { medication?: string; treatmentOption?: string; protocol?: string },
-  client: MedplumClient,
 ): Promise<{ request: string; task: string } | undefined> {
   const medplum = readingOnce(client);
   const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
@@ -226,12 +228,11 @@ async function offeredJourney(
   type: 'assessment' | 'program',
 ): Promise<{ medplum: MedplumClient; plan: PlanDefinition; episode: EpisodeOfCare } | undefined> {
   const medplum = readingOnce(client);
-  const gating = patientAgreements(medplum, patientId, { healthcareService }, catalog);
-  gating.catch(() => undefined);
+  // Her Patient serves the offering's check and the gate (read once), whatever comes of the rest.
   const reading = medplum.readResource('Patient', patientId);
   reading.catch(() => undefined);
   // Her journey for the plan the offering fronts, looked for first: with none there is nothing to answer
-  // as it is, and a first start goes to the bot after two reads in turn (the others asked beside them).
+  // as it is, and a first start goes to the bot after two reads in turn, without the gate's.
   const service = (await medplum
     .readResource('HealthcareService', healthcareService.split('/')[1] ?? '')
     .catch(absent)) as HealthcareService | undefined;
@@ -240,6 +241,8 @@ async function offeredJourney(
   if (!episode) {
     return undefined;
   }
+  const gating = patientAgreements(medplum, patientId, { healthcareService }, catalog);
+  gating.catch(() => undefined);
   const offered = await offeredPlan(medplum, healthcareService, (await reading) as Patient);
   if (!offered || offered.plan.url !== url || planTypeOf(offered.plan) !== type || (await gating)?.unmet.length !== 0) {
     return undefined;

@@ -2,18 +2,18 @@ import { AssessmentSchema, startAssessmentRoute } from '../../contracts/assessme
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
-import { type CatalogCache, cachedAgreementCatalog, cachedDefinitions } from '../medplum/catalog-cache';
-import { resumedAssessment } from '../medplum/finished-work';
+import type { CatalogCache } from '../medplum/catalog-cache';
+import { herReads, resumedAssessment } from '../medplum/finished-work';
 
 export function registerAssessmentRoutes(app: App, catalog: CatalogCache): void {
   app.openapi(startAssessmentRoute, async (c) => {
     const { healthcareService } = c.req.valid('json');
     // An assessment she has started is resumed from her own reads (issue 27, item 1).
-    const resumed = await resumedAssessment(c.get('session').patientId, healthcareService, {
-      client: c.get('medplum'),
-      catalog: cachedAgreementCatalog(catalog, c.get('medplum')),
-      definitions: cachedDefinitions(catalog, c.get('medplum'), c.get('session').patientId),
-    });
+    const resumed = await resumedAssessment(
+      herReads(catalog, c.get('medplum'), c.get('session').patientId),
+      c.get('session').patientId,
+      healthcareService,
+    );
     if (resumed) {
       return c.json(AssessmentSchema.parse(resumed), 200);
     }

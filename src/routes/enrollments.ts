@@ -2,8 +2,8 @@ import { activateEnrollmentRoute, EnrollmentSchema, enrollRoute, unenrollRoute }
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
-import { type CatalogCache, cachedAgreementCatalog, cachedDefinitions } from '../medplum/catalog-cache';
-import { currentEnrollment, settledEnrollment } from '../medplum/finished-work';
+import type { CatalogCache } from '../medplum/catalog-cache';
+import { currentEnrollment, herReads, settledEnrollment } from '../medplum/finished-work';
 
 const enrollment = { system: SYSTEMS.bots, value: 'enrollment' };
 
@@ -12,11 +12,11 @@ export function registerEnrollmentRoutes(app: App, catalog: CatalogCache): void 
   // 27, item 1); anything else is the bot's.
   app.openapi(enrollRoute, async (c) => {
     const body = c.req.valid('json');
-    const current = await currentEnrollment(c.get('session').patientId, body.healthcareService, {
-      client: c.get('medplum'),
-      catalog: cachedAgreementCatalog(catalog, c.get('medplum')),
-      definitions: cachedDefinitions(catalog, c.get('medplum'), c.get('session').patientId),
-    });
+    const current = await currentEnrollment(
+      herReads(catalog, c.get('medplum'), c.get('session').patientId),
+      c.get('session').patientId,
+      body.healthcareService,
+    );
     if (current) {
       return c.json(EnrollmentSchema.parse(current), 200);
     }

@@ -8,7 +8,7 @@ export function registerRequestRoutes(app: App): void {
   app.openapi(createRequestRoute, async (c) => {
     const body = c.req.valid('json');
     // Her open request for the same item is answered as it is, from her own reads (issue 27, item 1).
-    const open = await openRequestAgain(c.get('session').patientId, body, c.get('medplum'));
+    const open = await openRequestAgain(c.get('medplum'), c.get('session').patientId, body);
     if (open) {
       return c.json(PatientRequestAnswerSchema.parse(open), 200);
     }

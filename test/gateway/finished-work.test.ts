@@ -47,6 +47,24 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
+/** The offering of her catalog (`GET /v1/protocols`) fronting the plan whose canonical or path `fronts` names. */
+async function offeringOf(on: TestGateway, patient: DemoActor, fronts: (plan: string) => boolean): Promise<string> {
+  const { protocols } = (await on.call('GET', '/v1/protocols', { token: patient.token })).body as {
+    protocols: { healthcareService: string; assessment?: string; protocol?: string }[];
+  };
+  const offering = protocols.find((p) => fronts(p.assessment ?? p.protocol ?? ''));
+  expect(offering, 'an offering in her catalog').toBeDefined();
+  return offering?.healthcareService as string;
+}
+
+/** The canonical her CarePlan instantiates. */
+const planOf = async (patient: DemoActor, carePlan: string) =>
+  (
+    (await gw.call('GET', `/v1/fhir/CarePlan/${carePlan.replace('CarePlan/', '')}`, { token: patient.token })).body as {
+      instantiatesCanonical?: string[];
+    }
+  ).instantiatesCanonical?.[0];
+
 /** The bot runs `act` makes, and its answer. */
 async function runs<T>(act: () => Promise<T>): Promise<{ runs: number; answer: T }> {
   const before = executes;
@@ -272,11 +290,7 @@ describe('an assessment resumed', () => {
   it('one she started: the bot’s own answer from her reads, no bot run; with an agreement withdrawn, the bot’s gate refuses', async () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const started = await startAssessment(gw, patient, 'assessments/weight-intake');
-    const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
-      protocols: { healthcareService: string; assessment?: string }[];
-    };
-    const healthcareService = protocols.find((p) => p.assessment?.includes('assessments/weight-intake'))
-      ?.healthcareService as string;
+    const healthcareService = await offeringOf(gw, patient, (plan) => plan.includes('assessments/weight-intake'));
     const resume = () => gw.call('POST', '/v1/assessments', { token: patient.token, body: { healthcareService } });
 
     const before = storeSnapshot(gw.backend);
@@ -292,13 +306,8 @@ describe('an assessment resumed', () => {
 
   it('a program she is enrolled in, asked for as an assessment: the bot’s 409, not a resume', async () => {
     const { patient, carePlan } = await withVisitToBook(gw);
-    const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
-      protocols: { healthcareService: string; protocol?: string }[];
-    };
-    const plan = (await gw.call('GET', `/v1/fhir/CarePlan/${carePlan.split('/')[1]}`, { token: patient.token }))
-      .body as { instantiatesCanonical?: string[] };
-    const program = protocols.find((p) => p.protocol === plan.instantiatesCanonical?.[0])?.healthcareService;
-    expect(program).toBeDefined();
+    const canonical = await planOf(patient, carePlan);
+    const program = await offeringOf(gw, patient, (plan) => plan === canonical);
     const asAssessment = await runs(() =>
       gw.call('POST', '/v1/assessments', { token: patient.token, body: { healthcareService: program } }),
     );
@@ -324,14 +333,8 @@ describe('enrollment work again', () => {
   it('enrolled, active, revoked: each answered as it is from her reads, the bot’s own answer, no bot run; what is not settled goes to the bot', async () => {
     const { patient, carePlan } = await withVisitToBook(gw);
     const id = carePlan.split('/')[1];
-    const { protocols } = (await gw.call('GET', '/v1/protocols', { token: patient.token })).body as {
-      protocols: { healthcareService: string; protocol?: string }[];
-    };
-    const plan = (await gw.call('GET', `/v1/fhir/CarePlan/${id}`, { token: patient.token })).body as {
-      instantiatesCanonical?: string[];
-    };
-    const healthcareService = protocols.find((p) => p.protocol === plan.instantiatesCanonical?.[0])
-      ?.healthcareService as string;
+    const canonical = await planOf(patient, carePlan);
+    const healthcareService = await offeringOf(gw, patient, (plan) => plan === canonical);
     const stranger = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
 
     const enrolled = await runs(() =>
@@ -371,10 +374,7 @@ describe('enrollment work again', () => {
   it('an assessment whose journey has an active treatment plan, asked for as a program: the bot’s 409, not that plan', async () => {
     const spine = await offered(gw, clinician);
     expect((await answer(gw, spine.patient, spine.offer, { decision: 'accept' })).status).toBe(200);
-    const { protocols } = (await gw.call('GET', '/v1/protocols', { token: spine.patient.token })).body as {
-      protocols: { healthcareService: string; assessment?: string }[];
-    };
-    const assessment = protocols.find((p) => p.assessment?.includes('blood-pressure-check'))?.healthcareService;
+    const assessment = await offeringOf(gw, spine.patient, (plan) => plan.includes('blood-pressure-check'));
     const asProgram = await runs(() =>
       gw.call('POST', '/v1/enrollments', { token: spine.patient.token, body: { healthcareService: assessment } }),
     );
@@ -425,11 +425,7 @@ describe('a resume’s gate and the tenant’s catalog copy', () => {
       // made for whatever is published, test/support/patients.ts).
       const patient = own.backend.patients.alice;
       const started = await startAssessment(own, patient, 'assessments/weight-intake');
-      const { protocols } = (await own.call('GET', '/v1/protocols', { token: patient.token })).body as {
-        protocols: { healthcareService: string; assessment?: string }[];
-      };
-      const healthcareService = protocols.find((p) => p.assessment?.includes('assessments/weight-intake'))
-        ?.healthcareService as string;
+      const healthcareService = await offeringOf(own, patient, (plan) => plan.includes('assessments/weight-intake'));
       const resume = () => own.call('POST', '/v1/assessments', { token: patient.token, body: { healthcareService } });
       const requirements = async () =>
         (
@@ -472,5 +468,27 @@ describe('a resume’s gate and the tenant’s catalog copy', () => {
     } finally {
       own.close();
     }
+  });
+});
+
+describe('what the repeat paths rely on of Medplum', () => {
+  it('her own reads in extended mode show who wrote each version: meta.author of her task and of its history (packages/server/src/fhir/repo.ts removeHiddenFields)', async () => {
+    // Medplum clears meta.author (and project, account, compartment) from a read unless the request asks for
+    // extended mode (`X-Medplum: extended`); MedplumClient, the gateway's client, always asks. The checks of
+    // work the platform issued (a Bot-written order task, a Bot-written Appointment) read it with her token.
+    // The embedded Medplum does not clear them without the header: nothing relies on that, and anyone may
+    // ask for extended mode.
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const assessment = await startAssessment(gw, patient, 'assessments/weight-intake');
+    const id = assessment.tasks[0].task.split('/')[1];
+    const extended = { headers: { 'x-medplum': 'extended' } };
+    const read = await direct(gw.backend, patient.token, 'GET', `fhir/R4/Task/${id}`, extended);
+    expect(read.status).toBe(200);
+    expect((read.body as Task).meta?.author?.reference).toMatch(/^Bot\//);
+    const history = await direct(gw.backend, patient.token, 'GET', `fhir/R4/Task/${id}/_history`, extended);
+    expect(history.status).toBe(200);
+    const versions = ((history.body as { entry?: { resource?: Task }[] }).entry ?? []).map((e) => e.resource);
+    expect(versions.length).toBeGreaterThan(0);
+    expect(versions.every((v) => v?.meta?.author?.reference?.startsWith('Bot/'))).toBe(true);
   });
 });
