@@ -48,6 +48,7 @@ import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { edgeFacts, patientWorkflow } from './lib/trust';
+import { storedForm } from './lib/work-forms';
 
 export type CompleteTaskResult = BotResult<CompletedTask>;
 
@@ -392,16 +393,19 @@ async function completionBundle(
       t.code?.coding?.some((c) => c.system === SYSTEMS.taskKind && c.code === REVIEW_INTAKE),
     );
     if (lastOpen && !reviewIssued) {
-      const catalogs = await conditionCatalogs(medplum, patient.managingOrganization?.reference);
+      const tenant = patient.managingOrganization?.reference;
+      const questionnaire = conditionForm(await conditionCatalogs(medplum, tenant));
+      const form = storedForm(questionnaire, tenant);
       entries.push(
+        form.entry,
         clinicianTask({
           code: REVIEW_INTAKE,
-          description: 'Review the completed intake',
+          description: 'Review the completed intake and assign a condition from the catalog',
           patient,
           queue,
           focus: { reference: `EpisodeOfCare/${episode.id}` },
           tags,
-          form: conditionForm(catalogs),
+          form: { reference: form.reference, questionnaire },
         }),
       );
     }

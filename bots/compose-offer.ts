@@ -17,7 +17,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
-import { answersTo, chosenOption, formOf, OPTION_ITEM } from '../contracts/work-forms';
+import { answersTo, chosenOption, OPTION_ITEM, WORK_FORMS } from '../contracts/work-forms';
 import { absent } from './lib/absent';
 import { PATIENT_TASK_TAG } from './lib/journey';
 import {
@@ -31,7 +31,7 @@ import {
 } from './lib/queues';
 import { lostRace } from './lib/races';
 import { readingOnce } from './lib/reads';
-import { herAnswers } from './lib/work-forms';
+import { herAnswers, issuedForm } from './lib/work-forms';
 
 const OFFER_COMPOSED = 'offer-composed';
 /**
@@ -69,13 +69,16 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   if (!issued) {
     return markUnanswered(medplum, selection, 'not-issued', 'The selection was not issued by the platform');
   }
-  const form = formOf(issued);
+  const form = await issuedForm(medplum, issued, WORK_FORMS.selectTreatment);
   if (!form) {
-    return markUnanswered(medplum, selection, 'no-answers', 'The selection carries no form');
+    return markUnanswered(medplum, selection, 'no-answers', 'The selection carries no form the platform issued');
   }
   const answers = await herAnswers(medplum, selection, form, clinician);
   if (!answers.ok) {
-    return markUnanswered(medplum, selection, 'no-answers', answers.reason);
+    // Answers still being completed wake us again when they are (the Provider app's order): nothing to say yet.
+    return answers.pending
+      ? { ok: true, offered: false, reason: answers.reason }
+      : markUnanswered(medplum, selection, 'no-answers', answers.reason);
   }
   const chosen = chosenOption(form, answers.response, OPTION_ITEM);
   const selected = chosen?.system === SYSTEMS.treatmentOption ? chosen.code : undefined;
@@ -85,7 +88,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
     p.part?.some((q) => q.name === 'option' && q.valueCanonical === selected),
   );
   const protocolCanonical = result?.part?.find((q) => q.name === 'protocol')?.valueCanonical;
-  const conditionRef = issued.focus?.reference ?? '';
+  const conditionRef = issued.reasonReference?.reference ?? '';
   if (!selected || !offered || !protocolCanonical || !conditionRef.startsWith('Condition/')) {
     return markUnanswered(medplum, selection, 'not-an-option', 'The selection is not one of the options offered');
   }

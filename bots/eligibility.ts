@@ -29,8 +29,8 @@ import {
   chosenOption,
   formInput,
   formInstructions,
-  formOf,
   selectionForm,
+  WORK_FORMS,
 } from '../contracts/work-forms';
 import { isPublishedTo } from './lib/agreements';
 import { conditionCatalogs, planTypeOf } from './lib/catalog';
@@ -46,7 +46,7 @@ import {
 import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
 import { searchAll } from './lib/search';
-import { handedIn, herAnswers } from './lib/work-forms';
+import { handedIn, herAnswers, issuedForm, storedForm } from './lib/work-forms';
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
 const SELECT_TREATMENT = 'select-treatment';
@@ -105,13 +105,16 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   if (!issued || issued.for?.reference !== review.for?.reference) {
     return { ok: true, offered: false, reason: 'the review was not issued by the platform' };
   }
-  const form = formOf(issued);
+  const form = await issuedForm(medplum, issued, WORK_FORMS.assignCondition);
   if (!form) {
-    return markUnanswered(medplum, review, 'no-answers', 'the review carries no form');
+    return markUnanswered(medplum, review, 'no-answers', 'the review carries no form the platform issued');
   }
   const answers = await herAnswers(medplum, review, form, woken.clinician);
   if (!answers.ok) {
-    return markUnanswered(medplum, review, 'no-answers', answers.reason);
+    // Answers still being completed wake us again when they are (the Provider app's order): nothing to say yet.
+    return answers.pending
+      ? { ok: true, offered: false, reason: answers.reason }
+      : markUnanswered(medplum, review, 'no-answers', answers.reason);
   }
   const patient = (await medplum.readReference({ reference: patientRef } as Reference<Patient>)) as Patient & {
     id: string;
@@ -519,14 +522,20 @@ function findingsBundle({
       ...(f.option.preferred ? [{ url: EXTENSIONS.guidelinePreferred, valueBoolean: true }] : []),
     ],
   }));
+  const stored = storedForm(form, patient.managingOrganization?.reference);
+  const diagnosis = condition.code?.coding?.find((c) => c.system === ICD10CM);
   const selection: Task = {
     ...claimed,
     status: 'ready',
-    contained: [results, guidance, form],
-    focus: versioned(condition),
-    input: [...inputs, formInput(form)],
+    description: `Select a treatment for ${diagnosis?.display ?? diagnosis?.code ?? 'the condition assigned'} (${diagnosis?.code ?? ''})`,
+    contained: [results, guidance],
+    focus: { reference: stored.reference },
+    reasonReference: versioned(condition),
+    input: [formInput(stored.reference, form.title), ...inputs],
     note: [
-      { text: 'Eligibility is advisory (see the contained GuidanceResponse and the DetectedIssues).' },
+      {
+        text: 'Eligibility is advisory (the form says it in words; the contained GuidanceResponse and the DetectedIssues are the record).',
+      },
       { text: formInstructions(form) },
     ],
   };
@@ -555,6 +564,7 @@ function findingsBundle({
         request: { method: 'PUT', url: `Task/${claimed.id}`, ifMatch: `W/"${claimed.meta?.versionId}"` },
       },
       ...issueEntries,
+      stored.entry,
       { resource: provenance, request: { method: 'POST', url: 'Provenance' } },
     ],
   };

@@ -39,6 +39,12 @@ export interface EdgeStatement {
   exp: number;
 }
 
+/** A delivery of clinician work: the completed Task, or the completed answers to its form. */
+const WorkDelivery = z.union([
+  z.object({ resourceType: z.literal('Task'), id: ResourceId }).passthrough(),
+  z.object({ resourceType: z.literal('QuestionnaireResponse'), id: ResourceId }).passthrough(),
+]);
+
 export const BOT_INPUTS = {
   /** The trust bench's fixture (test/embedded/fixtures/bots/requirements-checked.ts); no platform bot. */
   'agreement-requirements': z.object({ context: RequirementsQuerySchema.strict() }).strict(),
@@ -84,20 +90,13 @@ export const BOT_INPUTS = {
       id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/),
     })
     .passthrough(),
-  /** A subscription delivery: the intake review Task that was completed; the bot re-reads it by id. */
-  eligibility: z
-    .object({
-      resourceType: z.literal('Task'),
-      id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/),
-    })
-    .passthrough(),
-  /** A subscription delivery: the selection Task that was completed; the bot re-reads it by id. */
-  'compose-offer': z
-    .object({
-      resourceType: z.literal('Task'),
-      id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/),
-    })
-    .passthrough(),
+  /**
+   * A subscription delivery: the intake review Task that was completed, or the answers to its form that
+   * were completed after it (the Provider app completes the task first); the bot re-reads it by id.
+   */
+  eligibility: WorkDelivery,
+  /** A subscription delivery: the selection Task that was completed, or its answers after it; as above. */
+  'compose-offer': WorkDelivery,
   /** A cron run (or provisioning's one run): its input is ignored; the work comes from the Schedules. */
   'materialize-slots': z.unknown(),
   /** A cron run: Medplum's own input, which the reconciler ignores (it derives its work from the data). */

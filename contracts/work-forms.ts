@@ -12,19 +12,29 @@ import type {
 import { SYSTEMS } from './systems';
 
 /**
- * Clinician work as a questionnaire (JOURNEY J, issue 26). The task a bot issues carries the form of what
- * the clinician must answer: a Questionnaire contained in the Task (a Questionnaire of its own would be
- * in no tenant: Medplum gives a resource a tenant's account only from the patient it is about, and a
- * Questionnaire is about nobody; the Task is hers), named by the input `questionnaire`. She answers it
- * with a QuestionnaireResponse about the patient, and completes the task with it as the output
- * `questionnaire-response`: Medplum's own Task/Questionnaire pattern, rendered by `@medplum/react`'s
- * QuestionnaireForm. Bots believe the form of the version they issued and the answers she wrote herself.
+ * Clinician work as a questionnaire (JOURNEY J): Medplum's own Task/Questionnaire convention, so that
+ * Medplum's Provider app (and any `@medplum/react` UI) renders the form and hands in the answers with no
+ * code of ours. The bot that issues the work stores its form, a Questionnaire of the patient's tenant (its
+ * `meta.accounts`; clinicians of that tenant read it, patients do not), in the same transaction as the
+ * Task, and points the Task at it twice, as the Provider app reads it: `focus` (which makes it show a
+ * form) and the FIRST input (which it loads the form from). What the work is about (the intake's
+ * episode, the Condition) is the Task's `reasonReference`. Each form is written once and never changed;
+ * its `url` names the kind of work and its `version` this one form.
+ *
+ * She answers with a QuestionnaireResponse and hands it in as the task's output. Both ways a Medplum app
+ * writes it are accepted: the Provider app's (saved as she clicks: `questionnaire` the url alone,
+ * `source` her, no subject or author, the output `{type: {text: "QuestionnaireResponse"}}`, and the task
+ * completed BEFORE the response is), and the admin app's or the clinician helper's (a completed response,
+ * then the task completed with the output `questionnaire-response`). Bots believe the form the platform
+ * stored and the answers she wrote herself (bots/lib/work-forms.ts).
  */
 
-/** Task.input naming the form (`valueReference` to the contained Questionnaire). */
+/** Task.input naming the form (`valueReference` to the stored Questionnaire); always the first input. */
 export const FORM_INPUT = 'questionnaire';
 /** Task.output naming her answers (`valueReference` to her QuestionnaireResponse). */
 export const RESPONSE_OUTPUT = 'questionnaire-response';
+/** The output type text the Provider app writes for the same thing. */
+export const PROVIDER_APP_OUTPUT = 'QuestionnaireResponse';
 
 export const WORK_FORMS = {
   assignCondition: `${SYSTEMS.workForm}/assign-condition`,
@@ -34,7 +44,8 @@ export const WORK_FORMS = {
 /** The linkIds of the forms. */
 export const CONDITION_ITEM = 'condition';
 export const OPTION_ITEM = 'option';
-const FORM_ID = 'form';
+/** The selection form's opening text: each option's eligibility and findings, in words. */
+export const ELIGIBILITY_ITEM = 'eligibility';
 
 /**
  * The review of an intake: one question, the condition, among the codes of the tenant's condition
@@ -48,9 +59,7 @@ export function conditionForm(catalogs: ValueSet[]): Questionnaire {
   );
   return {
     resourceType: 'Questionnaire',
-    id: FORM_ID,
     url: WORK_FORMS.assignCondition,
-    version: '1',
     status: 'active',
     title: 'Assign a condition',
     derivedFrom: catalogs.flatMap((c) => (c.url ? [`${c.url}|${c.version}`] : [])),
@@ -110,12 +119,15 @@ export function selectionForm(options: FormOption[]): Questionnaire {
   );
   return {
     resourceType: 'Questionnaire',
-    id: FORM_ID,
     url: WORK_FORMS.selectTreatment,
-    version: '1',
     status: 'active',
     title: 'Select a treatment option',
     item: [
+      {
+        linkId: ELIGIBILITY_ITEM,
+        text: eligibilityInWords(options),
+        type: 'display',
+      },
       {
         linkId: OPTION_ITEM,
         text: 'Treatment option (eligibility is advisory: see the findings)',
@@ -129,43 +141,59 @@ export function selectionForm(options: FormOption[]): Questionnaire {
 }
 
 /**
- * The form as text, for a task's `note`: what to answer, where Medplum's app shows nothing of a contained
- * resource (found driving it on a real Medplum): the form's url, each item's linkId and text, its choices
- * (code and label) and when it is asked, and how to hand the answers in.
+ * What the engine found, in words, for the clinician who chooses (advisory: the choice is hers): each
+ * option eligible or not, the guideline's preference, and every finding against it.
+ */
+export function eligibilityInWords(options: FormOption[]): string {
+  const lines = options.map((option) => {
+    const preferred = option.preferred ? ', guideline-preferred' : '';
+    if (option.findings.length === 0) {
+      return `- ${option.title}: eligible${preferred}.`;
+    }
+    const findings = option.findings.map((f) => f.description).join('; ');
+    return `- ${option.title}: not eligible${preferred}. Findings: ${findings}. Choosing it asks for a mitigation of each.`;
+  });
+  return ['Eligibility (computed by the platform; advisory, the choice is yours):', ...lines].join('\n');
+}
+
+/**
+ * The form as text, for a task's `note`: what to answer, for an app that shows a task's form only as a
+ * link (Medplum's admin app): each item's linkId and text, its choices (code and label) and when it is
+ * asked, and how to hand the answers in.
  */
 export function formInstructions(form: Questionnaire): string {
-  const items = (form.item ?? []).map((item) => {
-    const choices = (item.answerOption ?? [])
-      .map((o) => o.valueCoding)
-      .filter((c): c is Coding => c !== undefined)
-      .map((c) => `${c.code} (${c.display ?? c.code})`);
-    const when = (item.enableWhen ?? []).map((w) => `only when ${w.question} is ${w.answerCoding?.code}`);
-    return `${item.linkId}${item.required ? ' (required)' : ''}: ${item.text ?? ''} [${item.type}${
-      choices.length > 0 ? `: one of ${choices.join('; ')}` : ''
-    }]${when.length > 0 ? ` ${when.join(', ')}` : ''}`;
-  });
+  const items = (form.item ?? [])
+    .filter((item) => item.type !== 'display')
+    .map((item) => {
+      const choices = (item.answerOption ?? [])
+        .map((o) => o.valueCoding)
+        .filter((c): c is Coding => c !== undefined)
+        .map((c) => `${c.code} (${c.display ?? c.code})`);
+      const when = (item.enableWhen ?? []).map((w) => `only when ${w.question} is ${w.answerCoding?.code}`);
+      return `${item.linkId}${item.required ? ' (required)' : ''}: ${item.text ?? ''} [${item.type}${
+        choices.length > 0 ? `: one of ${choices.join('; ')}` : ''
+      }]${when.length > 0 ? ` ${when.join(', ')}` : ''}`;
+    });
   return [
-    `To complete: answer the form ${form.url} (a QuestionnaireResponse about this patient, status completed)`,
+    `To complete: answer this task's form (${form.title}, ${form.url}), then complete the task. In Medplum's Provider app: assign the task to yourself, fill in the form shown on it, and mark it completed. Elsewhere: a QuestionnaireResponse to the form, handed in as the output "${RESPONSE_OUTPUT}".`,
     ...items.map((line) => `- ${line}`),
-    `then complete this task with the output "${RESPONSE_OUTPUT}" referencing your QuestionnaireResponse.`,
   ].join('\n');
 }
 
-/** The input that names a contained form. */
-export const formInput = (form: Questionnaire): TaskInput => ({
+/** The input that names a task's stored form (always the task's first input: the Provider app reads that one). */
+export const formInput = (reference: string, title: string | undefined): TaskInput => ({
   type: { text: FORM_INPUT },
-  valueReference: { reference: `#${form.id}`, display: form.title },
+  valueReference: { reference, ...(title ? { display: title } : {}) },
 });
 
-/** The form a task carries (its contained Questionnaire named by the input), if any. */
-export function formOf(task: Task): Questionnaire | undefined {
-  const reference = task.input?.find((i) => i.type?.text === FORM_INPUT)?.valueReference?.reference ?? '';
-  if (!reference.startsWith('#')) {
-    return undefined;
-  }
-  return task.contained?.find(
-    (r): r is Questionnaire => r.resourceType === 'Questionnaire' && r.id === reference.slice(1),
-  );
+/**
+ * The stored form a task points at: `Questionnaire/<id>` named by both its focus and its first input (as
+ * the Provider app reads it), or undefined. Who stored it is the reader's to check (bots/lib/work-forms.ts).
+ */
+export function formReference(task: Task): string | undefined {
+  const first = task.input?.[0];
+  const reference = first?.type?.text === FORM_INPUT ? first.valueReference?.reference : undefined;
+  return reference?.startsWith('Questionnaire/') && task.focus?.reference === reference ? reference : undefined;
 }
 
 /** The output that hands in her answers. */
@@ -176,11 +204,16 @@ export const responseOutput = (reference: string): TaskOutput => ({
 
 /**
  * The reference of the answers a completed task hands in: the output named `questionnaire-response`, by
- * its text or by a coding's code (what Medplum app's CodeableConcept field writes: it cannot write text).
+ * its text or by a coding's code (what Medplum's admin app's CodeableConcept field writes: it cannot write
+ * text), or `QuestionnaireResponse` (what the Provider app writes).
  */
 export const responseReference = (task: Task): string | undefined =>
-  task.output?.find((o) => o.type?.text === RESPONSE_OUTPUT || o.type?.coding?.some((c) => c.code === RESPONSE_OUTPUT))
-    ?.valueReference?.reference;
+  task.output?.find(
+    (o) =>
+      o.type?.text === RESPONSE_OUTPUT ||
+      o.type?.text === PROVIDER_APP_OUTPUT ||
+      o.type?.coding?.some((c) => c.code === RESPONSE_OUTPUT),
+  )?.valueReference?.reference;
 
 /**
  * The form's own choice that an answer to a choice item names: the option with the same system and code,

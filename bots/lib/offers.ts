@@ -14,7 +14,7 @@ import type {
   TaskOutput,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
-import { formInstructions, formOf } from '../../contracts/work-forms';
+import { formReference } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { requireAgreements } from './agreements';
 import { allowedMethods } from './fulfilment';
@@ -336,6 +336,7 @@ async function returnToReview(medplum: MedplumClient, context: OfferContext, off
     output.push({ type: { text: 'proposal' }, valueReference: { reference: proposalUrl } });
   }
   const selection = await selectionOf(medplum, group);
+  const formOfSelection = selection && formReference(selection);
   const queue = await tenantQueue(medplum, patient);
   const review = clinicianTask({
     code: REVIEW_RESPONSE,
@@ -345,8 +346,10 @@ async function returnToReview(medplum: MedplumClient, context: OfferContext, off
         : 'The patient declined the offer',
     patient,
     queue,
-    focus: selection?.focus ?? versioned(group),
+    focus: selection?.reasonReference ?? versioned(group),
     tags: episodeTags,
+    // The same form as the selection (its options and findings): she selects again, or confirms.
+    ...(formOfSelection ? { form: { reference: formOfSelection } } : {}),
   });
   const reviewTask = review.resource as Task;
   reviewTask.input = [
@@ -361,9 +364,8 @@ async function returnToReview(medplum: MedplumClient, context: OfferContext, off
   if (selection?.contained) {
     reviewTask.contained = selection.contained;
   }
-  const form = selection && formOf(selection);
-  if (form) {
-    reviewTask.note = [{ text: formInstructions(form) }];
+  if (selection?.note) {
+    reviewTask.note = selection.note;
   }
   entries.push(review);
   return { ok: true, output, entries };

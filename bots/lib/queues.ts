@@ -18,6 +18,7 @@ import { readInput } from './input';
 import { lostRace } from './races';
 import { ahead } from './reads';
 import { fail } from './result';
+import { taskHandingIn } from './work-forms';
 
 /**
  * Clinicians' work (JOURNEY C, F): a Task for the tenant's queue, a CareTeam of the patient's
@@ -55,9 +56,31 @@ export interface ClinicianWork {
   priority?: Task['priority'];
   /** Tags the work carries (the journey's episode tag, when it belongs to one). */
   tags?: Coding[];
-  /** What she must answer to complete it (contained, named by the input: bots/lib/work-forms.ts). */
-  form?: Questionnaire;
+  /**
+   * What she must answer to complete it: the stored form the task points at (contracts/work-forms.ts;
+   * `storedForm` makes one), and the form itself when known, for the task's written instructions. The
+   * task's `focus` is then the form, and what the work is about (`focus` above) its `reasonReference`.
+   */
+  form?: { reference: string; questionnaire?: Questionnaire };
 }
+
+/** A Task's title in clinicians' apps (`code.text`: the Provider app's task list and header show it). */
+const TITLES: Record<string, string> = {
+  'review-intake': 'Review the intake: assign a condition',
+  'select-treatment': 'Select a treatment',
+  'review-response': 'Review the patient’s answer to the offer',
+};
+
+/**
+ * The queue as a performer type: the Provider app's task board filters by it, so her team's work is one
+ * click away (its `Task.performerType` filter), not a typed search.
+ */
+export const queueType = (queue: CareTeam): Task['performerType'] => [
+  {
+    coding: (queue.category ?? []).flatMap((c) => c.coding ?? []).filter((c) => c.system === SYSTEMS.careQueue),
+    text: queue.name,
+  },
+];
 
 /** The transaction entry that issues the work (a POST the bot's transaction carries). */
 export function clinicianTask(work: ClinicianWork): BundleEntry {
@@ -67,15 +90,19 @@ export function clinicianTask(work: ClinicianWork): BundleEntry {
     status: 'ready',
     intent: 'order',
     priority: work.priority ?? 'routine',
-    code: { coding: [{ system: SYSTEMS.taskKind, code: work.code }] },
+    code: { coding: [{ system: SYSTEMS.taskKind, code: work.code }], text: TITLES[work.code] ?? work.description },
     description: work.description,
     for: { reference: `Patient/${work.patient.id}` },
-    focus: work.focus,
     authoredOn: new Date().toISOString(),
-    ...(work.queue ? { owner: { reference: `CareTeam/${work.queue.id}` } } : {}),
+    ...(work.queue ? { owner: { reference: `CareTeam/${work.queue.id}` }, performerType: queueType(work.queue) } : {}),
     ...(work.form
-      ? { contained: [work.form], input: [formInput(work.form)], note: [{ text: formInstructions(work.form) }] }
-      : {}),
+      ? {
+          focus: { reference: work.form.reference },
+          reasonReference: work.focus,
+          input: [formInput(work.form.reference, work.form.questionnaire?.title)],
+          ...(work.form.questionnaire ? { note: [{ text: formInstructions(work.form.questionnaire) }] } : {}),
+        }
+      : { focus: work.focus }),
   };
   return { resource: task, request: { method: 'POST', url: 'Task' } };
 }
@@ -104,10 +131,17 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
     'forbidden',
     `Only ${codes.join(' or ')} work completed by the clinician who owns it is acted on`,
   );
+  // Woken by the answers (the Provider app completes the task before its response): the task that hands
+  // them in, found by its writer and output (bots/lib/work-forms.ts), then checked as if it had woken us.
+  const taskId =
+    input.value.resourceType === 'Task' ? input.value.id : (await taskHandingIn(medplum, input.value.id, codes))?.id;
+  if (!taskId) {
+    return refused;
+  }
   // Its history (who completed it) goes out with the task itself: it needs only the id (issue 27: round
   // trips). Believed below, after the task's own checks, as before.
-  ahead(medplum.readHistory('Task', input.value.id));
-  const task = (await medplum.readResource('Task', input.value.id).catch(absent)) as Task | undefined;
+  ahead(medplum.readHistory('Task', taskId));
+  const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
   if (task) {
     onRead?.(task);
   }

@@ -4,6 +4,7 @@ import type {
   Coding,
   DetectedIssue,
   Practitioner,
+  Questionnaire,
   QuestionnaireResponse,
   QuestionnaireResponseItem,
   Reference,
@@ -11,7 +12,7 @@ import type {
   TaskOutput,
 } from '@medplum/fhirtypes';
 import { QUEUES_PARAMETER, queuesValue, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
-import { CONDITION_ITEM, formOf, OPTION_ITEM, responseOutput } from '../../contracts/work-forms';
+import { CONDITION_ITEM, formReference, OPTION_ITEM, PROVIDER_APP_OUTPUT } from '../../contracts/work-forms';
 
 /**
  * The clinician's side (JOURNEY J): what a clinician does in Medplum's app, as a small typed helper for
@@ -71,9 +72,12 @@ export interface Clinician {
   unclaim(taskId: string): Promise<WithId<Task>>;
   /** in-progress -> completed with its outputs; she must own it. */
   complete(taskId: string, outputs: TaskOutput[]): Promise<WithId<Task>>;
+  /** The stored form a task points at (contracts/work-forms.ts), as she reads it; undefined when none. */
+  form(task: Task): Promise<WithId<Questionnaire> | undefined>;
   /**
-   * Work she has claimed, answered (bots/lib/work-forms.ts): her QuestionnaireResponse to the task's form,
-   * about its patient, then the task completed with it as `questionnaire-response`.
+   * Work she has claimed, answered as Medplum's Provider app does it (contracts/work-forms.ts): her
+   * response to the task's form saved `in-progress` (its url, `source` her, no subject or author), the
+   * task's output replaced by it, the task completed, and only then the response completed.
    */
   answer(taskId: string, items: QuestionnaireResponseItem[]): Promise<WithId<Task>>;
   /**
@@ -92,9 +96,9 @@ export interface Clinician {
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
 
-/** The choice of a task's form item whose code is `code` (as the form offers it), or that code as given. */
-function choiceOf(task: Task, linkId: string, code: string, system: string): Coding {
-  const item = formOf(task)?.item?.find((i) => i.linkId === linkId);
+/** The choice of a form's item whose code is `code` (as the form offers it), or that code as given. */
+function choiceOf(form: Questionnaire | undefined, linkId: string, code: string, system: string): Coding {
+  const item = form?.item?.find((i) => i.linkId === linkId);
   return item?.answerOption?.find((o) => o.valueCoding?.code === code)?.valueCoding ?? { system, code };
 }
 
@@ -204,37 +208,49 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
         executionPeriod: { ...task.executionPeriod, end: new Date().toISOString() },
       });
     },
+    async form(task) {
+      const [, id] = (formReference(task) ?? '').split('/');
+      return id ? medplum.readResource('Questionnaire', id, fresh) : undefined;
+    },
     async answer(taskId, items) {
       const task = await read(taskId);
       expectState(task, 'in-progress', (owner) => owner === mine, 'answered');
-      const form = formOf(task);
+      const form = await clinician.form(task);
       if (!form) {
         throw new Error(`Task/${taskId} carries no form to answer`);
       }
       const response = (await medplum.createResource<QuestionnaireResponse>({
         resourceType: 'QuestionnaireResponse',
         questionnaire: form.url,
-        status: 'completed',
-        subject: task.for,
-        author: profile,
+        status: 'in-progress',
         authored: new Date().toISOString(),
+        source: profile,
         item: items,
       })) as WithId<QuestionnaireResponse>;
-      // The version she wrote, pinned: what the bots believe is these answers as handed in.
-      return clinician.complete(taskId, [
-        responseOutput(`${getReferenceString(response)}/_history/${response.meta?.versionId}`),
-      ]);
+      const handed = await write(task, {
+        output: [{ type: { text: PROVIDER_APP_OUTPUT }, valueReference: { reference: getReferenceString(response) } }],
+      });
+      const done = await write(handed, {
+        status: 'completed',
+        executionPeriod: { ...task.executionPeriod, end: new Date().toISOString() },
+      });
+      await medplum.updateResource<QuestionnaireResponse>(
+        { ...response, status: 'completed' },
+        { headers: { 'If-Match': `W/"${response.meta?.versionId}"` } },
+      );
+      return done;
     },
     async assignCondition(reviewId, code) {
       const review = await clinician.claim(reviewId);
-      const valueCoding = choiceOf(review, CONDITION_ITEM, code, ICD10CM);
+      const valueCoding = choiceOf(await clinician.form(review), CONDITION_ITEM, code, ICD10CM);
       return clinician.answer(reviewId, [{ linkId: CONDITION_ITEM, answer: [{ valueCoding }] }]);
     },
     async select(taskId, option, mitigation) {
       const task = await clinician.claim(taskId);
-      const valueCoding = choiceOf(task, OPTION_ITEM, option, SYSTEMS.treatmentOption);
+      const form = await clinician.form(task);
+      const valueCoding = choiceOf(form, OPTION_ITEM, option, SYSTEMS.treatmentOption);
       // The findings her choice asks her to mitigate (the items enabled by it).
-      const asked = (formOf(task)?.item ?? []).filter((item) =>
+      const asked = (form?.item ?? []).filter((item) =>
         item.enableWhen?.some((w) => w.question === OPTION_ITEM && w.answerCoding?.code === option),
       );
       return clinician.answer(taskId, [

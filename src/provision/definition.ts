@@ -18,6 +18,7 @@ import {
   SYSTEMS,
   TENANT_PARAMETER,
 } from '../../contracts/systems';
+import { WORK_FORMS } from '../../contracts/work-forms';
 import type { MemberResource } from './apply';
 
 /**
@@ -302,6 +303,21 @@ const CLINICIAN_WRITABLE_TYPES = [
   'DocumentReference',
 ] as const;
 
+/** Chart types the platform does not use that Medplum's Provider app asks for: read-only, tenant-scoped. */
+const CLINICIAN_CHART_TYPES = [
+  'AllergyIntolerance',
+  'Coverage',
+  'Immunization',
+  'Procedure',
+  'Device',
+  'Goal',
+  'DiagnosticReport',
+  'DeviceRequest',
+  'Media',
+  'MedicationStatement',
+  'ClinicalImpression',
+] as const;
+
 /** Written only by the platform's bots: a clinician reads them in their tenant, never writes them. */
 const CLINICIAN_READONLY_TYPES = [
   'CarePlan',
@@ -377,6 +393,18 @@ const ONLY_OWN_TENANT = {
     `%after.meta.account.all(reference = '%${TENANT_PARAMETER}')`,
 };
 
+/** Bots that issue clinician work store its form (contracts/work-forms.ts): created once, a work form only. */
+const WORK_FORM_CREATES: AccessPolicyResource = {
+  resourceType: 'Questionnaire',
+  interaction: ['create'],
+  writeConstraint: [
+    {
+      language: 'text/fhirpath',
+      expression: `%before.exists().not() and %after.url.startsWith('${SYSTEMS.workForm}/')`,
+    },
+  ],
+};
+
 /** A Task's owner as one string ('' when it has none), so comparisons never meet an empty collection. */
 const ownerOf = (side: 'before' | 'after'): string => `iif(%${side}.owner.exists(), %${side}.owner.reference, '')`;
 const ME = "'%profile'";
@@ -394,32 +422,34 @@ const othersClaim = (side: 'before' | 'after'): string =>
 
 /**
  * Care-team queues (JOURNEY C and F): clinician work is owned by a queue (a CareTeam) while `ready`, and
- * by the one clinician who claimed it while `in-progress`. As writeConstraints on the clinician's Task
- * entry they hold for every write Medplum's app can make, not only for our helper (src/clinician/).
+ * by the one clinician who claimed it once she takes it. As writeConstraints on the clinician's Task
+ * entry they hold for every write Medplum's apps can make, not only for our helper (src/clinician/).
  * Medplum evaluates them on the written result with `%before` the stored version (empty on create)
  * and `%profile` substituted with the clinician's own Practitioner (packages/server/src/fhir/repo.ts,
  * accesspolicy.ts). An update is one of:
- * - claim: owner a queue she works -> herself, ready -> in-progress. Two clinicians claiming at once:
- *   the second is a 412 under If-Match, and without it a 403, since `%before.owner` is no longer a team;
- * - unclaim: owner herself -> a queue she works, in-progress -> ready;
- * - her own work (owned by her before and after): any status but `ready` (completing, with `output`,
- *   cancelling, pausing); completing or cancelling anything therefore requires owning it, and owning
- *   queue work requires having claimed it from a queue she works;
+ * - claim: owner a queue she works -> herself, from `ready` to `ready` or `in-progress` (the Provider
+ *   app saves the assignee and the status as two updates: the assignee first; work in progress is
+ *   always someone's, so a status changed while a queue owns it is refused). Two clinicians claiming
+ *   at once: the second is a 412 under If-Match, and without it a 403, since `%before.owner` is no
+ *   longer a team;
+ * - unclaim: owner herself -> a queue she works, back to `ready`;
+ * - her own work (owned by her before and after): any status (completing, with `output`, cancelling,
+ *   pausing); completing or cancelling anything therefore requires owning it, and owning queue work
+ *   requires having claimed it from a queue she works;
  * - pausing or resuming (ready <-> on-hold) a task no clinician or queue owns (a patient's task);
  * - any other edit that keeps owner and status, except on a task another clinician has claimed or one
- *   in a queue she does not work.
- * "A queue she works" is one her membership's `queues` parameter lists (`inMyQueues`, issue 25): a
- * clinician outside a queue cannot take, release or touch its work, on Medplum itself.
+ *   in a queue she does not work (the Provider app saves her answers' output this way, claimed or not).
+ * "A queue she works" is one her membership's `queues` parameter lists (`inMyQueues`): a clinician
+ * outside a queue cannot take, release or touch its work, on Medplum itself.
  */
 const QUEUE_TRANSITIONS = {
   language: 'text/fhirpath' as const,
   expression: [
     '%before.exists().not()',
     `(${inMyQueues('before')} and ${ownerOf('after')} = ${ME} and ` +
-      "%before.status = 'ready' and %after.status = 'in-progress')",
-    `(${ownerOf('before')} = ${ME} and ${inMyQueues('after')} and ` +
-      "%before.status = 'in-progress' and %after.status = 'ready')",
-    `(${ownerOf('before')} = ${ME} and ${ownerOf('after')} = ${ME} and %after.status != 'ready')`,
+      "%before.status = 'ready' and (%after.status = 'ready' or %after.status = 'in-progress'))",
+    `(${ownerOf('before')} = ${ME} and ${inMyQueues('after')} and %after.status = 'ready')`,
+    `(${ownerOf('before')} = ${ME} and ${ownerOf('after')} = ${ME})`,
     `(${ownerOf('after')} = ${ownerOf('before')} and (%before.status | %after.status).subsetOf('ready' | 'on-hold') and ` +
       `${ownerOf('before')}.startsWith('CareTeam/').not() and ${ownerOf('before')}.startsWith('Practitioner').not())`,
     `(${ownerOf('after')} = ${ownerOf('before')} and %after.status = %before.status and ${othersClaim('before')}.not() and ` +
@@ -516,16 +546,18 @@ const MITIGATION_ONLY = {
 };
 
 /**
- * A clinician's answers (her work forms, contracts/work-forms.ts): hers alone (no author, or herself:
- * never a patient's or a colleague's name), and frozen once submitted, like a patient's; nobody else's
- * changed, the patient's draft included. Found on a real Medplum: without it she could rewrite a patient's
- * submitted intake, or a colleague's answers, and become their writer.
+ * A clinician's answers (her work forms, contracts/work-forms.ts): hers alone (no author or source, or
+ * herself: never a patient's or a colleague's name), and changed only while still `in-progress` and only
+ * by their writer (`meta.author`, which Medplum stamps: the Provider app's responses name no author, only
+ * their `source`); nobody else's changed, the patient's draft included. Found on a real Medplum: without
+ * it she could rewrite a patient's submitted intake, or a colleague's answers, and become their writer.
  */
 const OWN_ANSWERS_ONLY = {
   language: 'text/fhirpath' as const,
   expression:
     `(%after.author.empty() or %after.author.reference = ${ME}) and ` +
-    `(%before.exists().not() or (%before.status = 'in-progress' and %before.author.reference = ${ME}))`,
+    `(%after.source.empty() or %after.source.reference = ${ME}) and ` +
+    `(%before.exists().not() or (%before.status = 'in-progress' and %before.meta.author.reference = ${ME}))`,
 };
 
 /**
@@ -576,6 +608,15 @@ function clinicianPolicy(): AccessPolicyResource[] {
     // Her own tenant's Organization (a patient's managingOrganization, which Medplum's app reads), read-only.
     { resourceType: 'Organization', criteria: `Organization?_id=%${TENANT_PARAMETER}.id`, readonly: true },
     ...CATALOG_TYPES.filter((type) => type !== 'DocumentReference').flatMap(catalogReads),
+    // The forms of her tenant's work (contracts/work-forms.ts): stored by the bots that issue it, read-only.
+    { resourceType: 'Questionnaire', criteria: inTenant('Questionnaire'), readonly: true },
+    // What Medplum's Provider app shows of a patient (its summary asks for these in one batch, where one
+    // refusal empties the panel): read-only in her tenant; the platform writes none of them, so they are empty.
+    ...CLINICIAN_CHART_TYPES.map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      readonly: true,
+    })),
     // The catalogs' code systems (the ICD-10-CM codes the condition catalogs list), to expand them.
     ...catalogReads('CodeSystem'),
     // FHIR's own terminology, read-only, for the forms of Medplum's app (`ValueSet/$expand` of a field's
@@ -663,7 +704,17 @@ export const platformDefinition: ProvisionDefinition = {
   },
   accessPolicies: [
     { key: 'patient', policy: { name: 'Patient (default)', resource: patientPolicy() } },
-    { key: 'clinician', policy: { name: 'Clinician', resource: clinicianPolicy() } },
+    {
+      key: 'clinician',
+      policy: {
+        name: 'Clinician',
+        // What she creates about nobody (the Provider app's answers to a work form name no patient) is
+        // filed in her tenant: Medplum stamps the policy's compartment as the account of what a member
+        // creates (packages/server/src/fhir/repo.ts getAccounts), beside the accounts of the patients it names.
+        compartment: { reference: `%${TENANT_PARAMETER}` },
+        resource: clinicianPolicy(),
+      },
+    },
     {
       key: 'bot-read-document',
       // Any Binary by id (it checks the security context is the requester before handing anything over),
@@ -760,6 +811,8 @@ export const platformDefinition: ProvisionDefinition = {
             }),
           ),
           { resourceType: 'Observation', interaction: ['create', 'read'] },
+          // The intake review's form, stored with the review (contracts/work-forms.ts).
+          WORK_FORM_CREATES,
           // Her tenant's fulfilment policy, for the order-decisions task it issues on acceptance.
           { resourceType: 'Organization', interaction: ['read'] },
           { resourceType: 'EpisodeOfCare', interaction: ['read', 'update'] },
@@ -828,6 +881,9 @@ export const platformDefinition: ProvisionDefinition = {
           { resourceType: 'Condition', interaction: ['create', 'read', 'search', 'vread'] },
           { resourceType: 'DetectedIssue', interaction: ['create', 'read'] },
           { resourceType: 'Provenance', interaction: ['create', 'read'] },
+          // The review's form (read), and the selection's (stored with it).
+          { resourceType: 'Questionnaire', interaction: ['read'] },
+          WORK_FORM_CREATES,
           RECONCILER,
         ],
       },
@@ -839,10 +895,12 @@ export const platformDefinition: ProvisionDefinition = {
         // Woken by a completed selection: it reads the pinned definitions and the findings, and writes the
         // offer (proposals only), its provenance and the patient's offer task.
         resource: [
-          ...['PlanDefinition', 'ActivityDefinition', 'Condition', 'QuestionnaireResponse'].map((resourceType) => ({
-            resourceType,
-            interaction: ['read' as const, 'search' as const, 'vread' as const],
-          })),
+          ...['PlanDefinition', 'ActivityDefinition', 'Condition', 'QuestionnaireResponse', 'Questionnaire'].map(
+            (resourceType) => ({
+              resourceType,
+              interaction: ['read' as const, 'search' as const, 'vread' as const],
+            }),
+          ),
           // A finding's history says who recorded each mitigation (bots/lib/queues.ts ownMitigations).
           { resourceType: 'DetectedIssue', interaction: ['read', 'search', 'vread', 'history'] },
           { resourceType: 'Task', interaction: ['create', 'update', 'read', 'search', 'history'] },
@@ -1083,6 +1141,22 @@ export const platformDefinition: ProvisionDefinition = {
       criteria: `Task?code=${SYSTEMS.taskKind}|review-response&status=completed`,
       interaction: 'update',
       reason: 'A new consent bundle after a declined or countered offer is reviewed (JOURNEY D.4)',
+    },
+    // The Provider app completes the task BEFORE her answers (contracts/work-forms.ts): their completion
+    // wakes the same bots, which find the task they hand in.
+    {
+      key: 'review-intake-answers-completed',
+      bot: 'eligibility',
+      criteria: `QuestionnaireResponse?status=completed&questionnaire=${WORK_FORMS.assignCondition}`,
+      interaction: 'update',
+      reason: 'Eligibility when the answers to an intake review are completed after the review',
+    },
+    {
+      key: 'selection-answers-completed',
+      bot: 'compose-offer',
+      criteria: `QuestionnaireResponse?status=completed&questionnaire=${WORK_FORMS.selectTreatment}`,
+      interaction: 'update',
+      reason: 'The consent bundle when the answers to a selection are completed after the selection',
     },
     {
       key: 'inbound-sms',

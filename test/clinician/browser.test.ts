@@ -36,7 +36,9 @@ const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts', import.meta.url));
 /** The descriptions her queue shows for the two kinds of work (bots/complete-task.ts, bots/eligibility.ts). */
 const REVIEW = 'Review the completed intake';
-const SELECTION = 'Select a treatment option';
+const SELECTION = 'Select a treatment for Essential (primary) hypertension';
+/** The console's note that a task whose description starts with `what` is completed. */
+const completed = (what: string) => new RegExp(`^${what.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.* \\(completed\\)$`);
 const MITIGATION = 'Spironolactone stopped today; potassium checked weekly for the first month';
 
 let gw: TestGateway;
@@ -138,14 +140,14 @@ describe('the demo clinician’s day in Chromium, through @medplum/react', () =>
       await claimFromQueue(tab, await queueRow(tab, patient, REVIEW), REVIEW, 'Assign a condition');
       await tab.getByLabel('Essential (primary) hypertension').check();
       await tab.getByRole('button', { name: 'Complete' }).click();
-      await tab.getByText(`${REVIEW} (completed)`).waitFor();
+      await tab.getByText(completed(REVIEW)).waitFor();
 
       // The selection eligibility issues: lisinopril, ineligible, chosen with a mitigation of its finding.
       await claimFromQueue(tab, await queueRow(tab, patient, SELECTION), SELECTION, 'Select a treatment option');
       await tab.getByLabel(/^Lisinopril.*not eligible: 1 finding to mitigate/).check();
       await tab.getByLabel(/^Mitigation of /).fill(MITIGATION);
       await tab.getByRole('button', { name: 'Complete' }).click();
-      await tab.getByText(`${SELECTION} (completed)`).waitFor();
+      await tab.getByText(completed(SELECTION)).waitFor();
 
       // What she did, as the server holds it.
       await gw.backend.subscriptions.idle();

@@ -79,7 +79,7 @@ describe('eligibility after review', () => {
       status: 'ready',
       code: { coding: [{ system: SYSTEMS.taskKind, code: 'select-treatment' }] },
       for: { reference: `Patient/${patient.patient.id}` },
-      focus: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
+      reasonReference: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
     });
     expect(selection.owner?.reference).toMatch(/^CareTeam\//);
     expect(selection.output).toBeUndefined();

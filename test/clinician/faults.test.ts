@@ -70,17 +70,27 @@ const reconcile = () => {
   return gw.backend.cron.tick(new Date(Date.UTC(2026, 10, 25, 12, (runs * 10) % 60)));
 };
 
-async function withSubscriptionOff(key: string, work: () => Promise<unknown>): Promise<void> {
-  const subscription = (await gw.backend.admin.searchOne('Subscription', {
-    _tag: `${SYSTEMS.provisioning}|subscription-${key}`,
-  })) as Subscription;
-  await gw.backend.admin.updateResource({ ...subscription, status: 'off' });
+/** Runs `work` with these Subscriptions off (their deliveries lost), then turns them back on. */
+async function withSubscriptionOff(keys: string[], work: () => Promise<unknown>): Promise<void> {
+  const subscriptions = await Promise.all(
+    keys.map(
+      async (key) =>
+        (await gw.backend.admin.searchOne('Subscription', {
+          _tag: `${SYSTEMS.provisioning}|subscription-${key}`,
+        })) as Subscription,
+    ),
+  );
+  for (const subscription of subscriptions) {
+    await gw.backend.admin.updateResource({ ...subscription, status: 'off' });
+  }
   try {
     await work();
     await gw.backend.subscriptions.idle();
   } finally {
-    const current = await gw.backend.admin.readResource('Subscription', subscription.id as string);
-    await gw.backend.admin.updateResource({ ...current, status: 'active' });
+    for (const subscription of subscriptions) {
+      const current = await gw.backend.admin.readResource('Subscription', subscription.id as string);
+      await gw.backend.admin.updateResource({ ...current, status: 'active' });
+    }
   }
 }
 
@@ -156,13 +166,17 @@ describe('a failure at the write of each bot leaves nothing half-made', () => {
 describe('lost deliveries', () => {
   it('a review and a selection whose deliveries were lost are re-driven by the reconciler to an offer, once', async () => {
     const { patient, review } = await reviewedIntake(gw, clinician);
-    await withSubscriptionOff('review-intake-completed', () => clinician.assignCondition(review.id, 'I10'));
+    await withSubscriptionOff(['review-intake-completed', 'review-intake-answers-completed'], () =>
+      clinician.assignCondition(review.id, 'I10'),
+    );
     expect(await selectionsOf(review)).toEqual([]);
     await reconcile();
     const [selection] = await selectionsOf(review);
     expect(selection?.status).toBe('ready');
 
-    await withSubscriptionOff('select-treatment-completed', () => clinician.select(selection.id as string, AMLODIPINE));
+    await withSubscriptionOff(['select-treatment-completed', 'selection-answers-completed'], () =>
+      clinician.select(selection.id as string, AMLODIPINE),
+    );
     expect(await openOffers(gw, patient)).toEqual([]);
     await reconcile();
     await reconcile();

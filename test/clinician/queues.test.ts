@@ -175,7 +175,6 @@ describe('what a clinician of the same tenant cannot do, directly on Medplum (QU
     const mark = storeMark(gw.backend);
     const attempts: [string, Task][] = [
       ['claim for a colleague', { ...ready, owner: colleague.profile, status: 'in-progress' }],
-      ['claim without moving to in-progress', { ...ready, owner: me.profile }],
       ['in progress while the queue owns it', { ...ready, status: 'in-progress' }],
       ['complete without claiming', { ...ready, status: 'completed' }],
       ['claim and complete in one write', { ...ready, owner: me.profile, status: 'completed' }],
@@ -191,8 +190,13 @@ describe('what a clinician of the same tenant cannot do, directly on Medplum (QU
       expect(answer.status, why).toBe(403);
     }
     expect(changesSince(gw.backend, mark).map(describeChange)).toEqual([]);
+    // Taking it without starting it is a claim (the Provider app saves the assignee alone, then the status).
+    const taken = await put(me, { ...ready, owner: me.profile });
+    expect(taken.status, taken.text).toBe(200);
+    const started = await put(me, { ...(taken.body as Task), status: 'in-progress' });
+    expect(started.status, started.text).toBe(200);
     // The helper refuses the same before sending anything.
-    expect(await refused(me.complete(ready.id, []))).toMatch(/cannot be completed/);
+    expect(await refused(me.complete((await reviewTask(gw.backend, patient)).id, []))).toMatch(/cannot be completed/);
     expect(await refused(me.unclaim(claimedByColleague.id))).toMatch(/cannot be unclaimed/);
     expect(await refused(me.claim(claimedByColleague.id))).toMatch(/cannot be claimed/);
   });

@@ -1,11 +1,20 @@
 import type { WithId } from '@medplum/core';
-import type { Condition, DetectedIssue, QuestionnaireResponse, RequestGroup, Task } from '@medplum/fhirtypes';
+import type {
+  Condition,
+  DetectedIssue,
+  Patient,
+  Questionnaire,
+  QuestionnaireResponse,
+  RequestGroup,
+  Task,
+} from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import {
   CONDITION_ITEM,
-  formOf,
+  ELIGIBILITY_ITEM,
   OPTION_ITEM,
+  PROVIDER_APP_OUTPUT,
   RESPONSE_OUTPUT,
   responseOutput,
   WORK_FORMS,
@@ -20,6 +29,7 @@ import {
   AMLODIPINE,
   assigned,
   assignedCondition,
+  formOf,
   LISINOPRIL,
   openOffers,
   reviewedIntake,
@@ -28,9 +38,10 @@ import {
 } from '../support/spine';
 
 /**
- * Clinician work is a questionnaire (issue 26 item 2, JOURNEY J): the review and the selection carry
- * the form of what she must answer, she answers it with a QuestionnaireResponse of her own, and the
- * bots believe nothing else: not a colleague's answers, not the patient's, not answers that do not fit.
+ * Clinician work is a questionnaire (JOURNEY J): the review and the selection point at the stored form of
+ * what she must answer, as Medplum's Provider app reads it; she answers it with a QuestionnaireResponse of
+ * her own (as the Provider app writes it, or as the admin app's forms do), and the bots believe nothing
+ * else: not a colleague's answers, not the patient's, not answers that do not fit.
  */
 let gw: TestGateway;
 let clinician: Clinician;
@@ -59,13 +70,13 @@ async function handIn(taskId: string, response: QuestionnaireResponse & { id: st
   await gw.backend.subscriptions.idle();
 }
 
-/** A fitting answer to a review's form: the catalog's I10, as the form offers it. */
-const i10Answers = (review: Task): QuestionnaireResponse => {
-  const form = formOf(review);
+/** A fitting answer to a review's form, as the admin app's form writes it: the catalog's I10, as offered. */
+const i10Answers = async (review: Task): Promise<QuestionnaireResponse> => {
+  const form = await formOf(gw, review);
   const valueCoding = form?.item?.[0].answerOption?.find((o) => o.valueCoding?.code === 'I10')?.valueCoding;
   return {
     resourceType: 'QuestionnaireResponse',
-    questionnaire: form?.url,
+    questionnaire: `${form?.url}|${form?.version}`,
     status: 'completed',
     subject: review.for,
     item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding }] }],
@@ -73,22 +84,32 @@ const i10Answers = (review: Task): QuestionnaireResponse => {
 };
 
 describe('the forms clinician work carries', () => {
-  it('a review asks for the condition among her tenant’s condition catalog, nothing preselected', async () => {
+  it('a review points at its stored form, as the Provider app reads it: the condition among her tenant’s condition catalog, nothing preselected', async () => {
     const { review } = await reviewedIntake(gw, clinician);
-    const form = formOf(review);
-    expect(review.input).toContainEqual({
+    const form = await formOf(gw, review);
+    // The Provider app shows a form when `focus` is a Questionnaire and loads it from the FIRST input.
+    expect(review.focus?.reference).toBe(`Questionnaire/${form?.id}`);
+    expect(review.input?.[0]).toEqual({
       type: { text: 'questionnaire' },
-      valueReference: { reference: '#form', display: 'Assign a condition' },
+      valueReference: { reference: `Questionnaire/${form?.id}`, display: 'Assign a condition' },
     });
+    expect(review.reasonReference?.reference).toMatch(/^EpisodeOfCare\//);
+    expect(review.code?.text).toBe('Review the intake: assign a condition');
+    expect(review.performerType?.[0]?.coding?.[0]).toMatchObject({ system: SYSTEMS.careQueue, code: 'intake-review' });
+    expect(review.contained).toBeUndefined();
     expect(form).toMatchObject({
       resourceType: 'Questionnaire',
       url: WORK_FORMS.assignCondition,
       derivedFrom: ['https://patient-care.example/northwind/valuesets/conditions|1'],
       item: [{ linkId: CONDITION_ITEM, type: 'choice', required: true }],
     });
+    expect(form?.version).toMatch(/^[0-9a-f-]{36}$/);
+    // Stored in her tenant by the bot that issued the review; nobody's but the platform's.
+    expect(form?.meta?.author?.reference).toMatch(/^Bot\//);
+    expect(form?.meta?.accounts).toEqual([{ reference: await patientTenant(review) }]);
     expect(form?.item?.[0].answerOption?.map((o) => o.valueCoding?.code)).toEqual(['I10', 'R03.0', 'E66.9']);
     expect(JSON.stringify(form)).not.toMatch(/initial/);
-    // The same as text, which Medplum's app shows (it shows nothing of a contained resource).
+    // The same as text, for an app that shows the form only as a link (Medplum's admin app).
     const note = review.note?.map((n) => n.text).join('\n') ?? '';
     expect(note).toContain(WORK_FORMS.assignCondition);
     expect(note).toContain('condition (required)');
@@ -96,11 +117,23 @@ describe('the forms clinician work carries', () => {
     expect(note).toContain(`"${RESPONSE_OUTPUT}"`);
   });
 
-  it('a selection offers every option, labels the guideline’s one, and asks a mitigation of each finding only of the option chosen', async () => {
-    const { patient, selection } = await assigned(gw, clinician, 'I10', onSpironolactone);
-    const form = formOf(selection);
+  it('a selection offers every option, says each one’s eligibility in words, labels the guideline’s one, and asks a mitigation of each finding only of the option chosen', async () => {
+    const { patient, selection, condition } = await assigned(gw, clinician, 'I10', onSpironolactone);
+    const form = await formOf(gw, selection);
     expect(form?.url).toBe(WORK_FORMS.selectTreatment);
-    const [choice, ...mitigations] = form?.item ?? [];
+    expect(selection.focus?.reference).toBe(`Questionnaire/${form?.id}`);
+    expect(selection.input?.[0]?.valueReference?.reference).toBe(`Questionnaire/${form?.id}`);
+    expect(selection.reasonReference?.reference).toBe(
+      `Condition/${condition.id}/_history/${condition.meta?.versionId}`,
+    );
+    expect(selection.code?.text).toBe('Select a treatment');
+    expect(selection.description).toBe('Select a treatment for Essential (primary) hypertension (I10)');
+    const [words, choice, ...mitigations] = form?.item ?? [];
+    const findings = await hers<DetectedIssue>('DetectedIssue', patient, 'patient');
+    expect(findings).toHaveLength(1);
+    expect(words).toMatchObject({ linkId: ELIGIBILITY_ITEM, type: 'display' });
+    expect(words.text).toContain(`not eligible, guideline-preferred. Findings: ${findings[0].detail}.`);
+    expect(words.text).toMatch(/- Amlodipine[^\n]*: eligible\./);
     expect(choice).toMatchObject({ linkId: OPTION_ITEM, type: 'choice', required: true });
     const options = choice.answerOption?.map((o) => o.valueCoding) ?? [];
     expect(options.map((c) => [c?.system, c?.code])).toEqual([
@@ -110,8 +143,6 @@ describe('the forms clinician work carries', () => {
     expect(options[0]?.display).toMatch(/\(guideline-preferred; not eligible: 1 finding to mitigate\)$/);
     expect(options[1]?.display).not.toMatch(/\(/);
     expect(JSON.stringify(form)).not.toMatch(/initial/);
-    const findings = await hers<DetectedIssue>('DetectedIssue', patient, 'patient');
-    expect(findings).toHaveLength(1);
     const note = selection.note?.map((n) => n.text).join('\n') ?? '';
     expect(note).toContain(`${mitigations[0]?.linkId} (required)`);
     expect(note).toContain(`only when option is ${LISINOPRIL}`);
@@ -123,6 +154,31 @@ describe('the forms clinician work carries', () => {
         enableWhen: [{ question: OPTION_ITEM, operator: '=', answerCoding: options[0] }],
       }),
     ]);
+  });
+
+  it('a work form is read by the clinicians of her tenant, never by the other tenant’s, nor by patients, and nobody but the platform writes one', async () => {
+    const { patient, review } = await reviewedIntake(gw, clinician);
+    const form = (await formOf(gw, review)) as WithId<Questionnaire>;
+    const path = fhirPath(`Questionnaire/${form.id}`);
+    const token = (who: Clinician) => who.medplum.getAccessToken() as string;
+    expect((await direct(gw.backend, token(clinician), 'GET', path)).status).toBe(200);
+    expect((await direct(gw.backend, token(colleague), 'GET', path)).status).toBe(200);
+    const southridge = await demoClinician(gw.backend, 'southridge');
+    expect((await direct(gw.backend, token(southridge), 'GET', path)).status).toBe(404);
+    expect((await direct(gw.backend, patient.token, 'GET', path)).status).toBe(404);
+    const before = storeSnapshot(gw.backend);
+    for (const [who, bearer] of [
+      ['clinician', token(clinician)],
+      ['patient', patient.token],
+    ] as const) {
+      const edited = await direct(gw.backend, bearer, 'PUT', path, { body: { ...form, item: [] } });
+      expect([403, 404], who).toContain(edited.status);
+      const forged = await direct(gw.backend, bearer, 'POST', fhirPath('Questionnaire'), {
+        body: { ...form, id: undefined, meta: undefined },
+      });
+      expect(forged.status, who).toBe(403);
+    }
+    expect(storeSnapshot(gw.backend)).toEqual(before);
   });
 });
 
@@ -165,7 +221,9 @@ describe('her answers decide', () => {
 
   it('answers a colleague wrote, handed in by her, are not believed: no Condition, no selection, and the review says why', async () => {
     const { patient, review } = await reviewedIntake(gw, clinician);
-    const response = (await colleague.medplum.createResource(i10Answers(review))) as WithId<QuestionnaireResponse>;
+    const response = (await colleague.medplum.createResource(
+      await i10Answers(review),
+    )) as WithId<QuestionnaireResponse>;
     await handIn(review.id, response);
     expect(await assignedCondition(gw, review)).toBeUndefined();
     expect(await workAbout(gw, patient, 'select-treatment')).toEqual([]);
@@ -178,7 +236,7 @@ describe('her answers decide', () => {
     const { patient, review } = await reviewedIntake(gw, clinician);
     await clinician.claim(review.id);
     const response = (await clinician.medplum.createResource({
-      ...i10Answers(review),
+      ...(await i10Answers(review)),
       item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding: { code: 'I10', display: 'I10' } }] }],
     })) as WithId<QuestionnaireResponse>;
     await clinician.complete(review.id, [
@@ -197,7 +255,7 @@ describe('her answers decide', () => {
   it('answers the patient wrote herself (her own QuestionnaireResponse to the form) are not believed', async () => {
     const { patient, review } = await reviewedIntake(gw, clinician);
     const created = await direct(gw.backend, patient.token, 'POST', fhirPath('QuestionnaireResponse'), {
-      body: { ...i10Answers(review), author: { reference: `Patient/${patient.patient.id}` } },
+      body: { ...(await i10Answers(review)), author: { reference: `Patient/${patient.patient.id}` } },
     });
     expect(created.status).toBe(201);
     await handIn(review.id, created.body as WithId<QuestionnaireResponse>);
@@ -208,28 +266,90 @@ describe('her answers decide', () => {
   it('her own answers about another patient, to another form, still in progress or not fitting the form are not believed; the same answers done right are', async () => {
     const { patient, review } = await reviewedIntake(gw, clinician);
     const other = await reviewedIntake(gw, clinician);
-    const wrong: ((fresh: Task) => QuestionnaireResponse)[] = [
-      (fresh) => ({ ...i10Answers(fresh), subject: other.review.for }),
-      (fresh) => ({ ...i10Answers(fresh), questionnaire: WORK_FORMS.selectTreatment }),
-      (fresh) => ({ ...i10Answers(fresh), status: 'in-progress' }),
-      (fresh) => ({ ...i10Answers(fresh), item: [{ linkId: CONDITION_ITEM, answer: [{ valueString: 'I10' }] }] }),
+    const wrong: ((right: QuestionnaireResponse) => QuestionnaireResponse)[] = [
+      (right) => ({ ...right, subject: other.review.for }),
+      (right) => ({ ...right, questionnaire: WORK_FORMS.selectTreatment }),
+      // Another form of the same kind (its version names another task's form).
+      (right) => ({ ...right, questionnaire: `${WORK_FORMS.assignCondition}|another-form` }),
+      (right) => ({ ...right, status: 'stopped' }),
+      (right) => ({ ...right, item: [{ linkId: CONDITION_ITEM, answer: [{ valueString: 'I10' }] }] }),
       // The condition right, plus an item the form does not ask (answers must fit the form: bots/lib/answers.ts).
-      (fresh) => ({
-        ...i10Answers(fresh),
-        item: [...(i10Answers(fresh).item ?? []), { linkId: 'note', answer: [{ valueString: 'also asthma' }] }],
+      (right) => ({
+        ...right,
+        item: [...(right.item ?? []), { linkId: 'note', answer: [{ valueString: 'also asthma' }] }],
       }),
     ];
     for (const answers of wrong) {
       // Each on a fresh review of hers: a completed task is not completed again.
       const { review: fresh } = await reviewedIntake(gw, clinician);
-      const response = (await clinician.medplum.createResource(answers(fresh))) as WithId<QuestionnaireResponse>;
+      const response = (await clinician.medplum.createResource(
+        answers(await i10Answers(fresh)),
+      )) as WithId<QuestionnaireResponse>;
       await handIn(fresh.id, response);
       expect(await assignedCondition(gw, fresh)).toBeUndefined();
     }
-    const right = (await clinician.medplum.createResource(i10Answers(review))) as WithId<QuestionnaireResponse>;
+    const right = (await clinician.medplum.createResource(await i10Answers(review))) as WithId<QuestionnaireResponse>;
     await handIn(review.id, right);
     expect(((await assignedCondition(gw, review)) as Condition).code?.coding?.[0].code).toBe('I10');
     expect(await workAbout(gw, patient, 'select-treatment')).toHaveLength(1);
+  });
+
+  it('as the Provider app hands them in (the task completed while her answers are still in progress, completed after): nothing until they are, then eligibility', async () => {
+    const { patient, review } = await reviewedIntake(gw, clinician);
+    const form = await formOf(gw, review);
+    const valueCoding = form?.item?.[0].answerOption?.find((o) => o.valueCoding?.code === 'I10')?.valueCoding;
+    // Assignee and status as two separate updates (the Provider app's Properties tab), no If-Match.
+    const token = clinician.medplum.getAccessToken() as string;
+    const put = async (change: Partial<Task>) => {
+      const current = await repo().readResource<Task>('Task', review.id);
+      const res = await direct(gw.backend, token, 'PUT', fhirPath(`Task/${review.id}`), {
+        body: { ...current, ...change },
+      });
+      expect(res.status, res.text).toBe(200);
+    };
+    await put({ owner: clinician.profile });
+    const response = (await clinician.medplum.createResource<QuestionnaireResponse>({
+      resourceType: 'QuestionnaireResponse',
+      questionnaire: form?.url,
+      status: 'in-progress',
+      authored: new Date().toISOString(),
+      source: clinician.profile,
+      item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding }] }],
+    })) as WithId<QuestionnaireResponse>;
+    // Filed in her tenant though it names no patient (the clinician policy's compartment).
+    expect(response.meta?.accounts).toEqual([{ reference: await patientTenant(review) }]);
+    await put({
+      output: [
+        { type: { text: PROVIDER_APP_OUTPUT }, valueReference: { reference: `QuestionnaireResponse/${response.id}` } },
+      ],
+    });
+    await put({ status: 'completed' });
+    await gw.backend.subscriptions.idle();
+    expect(await assignedCondition(gw, review)).toBeUndefined();
+    // Waiting is not a refusal: the review says nothing of missing answers.
+    expect((await repo().readResource<Task>('Task', review.id)).businessStatus).toBeUndefined();
+    await clinician.medplum.updateResource({ ...response, status: 'completed' });
+    await gw.backend.subscriptions.idle();
+    expect(((await assignedCondition(gw, review)) as Condition).code?.coding?.[0].code).toBe('I10');
+    expect(await workAbout(gw, patient, 'select-treatment')).toHaveLength(1);
+  });
+
+  it('completed answers of hers that no completed task of hers hands in wake nothing', async () => {
+    const { patient, review } = await reviewedIntake(gw, clinician);
+    const form = await formOf(gw, review);
+    const valueCoding = form?.item?.[0].answerOption?.find((o) => o.valueCoding?.code === 'I10')?.valueCoding;
+    await clinician.claim(review.id);
+    const response = (await clinician.medplum.createResource<QuestionnaireResponse>({
+      resourceType: 'QuestionnaireResponse',
+      questionnaire: form?.url,
+      status: 'in-progress',
+      source: clinician.profile,
+      item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding }] }],
+    })) as WithId<QuestionnaireResponse>;
+    await clinician.medplum.updateResource({ ...response, status: 'completed' });
+    await gw.backend.subscriptions.idle();
+    expect(await assignedCondition(gw, review)).toBeUndefined();
+    expect(await workAbout(gw, patient, 'select-treatment')).toEqual([]);
   });
 
   it('a review completed without answers starts nothing', async () => {
@@ -257,21 +377,21 @@ describe('answers stay as their writer submitted them (clinician policy OWN_ANSW
     const before = storeSnapshot(gw.backend);
     expect((await put({ ...intake, item: [] })).status).toBe(403);
     const colleagues = (await colleague.medplum.createResource({
-      ...i10Answers(review),
+      ...(await i10Answers(review)),
       status: 'in-progress',
     })) as WithId<QuestionnaireResponse>;
     const afterColleague = storeSnapshot(gw.backend);
     expect((await put({ ...colleagues, author: clinician.profile })).status).toBe(403);
     expect((await put({ ...colleagues, status: 'completed' })).status).toBe(403);
     const inHerName = await direct(gw.backend, token, 'POST', fhirPath('QuestionnaireResponse'), {
-      body: { ...i10Answers(review), author: { reference: `Patient/${patient.patient.id}` } },
+      body: { ...(await i10Answers(review)), author: { reference: `Patient/${patient.patient.id}` } },
     });
     expect(inHerName.status).toBe(403);
     expect(storeSnapshot(gw.backend)).toEqual(afterColleague);
     expect(afterColleague.counts).not.toEqual(before.counts);
     // Her own: a draft she may change; submitted, frozen.
     const draft = (await clinician.medplum.createResource({
-      ...i10Answers(review),
+      ...(await i10Answers(review)),
       status: 'in-progress',
       author: { reference: clinician.profile.reference },
     })) as WithId<QuestionnaireResponse>;
@@ -280,9 +400,21 @@ describe('answers stay as their writer submitted them (clinician policy OWN_ANSW
     expect((await put({ ...(submitted.body as QuestionnaireResponse), item: [] })).status).toBe(403);
   });
 
-  it('the review hands in the version she wrote (a pinned reference)', async () => {
+  it('the review hands in her answers as the Provider app does: its output, her as source, about nobody, completed', async () => {
     const { review } = await assigned(gw, clinician);
     const done = await repo().readResource<Task>('Task', review.id);
-    expect(done.output?.[0]?.valueReference?.reference).toMatch(/^QuestionnaireResponse\/[^/]+\/_history\/[^/]+$/);
+    expect(done.output).toHaveLength(1);
+    expect(done.output?.[0]?.type).toEqual({ text: PROVIDER_APP_OUTPUT });
+    const [, id] = done.output?.[0]?.valueReference?.reference?.split('/') ?? [];
+    const response = await repo().readResource<QuestionnaireResponse>('QuestionnaireResponse', id);
+    expect(response).toMatchObject({ status: 'completed', source: { reference: clinician.profile.reference } });
+    expect(response.subject).toBeUndefined();
+    expect(response.author).toBeUndefined();
   });
 });
+
+/** Her tenant (the patient's managing organization), as the test backend provisioned it. */
+async function patientTenant(task: Task): Promise<string> {
+  const patient = await repo().readReference<Patient>({ reference: task.for?.reference ?? '' });
+  return patient.managingOrganization?.reference ?? '';
+}

@@ -12,7 +12,7 @@ import {
   Title,
 } from '@mantine/core';
 import { getReferenceString, MedplumClient, Operator, type SearchRequest, type WithId } from '@medplum/core';
-import type { QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import type { Questionnaire, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import {
   Document,
   MedplumProvider,
@@ -25,7 +25,6 @@ import {
 } from '@medplum/react';
 import { type ComponentPropsWithoutRef, type FC, createElement as h, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { formOf } from '../../contracts/work-forms';
 import { type Clinician, clinicianOf } from '../../src/clinician';
 
 /**
@@ -80,7 +79,11 @@ function Queue(props: { clinician: Clinician; onOpen: (task: WithId<Task>) => vo
 function Work(props: { clinician: Clinician; task: WithId<Task>; onDone: (task: WithId<Task>) => void }) {
   const [task, setTask] = useState(props.task);
   const [error, setError] = useState<string>();
-  const form = formOf(task);
+  const [form, setForm] = useState<Questionnaire>();
+  // The task's stored form (contracts/work-forms.ts), read as the Provider app reads it.
+  useEffect(() => {
+    props.clinician.form(task).then(setForm, (err: unknown) => setError(String(err)));
+  }, [props.clinician, task]);
   const run = (step: () => Promise<WithId<Task>>) =>
     step().then(setTask, (err: unknown) => setError(err instanceof Error ? err.message : String(err)));
   const submit = (response: QuestionnaireResponse) =>

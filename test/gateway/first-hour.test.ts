@@ -1,7 +1,7 @@
 import { MedplumClient } from '@medplum/core';
 import type { Bundle, Questionnaire, QuestionnaireItem, QuestionnaireResponseItem } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formOf } from '../../contracts/work-forms';
+import { formReference } from '../../contracts/work-forms';
 import type { Clinician } from '../../src/clinician';
 import { DEMO_TENANTS } from '../../src/provision/demo';
 import { demoClinician } from '../support/clinicians';
@@ -124,17 +124,24 @@ describe('a new patient, from the API alone', () => {
     // Her clinician: the review and the selection, each answered with the choices its own form offers.
     await gw.backend.subscriptions.idle();
     // (Her readings may also have issued an urgent reading review, which carries no form: not this one.)
-    const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${profile.id}` && formOf(t));
+    const hers = (await clinician.queue()).filter((t) => t.for?.reference === `Patient/${profile.id}`);
+    const review = hers.find((t) => formReference(t));
     expect(review).toBeDefined();
-    const condition = formOf(review as never)?.item?.[0].answerOption?.[0].valueCoding?.code as string;
+    const reviewForm = await clinician.form(review as never);
+    const condition = reviewForm?.item?.[0].answerOption?.[0].valueCoding?.code as string;
     await clinician.assignCondition(review?.id as string, condition);
     await gw.backend.subscriptions.idle();
-    const selection = (await clinician.queue()).find(
-      (t) => t.for?.reference === `Patient/${profile.id}` && formOf(t)?.item?.[0].linkId === 'option',
+    const forms = await Promise.all(
+      (await clinician.queue())
+        .filter((t) => t.for?.reference === `Patient/${profile.id}`)
+        .map(async (t) => ({ task: t, form: await clinician.form(t) })),
     );
+    const chosen = forms.find(({ form }) => form?.item?.some((i) => i.linkId === 'option'));
+    const selection = chosen?.task;
     expect(selection).toBeDefined();
-    const eligible = formOf(selection as never)
-      ?.item?.[0].answerOption?.map((o) => o.valueCoding)
+    const eligible = chosen?.form?.item
+      ?.find((i) => i.linkId === 'option')
+      ?.answerOption?.map((o) => o.valueCoding)
       .find((c) => !c?.display?.includes('not eligible'));
     await clinician.select(selection?.id as string, eligible?.code as string);
     await gw.backend.subscriptions.idle();

@@ -336,8 +336,10 @@ describe('measurement tasks', () => {
     expect(review).toMatchObject({
       status: 'ready',
       for: { reference: `Patient/${patient.patient.id}` },
-      focus: { reference: assessment.episodeOfCare },
+      // Its focus is its form (contracts/work-forms.ts); what it is about, the episode.
+      reasonReference: { reference: assessment.episodeOfCare },
     });
+    expect(review.focus?.reference).toMatch(/^Questionnaire\//);
     expect(review.meta?.tag?.some((t) => t.system === SYSTEMS.taskAudience)).toBe(false);
     // Not hers to do: the patient's own view of tasks does not list it as a patient task.
     expect(review.meta?.accounts).toEqual([patient.patient.managingOrganization]);

@@ -185,14 +185,18 @@ describe('a review the platform did not issue starts nothing', () => {
       identifier: `${SYSTEMS.conditionCatalog}|conditions`,
       url: 'https://patient-care.example/northwind/valuesets/conditions',
     })) as ValueSet;
-    const form = conditionForm([catalog]);
+    const form = await gw.backend.admin.createResource({
+      ...conditionForm([catalog]),
+      version: 'forged',
+      meta: { accounts: [patient.patient.managingOrganization as { reference: string }] },
+    });
     const base: Task = {
       resourceType: 'Task',
       intent: 'order',
       status: 'ready',
       code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-intake' }] },
-      contained: [form],
-      input: [formInput(form)],
+      focus: { reference: `Questionnaire/${form.id}` },
+      input: [formInput(`Questionnaire/${form.id}`, form.title)],
       for: her,
       owner: { reference: `CareTeam/${queue.id}` },
       meta: { accounts: [patient.patient.managingOrganization as { reference: string }] },

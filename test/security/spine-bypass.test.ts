@@ -182,7 +182,9 @@ describe('a clinician cannot skip a gate', () => {
       intent: 'order',
       code: { coding: [{ system: SYSTEMS.taskKind, code: 'select-treatment' }] },
       for: { reference: `Patient/${patient.patient.id}` },
-      focus: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
+      // The real selection's form and findings, about the same Condition: answerable as the real one.
+      focus: selection.focus,
+      reasonReference: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
       owner: queue,
       input: selection.input,
       contained: selection.contained,

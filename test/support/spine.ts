@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { WithId } from '@medplum/core';
-import type { Condition, MedicationRequest, Reference, RequestGroup, Task } from '@medplum/fhirtypes';
+import type { Condition, MedicationRequest, Questionnaire, Reference, RequestGroup, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
+import { formReference } from '../../contracts/work-forms';
 import type { Clinician } from '../../src/clinician';
 import { direct } from './attack';
 import type { DemoActor } from './backend';
@@ -49,6 +50,12 @@ export const spironolactoneOrder = (gw: TestGateway, patient: DemoActor) =>
     subject: { reference: `Patient/${patient.patient.id}` },
     medicationCodeableConcept: { coding: [{ system: RXNORM, code: '9997', display: 'spironolactone' }] },
   });
+
+/** The stored form a task points at (contracts/work-forms.ts), as stored; undefined when it points at none. */
+export async function formOf(gw: TestGateway, task: Task): Promise<WithId<Questionnaire> | undefined> {
+  const reference = formReference(task);
+  return reference ? gw.backend.systemRepo.readReference<Questionnaire>({ reference }) : undefined;
+}
 
 /** The clinician assigns the condition; the eligibility bot answers with the selection task. */
 export async function assigned(
