@@ -167,7 +167,7 @@ describe('Binary uploads (packages/server/src/fhir/binary.ts)', () => {
 });
 
 describe('sign-in (packages/server/src/auth/login.ts)', () => {
-  it('auth/login takes the project from projectId, or from the client, or finds the one the user belongs to', async () => {
+  it('auth/login takes the project from projectId or from the client; without either, a project-scoped user is not found', async () => {
     const northwind = DEMO_TENANTS[0];
     const login = (extra: Record<string, string>) =>
       backend.fetch(new URL('auth/login', backend.baseUrl), {
@@ -181,7 +181,7 @@ describe('sign-in (packages/server/src/auth/login.ts)', () => {
           ...extra,
         }),
       });
-    for (const extra of [{ projectId: backend.project.id }, { clientId: northwind.appId }, {}] as Record<
+    for (const extra of [{ projectId: backend.project.id }, { clientId: northwind.appId }] as Record<
       string,
       string
     >[]) {
@@ -189,6 +189,9 @@ describe('sign-in (packages/server/src/auth/login.ts)', () => {
       expect(answer.status, JSON.stringify(extra)).toBe(200);
       expect(((await answer.json()) as { code?: string }).code).toBeTruthy();
     }
+    // Her User is the project's (a patient's always is): Medplum then looks for a server-wide User only
+    // (oauth/utils.ts getUserByEmail) and answers 400 "User not found" (test/embedded/user-lookup.test.ts).
+    expect((await login({})).status).toBe(400);
   });
 });
 

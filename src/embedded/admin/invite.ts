@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import type { WithId } from '@medplum/core';
-import { badRequest, conflict, createReference, getReferenceString, OperationOutcomeError } from '@medplum/core';
+import type { Filter, WithId } from '@medplum/core';
+import {
+  badRequest,
+  conflict,
+  createReference,
+  getReferenceString,
+  OperationOutcomeError,
+  Operator,
+} from '@medplum/core';
 import type {
   Patient,
   Practitioner,
+  Project,
   ProjectMembership,
   ProjectMembershipAccess,
   Reference,
@@ -22,8 +30,8 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
  * `POST /admin/projects/:projectId/invite` (packages/server/src/admin/invite.ts `inviteUser`): takes
  * `{resourceType, firstName, lastName, email | externalId, password?, sendEmail?, upsert?, membership?:
  * {profile?, access?, accessPolicy?, admin?}}` (plus the legacy top-level accessPolicy/access/admin) and
- * answers 200 with the ProjectMembership. It creates the User (project-scoped for a Patient or an
- * externalId), the profile (`name: [{given: [firstName], family: lastName}]`, email as telecom) unless
+ * answers 200 with the ProjectMembership. It creates the User (project-scoped for a Patient, an externalId
+ * or `scope: 'project'`), the profile (`name: [{given: [firstName], family: lastName}]`, email as telecom) unless
  * `membership.profile` names one of this project, and the membership; a user already a member is 409
  * unless `upsert`. A Patient invited without a policy gets the Project's default patient policy.
  * RelatedPerson (which needs a patient) and sending email are not implemented: 400.
@@ -61,13 +69,21 @@ export async function inviteUser(
 
   const { systemRepo } = deps;
   const project = admin.project;
-  const projectScoped = resourceType === 'Patient' || externalId !== undefined;
+  // As Medplum's makeUserResource: a Patient, a user with an externalId, or one invited with
+  // `scope: 'project'` is a User of this project only, found at sign-in only with its project.
+  const projectScoped = resourceType === 'Patient' || externalId !== undefined || body.scope === 'project';
+  const inThisProject = { code: 'project', operator: Operator.EQUALS, value: getReferenceString(project) };
+  const serverWide = { code: 'project', operator: Operator.MISSING, value: 'true' };
+  if (email && body.forceNewMembership !== true) {
+    await refuseOtherScopeMember(systemRepo, project, email, projectScoped ? serverWide : inThisProject);
+  }
+  // The existing User of this email at the same scope, as Medplum's conditional create finds it.
   let user = email
     ? await systemRepo.searchOne<User>({
         resourceType: 'User',
         filters: [
-          { code: 'email', operator: 'exact', value: email },
-          ...(projectScoped ? [{ code: 'project', operator: 'eq' as const, value: getReferenceString(project) }] : []),
+          { code: 'email', operator: Operator.EXACT, value: email },
+          projectScoped ? inThisProject : serverWide,
         ],
       })
     : undefined;
@@ -134,6 +150,35 @@ export async function inviteUser(
       profile: createReference(profile),
     }),
   );
+}
+
+/**
+ * Medplum's invite refuses a member of this project with this email at the other scope (a server-wide
+ * user when a project-scoped one is invited, or the reverse) unless `forceNewMembership`: one person,
+ * two Users, would be confusing (packages/server/src/admin/invite.ts inviteUser).
+ */
+async function refuseOtherScopeMember(
+  systemRepo: AdminDeps['systemRepo'],
+  project: WithId<Project>,
+  email: string,
+  otherScope: Filter,
+): Promise<void> {
+  const users = await systemRepo.searchResources<User>({
+    resourceType: 'User',
+    filters: [{ code: 'email', operator: Operator.EXACT, value: email }, otherScope],
+  });
+  for (const user of users) {
+    const member = await systemRepo.searchOne<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      filters: [
+        { code: 'user', operator: Operator.EQUALS, value: getReferenceString(user) },
+        { code: 'project', operator: Operator.EQUALS, value: getReferenceString(project) },
+      ],
+    });
+    if (member) {
+      throw new OperationOutcomeError(conflict('User is already a member of this project'));
+    }
+  }
 }
 
 function withoutUndefined<T extends object>(value: T): T {

@@ -397,16 +397,18 @@ async function refreshToken(form: Record<string, string>, deps: AuthDeps): Promi
 // ------------------------------------------------------------------ registration and login
 
 /**
- * The User an email names for a project, as Medplum looks it up (packages/server/src/oauth/utils.ts getUserByEmail:
- * getUserByEmailInProject / getUserByEmailWithoutProject): the project's own user of that email, else
- * the server-wide one (a User without a project); a user of another project never.
+ * The User an email names, as Medplum looks it up (packages/server/src/oauth/utils.ts getUserByEmail:
+ * getUserByEmailInProject / getUserByEmailWithoutProject): with a project, that project's own user of
+ * the email, else the server-wide one (a User without a project); without a project, the server-wide one
+ * only. A project-scoped user (a patient, a user invited with `scope: 'project'` or an externalId) is
+ * therefore never found without their project, and a user of another project never.
  */
-async function userByEmail(deps: AuthDeps, email: string, project: WithId<Project> | undefined) {
+async function userByEmail(deps: AuthDeps, email: string, projectId: string | undefined) {
   const byEmail = { code: 'email', operator: Operator.EXACT, value: email };
-  if (project) {
+  if (projectId) {
     const own = await deps.systemRepo.searchOne<User>({
       resourceType: 'User',
-      filters: [byEmail, { code: 'project', operator: Operator.EQUALS, value: `Project/${project.id}` }],
+      filters: [byEmail, { code: 'project', operator: Operator.EQUALS, value: `Project/${projectId}` }],
     });
     if (own) {
       return own;
@@ -428,7 +430,7 @@ async function newUser(body: Record<string, unknown>, deps: AuthDeps, secretChec
   // No password is checked here, but "already registered" tells whether an account exists: each such
   // answer counts against the caller's address (not against the account, which the caller does not own).
   const attempt = secretCheck(undefined);
-  const existing = await userByEmail(deps, email, project);
+  const existing = await userByEmail(deps, email, project?.id);
   if (existing) {
     throw new OperationOutcomeError(badRequest('Email already registered', 'email'));
   }
@@ -502,34 +504,24 @@ async function passwordLogin(
   // Reserved before anything is looked up: while throttled the answer is 429 whatever the password,
   // and an unknown email is throttled exactly like a known one.
   const attempt = secretCheck(userIdentity(email));
-  // The project as Medplum finds it (packages/server/src/auth/login.ts, getProjectIdByClientId): named, or
-  // the client's own; without either, the one project the user is a member of.
   const client = await readClient(deps, optionalString(body, 'clientId'));
-  const named = optionalString(body, 'projectId') ?? client?.meta?.project;
-  const project = named ? await readProject(deps, named) : await soleProjectOf(deps, email);
-  const user = project ? await userByEmail(deps, email, project) : undefined;
-  // The password is checked even without a user or project: the answer's timing tells nothing.
+  const projectId = loginProjectId(client, optionalString(body, 'projectId'));
+  const user = await userByEmail(deps, email, projectId);
+  // The password is checked even without a user: the answer's timing tells nothing. Medplum answers
+  // "User not found" before checking a password (oauth/utils.ts tryLogin), which tells who has an
+  // account; here every failed lookup or password is the same 400, as strict and telling nothing.
   const matches = verifyPassword(password, user?.passwordHash);
-  if (!project || !user || !matches) {
+  if (!user || !matches) {
     throw new OperationOutcomeError(badRequest('Email or password is invalid'));
   }
   attempt.succeeded();
-  const membership = await deps.systemRepo.searchOne<ProjectMembership>({
-    resourceType: 'ProjectMembership',
-    filters: [
-      { code: 'user', operator: 'eq', value: `User/${user.id}` },
-      { code: 'project', operator: 'eq', value: `Project/${project.id}` },
-    ],
-  });
-  if (!membership) {
-    throw new OperationOutcomeError(badRequest('User is not a member of this project'));
-  }
+  const membership = await loginMembership(deps, user, projectId);
   const code = randomSecret();
   const login = await createLogin(deps, {
     user: createReference(user),
     client: client ? createReference(client) : undefined,
     membership: createReference(membership),
-    project: createReference(project),
+    project: membership.project,
     authMethod: 'password',
     // Medplum's tryLogin: the scope asked for (a refresh token needs `offline`), `openid` by default.
     scope: optionalString(body, 'scope') ?? 'openid',
@@ -538,6 +530,53 @@ async function passwordLogin(
     codeChallengeMethod: optionalString(body, 'codeChallengeMethod') as Login['codeChallengeMethod'],
   });
   return { login: login.id, code };
+}
+
+/**
+ * The project a sign-in is for, as Medplum's getProjectIdByClientId (packages/server/src/auth/utils.ts):
+ * the client application's own project, and a `projectId` naming another is refused; else `projectId`.
+ */
+function loginProjectId(client: ClientApplication | undefined, projectId: string | undefined): string | undefined {
+  if (!client) {
+    return projectId;
+  }
+  const own = client.meta?.project;
+  if (projectId !== undefined && projectId !== own) {
+    throw new OperationOutcomeError(badRequest('Invalid projectId'));
+  }
+  return own;
+}
+
+/**
+ * The membership a password sign-in gets, as Medplum's tryLogin and setLoginMembership
+ * (packages/server/src/oauth/utils.ts): the user's memberships (of the project, when one is named);
+ * none is "User not found", one is taken, and an inactive one is "Profile not active". With several,
+ * Medplum answers a login without a code and waits for `auth/profile`, which this server does not
+ * serve: the sign-in must name its project.
+ */
+async function loginMembership(
+  deps: AuthDeps,
+  user: WithId<User>,
+  projectId: string | undefined,
+): Promise<WithId<ProjectMembership>> {
+  const memberships = await deps.systemRepo.searchResources<ProjectMembership>({
+    resourceType: 'ProjectMembership',
+    filters: [
+      { code: 'user', operator: Operator.EQUALS, value: getReferenceString(user) },
+      ...(projectId ? [{ code: 'project', operator: Operator.EQUALS, value: `Project/${projectId}` }] : []),
+    ],
+    count: 2,
+  });
+  if (memberships.length === 0) {
+    throw new OperationOutcomeError(badRequest('User not found'));
+  }
+  if (memberships.length > 1) {
+    throw new OperationOutcomeError(badRequest('Several memberships: sign in with a projectId', 'projectId'));
+  }
+  if (memberships[0].active === false) {
+    throw new OperationOutcomeError(badRequest('Profile not active'));
+  }
+  return memberships[0];
 }
 
 async function me(c: Context, deps: AuthDeps): Promise<unknown> {
@@ -644,29 +683,6 @@ async function readProject(deps: AuthDeps, projectId: string | undefined): Promi
     throw new OperationOutcomeError(badRequest('Project not found', 'projectId'));
   }
   return project;
-}
-
-/**
- * Without a project or client to go by: the project of the one membership the user of that email has.
- * Medplum would then ask which membership to use (`/auth/profile`), which this server does not offer: with
- * none or several, the login fails like a wrong password.
- */
-async function soleProjectOf(deps: AuthDeps, email: string): Promise<WithId<Project> | undefined> {
-  const users = await deps.systemRepo.searchResources<User>({
-    resourceType: 'User',
-    filters: [{ code: 'email', operator: Operator.EXACT, value: email }],
-    count: 2,
-  });
-  if (users.length !== 1) {
-    return undefined;
-  }
-  const memberships = await deps.systemRepo.searchResources<ProjectMembership>({
-    resourceType: 'ProjectMembership',
-    filters: [{ code: 'user', operator: 'eq', value: `User/${users[0].id}` }],
-    count: 2,
-  });
-  const projectId = memberships.length === 1 ? memberships[0].project?.reference?.split('/')[1] : undefined;
-  return projectId ? readProject(deps, projectId) : undefined;
 }
 
 async function readClient(
