@@ -26,6 +26,7 @@ import { Database } from './store/database';
 import { type ResourceChange, SqliteRepository } from './store/repo';
 import { SubscriptionQueue } from './subscriptions';
 import { registerTerminology } from './terminology';
+import { registerWebSocketSubscriptions, webSocketSubscriptionsEndpoint } from './websocket-subscriptions';
 
 export interface EmbeddedMedplumOptions {
   /** SQLite file, or ':memory:' (tests). */
@@ -203,6 +204,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
 
   registerBotOperations(router, bots);
   registerTerminology(router);
+  registerWebSocketSubscriptions(router);
 
   app.use('*', medplumCors(options.corsOrigins ?? []));
   const rateFromEnv = Number(process.env.EMBEDDED_REQUEST_RATE_LIMIT);
@@ -232,6 +234,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     }),
   );
   app.get('/storage/:id/:versionId', (c) => serveStorage(c.req.raw, attachments, systemRepo));
+  app.get('/ws/subscriptions-r4', webSocketSubscriptionsEndpoint);
   app.get('/healthcheck', (c) => c.json({ ok: true, version: MEDPLUM_VERSION }));
   app.notFound(() => outcomeResponse(notFound));
   app.onError(thrownResponse);
