@@ -12,6 +12,7 @@ import type {
   DetectedIssue,
   Organization,
   Patient,
+  Questionnaire,
   QuestionnaireResponse,
   RequestGroup,
   Resource,
@@ -27,8 +28,9 @@ import type { PatientTask } from '../contracts/tasks';
 import {
   CONDITION_ITEM,
   FORM_INPUT,
-  formOf,
+  formReference,
   OPTION_ITEM,
+  PROVIDER_APP_OUTPUT,
   RESPONSE_OUTPUT,
   responseOutput,
   responseReference,
@@ -1681,24 +1683,66 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const adminRead = (ctx: AttackContext, path: string) =>
   medplumCall(ctx.baseUrl, ctx.adminToken, 'GET', path, { waitOutQuota: true, extended: true });
 
-/** A new Northwind patient (signed in) and her intake review as the complete-task bot issued it. */
+/** A task's stored form (contracts/work-forms.ts: `focus` and first input -> `Questionnaire/<id>`), as one reads it. */
+interface StoredForm {
+  /** `Questionnaire/<id>` (formReference), undefined when the task points at no stored form. */
+  reference?: string;
+  /** What the read answered. */
+  answer?: Answer;
+  form?: Questionnaire & { id: string };
+}
+
+/**
+ * The stored form a task points at, read with `token` (a person's, or the admin's) in extended mode, so
+ * that `meta.author` (the Bot that stored it) shows. Clinician work carries no contained form since 65cd263.
+ */
+async function readForm(baseUrl: string, token: string, task: Task | undefined): Promise<StoredForm> {
+  const reference = task ? formReference(task) : undefined;
+  if (!reference) {
+    return {};
+  }
+  const answer = await medplumCall(baseUrl, token, 'GET', `fhir/R4/${reference}`, {
+    waitOutQuota: true,
+    extended: true,
+  });
+  return {
+    reference,
+    answer,
+    form: answer.status === 200 ? (answer.body as Questionnaire & { id: string }) : undefined,
+  };
+}
+
+/** A stored form in a few words: its reference, url|version, writer and accounts. */
+const formSaid = (stored: StoredForm): string =>
+  !stored.reference
+    ? 'no stored form (focus and first input naming the same Questionnaire/<id>)'
+    : !stored.form
+      ? `${stored.reference}: ${stored.answer ? describe(stored.answer) : 'not read'}`
+      : `${stored.reference} ${stored.form.url}|${stored.form.version}, written by ${stored.form.meta?.author?.reference ?? 'nobody'}, accounts ${stored.form.meta?.accounts?.map((a) => a.reference).join(', ') || 'none'}`;
+
+/** A new Northwind patient (signed in) and her intake review as the complete-task bot issued it, with its stored form. */
 interface IntakeReview {
   patient: Person;
   review: Task & { id: string };
+  /** The review's stored form, as the admin read it (the Questionnaire `focus` and the first input name). */
+  form: Questionnaire & { id: string };
+  /** The patient's tenant (her Patient's `meta.accounts`, as the admin reads them). */
+  tenant: string[];
 }
 
 /**
  * A new patient registers through Northwind's app and completes the blood-pressure intake through the
  * gateway (the journey's steps 1 to 5, without the upload): the complete-task bot issues her intake
- * review, its form contained (contracts/work-forms.ts), in the Northwind intake queue. One row says what
- * was issued; undefined when it was not as it must be.
+ * review in the Northwind intake queue, and stores its form (contracts/work-forms.ts: a Questionnaire of
+ * her tenant, written by the Bot, that the review's `focus` and first input name). One row says what was
+ * issued; undefined when it was not as it must be.
  */
 async function intakeReview(
   ctx: AttackContext,
   label: string,
   queueRef: string | undefined,
 ): Promise<IntakeReview | undefined> {
-  const step = `precondition: a new patient (${label}) registers through Northwind's app and completes the blood-pressure intake through the gateway: the complete-task bot issues her intake review, its form contained, in the Northwind intake queue`;
+  const step = `precondition: a new patient (${label}) registers through Northwind's app and completes the blood-pressure intake through the gateway: the complete-task bot issues her intake review in the Northwind intake queue, its form stored (focus and first input -> Questionnaire/<id> of url ${WORK_FORMS.assignCondition}, written by a Bot, meta.accounts the patient's tenant; reasonReference her EpisodeOfCare)`;
   try {
     const client = new MedplumClient({ baseUrl: ctx.baseUrl, cacheTime: 0 });
     const user = await client.startNewUser({
@@ -1744,27 +1788,42 @@ async function intakeReview(
       row(step, 'FAILED', `${home.patient}: no review-intake Task of hers within ${SUBSCRIPTION_WAIT_MS / 1000} s`);
       return undefined;
     }
-    const form = formOf(review);
-    const reference = review.input?.find((i) => i.type?.text === FORM_INPUT)?.valueReference?.reference;
+    const stored = await readForm(ctx.baseUrl, ctx.adminToken, review);
+    const form = stored.form;
+    const first = review.input?.[0];
+    const reference = first?.type?.text === FORM_INPUT ? first.valueReference?.reference : undefined;
     const choices = (form?.item?.find((i) => i.linkId === CONDITION_ITEM)?.answerOption ?? []).map(
       (o) => o.valueCoding?.code,
     );
     const author = review.meta?.author?.reference ?? '';
+    const tenant = (
+      ((await adminRead(ctx, `fhir/R4/${home.patient}`)).body as Resource | undefined)?.meta?.accounts ?? []
+    )
+      .map((a) => a.reference ?? '')
+      .filter(Boolean);
+    const formAccounts = (form?.meta?.accounts ?? []).map((a) => a.reference ?? '');
     const good =
       review.status === 'ready' &&
       review.owner?.reference === queueRef &&
       author.startsWith('Bot/') &&
-      form?.url === WORK_FORMS.assignCondition &&
+      review.reasonReference?.reference?.startsWith('EpisodeOfCare/') === true &&
+      form !== undefined &&
+      form.url === WORK_FORMS.assignCondition &&
+      form.meta?.author?.reference?.startsWith('Bot/') === true &&
+      tenant.length > 0 &&
+      sameSet(formAccounts, tenant) &&
       choices.includes('I10');
     row(
       step,
       good ? 'ok' : 'FAILED',
-      `${home.patient}; Task/${review.id} ${review.status}, owner ${review.owner?.reference}${review.owner?.reference === queueRef ? ' (the Northwind intake queue)' : ''}, written by ${author || 'nobody'}, input '${FORM_INPUT}' -> ${reference ?? 'none'}: ${form ? `a contained Questionnaire ${form.url}|${form.version}, item '${CONDITION_ITEM}' of ${choices.length} choice(s): ${choices.join(', ')}` : 'no contained form'}`,
+      `${home.patient} (tenant ${tenant.join(', ') || 'none'}); Task/${review.id} ${review.status}, owner ${review.owner?.reference}${review.owner?.reference === queueRef ? ' (the Northwind intake queue)' : ''}, written by ${author || 'nobody'}, reasonReference ${review.reasonReference?.reference ?? 'none'}, focus ${review.focus?.reference ?? 'none'}, first input '${first?.type?.text ?? ''}' -> ${reference ?? 'none'}: ${form ? `a stored Questionnaire, ${formSaid(stored)}${sameSet(formAccounts, tenant) ? " (the patient's tenant)" : " (NOT the patient's tenant)"}, item '${CONDITION_ITEM}' of ${choices.length} choice(s): ${choices.join(', ')}` : formSaid(stored)}`,
     );
-    return good
+    return good && form
       ? {
           patient: { who: `the new patient (${label})`, token, profile: home.patient },
           review: review as Task & { id: string },
+          form,
+          tenant,
         }
       : undefined;
   } catch (err) {
@@ -1794,9 +1853,9 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
   )[0] as Bot | undefined;
   const steps = {
     control:
-      "control: the Northwind clinician claims the new patient's intake review, answers its form with her own QuestionnaireResponse (condition I10, author herself) and completes the review with it as output 'questionnaire-response'",
+      "control: the Northwind clinician claims the new patient's intake review, answers its stored form with her own QuestionnaireResponse as the admin app writes it (completed, subject the patient, condition I10, author herself) and completes the review with it as output 'questionnaire-response'",
     believed:
-      'control: eligibility believes her answers: the Condition keyed by the review (SYSTEMS.eligibilityKey|Task/<review>) appears, I10, asserter and recorder her, her response its evidence; and a ready select-treatment Task with its form',
+      "control: eligibility believes her answers: the Condition keyed by the review (SYSTEMS.eligibilityKey|Task/<review>) appears, I10, asserter and recorder her, her response its evidence; and a ready select-treatment Task, reasonReference that Condition (versioned), its form stored (Questionnaire/<id> of url select-treatment, written by a Bot, meta.accounts the patient's tenant) with its options",
     southridge:
       "attack: the Southridge clinician writes a QuestionnaireResponse to the review's form about a Northwind patient (subject the patient, author herself)",
     colleague:
@@ -1807,7 +1866,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
       "attack: the new patient writes a QuestionnaireResponse to the review's form herself, directly on Medplum (her token, subject and author herself, I10); the Northwind clinician claims the review and completes it with it as 'questionnaire-response'",
     // OWN_ANSWERS_ONLY (ownAnswers, below).
     pinned:
-      "the journey's review and selection, completed through the clinician helper (src/clinician `answer`), hand in the version she wrote: output 'questionnaire-response' -> QuestionnaireResponse/<id>/_history/<vid>, that version written by her",
+      "the journey's review and selection, completed through the clinician helper (src/clinician `answer`, which writes as Medplum's Provider app since 65cd263, no longer a pinned version): output 'QuestionnaireResponse' -> QuestionnaireResponse/<id> (unversioned), that response completed, written by her (meta.author), to the form's url without a version, source her, no subject, no author",
     intake:
       "attack: the Northwind clinician rewrites the journey patient's submitted intake QuestionnaireResponse (her yes/no answers flipped)",
     colleagueDraft:
@@ -1833,6 +1892,24 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
       "control: the selection answered the same way (the amlodipine option's canonical as a coding without a system, the output named by a coding): compose-offer composes the offer (the selection's businessStatus offer-composed, the patient's treatment-offer Task)",
     colleagueWhy:
       "the refused hand-in (a colleague's answers, the attack above) says why on the review: businessStatus 'no-answers' and statusReason.text, written once by the eligibility bot",
+    // The stored form (65cd263): read in its tenant only, written by the bots only (formRights, below).
+    formRead:
+      "control: the Northwind clinician reads the stored review form (Questionnaire/<id>, the Northwind patient's tenant) directly on Medplum",
+    formReadSouthridge: 'attack: the Southridge clinician reads the stored Northwind review form (Questionnaire/<id>)',
+    formSearchSouthridge: `attack: the Southridge clinician searches the work forms (Questionnaire?url=${WORK_FORMS.assignCondition}): nothing of the Northwind review form`,
+    formReadPatient: 'attack: the patient reads the stored form of her own review (Questionnaire/<id>)',
+    formPostClinician: `attack: the Northwind clinician creates a Questionnaire (a work form: url ${WORK_FORMS.assignCondition}, the review form's items)`,
+    formPutClinician:
+      'attack: the Northwind clinician rewrites the stored review form (PUT, one more condition choice)',
+    formPostPatient: `attack: the patient creates a Questionnaire (a work form: url ${WORK_FORMS.assignCondition}, the review form's items)`,
+    formPutPatient: 'attack: the patient rewrites the stored form of her own review (PUT, one more condition choice)',
+    // Medplum's Provider app's way (65cd263): providerApp, below.
+    providerClaim:
+      "control: the Provider app's claim in two updates: the Northwind clinician sets herself as the owner of a new patient's review (PUT, no If-Match, status still ready), then its status in-progress (PUT, no If-Match)",
+    providerAnswers:
+      "control: answers as Medplum's Provider app writes them: her QuestionnaireResponse in-progress (questionnaire the stored form's url without version, source her, no subject, no author: 201, written by her, meta.accounts her tenant by the clinician policy's compartment), the review's output replaced by 'QuestionnaireResponse' -> it (200), the review completed while the response is still in-progress (200): eligibility runs on the completed review and writes nothing yet; then the response completed (200)",
+    providerBelieved: `control: the completed answers wake eligibility (Subscription QuestionnaireResponse?status=completed&questionnaire=${WORK_FORMS.assignCondition}: a run of the eligibility bot naming the response): the Condition keyed by the review (I10, asserter her, her response its evidence) and a ready select-treatment Task`,
+    providerSelection: `control: the selection the Provider app's way (the two-step claim, the amlodipine option as its stored form offers it, the response in-progress, the output, the completion, then the response completed): compose-offer runs on the completed selection and writes nothing yet; woken by the completed answers (Subscription QuestionnaireResponse?status=completed&questionnaire=${WORK_FORMS.selectTreatment}: a run naming the response), it composes the offer (businessStatus offer-composed, a ready treatment-offer Task instantiating the option)`,
   };
   if (!clinician || !eligibility?.id) {
     for (const step of Object.values(steps)) {
@@ -1842,22 +1919,25 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
   }
   const her = clinician.profile;
 
-  /** The condition `code` as a review's form offers it (I10, R03.0, E66.9), as an item of answers. */
-  const conditionItem = (review: Task, code = 'I10'): QuestionnaireResponse['item'] => {
-    const coding = formOf(review)
-      ?.item?.find((i) => i.linkId === CONDITION_ITEM)
+  /** The condition `code` as a review's stored form offers it (I10, R03.0, E66.9), as an item of answers. */
+  const conditionItem = (form: Questionnaire | undefined, code = 'I10'): QuestionnaireResponse['item'] => {
+    const coding = form?.item
+      ?.find((i) => i.linkId === CONDITION_ITEM)
       ?.answerOption?.find((o) => o.valueCoding?.code === code)?.valueCoding ?? { system: ICD10CM, code };
     return [{ linkId: CONDITION_ITEM, answer: [{ valueCoding: coding }] }];
   };
-  /** Answers to a review's form: the condition I10 as the form offers it; no `author` when undefined. */
-  const answersTo = (review: Task, subject: string, author: string | undefined): QuestionnaireResponse => ({
+  /**
+   * Answers to a review's stored form as the admin app writes them: completed, the condition I10 as the
+   * form offers it, about the patient; no `author` when undefined.
+   */
+  const answersTo = (form: Questionnaire, subject: string, author: string | undefined): QuestionnaireResponse => ({
     resourceType: 'QuestionnaireResponse',
-    questionnaire: formOf(review)?.url,
+    questionnaire: form.url,
     status: 'completed',
     subject: { reference: subject },
     ...(author ? { author: { reference: author } as QuestionnaireResponse['author'] } : {}),
     authored: new Date().toISOString(),
-    item: conditionItem(review),
+    item: conditionItem(form),
   });
 
   /**
@@ -1969,7 +2049,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     try {
       // The patient names herself; a colleague no one (the policy lets a clinician name only herself).
       const written = answersTo(
-        intake.review,
+        intake.form,
         intake.patient.profile,
         writer === intake.patient ? intake.patient.profile : undefined,
       );
@@ -2091,7 +2171,8 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
    */
   const ownAnswers = async (intake: IntakeReview | undefined, handed: QuestionnaireResponse | undefined) => {
     const noIntake = 'no intake review (see the precondition rows)';
-    // The journey's review and selection, completed through src/clinician (`answer`): the version she wrote.
+    // The journey's review and selection, completed through src/clinician (`answer`): as the Provider app
+    // writes them since 65cd263 (the output `QuestionnaireResponse`, unversioned; no pinned version).
     const journeyPatient = ctx.progress.patient;
     if (!journeyPatient) {
       row(steps.pinned, 'not reached', 'the journey did not make it');
@@ -2108,20 +2189,36 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
               )
             ).body,
           ).find((t) => responseReference(t as Task)) as Task | undefined;
-          const reference = task ? responseReference(task) : undefined;
-          const [, id, , versionId] =
-            /^QuestionnaireResponse\/([^/]+)(\/_history\/([^/]+))?$/.exec(reference ?? '') ?? [];
-          const version =
-            id && versionId
-              ? ((await adminRead(ctx, `fhir/R4/QuestionnaireResponse/${id}/_history/${versionId}`))
-                  .body as QuestionnaireResponse)
-              : undefined;
-          const ok = Boolean(versionId) && version?.meta?.author?.reference === clinician.profile;
+          if (!task) {
+            good = false;
+            said.push(`no completed ${kind} Task of the journey patient handing in answers`);
+            continue;
+          }
+          const output = task.output?.find((o) => o.valueReference?.reference === responseReference(task));
+          const reference = output?.valueReference?.reference ?? '';
+          const unversioned = /^QuestionnaireResponse\/[^/]+$/.test(reference);
+          const response = unversioned
+            ? ((await adminRead(ctx, `fhir/R4/${reference}`)).body as QuestionnaireResponse | undefined)
+            : undefined;
+          const form = (await readForm(ctx.baseUrl, ctx.adminToken, task)).form;
+          const ok =
+            output?.type?.text === PROVIDER_APP_OUTPUT &&
+            (task.output?.length ?? 0) === 1 &&
+            unversioned &&
+            response?.status === 'completed' &&
+            response.meta?.author?.reference === clinician.profile &&
+            form?.url !== undefined &&
+            response.questionnaire === form.url &&
+            response.source?.reference === clinician.profile &&
+            response.subject === undefined &&
+            response.author === undefined;
           good &&= ok;
           said.push(
-            task
-              ? `${kind} Task/${task.id}: output '${RESPONSE_OUTPUT}' -> ${reference}${versionId ? `, that version ${version?.status ?? 'unreadable'}, written by ${version?.meta?.author?.reference ?? '?'}${version?.meta?.author?.reference === clinician.profile ? ' (her)' : ' (NOT her)'}` : ' (NOT versioned)'}`
-              : `no completed ${kind} Task of the journey patient with a '${RESPONSE_OUTPUT}' output`,
+            `${kind} Task/${task.id}: ${task.output?.length ?? 0} output(s), ${output ? outputName(output) : 'none'} -> ${reference || 'nothing'}${unversioned ? '' : ' (NOT unversioned)'}${
+              response
+                ? `, ${response.status}, written by ${response.meta?.author?.reference ?? '?'}${response.meta?.author?.reference === clinician.profile ? ' (her)' : ' (NOT her)'}, questionnaire ${response.questionnaire}${response.questionnaire === form?.url ? " (the stored form's url)" : ` (NOT the stored form's url ${form?.url})`}, source ${response.source?.reference ?? 'none'}, subject ${response.subject?.reference ?? 'none'}, author ${response.author?.reference ?? 'none'}`
+                : ''
+            }`,
           );
         }
         row(steps.pinned, good ? 'ok' : 'FAILED', said.join('; '));
@@ -2163,7 +2260,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     } else {
       try {
         const written = await direct(colleague, 'POST', 'QuestionnaireResponse', {
-          ...answersTo(intake.review, intake.patient.profile, undefined),
+          ...answersTo(intake.form, intake.patient.profile, undefined),
           status: 'in-progress',
         });
         draft = written.status === 201 ? (written.body as QuestionnaireResponse) : undefined;
@@ -2189,7 +2286,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
       steps.patientsName,
       clinician,
       intake,
-      (i) => answersTo(i.review, i.patient.profile, i.patient.profile),
+      (i) => answersTo(i.form, i.patient.profile, i.patient.profile),
       'the Northwind clinician could not sign in',
     );
 
@@ -2201,14 +2298,14 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     } else {
       try {
         const created = await direct(clinician, 'POST', 'QuestionnaireResponse', {
-          ...answersTo(intake.review, intake.patient.profile, her),
+          ...answersTo(intake.form, intake.patient.profile, her),
           status: 'in-progress',
         });
         const createdBody = created.status === 201 ? (created.body as QuestionnaireResponse) : undefined;
         const changed = createdBody?.id
           ? await direct(clinician, 'PUT', `QuestionnaireResponse/${createdBody.id}`, {
               ...createdBody,
-              item: conditionItem(intake.review, 'R03.0'),
+              item: conditionItem(intake.form, 'R03.0'),
             })
           : undefined;
         const ownDraft = changed?.status === 200 ? (changed.body as QuestionnaireResponse) : undefined;
@@ -2240,14 +2337,14 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
       clinician,
       submitted?.id ? `QuestionnaireResponse/${submitted.id}` : undefined,
       'her submitted draft (the controls above) failed',
-      (r) => ({ ...r, item: conditionItem(intake?.review as Task, 'I10') }),
+      (r) => ({ ...r, item: conditionItem(intake?.form, 'I10') }),
     );
     await frozen(
       steps.ownHandedIn,
       clinician,
       handed?.id ? `QuestionnaireResponse/${handed.id}` : undefined,
       'her hand-in (the control above) failed',
-      (r) => ({ ...r, item: conditionItem(intake?.review as Task, 'R03.0') }),
+      (r) => ({ ...r, item: conditionItem(intake?.form, 'R03.0') }),
     );
   };
 
@@ -2273,7 +2370,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     try {
       const patient = intake.patient.profile;
       const answers: QuestionnaireResponse = {
-        ...answersTo(intake.review, patient, her),
+        ...answersTo(intake.form, patient, her),
         item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding: appCoding('I10') }] }],
       };
       const handed = await handIn(intake.review, clinician, answers, appOutput);
@@ -2290,8 +2387,8 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
         return;
       }
       // The catalog's own coding of I10, as the review's form offers it.
-      const offered = formOf(intake.review)
-        ?.item?.find((i) => i.linkId === CONDITION_ITEM)
+      const offered = intake.form.item
+        ?.find((i) => i.linkId === CONDITION_ITEM)
         ?.answerOption?.find((o) => o.valueCoding?.code === 'I10')?.valueCoding;
       const seen = await aftermath(
         intake.review,
@@ -2325,11 +2422,17 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
         row(steps.appShapedSelection, 'not reached', 'no ready selection (the row above)');
         return;
       }
-      const option = (formOf(selection)?.item?.find((i) => i.linkId === OPTION_ITEM)?.answerOption ?? [])
+      // Her read of the selection's stored form (as Medplum's app loads it).
+      const selectionForm = await readForm(ctx.baseUrl, clinician.token, selection);
+      const option = (selectionForm.form?.item?.find((i) => i.linkId === OPTION_ITEM)?.answerOption ?? [])
         .map((o) => o.valueCoding?.code ?? '')
         .find((code) => code.includes('amlodipine'));
       if (!option) {
-        row(steps.appShapedSelection, 'FAILED', `Task/${selection.id}: its form offers no amlodipine option`);
+        row(
+          steps.appShapedSelection,
+          'FAILED',
+          `Task/${selection.id}: its form offers no amlodipine option (${formSaid(selectionForm)})`,
+        );
         return;
       }
       const chosen = await handIn(
@@ -2452,7 +2555,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
         : [];
       // The journey's own review (the one she handed her answers in with), not the queue task the admin
       // issued above for the same patient.
-      const journeyReview = journeys.find((t) => responseReference(t)) ?? journeys.find((t) => formOf(t));
+      const journeyReview = journeys.find((t) => responseReference(t)) ?? journeys.find((t) => formReference(t));
       if (journeyReview) {
         reviews.push({ label: "the journey's review", task: journeyReview });
       }
@@ -2494,9 +2597,429 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     }
   };
 
+  /**
+   * The stored review form (65cd263, contracts/work-forms.ts): a Questionnaire of the patient's tenant,
+   * read by her tenant's clinicians (the clinician policy's read-only, tenant-scoped Questionnaire), by no
+   * clinician of another tenant and by no patient; and a Questionnaire is written by the bots only (a
+   * clinician's or a patient's POST or PUT: 403, nothing written).
+   */
+  const formRights = async (intake: IntakeReview | undefined) => {
+    const all = [
+      steps.formRead,
+      steps.formReadSouthridge,
+      steps.formSearchSouthridge,
+      steps.formReadPatient,
+      steps.formPostClinician,
+      steps.formPutClinician,
+      steps.formPostPatient,
+      steps.formPutPatient,
+    ];
+    if (!intake) {
+      for (const step of all) {
+        row(step, 'not reached', 'no intake review (see the precondition row)');
+      }
+      return;
+    }
+    const target = `Questionnaire/${intake.form.id}`;
+    const reads: [string, Person | undefined, number[]][] = [
+      [steps.formRead, clinician, [200]],
+      [steps.formReadSouthridge, southridge, [404]],
+      [steps.formReadPatient, intake.patient, [403, 404]],
+    ];
+    for (const [step, person, expected] of reads) {
+      if (!person) {
+        row(step, 'not reached', 'could not sign in');
+        continue;
+      }
+      try {
+        const answer = await direct(person, 'GET', target);
+        const good =
+          expected.includes(answer.status) &&
+          (answer.status !== 200 || (answer.body as Questionnaire).url === intake.form.url);
+        row(
+          step,
+          good ? (expected.includes(200) ? 'ok' : 'held') : 'FAILED',
+          `${target}: expected ${expected.join('/')}, got ${describe(answer)}`,
+        );
+      } catch (err) {
+        row(step, 'FAILED', `the call threw: ${message(err)}`);
+      }
+    }
+    if (!southridge) {
+      row(steps.formSearchSouthridge, 'not reached', 'could not sign in');
+    } else {
+      try {
+        const found = await direct(
+          southridge,
+          'GET',
+          `Questionnaire?url=${encodeURIComponent(WORK_FORMS.assignCondition)}&_count=100`,
+        );
+        const leaked = entriesOf(found.body).some((r) => r.id === intake.form.id);
+        row(
+          steps.formSearchSouthridge,
+          REFUSED.includes(found.status) || (found.status === 200 && !leaked) ? 'held' : 'FAILED',
+          `expected 403/404, or a Bundle without ${target}; got ${describe(found)}${leaked ? ` WITH ${target}` : ''}`,
+        );
+      } catch (err) {
+        row(steps.formSearchSouthridge, 'FAILED', `the call threw: ${message(err)}`);
+      }
+    }
+    // One more condition choice: what a rewrite of the form would slip in.
+    const withChoice = (form: Questionnaire): Questionnaire['item'] =>
+      form.item?.map((item) =>
+        item.linkId === CONDITION_ITEM
+          ? {
+              ...item,
+              answerOption: [
+                ...(item.answerOption ?? []),
+                { valueCoding: { system: ICD10CM, code: 'Z99.89', display: 'lane attack' } },
+              ],
+            }
+          : item,
+      );
+    const creates: [string, Person | undefined][] = [
+      [steps.formPostClinician, clinician],
+      [steps.formPostPatient, intake.patient],
+    ];
+    for (const [step, person] of creates) {
+      if (!person) {
+        row(step, 'not reached', 'could not sign in');
+        continue;
+      }
+      try {
+        const version = `lane-attack-${Date.now()}`;
+        const written = await direct(person, 'POST', 'Questionnaire', {
+          resourceType: 'Questionnaire',
+          url: WORK_FORMS.assignCondition,
+          version,
+          status: 'active',
+          title: 'Assign a condition (lane attack)',
+          item: withChoice(intake.form),
+        } satisfies Questionnaire);
+        const found = entriesOf(
+          (await adminRead(ctx, `fhir/R4/Questionnaire?version=${encodeURIComponent(version)}`)).body,
+        );
+        row(
+          step,
+          written.status === 403 && found.length === 0 ? 'held' : 'FAILED',
+          `expected 403 and nothing written; got ${describe(written)}; the admin finds ${found.length} Questionnaire(s) of version ${version}`,
+        );
+      } catch (err) {
+        row(step, 'FAILED', `the call threw: ${message(err)}`);
+      }
+    }
+    const updates: [string, Person | undefined][] = [
+      [steps.formPutClinician, clinician],
+      [steps.formPutPatient, intake.patient],
+    ];
+    for (const [step, person] of updates) {
+      if (!person) {
+        row(step, 'not reached', 'could not sign in');
+        continue;
+      }
+      try {
+        const before = (await adminRead(ctx, `fhir/R4/${target}`)).body as Questionnaire | undefined;
+        if (!before?.meta?.versionId) {
+          row(step, 'FAILED', `the attack could not be staged: the admin could not read ${target}`);
+          continue;
+        }
+        const written = await direct(person, 'PUT', target, { ...before, item: withChoice(before) });
+        const after = (await adminRead(ctx, `fhir/R4/${target}`)).body as Questionnaire | undefined;
+        const same = after?.meta?.versionId === before.meta.versionId;
+        row(
+          step,
+          written.status === 403 && same ? 'held' : 'FAILED',
+          `expected 403 and the same version; got ${describe(written)}; ${target} version ${after?.meta?.versionId}${same ? ' as before' : ` (was ${before.meta.versionId})`}`,
+        );
+      } catch (err) {
+        row(step, 'FAILED', `the call threw: ${message(err)}`);
+      }
+    }
+  };
+
+  /**
+   * Medplum's Provider app's way with clinician work (65cd263, contracts/work-forms.ts), on a new patient's
+   * review and then its selection: the claim as two updates (herself as owner, status still ready; then
+   * in-progress), neither with If-Match; her answers saved in-progress (the form's url without version,
+   * `source` her, no subject or author), the task's output replaced by them (`QuestionnaireResponse`),
+   * the task completed while they are still in-progress, then they are completed. The bot woken by the
+   * completed task finds the answers pending and writes nothing; the Subscription on completed answers
+   * (`QuestionnaireResponse?status=completed&questionnaire=<url>`) wakes it again, and it acts: proof that
+   * its criteria match on a real Medplum (a run of the bot whose AuditEvent names the response).
+   */
+  const providerApp = async () => {
+    const later = [steps.providerAnswers, steps.providerBelieved, steps.providerSelection];
+    const intake = await intakeReview(ctx, "answers as Medplum's Provider app writes them", queueRef);
+    if (!intake) {
+      for (const step of [steps.providerClaim, ...later]) {
+        row(step, 'not reached', 'no intake review (see the precondition row)');
+      }
+      return;
+    }
+    const patient = intake.patient.profile;
+    const composeOffer = entriesOf(
+      (await ctx.adminGet(`fhir/R4/Bot?identifier=${encodeURIComponent(`${SYSTEMS.bots}|compose-offer`)}`)).body,
+    )[0] as Bot | undefined;
+    /** The runs of `bot` on `entity` (its AuditEvents naming it), as the admin finds them. */
+    const runsOn = async (entity: string, bot: string | undefined) =>
+      (entriesOf((await adminRead(ctx, `fhir/R4/AuditEvent?entity=${entity}&_count=20`)).body) as AuditEvent[]).filter(
+        (e) => e.source?.observer?.reference === `Bot/${bot}`,
+      );
+    const runsSaid = (runs: AuditEvent[]) =>
+      `${runs.length} run(s)${runs.length ? ` (outcome ${runs.map((r) => r.outcome).join(', ')})` : ''}`;
+    /** The two-step claim, as the Provider app saves the assignee and then the status. */
+    const claimTwoSteps = async (taskId: string) => {
+      const said: string[] = [];
+      const read = await direct(clinician, 'GET', `Task/${taskId}`);
+      if (read.status !== 200) {
+        return { said: [`her read of Task/${taskId}: ${describe(read)}`] };
+      }
+      const assigned = await direct(clinician, 'PUT', `Task/${taskId}`, {
+        ...(read.body as Task),
+        owner: { reference: her },
+      });
+      const first = assigned.status === 200 ? (assigned.body as Task) : undefined;
+      said.push(
+        `the owner: ${describe(assigned)}${first ? ` (${first.status}, owner ${first.owner?.reference})` : ''}`,
+      );
+      if (!first) {
+        return { said };
+      }
+      const started = await direct(clinician, 'PUT', `Task/${taskId}`, { ...first, status: 'in-progress' });
+      const second = started.status === 200 ? (started.body as Task) : undefined;
+      said.push(
+        `the status: ${describe(started)}${second ? ` (${second.status}, owner ${second.owner?.reference})` : ''}`,
+      );
+      const good =
+        first.status === 'ready' &&
+        first.owner?.reference === her &&
+        second?.status === 'in-progress' &&
+        second.owner?.reference === her;
+      return { said, claimed: good ? second : undefined };
+    };
+    /**
+     * Her answers the Provider app's way on a claimed task; `wrote` says what the bot wrote (undefined:
+     * nothing), asked once its run on the completed task is seen, before the answers are completed.
+     */
+    const answerTheProviderWay = async (
+      task: Task,
+      form: Questionnaire,
+      items: QuestionnaireResponse['item'],
+      bot: string | undefined,
+      wrote: () => Promise<string | undefined>,
+    ) => {
+      const said: string[] = [];
+      const saved = await direct(clinician, 'POST', 'QuestionnaireResponse', {
+        resourceType: 'QuestionnaireResponse',
+        questionnaire: form.url,
+        status: 'in-progress',
+        authored: new Date().toISOString(),
+        source: { reference: her } as QuestionnaireResponse['source'],
+        item: items,
+      } satisfies QuestionnaireResponse);
+      const response = saved.status === 201 ? (saved.body as QuestionnaireResponse & { id: string }) : undefined;
+      const accounts = (response?.meta?.accounts ?? []).map((a) => a.reference ?? '');
+      said.push(
+        `her answers: ${describe(saved)}${response ? ` (${response.status}, written by ${response.meta?.author?.reference}, questionnaire ${response.questionnaire}, source ${response.source?.reference}, subject ${response.subject?.reference ?? 'none'}, accounts ${accounts.join(', ') || 'none'}${sameSet(accounts, intake.tenant) ? ' (her tenant)' : ' (NOT her tenant)'})` : ''}`,
+      );
+      if (!response || response.meta?.author?.reference !== her || !sameSet(accounts, intake.tenant)) {
+        return { said };
+      }
+      const output = await direct(clinician, 'PUT', `Task/${task.id}`, {
+        ...task,
+        output: [
+          {
+            type: { text: PROVIDER_APP_OUTPUT },
+            valueReference: { reference: `QuestionnaireResponse/${response.id}` },
+          },
+        ],
+      });
+      said.push(`the output: ${describe(output)}`);
+      if (output.status !== 200) {
+        return { said, response };
+      }
+      const done = await direct(clinician, 'PUT', `Task/${task.id}`, { ...(output.body as Task), status: 'completed' });
+      said.push(`the completion: ${describe(done)}`);
+      if (done.status !== 200) {
+        return { said, response };
+      }
+      // The bot's run on the completed task: the answers are still in-progress (pending), nothing written.
+      const started = Date.now();
+      let pendingRuns: AuditEvent[] = [];
+      for (;;) {
+        pendingRuns = await runsOn(`Task/${task.id}`, bot);
+        if (pendingRuns.length > 0 || Date.now() - started > SUBSCRIPTION_WAIT_MS) {
+          break;
+        }
+        await pause(1000);
+      }
+      if (pendingRuns.length > 0) {
+        await pause(1000);
+      }
+      const early = await wrote();
+      said.push(
+        `on the completed task, while the answers are in-progress: ${runsSaid(pendingRuns)} of the bot${pendingRuns.length ? '' : ` within ${SUBSCRIPTION_WAIT_MS / 1000} s`}, ${early ? `it WROTE ${early}` : 'nothing written'}`,
+      );
+      const completed = await direct(clinician, 'PUT', `QuestionnaireResponse/${response.id}`, {
+        ...response,
+        status: 'completed',
+      });
+      said.push(`her answers completed: ${describe(completed)}`);
+      const good = pendingRuns.some((r) => r.outcome === '0') && !early && completed.status === 200;
+      return { said, response, good };
+    };
+
+    // (d) The claim in two updates.
+    const claim = await claimTwoSteps(intake.review.id);
+    row(
+      steps.providerClaim,
+      claim.claimed ? 'ok' : 'FAILED',
+      `expected 200 (ready, owner her), then 200 (in-progress, owner her); got ${claim.said.join('; ')}`,
+    );
+    if (!claim.claimed) {
+      for (const step of later) {
+        row(step, 'not reached', 'the two-step claim above failed');
+      }
+      return;
+    }
+    try {
+      // (c) Her answers, the review completed before them.
+      const reviewKey = `Task/${intake.review.id}`;
+      const answered = await answerTheProviderWay(
+        claim.claimed,
+        intake.form,
+        conditionItem(intake.form),
+        eligibility.id,
+        async () => {
+          const seen = await aftermath(intake.review, patient, () => true);
+          const what = [
+            seen.keyedCondition ? `Condition/${seen.keyedCondition.id}` : '',
+            seen.keyedSelection ? `Task/${seen.keyedSelection.id}` : '',
+          ].filter(Boolean);
+          return what.length ? what.join(', ') : undefined;
+        },
+      );
+      row(steps.providerAnswers, answered.good ? 'ok' : 'FAILED', answered.said.join('; '));
+      const response = answered.response;
+      if (!answered.good || !response) {
+        row(steps.providerBelieved, 'not reached', 'the hand-in above did not go as the Provider app makes it');
+        row(steps.providerSelection, 'not reached', 'the hand-in above did not go as the Provider app makes it');
+        return;
+      }
+      const responseRef = `QuestionnaireResponse/${response.id}`;
+      const seen = await aftermath(
+        intake.review,
+        patient,
+        (s) => s.keyedCondition !== undefined && s.keyedSelection?.status === 'ready',
+      );
+      const woken = await runsOn(responseRef, eligibility.id);
+      const condition = seen.keyedCondition;
+      const selection = seen.keyedSelection;
+      const evidence = condition?.evidence?.flatMap((e) => e.detail ?? []).map((d) => d.reference ?? '') ?? [];
+      const believed =
+        woken.some((r) => r.outcome === '0') &&
+        condition?.asserter?.reference === her &&
+        condition.code?.coding?.some((c) => c.system === ICD10CM && c.code === 'I10') === true &&
+        evidence.some((e) => e === responseRef || e.startsWith(`${responseRef}/_history/`)) &&
+        selection?.status === 'ready';
+      row(
+        steps.providerBelieved,
+        believed ? 'ok' : 'FAILED',
+        `after ${seen.seconds.toFixed(1)} s: ${runsSaid(woken)} of the eligibility bot naming ${responseRef}; ${
+          condition
+            ? `Condition/${condition.id} (keyed by ${reviewKey}): ${condition.code?.coding?.map((c) => `${c.system}|${c.code}`).join(', ')}, asserter ${condition.asserter?.reference}${condition.asserter?.reference === her ? ' (her)' : ' (NOT her)'}, evidence ${evidence.join(', ') || 'none'}`
+            : `no Condition keyed by ${reviewKey} (${seen.conditions.length} Condition(s) of the patient)`
+        }; ${selection ? `Task/${selection.id} select-treatment ${selection.status}` : `no select-treatment Task keyed by the review (${seen.selections.length} of the patient)`}; ${runsOf(seen)} (the review's)`,
+      );
+      if (!believed || !selection?.id) {
+        row(steps.providerSelection, 'not reached', 'no ready selection (the row above)');
+        return;
+      }
+      // The selection the same way: compose-offer.
+      const selectionClaim = await claimTwoSteps(selection.id);
+      if (!selectionClaim.claimed) {
+        row(
+          steps.providerSelection,
+          'FAILED',
+          `the two-step claim of Task/${selection.id}: ${selectionClaim.said.join('; ')}`,
+        );
+        return;
+      }
+      const stored = await readForm(ctx.baseUrl, clinician.token, selectionClaim.claimed);
+      const chosen = stored.form?.item
+        ?.find((i) => i.linkId === OPTION_ITEM)
+        ?.answerOption?.map((o) => o.valueCoding)
+        .find((c) => c?.code?.includes('amlodipine'));
+      if (!stored.form || !chosen?.code) {
+        row(
+          steps.providerSelection,
+          'FAILED',
+          `Task/${selection.id}: her read of its form: ${formSaid(stored)}, no amlodipine option`,
+        );
+        return;
+      }
+      const offerOf = async () => {
+        const [read, offers] = await Promise.all([
+          adminRead(ctx, `fhir/R4/Task/${selection.id}`),
+          adminRead(
+            ctx,
+            `fhir/R4/Task?patient=${patient}&code=${encodeURIComponent(`${SYSTEMS.taskKind}|treatment-offer`)}&_count=5`,
+          ),
+        ]);
+        return { after: read.body as Task | undefined, offer: entriesOf(offers.body)[0] as Task | undefined };
+      };
+      const selected = await answerTheProviderWay(
+        selectionClaim.claimed,
+        stored.form,
+        [{ linkId: OPTION_ITEM, answer: [{ valueCoding: chosen }] }],
+        composeOffer?.id,
+        async () => {
+          const { after, offer } = await offerOf();
+          const what = [
+            offer ? `Task/${offer.id} (treatment-offer)` : '',
+            after?.businessStatus?.text ? `businessStatus ${after.businessStatus.text}` : '',
+          ].filter(Boolean);
+          return what.length ? what.join(', ') : undefined;
+        },
+      );
+      if (!selected.good || !selected.response) {
+        row(steps.providerSelection, 'FAILED', `the hand-in: ${selected.said.join('; ')}`);
+        return;
+      }
+      const selectedRef = `QuestionnaireResponse/${selected.response.id}`;
+      const started = Date.now();
+      let now: { after: Task | undefined; offer: Task | undefined };
+      for (;;) {
+        now = await offerOf();
+        if ((now.offer && now.after?.businessStatus) || Date.now() - started > SUBSCRIPTION_WAIT_MS) {
+          break;
+        }
+        await pause(1000);
+      }
+      const { after, offer } = now;
+      const group = offer?.focus?.reference?.startsWith('RequestGroup/')
+        ? ((await adminRead(ctx, `fhir/R4/${offer.focus.reference}`)).body as { instantiatesCanonical?: string[] })
+        : undefined;
+      const wokenBy = await runsOn(selectedRef, composeOffer?.id);
+      const composed =
+        wokenBy.some((r) => r.outcome === '0') &&
+        after?.businessStatus?.text === 'offer-composed' &&
+        offer?.status === 'ready' &&
+        (group?.instantiatesCanonical ?? []).includes(chosen.code);
+      row(
+        steps.providerSelection,
+        composed ? 'ok' : 'FAILED',
+        `${selectionClaim.said.join('; ')}; ${selected.said.join('; ')}; after ${((Date.now() - started) / 1000).toFixed(1)} s: ${runsSaid(wokenBy)} of the compose-offer bot naming ${selectedRef}; Task/${selection.id} ${after?.status}, businessStatus ${after?.businessStatus?.text ?? 'none'}${after?.statusReason?.text ? ` (${after.statusReason.text})` : ''}; ${offer ? `the offer Task/${offer.id} ${offer.status}, ${offer.focus?.reference} instantiates ${(group?.instantiatesCanonical ?? []).join(', ') || 'nothing'}` : 'no treatment-offer Task of the patient'}`,
+      );
+    } catch (err) {
+      row(steps.providerAnswers, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  };
+
   // The control: her own answers.
   const mine = await intakeReview(ctx, 'her own answers', queueRef);
   await formAsText(mine);
+  await formRights(mine);
   /** The answers she handed in for her review (the Condition's evidence), when the control got that far. */
   let handedIn: QuestionnaireResponse | undefined;
   if (!mine) {
@@ -2504,7 +3027,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     row(steps.believed, 'not reached', 'no intake review (see the precondition row)');
   } else {
     try {
-      const handed = await handIn(mine.review, clinician, answersTo(mine.review, mine.patient.profile, her));
+      const handed = await handIn(mine.review, clinician, answersTo(mine.form, mine.patient.profile, her));
       const response = handed.response;
       const mineByHer = response?.meta?.author?.reference === her;
       handedIn = !handed.stopped ? response : undefined;
@@ -2531,10 +3054,17 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
           condition.code?.coding?.some((c) => c.system === ICD10CM && c.code === 'I10') === true &&
           condition.subject?.reference === mine.patient.profile &&
           evidence.includes(`QuestionnaireResponse/${response.id}`);
-        const selectionForm = selection ? formOf(selection) : undefined;
+        const storedSelection = await readForm(ctx.baseUrl, ctx.adminToken, selection);
+        const selectionForm = storedSelection.form;
         const options = (selectionForm?.item?.find((i) => i.linkId === OPTION_ITEM)?.answerOption ?? []).length;
+        const formAccounts = (selectionForm?.meta?.accounts ?? []).map((a) => a.reference ?? '');
         const selectionGood =
-          selection?.status === 'ready' && selectionForm?.url === WORK_FORMS.selectTreatment && options > 0;
+          selection?.status === 'ready' &&
+          selectionForm?.url === WORK_FORMS.selectTreatment &&
+          selectionForm.meta?.author?.reference?.startsWith('Bot/') === true &&
+          sameSet(formAccounts, mine.tenant) &&
+          selection.reasonReference?.reference?.startsWith(`Condition/${condition?.id}/_history/`) === true &&
+          options > 0;
         row(
           steps.believed,
           conditionGood && selectionGood ? 'ok' : 'FAILED',
@@ -2544,7 +3074,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
               : `no Condition keyed by Task/${mine.review.id} (${seen.conditions.length} Condition(s) of the patient)`
           }; ${
             selection
-              ? `Task/${selection.id} select-treatment ${selection.status}, owner ${selection.owner?.reference}, its form ${selectionForm ? `${selectionForm.url}|${selectionForm.version} with ${options} option(s)` : 'absent'}`
+              ? `Task/${selection.id} select-treatment ${selection.status}, owner ${selection.owner?.reference}, reasonReference ${selection.reasonReference?.reference ?? 'none'}, its stored form ${selectionForm ? `${formSaid(storedSelection)}${sameSet(formAccounts, mine.tenant) ? " (the patient's tenant)" : " (NOT the patient's tenant)"} with ${options} option(s)` : formSaid(storedSelection)}`
               : `no select-treatment Task keyed by the review (${seen.selections.length} of the patient)`
           }; ${runsOf(seen)}`,
         );
@@ -2555,6 +3085,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
   }
 
   await appShaped();
+  await providerApp();
 
   // A colleague's answers, written in her name: Medplum stamps who wrote them (meta.author).
   const colleagues = await intakeReview(ctx, "a colleague's answers", queueRef);
@@ -2570,7 +3101,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
         southridge,
         'POST',
         'QuestionnaireResponse',
-        answersTo(colleagues.review, colleagues.patient.profile, southridge.profile),
+        answersTo(colleagues.form, colleagues.patient.profile, southridge.profile),
       );
       row(
         steps.southridge,
@@ -2586,7 +3117,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     steps.inHerName,
     colleague,
     colleagues,
-    (intake) => answersTo(intake.review, intake.patient.profile, her),
+    (intake) => answersTo(intake.form, intake.patient.profile, her),
     'the clinician outside the queue could not sign in',
   );
   await judgeAttack(steps.colleague, colleagues, colleague);
