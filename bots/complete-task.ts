@@ -32,6 +32,7 @@ import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } f
 import { answerProblems } from './lib/answers';
 import { conditionCatalogs } from './lib/catalog';
 import { payloadDigest } from './lib/digest';
+import { evidenceEntries } from './lib/evidence';
 import { type CompletedTask, completedTask, completionDigest, isHerTask, isPatientTask } from './lib/finished';
 import {
   episodePlan,
@@ -285,11 +286,11 @@ async function answersWork(
     attached.map(async (a) => ({ ...a, found: await attachmentProblemsOf(medplum, a.attachment, own, origins) })),
   );
   for (const { linkId, attachment, found } of checked) {
-    if (found.length > 0) {
+    if (found.problems.length > 0) {
       // Named as `Binary/<id>`, never as the presigned URL this bot's own read got: that would hand her
       // a download link for a file that may be someone else's.
       const id = binaryIdOf(attachment.url, origins);
-      attachments.push({ linkId, url: id ? `Binary/${id}` : undefined, problems: found });
+      attachments.push({ linkId, url: id ? `Binary/${id}` : undefined, problems: found.problems });
     }
   }
   if (attachments.length > 0) {
@@ -298,10 +299,14 @@ async function answersWork(
     });
   }
   const pinnedAnswers = `QuestionnaireResponse/${answers.id}/_history/${answers.meta?.versionId}`;
+  // What she uploaded, shown to her tenant's clinicians in their apps (bots/lib/evidence.ts).
+  const uploads = checked.flatMap(({ attachment, found }) =>
+    found.bytes && found.binary ? [{ attachment, bytes: found.bytes, binary: found.binary }] : [],
+  );
   return {
     ok: true,
     output: [{ type: { text: 'questionnaire-response' }, valueReference: { reference: pinnedAnswers } }],
-    entries: [],
+    entries: evidenceEntries(uploads, own, pinnedAnswers, tagsOf(task), new Date().toISOString()),
     critical: [],
   };
 }
@@ -477,20 +482,20 @@ async function attachmentProblemsOf(
   attachment: Attachment,
   patient: string,
   origins: BinaryOrigins,
-): Promise<string[]> {
+): Promise<{ problems: string[]; bytes?: Uint8Array; binary?: string }> {
   const id = binaryIdOf(attachment.url, origins);
   const binary = id ? await medplum.readResource('Binary', id).catch(absent) : undefined;
   if (binary?.securityContext?.reference !== patient) {
     // Not hers (or not there): nothing more is read, and nothing more said of it.
-    return ['not_own_document'];
+    return { problems: ['not_own_document'] };
   }
   if (attachment.size !== undefined && attachment.size > DOCUMENT_MAX_BYTES) {
-    return ['size_out_of_bounds'];
+    return { problems: ['size_out_of_bounds'] };
   }
   const bytes = new Uint8Array(
     await (await medplum.download(medplum.fhirUrl('Binary', binary.id as string))).arrayBuffer(),
   );
-  return attachmentProblems(
+  const problems = attachmentProblems(
     attachment,
     {
       contentType: binary.contentType,
@@ -500,4 +505,5 @@ async function attachmentProblemsOf(
     },
     patient,
   );
+  return { problems, bytes, binary: `Binary/${binary.id}` };
 }

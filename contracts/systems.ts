@@ -68,6 +68,8 @@ export const SYSTEMS = {
   taskKind: `${BASE}/task-kind`,
   /** The questionnaires of clinician work (`<workForm>/assign-condition`, `<workForm>/select-treatment`). */
   workForm: `${BASE}/work-form`,
+  /** The copy of an upload a clinician sees (Media or DocumentReference identifier): `<evidence>|Binary/<id>`. */
+  evidence: `${BASE}/evidence`,
   /** A treatment option as a choice (Coding): its code is the option's canonical `url|version`. */
   treatmentOption: `${BASE}/treatment-option`,
 } as const;

@@ -393,6 +393,20 @@ const ONLY_OWN_TENANT = {
     `%after.meta.account.all(reference = '%${TENANT_PARAMETER}')`,
 };
 
+/** A copy of a patient's upload (bots/lib/evidence.ts), as the completing bot writes it: new, and marked. */
+const EVIDENCE_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression: `%before.exists().not() and %after.identifier.where(system = '${SYSTEMS.evidence}').exists()`,
+};
+
+/** What a patient uploaded is evidence: a clinician neither edits a copy of it nor makes one up. */
+const NOT_EVIDENCE = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `%before.identifier.where(system = '${SYSTEMS.evidence}').empty() and ` +
+    `%after.identifier.where(system = '${SYSTEMS.evidence}').empty()`,
+};
+
 /** Bots that issue clinician work store its form (contracts/work-forms.ts): created once, a work form only. */
 const WORK_FORM_CREATES: AccessPolicyResource = {
   resourceType: 'Questionnaire',
@@ -579,6 +593,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
         ...(resourceType === 'Task' ? [QUEUE_TRANSITIONS, QUEUE_CREATES, WORK_AS_ISSUED] : []),
         ...(resourceType === 'Encounter' ? [SEGMENT_AS_BOOKED] : []),
         ...(resourceType === 'QuestionnaireResponse' ? [OWN_ANSWERS_ONLY] : []),
+        ...(resourceType === 'DocumentReference' ? [NOT_EVIDENCE] : []),
       ],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
     })),
@@ -813,6 +828,14 @@ export const platformDefinition: ProvisionDefinition = {
           { resourceType: 'Observation', interaction: ['create', 'read'] },
           // The intake review's form, stored with the review (contracts/work-forms.ts).
           WORK_FORM_CREATES,
+          // Her uploads as her tenant's clinicians see them (bots/lib/evidence.ts): created once, never changed.
+          ...['Media', 'DocumentReference'].map(
+            (resourceType): AccessPolicyResource => ({
+              resourceType,
+              interaction: ['create'],
+              writeConstraint: [EVIDENCE_ONLY],
+            }),
+          ),
           // Her tenant's fulfilment policy, for the order-decisions task it issues on acceptance.
           { resourceType: 'Organization', interaction: ['read'] },
           { resourceType: 'EpisodeOfCare', interaction: ['read', 'update'] },

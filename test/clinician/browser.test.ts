@@ -15,6 +15,7 @@ import { type ServedConsole, serveConsole } from '../console/serve';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { redSquarePng } from '../support/png';
 import {
   assignedCondition,
   LISINOPRIL,
@@ -26,9 +27,9 @@ import {
 } from '../support/spine';
 
 /**
- * Her day in a real browser (issue 26 item 4): the demo clinician signs in through `@medplum/react`'s
- * SignInForm, works her queue (a SearchControl over Task) and answers each task's form in a
- * QuestionnaireForm, in Debian's Chromium, on a page of its own origin calling the embedded Medplum over
+ * Her day in a real browser: the demo clinician signs in through `@medplum/react`'s SignInForm, works her
+ * queue (a SearchControl over Task), reads what the patient sent (her answers with their questions, her
+ * photo) and answers each task's stored form in a QuestionnaireForm, in Debian's Chromium, on a page of its own origin calling the embedded Medplum over
  * HTTP through CORS, as Medplum's app calls Medplum's API. What she did is then read on the server.
  */
 const CHROMIUM = '/usr/bin/chromium';
@@ -117,7 +118,7 @@ describe('the demo clinician’s day in Chromium, through @medplum/react', () =>
     timeout: 60_000,
   }, async () => {
     expect(existsSync(CHROMIUM), 'Debian chromium is installed by .ci/run and the README').toBe(true);
-    const { patient, review } = await reviewedIntake(gw, clinician);
+    const { patient, review } = await reviewedIntake(gw, clinician, redSquarePng());
     await onSpironolactone(patient);
 
     const tab = await browser.newPage();
@@ -138,6 +139,11 @@ describe('the demo clinician’s day in Chromium, through @medplum/react', () =>
       // The review: open the queue, claim it, assign the condition.
       await tab.getByRole('button', { name: 'Open the queue' }).click();
       await claimFromQueue(tab, await queueRow(tab, patient, REVIEW), REVIEW, 'Assign a condition');
+      // What she sent, before deciding: her answers with their questions, and her photo as an image that loads.
+      await tab.getByText('Has a clinician ever told you that you have high blood pressure?').waitFor();
+      const photo = tab.getByTestId('attachment-image');
+      await photo.waitFor();
+      expect(await photo.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(8);
       await tab.getByLabel('Essential (primary) hypertension').check();
       await tab.getByRole('button', { name: 'Complete' }).click();
       await tab.getByText(completed(REVIEW)).waitFor();

@@ -12,11 +12,13 @@ import {
   Title,
 } from '@mantine/core';
 import { getReferenceString, MedplumClient, Operator, type SearchRequest, type WithId } from '@medplum/core';
-import type { Questionnaire, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import type { Media, Questionnaire, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import {
+  AttachmentDisplay,
   Document,
   MedplumProvider,
   QuestionnaireForm,
+  QuestionnaireResponseDisplay,
   ResourceName,
   SearchControl,
   SignInForm,
@@ -28,8 +30,10 @@ import { createRoot } from 'react-dom/client';
 import { type Clinician, clinicianOf } from '../../src/clinician';
 
 /**
- * A clinician's console made of `@medplum/react`'s own components (issue 26 item 4): SignInForm, her
- * queue as a SearchControl over Task, a task's form as a QuestionnaireForm. Every write is the clinician
+ * A clinician's console made of the `@medplum/react` components Medplum's Provider app shows these screens
+ * with: SignInForm, her queue as a SearchControl over Task, a task's stored form as a QuestionnaireForm,
+ * what the patient sent as QuestionnaireResponseDisplay (answers, with their question text) and
+ * AttachmentDisplay (her uploads, from her record's Media: bots/lib/evidence.ts). Every write is the clinician
  * helper's (src/clinician/), the same plain FHIR calls Medplum's app makes. Written without JSX: the
  * project's tsconfig compiles no TSX. Its Medplum and project come from the page's query string.
  */
@@ -76,6 +80,63 @@ function Queue(props: { clinician: Clinician; onOpen: (task: WithId<Task>) => vo
   );
 }
 
+/** Answers with their question text: what the answered Questionnaire says of items the app left bare. */
+function withQuestionText(
+  response: QuestionnaireResponse,
+  questionnaire: Questionnaire | undefined,
+): QuestionnaireResponse {
+  const texts = new Map<string, string>();
+  const collect = (items: Questionnaire['item']) => {
+    for (const item of items ?? []) {
+      if (item.text) {
+        texts.set(item.linkId, item.text);
+      }
+      collect(item.item);
+    }
+  };
+  collect(questionnaire?.item);
+  const fill = (items: QuestionnaireResponse['item']): QuestionnaireResponse['item'] =>
+    items?.map((item) => ({ ...item, text: item.text ?? texts.get(item.linkId), item: fill(item.item) }));
+  return { ...response, item: fill(response.item) };
+}
+
+/** What the patient sent: her completed answers (with their questions) and her uploads as her record holds them. */
+function Evidence(props: { patient: string }) {
+  const client = useMedplum();
+  const [answers, setAnswers] = useState<QuestionnaireResponse[]>([]);
+  const [uploads, setUploads] = useState<Media[]>([]);
+  useEffect(() => {
+    const load = async () => {
+      const responses = await client.searchResources('QuestionnaireResponse', {
+        subject: props.patient,
+        status: 'completed',
+      });
+      setAnswers(
+        await Promise.all(
+          responses.map(async (response) => {
+            const [url, version] = (response.questionnaire ?? '').split('|');
+            const questionnaire = url
+              ? await client.searchOne('Questionnaire', { url, ...(version ? { version } : {}) })
+              : undefined;
+            return withQuestionText(response, questionnaire);
+          }),
+        ),
+      );
+      setUploads(await client.searchResources('Media', { subject: props.patient }));
+    };
+    load().catch(console.error);
+  }, [client, props.patient]);
+  return h(
+    Stack,
+    null,
+    h(Title, { order: 3 }, 'What the patient sent'),
+    ...answers.map((response) =>
+      h(QuestionnaireResponseDisplay, { key: response.id, questionnaireResponse: response }),
+    ),
+    ...uploads.map((media) => h(AttachmentDisplay, { key: media.id, value: media.content, maxWidth: 320 })),
+  );
+}
+
 function Work(props: { clinician: Clinician; task: WithId<Task>; onDone: (task: WithId<Task>) => void }) {
   const [task, setTask] = useState(props.task);
   const [error, setError] = useState<string>();
@@ -104,6 +165,7 @@ function Work(props: { clinician: Clinician; task: WithId<Task>; onDone: (task: 
       h('span', { 'data-testid': 'task-status' }, ` (${task.status})`),
     ),
     error && h(Alert, { color: 'red', title: 'Refused' }, error),
+    task.for?.reference && h(Evidence, { patient: task.for.reference }),
     task.status === 'ready' && h(Btn, { onClick: () => run(() => props.clinician.claim(task.id)) }, 'Claim'),
     task.status === 'in-progress' &&
       form &&

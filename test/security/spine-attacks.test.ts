@@ -78,7 +78,9 @@ describe('refused', () => {
       intent: 'order',
       code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-response' }] },
       for: { reference: `Patient/${patient.patient.id}` },
-      focus: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
+      // The real selection's form and findings, about the same Condition: answerable as the real one.
+      focus: selection.focus,
+      reasonReference: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
       owner: selection.owner,
       input: selection.input,
       contained: selection.contained,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { Consent } from '@medplum/fhirtypes';
+import type { Attachment, Consent } from '@medplum/fhirtypes';
 import type { DemoActor, TestBackend } from './backend';
 import type { TestGateway } from './gateway';
 
@@ -55,6 +55,9 @@ export async function startAssessment(gw: TestGateway, patient: DemoActor, path:
   return started.body as StartedAssessment;
 }
 
+/** One answer of a patient's questionnaire: a yes/no, or a file she uploaded (POST /v1/documents). */
+type Answer = { linkId: string; valueBoolean: boolean } | { linkId: string; valueAttachment: Attachment };
+
 /**
  * Completes every task of a started assessment as a patient app does: a questionnaire with her
  * completed answers (what the test passes: the questionnaire's required items), a measurement task with one reading per
@@ -65,7 +68,7 @@ export async function completeTasks(
   patient: DemoActor,
   tasks: StartedAssessment['tasks'],
   readings: Record<string, number>,
-  answer: { linkId: string; valueBoolean: boolean } | { linkId: string; valueBoolean: boolean }[] = {
+  answer: Answer | Answer[] = {
     linkId: 'previous-programs',
     valueBoolean: false,
   },
@@ -82,7 +85,7 @@ export async function completeTasks(
           resourceType: 'QuestionnaireResponse',
           status: 'completed',
           questionnaire: task.questionnaire,
-          item: given.map((a) => ({ linkId: a.linkId, answer: [{ valueBoolean: a.valueBoolean }] })),
+          item: given.map(({ linkId, ...value }) => ({ linkId, answer: [value] })),
         },
       });
       body = { questionnaireResponse: `QuestionnaireResponse/${(answers.body as { id: string }).id}` };

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import type { WithId } from '@medplum/core';
-import type { Condition, MedicationRequest, Questionnaire, Reference, RequestGroup, Task } from '@medplum/fhirtypes';
+import type {
+  Attachment,
+  Condition,
+  MedicationRequest,
+  Questionnaire,
+  Reference,
+  RequestGroup,
+  Task,
+} from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import { formReference } from '../../contracts/work-forms';
 import type { Clinician } from '../../src/clinician';
@@ -25,16 +33,31 @@ export const AMLODIPINE = 'https://patient-care.example/northwind/treatment-opti
 export async function reviewedIntake(
   gw: TestGateway,
   clinician: Clinician,
+  /** A PNG she uploads as the photo of her reading (`POST /v1/documents`), when given. */
+  photo?: Uint8Array<ArrayBuffer>,
 ): Promise<{ patient: DemoActor; review: WithId<Task> }> {
   const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  const attached = photo ? [{ linkId: 'reading-photo', valueAttachment: await uploaded(gw, patient, photo) }] : [];
   const { tasks } = await startAssessment(gw, patient, 'northwind/assessments/blood-pressure-check');
   await completeTasks(gw, patient, tasks, { 'http://loinc.org|8480-6': 150, 'http://loinc.org|8462-4': 95 }, [
     { linkId: 'diagnosed', valueBoolean: true },
     { linkId: 'medication', valueBoolean: false },
+    ...attached,
   ]);
   const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${patient.patient.id}`);
   assert.ok(review, 'the review is in her queue');
   return { patient, review: review as WithId<Task> };
+}
+
+/** Her upload of a PNG through the gateway: the attachment her answers name. */
+async function uploaded(gw: TestGateway, patient: DemoActor, png: Uint8Array<ArrayBuffer>): Promise<Attachment> {
+  const response = await gw.app.request('http://gateway.test/v1/documents?filename=reading.png', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${patient.token}`, 'content-type': 'image/png' },
+    body: png,
+  });
+  assert.equal(response.status, 201, await response.clone().text());
+  return (await response.json()) as Attachment;
 }
 
 /**
