@@ -1,4 +1,9 @@
-import type { Attachment, QuestionnaireResponse } from '@medplum/fhirtypes';
+import type {
+  Attachment,
+  Questionnaire,
+  QuestionnaireResponse,
+  QuestionnaireResponseItemAnswer,
+} from '@medplum/fhirtypes';
 import type { PatientCareClient } from '../src/sdk';
 
 type StartedAssessment = Awaited<ReturnType<PatientCareClient['assessments']['start']>>;
@@ -16,14 +21,24 @@ export async function answerBloodPressureIntake(
   let questionnaireResponse = '';
   for (const task of assessment.tasks) {
     if (task.kind === 'questionnaire') {
+      // Each answer carries its question's text, as a form app built on @medplum/react's QuestionnaireForm
+      // writes it: Medplum's apps show a response's items by that text (the question is not looked up).
+      const [url, version] = (task.questionnaire ?? '').split('|');
+      const form = (await api.fhir.search<Questionnaire>('Questionnaire', { url, version })).entry?.[0]?.resource;
+      const text = (linkId: string) => form?.item?.find((i) => i.linkId === linkId)?.text;
+      const answered = (linkId: string, answer: QuestionnaireResponseItemAnswer) => ({
+        linkId,
+        ...(text(linkId) ? { text: text(linkId) } : {}),
+        answer: [answer],
+      });
       const answers = await api.fhir.createQuestionnaireResponse({
         resourceType: 'QuestionnaireResponse',
         status: 'completed',
         questionnaire: task.questionnaire,
         item: [
-          { linkId: 'diagnosed', answer: [{ valueBoolean: true }] },
-          { linkId: 'medication', answer: [{ valueBoolean: false }] },
-          ...(photo ? [{ linkId: 'reading-photo', answer: [{ valueAttachment: photo }] }] : []),
+          answered('diagnosed', { valueBoolean: true }),
+          answered('medication', { valueBoolean: false }),
+          ...(photo ? [answered('reading-photo', { valueAttachment: photo })] : []),
         ],
       } as QuestionnaireResponse);
       questionnaireResponse = `QuestionnaireResponse/${answers.id}`;
