@@ -44,7 +44,7 @@ export const WORK_FORMS = {
 /** The linkIds of the forms. */
 export const CONDITION_ITEM = 'condition';
 export const OPTION_ITEM = 'option';
-/** The selection form's opening text: each option's eligibility and findings, in words. */
+/** The selection form's opening text (then `eligibility-<n>`, one per option): eligibility and findings, in words. */
 export const ELIGIBILITY_ITEM = 'eligibility';
 
 /**
@@ -123,11 +123,14 @@ export function selectionForm(options: FormOption[]): Questionnaire {
     status: 'active',
     title: 'Select a treatment option',
     item: [
-      {
-        linkId: ELIGIBILITY_ITEM,
-        text: eligibilityInWords(options),
-        type: 'display',
-      },
+      // A paragraph each (a form app shows a display item's text as one paragraph).
+      ...eligibilityInWords(options).map(
+        (text, i): QuestionnaireItem => ({
+          linkId: i === 0 ? ELIGIBILITY_ITEM : `${ELIGIBILITY_ITEM}-${i}`,
+          text,
+          type: 'display',
+        }),
+      ),
       {
         linkId: OPTION_ITEM,
         text: 'Treatment option (eligibility is advisory: see the findings)',
@@ -141,19 +144,19 @@ export function selectionForm(options: FormOption[]): Questionnaire {
 }
 
 /**
- * What the engine found, in words, for the clinician who chooses (advisory: the choice is hers): each
- * option eligible or not, the guideline's preference, and every finding against it.
+ * What the engine found, in words, for the clinician who chooses (advisory: the choice is hers): a heading,
+ * then each option eligible or not, the guideline's preference, and every finding against it.
  */
-export function eligibilityInWords(options: FormOption[]): string {
+export function eligibilityInWords(options: FormOption[]): string[] {
   const lines = options.map((option) => {
     const preferred = option.preferred ? ', guideline-preferred' : '';
     if (option.findings.length === 0) {
-      return `- ${option.title}: eligible${preferred}.`;
+      return `${option.title}: eligible${preferred}.`;
     }
     const findings = option.findings.map((f) => f.description).join('; ');
-    return `- ${option.title}: not eligible${preferred}. Findings: ${findings}. Choosing it asks for a mitigation of each.`;
+    return `${option.title}: not eligible${preferred}. Findings: ${findings}. Choosing it asks for a mitigation of each.`;
   });
-  return ['Eligibility (computed by the platform; advisory, the choice is yours):', ...lines].join('\n');
+  return ['Eligibility, computed by the platform (advisory: the choice is yours):', ...lines];
 }
 
 /**

@@ -128,12 +128,19 @@ describe('the forms clinician work carries', () => {
     );
     expect(selection.code?.text).toBe('Select a treatment');
     expect(selection.description).toBe('Select a treatment for Essential (primary) hypertension (I10)');
-    const [words, choice, ...mitigations] = form?.item ?? [];
+    const [heading, lisinopril, amlodipine, choice, ...mitigations] = form?.item ?? [];
     const findings = await hers<DetectedIssue>('DetectedIssue', patient, 'patient');
     expect(findings).toHaveLength(1);
-    expect(words).toMatchObject({ linkId: ELIGIBILITY_ITEM, type: 'display' });
-    expect(words.text).toContain(`not eligible, guideline-preferred. Findings: ${findings[0].detail}.`);
-    expect(words.text).toMatch(/- Amlodipine[^\n]*: eligible\./);
+    // In words, a paragraph each: the options' eligibility and every finding, advisory.
+    expect(heading).toMatchObject({ linkId: ELIGIBILITY_ITEM, type: 'display' });
+    expect(heading.text).toMatch(/advisory/);
+    expect([lisinopril, amlodipine].map((i) => [i.linkId, i.type])).toEqual([
+      [`${ELIGIBILITY_ITEM}-1`, 'display'],
+      [`${ELIGIBILITY_ITEM}-2`, 'display'],
+    ]);
+    expect(lisinopril.text).toMatch(/^Lisinopril[^:]*: not eligible, guideline-preferred\. Findings: /);
+    expect(lisinopril.text).toContain(`Findings: ${findings[0].detail}.`);
+    expect(amlodipine.text).toMatch(/^Amlodipine[^:]*: eligible\.$/);
     expect(choice).toMatchObject({ linkId: OPTION_ITEM, type: 'choice', required: true });
     const options = choice.answerOption?.map((o) => o.valueCoding) ?? [];
     expect(options.map((c) => [c?.system, c?.code])).toEqual([
