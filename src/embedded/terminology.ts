@@ -33,9 +33,12 @@ async function expand(req: FhirRequest, repo: SqliteRepository): Promise<FhirRes
   if (!url) {
     return [badRequest('ValueSet not specified', 'url')];
   }
-  const count = Math.min(Math.max(Number(single(req.query.count) ?? DEFAULT_COUNT) || 0, 0), MAX_COUNT);
-  const offset = Math.max(Number(single(req.query.offset) ?? 0) || 0, 0);
   const filter = single(req.query.filter)?.trim().toLowerCase();
+  // A typeahead (a filter) gets a small page by default; a whole expansion, up to the maximum
+  // (packages/server/src/fhir/operations/expand.ts: count defaults to 10 only with a filter).
+  const asked = single(req.query.count) ?? (filter ? DEFAULT_COUNT : MAX_COUNT);
+  const count = Math.min(Math.max(Number(asked) || 0, 0), MAX_COUNT);
+  const offset = Math.max(Number(single(req.query.offset) ?? 0) || 0, 0);
   const valueSet = await findTerminology<ValueSet>(repo, 'ValueSet', url);
   const codes = await codesOf(repo, valueSet, 0);
   const matched = filter

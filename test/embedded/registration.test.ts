@@ -76,7 +76,10 @@ describe('patient self-registration and the patient-home bot', () => {
     const { token, patientId } = await register('rita@example.test', clientId);
     const medplum = new MedplumClient({ baseUrl: backend.baseUrl, fetch: backend.fetch, cacheTime: 0 });
     medplum.setAccessToken(token);
-    expect((await medplum.readResource('Patient', patientId)).name?.[0]?.family).toBe('Registrant');
+    const registered = await medplum.readResource('Patient', patientId);
+    expect(registered.name?.[0]?.family).toBe('Registrant');
+    // Her sign-up email as Medplum's createProfile writes it (packages/server/src/auth/utils.ts): use `work`.
+    expect(registered.telecom).toEqual([{ system: 'email', use: 'work', value: 'rita@example.test' }]);
 
     const bot = { system: SYSTEMS.bots, value: 'patient-home' };
     const result = await medplum.executeBot(bot, {}, 'application/json');

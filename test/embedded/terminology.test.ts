@@ -32,6 +32,13 @@ describe('a clinician', () => {
     expect((all.body as ValueSet).expansion?.total).toBe(12);
     const typed = await expand(token(), { url: 'http://hl7.org/fhir/ValueSet/task-status|4.0.1', filter: 'PROG' });
     expect(codes(typed.body)).toEqual(['in-progress']);
+    // No count: the whole expansion without a filter (a status picker's options, `completed` included), ten
+    // with one (packages/server/src/fhir/operations/expand.ts: the default page is for typeaheads).
+    const whole = await expand(token(), { url: 'http://hl7.org/fhir/ValueSet/task-status' });
+    expect(codes(whole.body)).toHaveLength(12);
+    expect(codes(whole.body)).toContain('completed');
+    const typeahead = await expand(token(), { url: 'http://hl7.org/fhir/ValueSet/resource-types', filter: 'e' });
+    expect(codes(typeahead.body)).toHaveLength(10);
     const page = await expand(token(), { url: 'http://hl7.org/fhir/ValueSet/task-status', count: '5', offset: '10' });
     expect((page.body as ValueSet).expansion).toMatchObject({ total: 12, offset: 10 });
     expect(codes(page.body)).toHaveLength(2);

@@ -474,7 +474,8 @@ async function newPatient(body: Record<string, unknown>, deps: AuthDeps): Promis
     resourceType: 'Patient',
     meta: { project: project.id },
     name: [{ given: [user.firstName], family: user.lastName }],
-    telecom: user.email ? [{ system: 'email', use: 'home', value: user.email }] : undefined,
+    // As Medplum's createProfile writes it (packages/server/src/auth/utils.ts): the sign-up email, use `work`.
+    telecom: user.email ? [{ system: 'email', use: 'work', value: user.email }] : undefined,
   });
   const membership = await deps.systemRepo.createResource<ProjectMembership>({
     resourceType: 'ProjectMembership',

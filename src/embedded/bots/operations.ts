@@ -123,7 +123,7 @@ export class BotRunner {
         period: { start: started.toISOString(), end: new Date().toISOString() },
         agent: [{ who: createReference(bot), requestor: false }],
         source: { observer: createReference(bot) },
-        entity: [{ what: createReference(bot) }],
+        entity: auditEntities(bot, request),
         outcome,
         // Bot output can hold PHI: record only whether it succeeded, never the input or the result.
         outcomeDesc: outcome === '0' ? outcomeDesc : 'Bot threw an error',
@@ -355,3 +355,26 @@ function tracedFetch(inner: typeof fetch): { fetch: typeof fetch; requests: BotR
   };
   return { fetch: traced as typeof fetch, requests };
 }
+
+/**
+ * What a bot run's AuditEvent names, as Medplum names it (packages/server/src/util/auditevent.ts
+ * createAuditEventEntities(bot, input, subscription)): the Bot, the resource it was given when its input is
+ * one (a subscription's delivery, or an `$execute` of a resource), and the Subscription that delivered it.
+ */
+function auditEntities(bot: WithId<Bot>, request: BotRunInput): AuditEvent['entity'] {
+  const input = request.input as Partial<Resource> | undefined;
+  const given =
+    input && typeof input === 'object' && typeof input.resourceType === 'string' && typeof input.id === 'string'
+      ? { reference: `${input.resourceType}/${input.id}` }
+      : undefined;
+  const subscription = request.headers?.['X-Medplum-Subscription'];
+  return [
+    { what: createReference(bot), role: DOMAIN },
+    ...(given ? [{ what: given, role: given.reference.startsWith('Patient/') ? PATIENT : DOMAIN }] : []),
+    ...(subscription ? [{ what: { reference: `Subscription/${subscription}` }, role: SUBSCRIBER }] : []),
+  ];
+}
+
+const DOMAIN = { code: '4', display: 'Domain' };
+const PATIENT = { code: '1', display: 'Patient' };
+const SUBSCRIBER = { code: '9', display: 'Subscriber' };
