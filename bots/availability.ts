@@ -156,8 +156,17 @@ function queryIssues(query: Query): { path: string; message: string }[] {
   return issues;
 }
 
-/** A date (its UTC midnight) or an instant with its offset, as epoch milliseconds (NaN if neither). */
-const instantOf = (value: string): number => Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
+/**
+ * A date (its UTC midnight) or an instant with its offset, as epoch milliseconds; NaN if neither, or if its
+ * date is not on the calendar (Date.parse takes February 30 as March 2).
+ */
+const instantOf = (value: string): number => {
+  const day = value.slice(0, 10);
+  if (Number.isNaN(Date.parse(`${day}T00:00:00Z`)) || new Date(`${day}T00:00:00Z`).toISOString().slice(0, 10) !== day) {
+    return Number.NaN;
+  }
+  return Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
+};
 
 /** The practitioners the query names, of her tenant; undefined when the team or practitioner is not hers. */
 async function practitionersOf(

@@ -28,3 +28,19 @@ export const IdParam = z
     example: '0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e',
     description: 'Resource id.',
   });
+
+/**
+ * The years a date or instant given to the API may name: 1900 to 2199 (the pattern says it, so the bots'
+ * inputs, built from the same contracts, are bounded alike). A year outside it is a 400 naming the parameter,
+ * never a calendar of centuries.
+ */
+export const YEAR_SPAN = { first: 1900, last: 2199 } as const;
+const YEAR = '(19|20|21)\\d{2}';
+const DAY = '(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])';
+const TIME = 'T([01]\\d|2[0-3]):[0-5]\\d(:[0-5]\\d(\\.\\d{1,9})?)?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)';
+/** A date, `YYYY-MM-DD`, within YEAR_SPAN. */
+export const DATE_PATTERN = new RegExp(`^${YEAR}-${DAY}$`);
+/** An instant with its offset, `YYYY-MM-DDThh:mm[:ss[.fff]]±hh:mm|Z`, within YEAR_SPAN. */
+export const INSTANT_PATTERN = new RegExp(`^${YEAR}-${DAY}${TIME}$`);
+/** A date or an instant, within YEAR_SPAN. */
+export const DATE_OR_INSTANT_PATTERN = new RegExp(`^${YEAR}-${DAY}(${TIME})?$`);

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { FHIR_JSON, FhirResourceSchema, IdParam, ResourceTypeParam, secured } from './common';
+import { DATE_PATTERN, FHIR_JSON, FhirResourceSchema, IdParam, ResourceTypeParam, secured, YEAR_SPAN } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
 import {
   FHIR_R4_RESOURCE_TYPES,
@@ -172,8 +172,9 @@ export const PatientWriteSchema = z
       .optional(),
     birthDate: z
       .string()
-      .regex(/^\d{4}-\d{2}-\d{2}$/)
-      .optional(),
+      .regex(DATE_PATTERN)
+      .optional()
+      .openapi({ description: `\`YYYY-MM-DD\`, a year from ${YEAR_SPAN.first} to ${YEAR_SPAN.last}.` }),
     gender: z.enum(['male', 'female', 'other', 'unknown']).optional(),
     telecom: z.array(ContactPointSchema).optional(),
     address: z.array(AddressSchema).optional(),

@@ -1,13 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { secured } from './common';
+import { DATE_OR_INSTANT_PATTERN, secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
 import { referenceTo } from './tasks';
 
 /** An instant with its offset (`2026-12-01T09:00:00-08:00`, `…Z`), or a date (its UTC midnight). */
-const Instant = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/)
-  .max(40);
+const Instant = z.string().regex(DATE_OR_INSTANT_PATTERN).max(40);
 
 export const AvailabilityQuerySchema = z
   .object({
@@ -84,7 +81,7 @@ export const availabilityRoute = createRoute({
   tags: ['Scheduling'],
   summary: 'Free visit slots, or per-day counts',
   description:
-    "Free slots of her care provider's practitioners for a kind of visit, in a window: of a visit team (`careTeam`) or of one practitioner (`practitioner`), only practitioners licensed in her state (her address). Slots are real resources (`Slot/<id>`), so booking names one. `view=slots` lists them in start order, `count` a page, `next` for the following page; `view=days` counts them per local date in `timezone` (a calendar), every date the window touches, day boundaries by that zone's wall clock (daylight-saving changes included), so the counts add up to the slots of the same window. 400 when: neither or both of `careTeam` and `practitioner`; `end` not after `start` or more than 31 days later; `days` without a known `timezone`. A team or practitioner that is not her care provider's: 404. A practitioner of hers not licensed in her state has no slots for her (200, empty). Her address without a country or state: 409 `invalid_state`, `details.missing` naming what to give and `details.fix` the call that gives it.",
+    "Free slots of her care provider's practitioners for a kind of visit, in a window: of a visit team (`careTeam`) or of one practitioner (`practitioner`), only practitioners licensed in her state (her address). Slots are real resources (`Slot/<id>`), so booking names one. `view=slots` lists them in start order, `count` a page, `next` for the following page; `view=days` counts them per local date in `timezone` (a calendar), every date the window touches, day boundaries by that zone's wall clock (daylight-saving changes included), so the counts add up to the slots of the same window. 400 when: neither or both of `careTeam` and `practitioner`; `start` or `end` not a date or instant of a year from 1900 to 2199; `end` not after `start` or more than 31 days later; `days` without a known `timezone`. A team or practitioner that is not her care provider's: 404. A practitioner of hers not licensed in her state has no slots for her (200, empty). Her address without a country or state: 409 `invalid_state`, `details.missing` naming what to give and `details.fix` the call that gives it.",
   security: secured,
   request: { query: AvailabilityQuerySchema },
   responses: {

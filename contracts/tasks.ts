@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { IdParam, secured } from './common';
+import { IdParam, INSTANT_PATTERN, secured, YEAR_SPAN } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
 import { FULFILMENT_METHODS, TASK_KINDS } from './systems';
 
@@ -92,10 +92,10 @@ export const ReadingSchema = z
       .openapi({ description: 'A UCUM code the task allows (its `units`).', example: 'kg' }),
     effective: z
       .string()
-      .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/)
+      .regex(INSTANT_PATTERN)
       .optional()
       .openapi({
-        description: 'When it was taken; default: now. Never in the future.',
+        description: `When it was taken; default: now. Never in the future; a year from ${YEAR_SPAN.first} on.`,
         example: '2026-11-25T08:00:00Z',
       }),
   })

@@ -50,7 +50,7 @@ export function zonedInstant(date: string, time: string, timeZone: string): numb
 /** The local date (`YYYY-MM-DD`) of an instant in a time zone. */
 export function localDate(instant: number, timeZone: string): string {
   const { y, m, d } = partsIn(instant, timeZone);
-  return `${y}-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
+  return `${String(y).padStart(4, '0')}-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
 }
 
 /** The date `days` after a `YYYY-MM-DD` date. */

@@ -189,6 +189,16 @@ describe('record plane writes', () => {
     expect((await ownPatient()).meta?.versionId).toBe(patient.meta?.versionId);
   });
 
+  it('PUT Patient with a birth date outside the years the API takes (1900 to 2199) is 400 naming birthDate, and changes nothing', async () => {
+    const patient = await ownPatient();
+    for (const birthDate of ['1899-12-31', '0100-01-01', '2200-01-01', '1984-13-02']) {
+      const res = await gw.call('PUT', `/v1/fhir/Patient/${patient.id}`, { body: { ...patient, birthDate } });
+      expect(res.status, birthDate).toBe(400);
+      expect(JSON.stringify(res.body), birthDate).toContain('birthDate');
+    }
+    expect((await ownPatient()).meta?.versionId).toBe(patient.meta?.versionId);
+  });
+
   it('PUT Patient with a non-E.164 phone is 400 with the path', async () => {
     const patient = await ownPatient();
     const res = await gw.call('PUT', `/v1/fhir/Patient/${patient.id}`, {

@@ -288,9 +288,17 @@ describe('measurement tasks', () => {
     expect(range.status).toBe(422);
     expect(range.body).toMatchObject({ error: { details: { issues: [{ reason: 'out_of_range' }] } } });
     const future = await complete(patient, measurementTask.task, {
-      measurements: [{ code: WEIGHT, value: 80, unit: 'kg', effective: '2999-01-01T00:00:00Z' }],
+      measurements: [{ code: WEIGHT, value: 80, unit: 'kg', effective: '2199-01-01T00:00:00Z' }],
     });
     expect(future.body).toMatchObject({ error: { details: { issues: [{ reason: 'in_future' }] } } });
+    // A year outside the span the API takes (1900 to 2199) is a bad request naming the field.
+    for (const effective of ['1899-12-31T23:59:00Z', '2200-01-01T00:00:00Z', '0100-01-01T00:00:00Z']) {
+      const outside = await complete(patient, measurementTask.task, {
+        measurements: [{ code: WEIGHT, value: 80, unit: 'kg', effective }],
+      });
+      expect(outside.status, effective).toBe(400);
+      expect(outside.text, effective).toContain('effective');
+    }
     expect(store()).toEqual(before);
   });
 

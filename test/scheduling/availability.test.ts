@@ -3,7 +3,7 @@ import type { CareTeam, Location, Practitioner, PractitionerRole, Schedule, Slot
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localDate, workingSlots } from '../../bots/lib/slots';
 import { SYSTEMS, TIMEZONE_EXTENSION } from '../../contracts/systems';
-import { direct, fhirPath } from '../support/attack';
+import { direct, executeBot, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { freshPatient } from '../support/patients';
@@ -247,6 +247,34 @@ describe('across a daylight-saving change', () => {
   });
 });
 
+describe('the edges of the years it takes', () => {
+  it('a window at the last year it takes is answered, in four-digit dates', async () => {
+    const ca = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const answered = await availability(ca, {
+      careTeam: `CareTeam/${team.id}`,
+      start: '2199-12-01',
+      end: '2199-12-31',
+      view: 'days',
+      timezone: 'UTC',
+    });
+    expect(answered.status, answered.text).toBe(200);
+    const days = (answered.body as { days: { date: string }[] }).days;
+    expect(days).toHaveLength(30);
+    expect(days[0].date).toBe('2199-12-01');
+  });
+
+  it('the bot refuses the same years when called directly on Medplum ($execute): 400 naming the field', async () => {
+    const ca = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const refused = await executeBot(gw.backend, ca.token, 'availability', {
+      value: { careTeam: `CareTeam/${team.id}`, start: '0100-01-01', end: '0100-01-31', view: 'days', timezone: 'UTC' },
+    });
+    // A bot answers its refusals as data (DESIGN section 2); the gateway maps them to HTTP.
+    expect(refused.status).toBe(200);
+    expect(refused.body).toMatchObject({ ok: false, error: { status: 400, code: 'invalid_request' } });
+    expect(refused.text).toContain('start');
+  });
+});
+
 describe('bad queries', () => {
   it('are 400 with the field, whatever else they say', async () => {
     const ca = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
@@ -260,6 +288,11 @@ describe('bad queries', () => {
       [{ careTeam, start, end, view: 'days' }, 'timezone'],
       [{ careTeam, start, end, view: 'days', timezone: 'Mars/Olympus' }, 'timezone'],
       [{ careTeam, start, end, cursor: 'nonsense' }, 'cursor'],
+      // Years outside 1900 to 2199 (a 30-day window in the year 0100 was once a calendar of 328,718 days).
+      [{ careTeam, start: '0100-01-01', end: '0100-01-31', view: 'days', timezone: 'UTC' }, 'start'],
+      [{ careTeam, start: '1899-12-01', end: '1899-12-31' }, 'start'],
+      [{ careTeam, start: '2199-12-20', end: '2200-01-10' }, 'end'],
+      [{ careTeam, start: '2027-02-30', end: '2027-03-10' }, 'start'],
     ] as [Record<string, string>, string][]) {
       const refused = await availability(ca, query);
       expect(refused.status, JSON.stringify(query)).toBe(400);
