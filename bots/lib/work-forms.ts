@@ -57,7 +57,7 @@ export async function taskHandingIn(
     | QuestionnaireResponse
     | undefined;
   const writer = response?.meta?.author?.reference ?? '';
-  if (!response || response.status !== 'completed' || !writer.startsWith('Practitioner/')) {
+  if (response?.status !== 'completed' || !writer.startsWith('Practitioner/')) {
     return undefined;
   }
   const tasks = await medplum.searchResources(
