@@ -19,7 +19,7 @@ import { visitTypeOf } from './lib/plans';
 import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
-import { bookablePractitioner } from './lib/scheduling';
+import { jurisdictionOf, slotLicensure } from './lib/scheduling';
 import { searchAll } from './lib/search';
 import { patientWorkflow } from './lib/trust';
 import {
@@ -394,6 +394,16 @@ async function startSegment(
       opensAt: new Date(opensAt).toISOString(),
     });
   }
+  // Licensed where she is at the time of care (her record's address now), not only when she booked.
+  const [slotType, slotId] = (appointment.slot?.[0]?.reference ?? '').split('/');
+  const slot =
+    slotType === 'Slot' && slotId
+      ? ((await medplum.readResource('Slot', slotId).catch(absent)) as Slot | undefined)
+      : undefined;
+  const whose = slot ? await slotLicensure(medplum, slot, patient) : undefined;
+  if (whose && !whose.licensed) {
+    return notLicensed(patient, whose.practitioner, `POST /v1/appointments/${appointment.id}/reschedule`);
+  }
   const gate = await requireAgreements(medplum, patient.id, {
     ...(appointment.supportingInformation?.[0]?.reference?.startsWith('CarePlan/')
       ? { carePlan: appointment.supportingInformation[0].reference }
@@ -403,9 +413,26 @@ async function startSegment(
     return gate;
   }
   const startedAt = new Date(now).toISOString();
+  // Where she was when care began, as her record said (the licence checked above was for it).
+  const jurisdiction = jurisdictionOf(patient);
   const entries: BundleEntry[] = [
     {
-      resource: { ...chosen, status: 'in-progress', period: { start: startedAt } },
+      resource: {
+        ...chosen,
+        status: 'in-progress',
+        period: { start: startedAt },
+        ...(jurisdiction
+          ? {
+              extension: [
+                ...(chosen.extension ?? []),
+                {
+                  url: EXTENSIONS.patientJurisdiction,
+                  valueCodeableConcept: { coding: [{ system: SYSTEMS.jurisdiction, code: jurisdiction }] },
+                },
+              ],
+            }
+          : {}),
+      },
       request: { method: 'PUT', url: `Encounter/${chosen.id}`, ifMatch: `W/"${chosen.meta?.versionId}"` },
     },
   ];
@@ -432,6 +459,18 @@ async function startSegment(
 }
 
 // ------------------------------------------------------------------ shared
+
+/**
+ * 409 `not_licensed`: the practitioner is not licensed where she lives now (her record's address), so this
+ * care cannot happen with them; `details.use` says what she can do instead.
+ */
+function notLicensed(patient: Patient, practitioner: string, use: string) {
+  return fail(409, 'not_licensed', 'This practitioner is not licensed where you live now', {
+    state: jurisdictionOf(patient),
+    practitioner,
+    use,
+  });
+}
 
 interface Visit {
   request: ServiceRequest & { id: string };
@@ -481,10 +520,14 @@ async function bookableSlot(
   patient: Patient,
 ): Promise<{ ok: true; slot: Slot & { id: string }; practitioner: string } | ReturnType<typeof fail>> {
   const slot = (await medplum.readResource('Slot', slotId).catch(absent)) as (Slot & { id: string }) | undefined;
-  const practitioner = slot ? await bookablePractitioner(medplum, slot, patient) : undefined;
-  if (!slot || !practitioner) {
+  const whose = slot ? await slotLicensure(medplum, slot, patient) : undefined;
+  if (!slot || !whose) {
     return contextNotFound();
   }
+  if (!whose.licensed) {
+    return notLicensed(patient, whose.practitioner, 'GET /v1/availability');
+  }
+  const practitioner = whose.practitioner;
   if (
     !slot.serviceType?.some((s) => s.coding?.some((c) => c.system === SYSTEMS.visitType && c.code === 'video-visit'))
   ) {

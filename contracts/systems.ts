@@ -132,6 +132,11 @@ export const EXTENSIONS = {
   guidelinePreferred: `${BASE}/fhir/StructureDefinition/guideline-preferred`,
   /** On a selection task's input: whether the option is eligible for the patient (valueBoolean; advisory). */
   eligible: `${BASE}/fhir/StructureDefinition/eligible`,
+  /**
+   * On a started visit segment (Encounter): where the patient was when it began, as her record's address
+   * said (valueCodeableConcept, ISO 3166-2: the jurisdiction the practitioner's licence was checked for).
+   */
+  patientJurisdiction: `${BASE}/fhir/StructureDefinition/patient-jurisdiction`,
   /** On a HealthcareService: the PlanDefinition it fronts (valueCanonical `url|version`). */
   frontsPlan: `${BASE}/fhir/StructureDefinition/fronts-plan`,
   /** On an SMS/voice Consent: the channel it covers (valueContactPoint, E.164). */

@@ -95,14 +95,15 @@ export async function licensedSchedules(
 }
 
 /**
- * The practitioner of a slot she may book (its Schedule active, its actor a role of her tenant licensed
- * where she lives), or undefined.
+ * Whose time a slot is, as far as she may book it: the practitioner of its Schedule's role (the Schedule
+ * active, the role active and of her tenant), and whether that role is licensed where she lives NOW (her
+ * record's address, read by the caller). Undefined when the slot is not her tenant's to book at all.
  */
-export async function bookablePractitioner(
+export async function slotLicensure(
   medplum: MedplumClient,
   slot: Slot,
   patient: Patient,
-): Promise<string | undefined> {
+): Promise<{ practitioner: string; licensed: boolean } | undefined> {
   const [type, id] = (slot.schedule?.reference ?? '').split('/');
   const schedule =
     type === 'Schedule' && id
@@ -114,8 +115,21 @@ export async function bookablePractitioner(
       ? ((await medplum.readResource('PractitionerRole', roleId).catch(absent)) as PractitionerRole | undefined)
       : undefined;
   const organization = patient.managingOrganization?.reference;
-  if (!role || role.active === false || !organization || role.organization?.reference !== organization) {
+  const practitioner = role?.practitioner?.reference;
+  if (
+    !role ||
+    role.active === false ||
+    !organization ||
+    role.organization?.reference !== organization ||
+    !practitioner
+  ) {
     return undefined;
   }
-  return (await licensedWhereSheLives(medplum, role, patient)) ? role.practitioner?.reference : undefined;
+  return { practitioner, licensed: await licensedWhereSheLives(medplum, role, patient) };
+}
+
+/** Her jurisdiction as ISO 3166-2 (`US-CA`), from her record's address; undefined when it names no state. */
+export function jurisdictionOf(patient: Patient): string | undefined {
+  const where = whereaboutsOf(patient);
+  return where.country && where.state ? `${where.country}-${where.state}` : undefined;
 }

@@ -1,8 +1,8 @@
 import type { WithId } from '@medplum/core';
-import type { Appointment, CareTeam, Encounter, Schedule, Slot, Task } from '@medplum/fhirtypes';
+import type { Appointment, CareTeam, Encounter, Patient, Schedule, Slot, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
-import { direct, fhirPath } from '../support/attack';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { direct, executeBot, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot, withdrawAnAgreement } from '../support/journey';
@@ -251,6 +251,107 @@ describe('segments', () => {
     expect(await startSegment(later.patient, future)).toMatchObject({
       status: 409,
       body: { error: { code: 'invalid_state', details: { state: 'not-open' } } },
+    });
+  });
+});
+
+describe('licensure at the time of care', () => {
+  /** She moves: her record's address, as her app writes it (PUT /v1/fhir/Patient/{id}). */
+  const moveTo = async (patient: DemoActor, state: string) => {
+    const me = (await gw.call('GET', '/v1/patient/profile', { token: patient.token })).body as Patient;
+    const moved = await gw.call('PUT', `/v1/fhir/Patient/${me.id}`, {
+      token: patient.token,
+      body: { ...me, address: [{ country: 'US', state }] },
+    });
+    expect(moved.status, moved.text).toBe(200);
+  };
+  /** What her new state asks her to accept (a state may require an agreement of its own), accepted. */
+  const acceptWhatIsAsked = async (patient: DemoActor, carePlan: string) => {
+    const { unmet } = (
+      await gw.call('GET', `/v1/agreements/requirements?carePlan=${encodeURIComponent(carePlan)}`, {
+        token: patient.token,
+      })
+    ).body as { unmet: unknown[] };
+    if (unmet.length > 0) {
+      await gw.call('POST', '/v1/agreements/acceptances', { token: patient.token, body: { agreements: unmet } });
+    }
+  };
+  const practitionerOf = async (appointment: string) =>
+    (await repo().readReference<Appointment>({ reference: appointment })).participant?.find((p) =>
+      p.actor?.reference?.startsWith('Practitioner/'),
+    )?.actor?.reference;
+
+  it('a visit booked in CA does not start once she lives in NY (409 not_licensed naming her state, the practitioner and the reschedule, nothing changed), and starts again back in CA, recording where she was', async () => {
+    const { patient, appointment } = await visitIn(5);
+    const practitioner = await practitionerOf(appointment);
+    await moveTo(patient, 'NY');
+    const before = store();
+    const refused = await startSegment(patient, appointment);
+    expect(refused).toMatchObject({
+      status: 409,
+      body: {
+        error: {
+          code: 'not_licensed',
+          details: { state: 'US-NY', practitioner, use: `POST /v1/appointments/${idOf(appointment)}/reschedule` },
+        },
+      },
+    });
+    expect(store()).toEqual(before);
+    // The same directly on Medplum: the bot refuses it, whoever calls it.
+    const direct$ = await executeBot(gw.backend, patient.token, 'appointments', {
+      value: { operation: 'encounter', appointment: idOf(appointment) },
+    });
+    expect(direct$.text).toContain('not_licensed');
+    expect(store()).toEqual(before);
+
+    await moveTo(patient, 'CA');
+    const started = await startSegment(patient, appointment);
+    expect(started.status, started.text).toBe(200);
+    const [segment] = (await encountersOf(appointment)).filter((e) => e.status === 'in-progress');
+    expect(segment.extension).toContainEqual({
+      url: EXTENSIONS.patientJurisdiction,
+      valueCodeableConcept: { coding: [{ system: SYSTEMS.jurisdiction, code: 'US-CA' }] },
+    });
+    // Started while licensed: a resume is not refused whatever her address says since.
+    await moveTo(patient, 'NY');
+    expect(await startSegment(patient, appointment)).toMatchObject({ status: 200, body: { resumed: true } });
+  });
+
+  it('after a move, availability offers only practitioners licensed where she lives; a reschedule or a booking onto another’s slot is 409 not_licensed, onto a licensed one 200', async () => {
+    const { patient, task, carePlan } = await withVisitToBook();
+    const [caSlot, otherCaSlot] = await freeSlots(patient);
+    const { appointment } = (await book(patient, task, caSlot)).body as Booked;
+    const caPractitioner = await practitionerOf(appointment);
+    await moveTo(patient, 'NY');
+    await acceptWhatIsAsked(patient, carePlan);
+    const nySlots = await freeSlots(patient);
+    expect(nySlots.length).toBeGreaterThan(0);
+    const listed = await Promise.all(
+      nySlots.slice(0, 5).map((slot) => repo().readReference<Slot>({ reference: slot })),
+    );
+    const nySchedules = new Set(listed.map((slot) => slot.schedule?.reference));
+    expect(nySchedules.has((await repo().readReference<Slot>({ reference: caSlot })).schedule?.reference)).toBe(false);
+    const before = store();
+    expect(await reschedule(patient, appointment, otherCaSlot)).toMatchObject({
+      status: 409,
+      body: {
+        error: {
+          code: 'not_licensed',
+          details: { state: 'US-NY', practitioner: caPractitioner, use: 'GET /v1/availability' },
+        },
+      },
+    });
+    expect(store()).toEqual(before);
+    const moved = await reschedule(patient, appointment, nySlots[0]);
+    expect(moved.status, moved.text).toBe(201);
+
+    const fresh = await withVisitToBook();
+    const [freshCaSlot] = await freeSlots(fresh.patient);
+    await moveTo(fresh.patient, 'NY');
+    await acceptWhatIsAsked(fresh.patient, fresh.carePlan);
+    expect(await book(fresh.patient, fresh.task, freshCaSlot)).toMatchObject({
+      status: 409,
+      body: { error: { code: 'not_licensed' } },
     });
   });
 });

@@ -114,14 +114,18 @@ describe('refused today', () => {
     expect(await slotStatus(victim.slot)).toBe('busy');
   });
 
-  it('a slot of another tenant, or of her tenant’s practitioner not licensed in her state, is not bookable or listed', async () => {
+  it('a slot of another tenant (404), or of her tenant’s practitioner not licensed in her state (409 not_licensed), is not bookable or listed', async () => {
     const { patient, task } = await withVisitToBook();
     const unlicensed = await slotOf('visit-schedule-adeyemi'); // northwind, NY only; she is in CA
     const foreignSlot = await slotOf('visit-schedule-li'); // southridge
     const before = store();
-    for (const slot of [unlicensed, foreignSlot]) {
-      expect((await book(patient, task, `Slot/${slot.id}`)).status).toBe(404);
-    }
+    // Another tenant's: not hers to know of (404). Her tenant's practitioner not licensed where she lives:
+    // 409 not_licensed, naming what she can do (her tenant's directory is hers to read anyway).
+    expect((await book(patient, task, `Slot/${foreignSlot.id}`)).status).toBe(404);
+    expect(await book(patient, task, `Slot/${unlicensed.id}`)).toMatchObject({
+      status: 409,
+      body: { error: { code: 'not_licensed', details: { state: 'US-CA', use: 'GET /v1/availability' } } },
+    });
     const southTeam = (await gw.backend.admin.searchOne('CareTeam', {
       _tag: `${SYSTEMS.provisioning}|visit-team-southridge`,
     })) as WithId<CareTeam>;
