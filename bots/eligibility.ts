@@ -32,8 +32,11 @@ import {
   selectionForm,
   WORK_FORMS,
 } from '../contracts/work-forms';
+import { absent } from './lib/absent';
 import { isPublishedTo } from './lib/agreements';
 import { conditionCatalogs, planTypeOf } from './lib/catalog';
+import { clinicalFacts, pinnedVersion, stillToTreat, withdrawnByRevision } from './lib/conditions';
+import { readInput } from './lib/input';
 import {
   authorAgent,
   clinicianTask,
@@ -45,6 +48,7 @@ import {
 } from './lib/queues';
 import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
+import { fail } from './lib/result';
 import { searchAll } from './lib/search';
 import { handedIn, herAnswers, issuedForm, storedForm } from './lib/work-forms';
 
@@ -70,6 +74,9 @@ const SELECT_TREATMENT = 'select-treatment';
  */
 export async function handler(bare: MedplumClient, event: BotEvent): Promise<unknown> {
   const medplum = readingOnce(bare);
+  if ((event.input as { resourceType?: string } | undefined)?.resourceType === 'Condition') {
+    return revised(medplum, event);
+  }
   // Her answers and her Patient go out with the checks of who completed the review (read only; believed below).
   // The catalog's reads depend on no input (her tenant filters them afterwards): asked with the task.
   ahead(conditionCatalogs(medplum, undefined));
@@ -173,6 +180,114 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   }
   return { ok: true, offered: true, task: `Task/${claimed.id}` };
 }
+
+/**
+ * A Condition the platform recorded, revised since (JOURNEY D.1; a Subscription on Condition updates): when
+ * the revision is clinical (its code, clinical or verification status: bots/lib/conditions.ts) and no
+ * selection was made for the version it now is, what was offered or asked for an older version is
+ * withdrawn (her open offers revoked and their tasks cancelled, saying why; open selections cancelled) and,
+ * while the Condition is still one to treat, eligibility runs again for it: a new selection for her care
+ * team, keyed by the review and the version, in the same transaction as the withdrawals. A change that is
+ * not clinical (a note) changes nothing: her offer stays answerable. Believes only its own reads; a
+ * patient cannot run it (the Bot is not hers to read) and is refused if she is named the requester.
+ */
+async function revised(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
+  const input = readInput('eligibility', event.input);
+  if (!input.ok) {
+    return input;
+  }
+  if ((event.requester?.reference ?? '').startsWith('Patient/')) {
+    return fail(403, 'forbidden', 'A patient does not revise a diagnosis');
+  }
+  const engine = ahead(medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }));
+  const condition = (await medplum.readResource('Condition', input.value.id).catch(absent)) as
+    | (Condition & { id: string })
+    | undefined;
+  // Only the platform's own (the key is the journey's: JOURNEY_KEYS keeps it the bots').
+  const key = condition?.identifier?.find((i) => i.system === SYSTEMS.eligibilityKey)?.value ?? '';
+  const [reviewType, reviewId] = key.split('/');
+  if (!condition || reviewType !== 'Task' || !reviewId || key.includes(';')) {
+    return { ok: true, offered: false, reason: 'not a Condition the platform recorded' };
+  }
+  const subject = condition.subject?.reference ?? '';
+  const [review, patient, selections] = await Promise.all([
+    medplum.readResource('Task', reviewId).catch(absent) as Promise<Task | undefined>,
+    medplum.readReference({ reference: subject } as Reference<Patient>).catch(absent) as Promise<
+      (Patient & { id: string }) | undefined
+    >,
+    searchAll(medplum, 'Task', { subject, code: `${SYSTEMS.taskKind}|${SELECT_TREATMENT}` }),
+  ]);
+  if (!review || !patient || review.for?.reference !== subject) {
+    return { ok: true, offered: false, reason: 'not a Condition the platform recorded' };
+  }
+  const current = `Condition/${condition.id}/_history/${condition.meta?.versionId}`;
+  const made = selections
+    .filter((t) =>
+      t.identifier?.some(
+        (i) => i.system === SYSTEMS.eligibilityKey && (i.value === key || i.value?.startsWith(`${key};`)),
+      ),
+    )
+    .filter((t) => t.status !== 'draft');
+  if (made.some((t) => t.reasonReference?.reference === current)) {
+    return { ok: true, offered: true, replay: true };
+  }
+  const latest = made.sort((a, b) => (b.meta?.lastUpdated ?? '').localeCompare(a.meta?.lastUpdated ?? ''))[0];
+  if (!latest) {
+    // Nothing was selected yet: the review's own run selects for the Condition as it then is.
+    return { ok: true, offered: false, reason: 'no selection was made for this condition yet' };
+  }
+  const before = await pinnedVersion(medplum, latest.reasonReference?.reference);
+  if (before && clinicalFacts(before) === clinicalFacts(condition)) {
+    return { ok: true, offered: false, reason: 'the revision is not clinical: what was offered stands' };
+  }
+  const withdrawing = await withdrawnByRevision(medplum, condition);
+  const organization = patient.managingOrganization?.reference;
+  const code = condition.code?.coding?.find((c) => c.system === ICD10CM)?.code;
+  const treatable = stillToTreat(condition) && !!code && (await inConditionCatalog(medplum, code, organization));
+  if (!treatable) {
+    if (withdrawing.length > 0) {
+      await medplum.executeBatch(transaction(withdrawing)).catch((err: unknown) => {
+        if (!lostRace(err)) {
+          throw err;
+        }
+      });
+    }
+    return {
+      ok: true,
+      offered: false,
+      reason: 'the condition is no longer one to treat here',
+      withdrawn: withdrawing.length,
+    };
+  }
+  const offering = ahead(
+    treatingProtocols(medplum, code as string, organization).then((protocols) =>
+      optionsOf(medplum, protocols, organization),
+    ),
+  );
+  const recording = ahead(patientRecord(medplum, patient));
+  const [device, options, queue] = await Promise.all([engine, offering, tenantQueue(medplum, patient)]);
+  if (!device) {
+    throw new Error('the eligibility engine Device is not provisioned');
+  }
+  const claimed = await claimSelection(medplum, review, patient, `${key};${current}`, queue);
+  if (claimed?.status !== 'draft') {
+    return { ok: true, offered: true, replay: true };
+  }
+  const findings = assess(options, await recording);
+  const bundle = findingsBundle({ claimed, patient, condition, device, options, findings });
+  bundle.entry = [...(bundle.entry ?? []), ...withdrawing];
+  try {
+    await medplum.executeBatch(bundle);
+  } catch (err) {
+    if (lostRace(err)) {
+      return { ok: true, offered: true, replay: true };
+    }
+    throw err;
+  }
+  return { ok: true, offered: true, task: `Task/${claimed.id}`, withdrawn: withdrawing.length };
+}
+
+const transaction = (entry: BundleEntry[]): Bundle => ({ resourceType: 'Bundle', type: 'transaction', entry });
 
 /**
  * The Condition she assigned, recorded once per review (a conditional create on the review's key: a

@@ -92,9 +92,13 @@ export const BOT_INPUTS = {
     .passthrough(),
   /**
    * A subscription delivery: the intake review Task that was completed, or the answers to its form that
-   * were completed after it (the Provider app completes the task first); the bot re-reads it by id.
+   * were completed after it (the Provider app completes the task first), or a Condition revised since; the
+   * bot re-reads it by id.
    */
-  eligibility: WorkDelivery,
+  eligibility: z.union([
+    ...WorkDelivery.options,
+    z.object({ resourceType: z.literal('Condition'), id: ResourceId }).passthrough(),
+  ]),
   /** A subscription delivery: the selection Task that was completed, or its answers after it; as above. */
   'compose-offer': WorkDelivery,
   /** A cron run (or provisioning's one run): its input is ignored; the work comes from the Schedules. */

@@ -17,6 +17,7 @@ import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { formReference } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { requireAgreements } from './agreements';
+import { clinicalFacts, pinnedVersion, stillToTreat } from './conditions';
 import { allowedMethods } from './fulfilment';
 import { publishedDefinition, taskInputType } from './journey';
 import { issueEntries, monitoringActions, tasksOf } from './plans';
@@ -119,6 +120,7 @@ async function currentOffer(
   // What the rest of the check and an acceptance read, at once: the items, the Condition, an earlier
   // consent, the protocol with the definitions its monitoring issues.
   const [conditionRef, conditionKey] = (group.reasonReference?.[0]?.reference ?? '').split('/');
+  const pinning = ahead(pinnedVersion(medplum, group.reasonReference?.[0]?.reference));
   if (conditionRef === 'Condition' && conditionKey) {
     ahead(medplum.readResource('Condition', conditionKey));
   }
@@ -157,15 +159,21 @@ async function currentOffer(
     }
     items.push(item);
   }
-  const [conditionType, conditionId, , pinnedVersion] = (group.reasonReference?.[0]?.reference ?? '').split('/');
+  const [conditionType, conditionId] = (group.reasonReference?.[0]?.reference ?? '').split('/');
   const condition =
     conditionType === 'Condition' && conditionId
       ? ((await medplum.readResource('Condition', conditionId).catch(absent)) as Condition | undefined)
       : undefined;
-  const withdrawn = condition?.verificationStatus?.coding?.some(
-    (c) => c.code === 'refuted' || c.code === 'entered-in-error',
-  );
-  if (!condition || condition.meta?.versionId !== pinnedVersion || withdrawn || items.length === 0) {
+  // The Condition as it is now says what the offer was made for: a revision that is not clinical (a note)
+  // leaves the offer standing; a clinical one (code, status) supersedes it (bots/lib/conditions.ts).
+  const pinned = await pinning;
+  if (
+    !condition ||
+    !pinned ||
+    clinicalFacts(pinned) !== clinicalFacts(condition) ||
+    !stillToTreat(condition) ||
+    items.length === 0
+  ) {
     return superseded();
   }
   const protocolCanonical = group.instantiatesCanonical?.[0];

@@ -907,6 +907,22 @@ export const platformDefinition: ProvisionDefinition = {
           // The review's form (read), and the selection's (stored with it).
           { resourceType: 'Questionnaire', interaction: ['read'] },
           WORK_FORM_CREATES,
+          // A clinical revision of the Condition withdraws what was offered for its older version (revoked,
+          // cancelled: bots/lib/conditions.ts), never more.
+          {
+            resourceType: 'RequestGroup',
+            interaction: ['read', 'search', 'update'],
+            writeConstraint: [
+              { language: 'text/fhirpath', expression: "%after.status = 'revoked' and %after.intent = 'proposal'" },
+            ],
+          },
+          {
+            resourceType: 'MedicationRequest',
+            interaction: ['read', 'search', 'update'],
+            writeConstraint: [
+              { language: 'text/fhirpath', expression: "%after.status = 'cancelled' and %after.intent = 'proposal'" },
+            ],
+          },
           RECONCILER,
         ],
       },
@@ -1164,6 +1180,14 @@ export const platformDefinition: ProvisionDefinition = {
       criteria: `Task?code=${SYSTEMS.taskKind}|review-response&status=completed`,
       interaction: 'update',
       reason: 'A new consent bundle after a declined or countered offer is reviewed (JOURNEY D.4)',
+    },
+    {
+      key: 'condition-revised',
+      bot: 'eligibility',
+      criteria: 'Condition',
+      interaction: 'update',
+      reason:
+        'A clinical revision of a Condition the platform recorded withdraws older offers and re-runs eligibility (JOURNEY D.1)',
     },
     // The Provider app completes the task BEFORE her answers (contracts/work-forms.ts): their completion
     // wakes the same bots, which find the task they hand in.

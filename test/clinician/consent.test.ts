@@ -206,18 +206,71 @@ describe('declining or countering an offer', () => {
 });
 
 describe('what cannot be accepted', () => {
-  it('an offer superseded by a revised diagnosis: 409 superseded, nothing written', async () => {
+  it('a note added to the diagnosis after the offer leaves it answerable: nothing withdrawn, no new selection, and she can accept', async () => {
     const { patient, offer, condition } = await offered(gw, clinician);
     const current = await clinician.medplum.readResource('Condition', condition.id);
     await clinician.medplum.updateResource<Condition>({ ...current, note: [{ text: 'Stage 2' }] });
     await gw.backend.subscriptions.idle();
-    const before = storeSnapshot(gw.backend);
-    const refused = await answer(gw, patient, offer, { decision: 'accept' });
-    expect(refused).toMatchObject({
-      status: 409,
-      body: { error: { code: 'invalid_state', details: { state: 'superseded' } } },
+    expect((await repo().readResource<Task>('Task', offer.id)).status).toBe('ready');
+    expect(await workAbout(gw, patient, 'select-treatment')).toHaveLength(1);
+    const accepted = await answer(gw, patient, offer, { decision: 'accept' });
+    expect(accepted.status, accepted.text).toBe(200);
+  });
+
+  it('a clinical revision of the diagnosis (its code) withdraws her offer, saying why, and eligibility runs again for the revised Condition: a new selection in the queue, the old offer 409 superseded', async () => {
+    const { patient, offer, group, condition } = await offered(gw, clinician);
+    const current = await clinician.medplum.readResource('Condition', condition.id);
+    const revised = await clinician.medplum.updateResource<Condition>({
+      ...current,
+      code: {
+        coding: [
+          {
+            system: 'http://hl7.org/fhir/sid/icd-10-cm',
+            code: 'R03.0',
+            display: 'Elevated blood-pressure reading, without diagnosis of hypertension',
+          },
+        ],
+      },
     });
+    await gw.backend.subscriptions.idle();
+    const withdrawn = await repo().readResource<Task>('Task', offer.id);
+    expect(withdrawn).toMatchObject({ status: 'cancelled', businessStatus: { text: 'condition-revised' } });
+    expect(withdrawn.statusReason?.text).toMatch(/revised the diagnosis/);
+    expect((await repo().readResource<RequestGroup>('RequestGroup', group.id)).status).toBe('revoked');
+    const before = storeSnapshot(gw.backend);
+    for (const body of [{ decision: 'accept' }, { decision: 'decline' }]) {
+      expect(await answer(gw, patient, offer, body)).toMatchObject({
+        status: 409,
+        body: { error: { code: 'invalid_state' } },
+      });
+    }
     expect(storeSnapshot(gw.backend)).toEqual(before);
+    // Eligibility again, for the Condition as it now is (keyed by the review and its version).
+    const selections = await workAbout(gw, patient, 'select-treatment');
+    const fresh = selections.find(
+      (t) => t.reasonReference?.reference === `Condition/${condition.id}/_history/${revised.meta?.versionId}`,
+    );
+    expect(fresh?.status).toBe('ready');
+    // A note on the revised Condition afterwards writes nothing more (not clinical; its selection stands).
+    const mark = storeSnapshot(gw.backend);
+    await clinician.medplum.updateResource<Condition>({ ...revised, note: [{ text: 'rechecked' }] });
+    await gw.backend.subscriptions.idle();
+    expect(await workAbout(gw, patient, 'select-treatment')).toHaveLength(selections.length);
+    expect(storeSnapshot(gw.backend).counts).toEqual(mark.counts);
+  });
+
+  it('a diagnosis entered in error withdraws her offer and asks for no new selection', async () => {
+    const { patient, offer, condition } = await offered(gw, clinician);
+    const { clinicalStatus: _clinical, ...current } = await clinician.medplum.readResource('Condition', condition.id);
+    await clinician.medplum.updateResource<Condition>({
+      ...current,
+      verificationStatus: {
+        coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status', code: 'entered-in-error' }],
+      },
+    });
+    await gw.backend.subscriptions.idle();
+    expect((await repo().readResource<Task>('Task', offer.id)).status).toBe('cancelled');
+    expect((await workAbout(gw, patient, 'select-treatment')).filter((t) => t.status === 'ready')).toEqual([]);
   });
 
   it('versions published after the offer change neither the offer nor the plan: both keep the pinned versions', async () => {
