@@ -51,7 +51,7 @@ const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
 
 export async function offerWork(medplum: MedplumClient, context: OfferContext): Promise<OfferWork> {
   const { task, patient, answer } = context;
-  const offer = await currentOffer(medplum, task, patient);
+  const offer = await currentOffer(medplum, task, patient, answer.decision === 'accept');
   if (!offer.ok) {
     return offer;
   }
@@ -78,13 +78,19 @@ interface Offer {
 
 /**
  * The offer as it stands, when it can still be answered: the patient's own proposal, still active, its
- * items still proposals, and the Condition it was composed against still the current version (a
- * revised or withdrawn diagnosis supersedes it). Otherwise 409 `superseded`, nothing written.
+ * items still proposals, and, to be accepted, the Condition it was composed against clinically as it was
+ * (a clinical revision or a withdrawn diagnosis supersedes it: bots/lib/conditions.ts). Otherwise 409
+ * `superseded`, nothing written.
  */
 async function currentOffer(
   medplum: MedplumClient,
   task: Task,
   patient: Patient & { id: string },
+  /**
+   * An acceptance needs the diagnosis as it was offered for; a decline or a counter does not (she may
+   * always say no, even to an offer whose diagnosis was revised and not yet withdrawn).
+   */
+  accepting: boolean,
 ): Promise<Offer | ReturnType<typeof fail>> {
   const patientId = patient.id;
   const organization = patient.managingOrganization?.reference;
@@ -167,13 +173,9 @@ async function currentOffer(
   // The Condition as it is now says what the offer was made for: a revision that is not clinical (a note)
   // leaves the offer standing; a clinical one (code, status) supersedes it (bots/lib/conditions.ts).
   const pinned = await pinning;
-  if (
-    !condition ||
-    !pinned ||
-    clinicalFacts(pinned) !== clinicalFacts(condition) ||
-    !stillToTreat(condition) ||
-    items.length === 0
-  ) {
+  const revised =
+    !pinned || clinicalFacts(pinned) !== clinicalFacts(condition ?? pinned) || !stillToTreat(condition ?? pinned);
+  if (!condition || items.length === 0 || (accepting && revised)) {
     return superseded();
   }
   const protocolCanonical = group.instantiatesCanonical?.[0];

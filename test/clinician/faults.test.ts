@@ -184,3 +184,26 @@ describe('lost deliveries', () => {
     expect(await selectionsOf(review)).toHaveLength(1);
   });
 });
+
+describe('a clinical revision whose delivery was lost', () => {
+  it('leaves no offer that can be neither accepted nor declined: acceptance is 409 superseded, nothing written; she can still decline (200: revoked, back to review)', async () => {
+    const { patient, offer, condition, group } = await offered(gw, clinician);
+    const current = await clinician.medplum.readResource('Condition', condition.id);
+    await withSubscriptionOff(['condition-revised'], () =>
+      clinician.medplum.updateResource<Condition>({
+        ...current,
+        code: { coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'R03.0' }] },
+      }),
+    );
+    expect((await gw.backend.systemRepo.readResource<Task>('Task', offer.id)).status).toBe('ready');
+    const before = storeSnapshot(gw.backend);
+    expect(await answer(gw, patient, offer, { decision: 'accept' })).toMatchObject({
+      status: 409,
+      body: { error: { code: 'invalid_state', details: { state: 'superseded' } } },
+    });
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+    const declined = await answer(gw, patient, offer, { decision: 'decline', reason: 'my diagnosis changed' });
+    expect(declined.status, declined.text).toBe(200);
+    expect((await gw.backend.systemRepo.readResource<RequestGroup>('RequestGroup', group.id)).status).toBe('revoked');
+  });
+});
