@@ -5,6 +5,7 @@ import type {
   Bundle,
   BundleEntry,
   CarePlan,
+  CareTeam,
   Encounter,
   Patient,
   ServiceRequest,
@@ -16,6 +17,7 @@ import { absent } from './lib/absent';
 import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } from './lib/agreements';
 import { isHerTask } from './lib/finished';
 import { visitTypeOf } from './lib/plans';
+import { ASYNC_REVIEW, clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
@@ -154,9 +156,14 @@ async function book(
     const appointment = slot
       ? appointmentFor(slot.slot, slot.practitioner, her, visit, tags)
       : reviewFor(her, visit, tags);
+    // An asynchronous review is her care team's work: a task in her tenant's queue, due at its window's end.
+    const review = slot
+      ? undefined
+      : asyncReviewTask(patient, await tenantQueue(medplum, patient), appointmentUrl, appointment, tags);
     const entries: BundleEntry[] = [
       ...(slot ? [takeSlot(slot.slot)] : []),
       { fullUrl: appointmentUrl, resource: appointment, request: { method: 'POST', url: 'Appointment' } },
+      ...(review ? [review] : []),
       ...segments.map((s, i) =>
         encounterEntry(appointmentUrl, her, slot?.practitioner, visit.request, i + 1, s.valueString ?? 'Visit', tags),
       ),
@@ -589,6 +596,30 @@ function reviewFor(her: string, visit: Visit, tags: NonNullable<Appointment['met
     ],
     extension: [{ url: EXTENSIONS.visitModality, valueCode: 'async' }],
   };
+}
+
+/**
+ * The care team's review of an asynchronous visit: a task in her tenant's queue about the visit (its
+ * focus), due when the review window ends (`restriction.period.end`, which the Provider app shows as its due
+ * date); the clinician who takes it and completes it fulfils the visit (bots/visit-review.ts).
+ */
+function asyncReviewTask(
+  patient: Patient & { id: string },
+  queue: CareTeam | undefined,
+  appointment: string,
+  visit: Appointment,
+  tags: NonNullable<Appointment['meta']>['tag'],
+): BundleEntry {
+  const entry = clinicianTask({
+    code: ASYNC_REVIEW,
+    description: `Review what the patient sent for her asynchronous visit, by ${visit.end}`,
+    patient,
+    queue,
+    focus: { reference: appointment },
+    tags,
+  });
+  (entry.resource as Task).restriction = { period: { end: visit.end } };
+  return entry;
 }
 
 function encounterEntry(

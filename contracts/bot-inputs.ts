@@ -101,6 +101,8 @@ export const BOT_INPUTS = {
   ]),
   /** A subscription delivery: the selection Task that was completed, or its answers after it; as above. */
   'compose-offer': WorkDelivery,
+  /** A subscription delivery: the care team's review of an asynchronous visit, completed; re-read by id. */
+  'visit-review': z.object({ resourceType: z.literal('Task'), id: ResourceId }).passthrough(),
   /** A cron run (or provisioning's one run): its input is ignored; the work comes from the Schedules. */
   'materialize-slots': z.unknown(),
   /** A cron run: Medplum's own input, which the reconciler ignores (it derives its work from the data). */

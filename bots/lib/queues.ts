@@ -28,6 +28,8 @@ import { taskHandingIn } from './work-forms';
 
 /** The clinician's work when an offer comes back declined or countered (JOURNEY D.4). */
 export const REVIEW_RESPONSE = 'review-response';
+/** The care team's review of an asynchronous (store-and-forward) visit (JOURNEY H). */
+export const ASYNC_REVIEW = 'review-async-visit';
 
 /** The tenant's queue (a provisioned CareTeam of the patient's organization, by its category). */
 export async function tenantQueue(
@@ -69,6 +71,7 @@ const TITLES: Record<string, string> = {
   'review-intake': 'Review the intake: assign a condition',
   'select-treatment': 'Select a treatment',
   'review-response': 'Review the patient’s answer to the offer',
+  [ASYNC_REVIEW]: 'Review an asynchronous visit',
 };
 
 /**
@@ -114,7 +117,7 @@ export function clinicianTask(work: ClinicianWork): BundleEntry {
  * `meta.author` itself). The requester is that Practitioner (Medplum delivers a subscription as the
  * author of the write that fired it) or the reconciler bot re-driving a delivery that was lost.
  */
-export async function completedByOwner<N extends 'eligibility' | 'compose-offer'>(
+export async function completedByOwner<N extends 'eligibility' | 'compose-offer' | 'visit-review'>(
   medplum: MedplumClient,
   event: BotEvent,
   bot: N,

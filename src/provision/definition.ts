@@ -649,6 +649,18 @@ function clinicianPolicy(): AccessPolicyResource[] {
 /** A plan's visit request (JOURNEY E): `intent` plan, since no practitioner orders it; never an order. */
 const VISIT_PLANS_ONLY = { language: 'text/fhirpath' as const, expression: "%after.intent = 'plan'" };
 
+/** A visit reviewed: an Appointment fulfilled, a segment finished; who and what it was for unchanged. */
+const FULFILMENT_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%before.exists() and (%after.status = 'fulfilled' or %after.status = 'finished') and " +
+    ['participant', 'subject', 'appointment', 'basedOn']
+      .map(
+        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
+      )
+      .join(' and '),
+};
+
 /** Booking changes a Slot's status between free and busy, and nothing else of it. */
 const SLOT_STATUS_ONLY = {
   language: 'text/fhirpath' as const,
@@ -1026,10 +1038,29 @@ export const platformDefinition: ProvisionDefinition = {
             interaction: ['read' as const, 'search' as const],
           })),
           { resourceType: 'Slot', interaction: ['read', 'search', 'update'], writeConstraint: [SLOT_STATUS_ONLY] },
+          // Her tenant's queue, for the care team's review of an asynchronous visit.
+          { resourceType: 'CareTeam', interaction: ['read', 'search'] },
           ...['Appointment', 'Encounter'].map((resourceType) => ({
             resourceType,
             interaction: ['create' as const, 'read' as const, 'search' as const, 'update' as const],
           })),
+        ],
+      },
+    },
+    {
+      key: 'bot-visit-review',
+      policy: {
+        name: 'Bot: an asynchronous visit reviewed',
+        // Woken by the care team's completed review of an asynchronous visit: it reads the review and the
+        // visit, and fulfils the visit (the Appointment and its segments), nothing else.
+        resource: [
+          { resourceType: 'Task', interaction: ['read', 'search', 'history'] },
+          ...['Appointment', 'Encounter'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const, 'update' as const],
+            writeConstraint: [FULFILMENT_ONLY],
+          })),
+          RECONCILER,
         ],
       },
     },
@@ -1102,6 +1133,11 @@ export const platformDefinition: ProvisionDefinition = {
       patient: true,
       description: 'POST /v1/enrollments, /activate, DELETE: a program enrollment (a CarePlan) and its tasks.',
       accessPolicy: 'bot-enrollment',
+    },
+    {
+      key: 'visit-review',
+      description: 'Subscription: the care team completed the review of an asynchronous visit; the visit is fulfilled.',
+      accessPolicy: 'bot-visit-review',
     },
     {
       key: 'appointments',
@@ -1180,6 +1216,13 @@ export const platformDefinition: ProvisionDefinition = {
       criteria: `Task?code=${SYSTEMS.taskKind}|review-response&status=completed`,
       interaction: 'update',
       reason: 'A new consent bundle after a declined or countered offer is reviewed (JOURNEY D.4)',
+    },
+    {
+      key: 'async-review-completed',
+      bot: 'visit-review',
+      criteria: `Task?code=${SYSTEMS.taskKind}|review-async-visit&status=completed`,
+      interaction: 'update',
+      reason: 'An asynchronous visit fulfilled when the care team completes its review (JOURNEY H)',
     },
     {
       key: 'condition-revised',

@@ -2,8 +2,10 @@ import type { WithId } from '@medplum/core';
 import type { Appointment, CareTeam, Encounter, Patient, Schedule, Slot, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import type { Clinician } from '../../src/clinician';
 import { direct, executeBot, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
+import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot, withdrawAnAgreement } from '../support/journey';
 import { freeSlots as freeSlotsOf, visitStartingIn, withVisitToBook as withVisitToBookOf } from '../support/visits';
@@ -45,6 +47,15 @@ const cancel = (patient: DemoActor, appointment: string) =>
   gw.call('POST', `/v1/appointments/${idOf(appointment)}/cancel`, { token: patient.token });
 const startSegment = (patient: DemoActor, appointment: string, body: unknown = {}) =>
   gw.call('POST', `/v1/appointments/${idOf(appointment)}/encounter`, { token: patient.token, body });
+/** The care team's reviews of her asynchronous visits. */
+const reviewsOf = (patient: DemoActor) =>
+  repo().searchResources<Task>({
+    resourceType: 'Task',
+    filters: [
+      { code: 'code', operator: 'eq', value: `${SYSTEMS.taskKind}|review-async-visit` },
+      { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
+    ],
+  });
 const slotStatus = async (slot: string) => (await repo().readReference<Slot>({ reference: slot })).status;
 const encountersOf = (appointment: string) =>
   repo().searchResources<Encounter>({
@@ -182,6 +193,67 @@ describe('an asynchronous review', () => {
       resumed: false,
       segment: { purpose: 'Review by your care team', status: 'in-progress' },
     });
+  });
+
+  it('is her care team’s work: a task in her tenant’s queue, due when the window ends; the clinician who takes and completes it (as the Provider app does: assignee, then completed) fulfils the visit, which she sees', async () => {
+    const { patient, task } = await withVisitToBook('async-review');
+    const booked = await gw.call('POST', '/v1/appointments', { token: patient.token, body: { task } });
+    const body = booked.body as Booked & { end: string };
+    const [review] = await reviewsOf(patient);
+    expect(review).toMatchObject({
+      status: 'ready',
+      focus: { reference: body.appointment },
+      for: { reference: `Patient/${patient.patient.id}` },
+      restriction: { period: { end: body.end } },
+      code: { text: 'Review an asynchronous visit' },
+    });
+    expect(review.owner?.reference).toMatch(/^CareTeam\//);
+    const clinician = await demoClinician(gw.backend, 'northwind');
+    const southridge = await demoClinician(gw.backend, 'southridge');
+    const token = (who: Clinician) => who.medplum.getAccessToken() as string;
+    const put = async (who: Clinician, change: Partial<Task>) => {
+      const current = await repo().readResource<Task>('Task', review.id as string);
+      return direct(gw.backend, token(who), 'PUT', fhirPath(`Task/${review.id}`), { body: { ...current, ...change } });
+    };
+    // The other tenant's clinician cannot take it; nor can she complete it without taking it.
+    const before = store();
+    expect([403, 404]).toContain((await put(southridge, { owner: southridge.profile })).status);
+    expect((await put(clinician, { status: 'completed' })).status).toBe(403);
+    expect(store()).toEqual(before);
+    expect((await put(clinician, { owner: clinician.profile })).status).toBe(200);
+    expect((await put(clinician, { status: 'completed' })).status).toBe(200);
+    await gw.backend.subscriptions.idle();
+    expect((await repo().readReference<Appointment>({ reference: body.appointment })).status).toBe('fulfilled');
+    const segments = await gw.call('GET', `/v1/appointments/${idOf(body.appointment)}/segments`, {
+      token: patient.token,
+    });
+    expect(segments.body).toMatchObject({ segments: [{ position: 1, status: 'finished' }] });
+    const seen = await gw.call('GET', `/v1/fhir/Appointment/${idOf(body.appointment)}`, { token: patient.token });
+    expect((seen.body as Appointment).status).toBe('fulfilled');
+    // Fulfilled: it is not started again.
+    expect(await startSegment(patient, body.appointment)).toMatchObject({ status: 409 });
+  });
+
+  it('a review task the platform did not issue fulfils nothing, and a patient cannot run the bot that fulfils', async () => {
+    const { patient, task } = await withVisitToBook('async-review');
+    const booked = (await gw.call('POST', '/v1/appointments', { token: patient.token, body: { task } })).body as Booked;
+    const [issued] = await reviewsOf(patient);
+    const clinician = await demoClinician(gw.backend, 'northwind');
+    const { id: _id, meta, ...rest } = issued;
+    const forged = await gw.backend.admin.createResource<Task>({
+      ...rest,
+      meta: { accounts: meta?.accounts, tag: meta?.tag },
+      status: 'in-progress',
+      owner: clinician.profile,
+    });
+    await clinician.medplum.updateResource<Task>({ ...forged, status: 'completed' });
+    await gw.backend.subscriptions.idle();
+    expect((await repo().readReference<Appointment>({ reference: booked.appointment })).status).toBe('booked');
+    const ran = await executeBot(gw.backend, patient.token, 'visit-review', {
+      value: { resourceType: 'Task', id: issued.id },
+    });
+    expect([403, 404]).toContain(ran.status);
+    expect((await repo().readReference<Appointment>({ reference: booked.appointment })).status).toBe('booked');
   });
 
   it('a live visit without a slot is 400', async () => {
