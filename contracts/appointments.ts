@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { IdParam, secured } from './common';
-import { errorResponses, SECURED_STATUSES } from './errors';
+import { errorResponses, SECURED_STATUSES, withExample } from './errors';
 import { referenceTo } from './tasks';
 
 export const BookRequestSchema = z
@@ -70,7 +70,17 @@ export const EncounterAnswerSchema = z
   })
   .openapi('EncounterAnswer');
 
-const APPOINTMENT_ERRORS = errorResponses(400, 404, 409, 413, 415, ...SECURED_STATUSES);
+const APPOINTMENT_ERRORS = withExample(
+  errorResponses(400, 404, 409, 413, 415, ...SECURED_STATUSES),
+  409,
+  'not_licensed',
+  'This practitioner is not licensed where you live now',
+  {
+    state: 'US-NY',
+    practitioner: 'Practitioner/4f4219f7-071f-4ca3-a579-68d859f2c4d6',
+    use: 'POST /v1/appointments/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e/reschedule',
+  },
+);
 
 export const bookRoute = createRoute({
   method: 'post',

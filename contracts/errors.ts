@@ -171,6 +171,29 @@ export function errorResponses<S extends DocumentedStatus>(...statuses: S[]) {
   >;
 }
 
+/**
+ * The same documented responses with a status's example replaced by one of that route's own (a route whose
+ * typical 409 is not the agreements gate, say), so its reference shows the answer a client will meet.
+ */
+export function withExample<R extends Record<number, { content: { 'application/json': { example: ErrorEnvelope } } }>>(
+  responses: R,
+  status: keyof R & number,
+  code: ErrorCode,
+  message: string,
+  details: Record<string, unknown>,
+): R {
+  const response = responses[status];
+  return {
+    ...responses,
+    [status]: {
+      ...response,
+      content: {
+        'application/json': { ...response.content['application/json'], example: envelope(code, message, details) },
+      },
+    },
+  };
+}
+
 /** What every route can answer whatever it does: the frame's own failures. */
 export const FRAME_STATUSES = [500] as const;
 /** Added to every route that needs a session and reaches Medplum. */
