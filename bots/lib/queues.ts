@@ -78,7 +78,7 @@ const TITLES: Record<string, string> = {
  * The queue as a performer type: the Provider app's task board filters by it, so her team's work is one
  * click away (its `Task.performerType` filter), not a typed search.
  */
-export const queueType = (queue: CareTeam): Task['performerType'] => [
+const queueType = (queue: CareTeam): Task['performerType'] => [
   {
     coding: (queue.category ?? []).flatMap((c) => c.coding ?? []).filter((c) => c.system === SYSTEMS.careQueue),
     text: queue.name,
@@ -111,7 +111,9 @@ export function clinicianTask(work: ClinicianWork): BundleEntry {
 }
 
 /**
- * The prologue of a bot woken by a clinician's completed work (a Subscription on `Task?code=…&status=completed`):
+ * The prologue of a bot woken by a clinician's completed work (a Subscription on `Task?code=…&status=completed`,
+ * or on the completed answers to its form, which the Provider app writes after the task: the task is then the
+ * one of her completed work that hands them in, bots/lib/work-forms.ts `taskHandingIn`):
  * the delivery is re-read by id, and acted on only when it is that kind of work, completed, by the
  * Practitioner who owns it: the version that completed it was written by her (Medplum stamps
  * `meta.author` itself). The requester is that Practitioner (Medplum delivers a subscription as the
