@@ -612,7 +612,7 @@ function asyncReviewTask(
 ): BundleEntry {
   const entry = clinicianTask({
     code: ASYNC_REVIEW,
-    description: `Review what the patient sent for her asynchronous visit, by ${visit.end}`,
+    description: 'Review what the patient sent for her asynchronous visit before its review window ends (the due date)',
     patient,
     queue,
     focus: { reference: appointment },

@@ -135,6 +135,10 @@ export async function readVersioned<T extends ObservationDefinition>(
   return (await medplum.readVersion('ObservationDefinition', id, versionId)) as T;
 }
 
+/** A schedule-visit task for an asynchronous review (its `visit-type` input). */
+const isAsyncReview = (task: Task): boolean =>
+  task.input?.find((i) => i.type.coding?.some((c) => c.code === 'visit-type'))?.valueCoding?.code === 'async-review';
+
 /** The call that completes a patient task of this kind, with what its body carries (the task view's `complete`). */
 function completeCall(kind: TaskKind, task: Task): string {
   const id = task.id as string;
@@ -148,7 +152,10 @@ function completeCall(kind: TaskKind, task: Task): string {
     case 'order-decisions':
       return `POST /v1/orders/${(task.focus?.reference ?? '').split('/')[1] ?? '{id}'}/decisions {items}`;
     case 'schedule-visit':
-      return `POST /v1/appointments {task: "Task/${id}", slot}`;
+      // An asynchronous review takes no slot (it is booked for its review window).
+      return isAsyncReview(task)
+        ? `POST /v1/appointments {task: "Task/${id}"}`
+        : `POST /v1/appointments {task: "Task/${id}", slot}`;
   }
 }
 
@@ -182,8 +189,7 @@ export async function patientTaskView(
       }));
     }
   } else if (kind === 'schedule-visit') {
-    const code = task.input?.find((i) => i.type.coding?.some((c) => c.code === 'visit-type'))?.valueCoding?.code;
-    view.visitType = code === 'async-review' ? 'async-review' : 'video-visit';
+    view.visitType = isAsyncReview(task) ? 'async-review' : 'video-visit';
     const team = task.input?.find((i) => i.type.coding?.some((c) => c.code === 'care-team'))?.valueReference?.reference;
     if (team) {
       view.careTeam = team;

@@ -175,6 +175,11 @@ describe('rescheduling and cancelling', () => {
 describe('an asynchronous review', () => {
   it('is booked without a slot for its review window, its segment open at once; it cannot be moved, and a slot is refused', async () => {
     const { patient, task } = await withVisitToBook('async-review');
+    // Her task says how it is booked: no slot.
+    const open = (await gw.call('GET', '/v1/tasks', { token: patient.token })).body as {
+      tasks: { task: string; complete: string }[];
+    };
+    expect(open.tasks.find((t) => t.task === task)?.complete).toBe(`POST /v1/appointments {task: "${task}"}`);
     const [slot] = await freeSlots(patient);
     expect((await book(patient, task, slot)).status).toBe(400);
     const booked = await gw.call('POST', '/v1/appointments', { token: patient.token, body: { task } });
