@@ -21,7 +21,7 @@ import { ASYNC_REVIEW, clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
-import { jurisdictionOf, slotLicensure } from './lib/scheduling';
+import { jurisdictionOf, practitionerLicensed, slotLicensure } from './lib/scheduling';
 import { searchAll } from './lib/search';
 import { patientWorkflow } from './lib/trust';
 import {
@@ -378,6 +378,19 @@ async function startSegment(
   if (appointment.status !== 'booked' && appointment.status !== 'arrived') {
     return fail(409, 'invalid_state', `This visit is ${appointment.status}`, { state: appointment.status });
   }
+  // The licence and the gate are asked now, beside the segments (round trips), and believed in turn below.
+  const practitioner = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Practitioner/'))?.actor
+    ?.reference;
+  const licensing = ahead(
+    practitioner ? practitionerLicensed(medplum, practitioner, patient) : Promise.resolve(undefined),
+  );
+  const gating = ahead(
+    requireAgreements(medplum, patient.id, {
+      ...(appointment.supportingInformation?.[0]?.reference?.startsWith('CarePlan/')
+        ? { carePlan: appointment.supportingInformation[0].reference }
+        : {}),
+    }),
+  );
   const { unfinished, chosen } = segmentChosen(await segmentsOf(medplum, appointment), segment);
   if (!chosen) {
     return segment
@@ -402,20 +415,10 @@ async function startSegment(
     });
   }
   // Licensed where she is at the time of care (her record's address now), not only when she booked.
-  const [slotType, slotId] = (appointment.slot?.[0]?.reference ?? '').split('/');
-  const slot =
-    slotType === 'Slot' && slotId
-      ? ((await medplum.readResource('Slot', slotId).catch(absent)) as Slot | undefined)
-      : undefined;
-  const whose = slot ? await slotLicensure(medplum, slot, patient) : undefined;
-  if (whose && !whose.licensed) {
-    return notLicensed(patient, whose.practitioner, `POST /v1/appointments/${appointment.id}/reschedule`);
+  if (practitioner && (await licensing) === false) {
+    return notLicensed(patient, practitioner, `POST /v1/appointments/${appointment.id}/reschedule`);
   }
-  const gate = await requireAgreements(medplum, patient.id, {
-    ...(appointment.supportingInformation?.[0]?.reference?.startsWith('CarePlan/')
-      ? { carePlan: appointment.supportingInformation[0].reference }
-      : {}),
-  });
+  const gate = await gating;
   if (gate) {
     return gate;
   }

@@ -30,8 +30,8 @@ import {
   versioned,
 } from './lib/queues';
 import { lostRace } from './lib/races';
-import { readingOnce } from './lib/reads';
-import { herAnswers, issuedForm } from './lib/work-forms';
+import { ahead, readingOnce } from './lib/reads';
+import { formOfTask, herAnswers, issuedForm } from './lib/work-forms';
 
 const OFFER_COMPOSED = 'offer-composed';
 /**
@@ -56,7 +56,10 @@ const OVERRIDE_REQUIRED = 'override-required';
  */
 export async function handler(bare: MedplumClient, event: BotEvent): Promise<unknown> {
   const medplum = readingOnce(bare);
-  const woken = await completedByOwner(medplum, event, 'compose-offer', SELECTIONS);
+  // Its stored form is asked as soon as the task is read (the issued version points at the same one).
+  const woken = await completedByOwner(medplum, event, 'compose-offer', SELECTIONS, (task) => {
+    ahead(formOfTask(medplum, task));
+  });
   if (!woken.ok) {
     return woken;
   }

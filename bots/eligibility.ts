@@ -50,7 +50,7 @@ import { lostRace } from './lib/races';
 import { ahead, readingOnce } from './lib/reads';
 import { fail } from './lib/result';
 import { searchAll } from './lib/search';
-import { handedIn, herAnswers, issuedForm, storedForm } from './lib/work-forms';
+import { formOfTask, handedIn, herAnswers, issuedForm, storedForm } from './lib/work-forms';
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
 const SELECT_TREATMENT = 'select-treatment';
@@ -84,6 +84,8 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   let selectingEarly: Promise<Task | undefined> | undefined;
   const woken = await completedByOwner(medplum, event, 'eligibility', ['review-intake'], (task) => {
     ahead(handedIn(medplum, task) ?? Promise.resolve(undefined));
+    // Its stored form, as the task points at it now (the issued version points at the same: WORK_AS_ISSUED).
+    ahead(formOfTask(medplum, task));
     if (task.for?.reference) {
       ahead(medplum.readReference(task.for));
     }

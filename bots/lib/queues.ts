@@ -139,7 +139,9 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
   // Woken by the answers (the Provider app completes the task before its response): the task that hands
   // them in, found by its writer and output (bots/lib/work-forms.ts), then checked as if it had woken us.
   const taskId =
-    input.value.resourceType === 'Task' ? input.value.id : (await taskHandingIn(medplum, input.value.id, codes))?.id;
+    input.value.resourceType === 'Task'
+      ? input.value.id
+      : (await taskHandingIn(medplum, input.value.id, codes, event.requester?.reference ?? ''))?.id;
   if (!taskId) {
     return refused;
   }

@@ -128,6 +128,31 @@ export async function slotLicensure(
   return { practitioner, licensed: await licensedWhereSheLives(medplum, role, patient) };
 }
 
+/**
+ * Whether a practitioner of her tenant holds a licence (an active role whose jurisdiction covers where she
+ * lives now) for her; undefined when the practitioner has no active role in her tenant. Two round trips:
+ * the roles, then their jurisdictions at once.
+ */
+export async function practitionerLicensed(
+  medplum: MedplumClient,
+  practitioner: string,
+  patient: Patient,
+): Promise<boolean | undefined> {
+  const organization = patient.managingOrganization?.reference;
+  if (!organization) {
+    return undefined;
+  }
+  const roles = (await searchAll(medplum, 'PractitionerRole', { practitioner, organization, active: 'true' })).filter(
+    (r) => r.organization?.reference === organization,
+  );
+  if (roles.length === 0) {
+    return undefined;
+  }
+  const jurisdictions = new Map<string, Location | undefined>();
+  const verdicts = await Promise.all(roles.map((role) => licensedWhereSheLives(medplum, role, patient, jurisdictions)));
+  return verdicts.some(Boolean);
+}
+
 /** Her jurisdiction as ISO 3166-2 (`US-CA`), from her record's address; undefined when it names no state. */
 export function jurisdictionOf(patient: Patient): string | undefined {
   const where = whereaboutsOf(patient);

@@ -29,48 +29,59 @@ export function storedForm(form: Questionnaire, tenant: string | undefined): { e
  * Bot wrote it (Medplum stamps `meta.author`; clinicians and patients cannot write Questionnaires of a
  * tenant) and it is a work form of `kind` (its url).
  */
+/** The stored form a task points at, read (undefined when it points at none); what it is worth is issuedForm's to say. */
+export function formOfTask(medplum: MedplumClient, task: Task): Promise<Questionnaire | undefined> {
+  const [type, id] = (formReference(task) ?? '').split('/');
+  return type === 'Questionnaire' && id
+    ? (medplum.readResource('Questionnaire', id).catch(absent) as Promise<Questionnaire | undefined>)
+    : Promise.resolve(undefined);
+}
+
 export async function issuedForm(
   medplum: MedplumClient,
   issued: Task,
   kind: string,
 ): Promise<Questionnaire | undefined> {
-  const [type, id] = (formReference(issued) ?? '').split('/');
-  if (type !== 'Questionnaire' || !id) {
-    return undefined;
-  }
-  const form = (await medplum.readResource('Questionnaire', id).catch(absent)) as Questionnaire | undefined;
+  const form = await formOfTask(medplum, issued);
   return form?.meta?.author?.reference?.startsWith('Bot/') && form.url === kind ? form : undefined;
 }
 
 /**
  * The completed work that hands in this response (a Subscription on completed work-form responses wakes
  * the bot with the response: the Provider app completes the task before the response). Found among the
- * work of `kinds` completed by the response's writer (Medplum's `meta.author`), by its output. Believed
- * no further than that: the bot then checks the task as if woken by it.
+ * work of `kinds` completed by the requester, who must be the response's writer (Medplum's `meta.author`),
+ * by its output. Believed no further than that: the bot then checks the task as if woken by it.
  */
 export async function taskHandingIn(
   medplum: MedplumClient,
   responseId: string,
   kinds: readonly string[],
+  /** Who Medplum says woke the bot (a subscription's requester: the writer of the completing write). */
+  requester: string,
 ): Promise<Task | undefined> {
-  const response = (await medplum.readResource('QuestionnaireResponse', responseId).catch(absent)) as
-    | QuestionnaireResponse
-    | undefined;
-  const writer = response?.meta?.author?.reference ?? '';
-  if (response?.status !== 'completed' || !writer.startsWith('Practitioner/')) {
+  if (!requester.startsWith('Practitioner/')) {
     return undefined;
   }
-  const tasks = await medplum.searchResources(
-    'Task',
-    {
-      code: kinds.map((kind) => `${SYSTEMS.taskKind}|${kind}`).join(','),
-      owner: writer,
-      status: 'completed',
-      _sort: '-_lastUpdated',
-      _count: '50',
-    },
-    { cache: 'no-cache' },
-  );
+  // Her completed work is asked beside the response (round trips), and believed only if she wrote it.
+  const [response, tasks] = await Promise.all([
+    medplum.readResource('QuestionnaireResponse', responseId).catch(absent) as Promise<
+      QuestionnaireResponse | undefined
+    >,
+    medplum.searchResources(
+      'Task',
+      {
+        code: kinds.map((kind) => `${SYSTEMS.taskKind}|${kind}`).join(','),
+        owner: requester,
+        status: 'completed',
+        _sort: '-_lastUpdated',
+        _count: '50',
+      },
+      { cache: 'no-cache' },
+    ),
+  ]);
+  if (response?.status !== 'completed' || response.meta?.author?.reference !== requester) {
+    return undefined;
+  }
   return tasks.find(
     (task) => responseReference(task)?.split('/_history/')[0] === `QuestionnaireResponse/${responseId}`,
   );
