@@ -161,6 +161,16 @@ const ONLY_SELF_REFERENCES = {
 };
 
 /**
+ * A patient never answers a clinician's work form (contracts/work-forms.ts): answers to one wake the
+ * eligibility and compose-offer bots when completed, so a patient's would spend those bots' quota, which
+ * every patient shares, for nothing (self-registration is open).
+ */
+const NOT_A_WORK_FORM = {
+  language: 'text/fhirpath' as const,
+  expression: `%after.questionnaire.exists().not() or %after.questionnaire.startsWith('${SYSTEMS.workForm}/').not()`,
+};
+
+/**
  * Submitted answers are final (JOURNEY B): an update is allowed only while the stored version is still
  * `in-progress`. On create `%before` is empty, so any status may be created.
  */
@@ -190,6 +200,7 @@ function patientPolicy(): AccessPolicyResource[] {
         SERVER_OWNED_TAGS,
         JOURNEY_KEYS,
         ANSWERS_FROZEN_ONCE_SUBMITTED,
+        NOT_A_WORK_FORM,
         ONLY_OWN_TENANT,
       ],
     },

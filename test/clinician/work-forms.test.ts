@@ -259,13 +259,30 @@ describe('her answers decide', () => {
     expect(await workAbout(gw, patient, 'select-treatment')).toHaveLength(1);
   });
 
-  it('answers the patient wrote herself (her own QuestionnaireResponse to the form) are not believed', async () => {
+  it('a patient cannot answer a clinician’s form on Medplum (its answers wake the bots, on their shared quota); answers in her name made around her policy are not believed', async () => {
     const { patient, review } = await reviewedIntake(gw, clinician);
-    const created = await direct(gw.backend, patient.token, 'POST', fhirPath('QuestionnaireResponse'), {
-      body: { ...(await i10Answers(review)), author: { reference: `Patient/${patient.patient.id}` } },
+    const before = storeSnapshot(gw.backend);
+    for (const status of ['completed', 'in-progress']) {
+      const refused = await direct(gw.backend, patient.token, 'POST', fhirPath('QuestionnaireResponse'), {
+        body: { ...(await i10Answers(review)), status, author: { reference: `Patient/${patient.patient.id}` } },
+      });
+      expect(refused.status, status).toBe(403);
+    }
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+    // Her own intake answers (another questionnaire) she still writes.
+    const own = await direct(gw.backend, patient.token, 'POST', fhirPath('QuestionnaireResponse'), {
+      body: {
+        ...(await i10Answers(review)),
+        questionnaire: 'https://patient-care.example/questionnaires/intake|1',
+        item: [],
+      },
     });
-    expect(created.status).toBe(201);
-    await handIn(review.id, created.body as WithId<QuestionnaireResponse>);
+    expect(own.status, own.text).toBe(201);
+    const created = (await gw.backend.admin.createResource<QuestionnaireResponse>({
+      ...(await i10Answers(review)),
+      author: { reference: `Patient/${patient.patient.id}` },
+    })) as WithId<QuestionnaireResponse>;
+    await handIn(review.id, created);
     expect(await assignedCondition(gw, review)).toBeUndefined();
     expect(await workAbout(gw, patient, 'select-treatment')).toEqual([]);
   });
