@@ -340,7 +340,8 @@ describe('her answers decide', () => {
       source: clinician.profile,
       item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding }] }],
     })) as WithId<QuestionnaireResponse>;
-    // Filed in her tenant though it names no patient (the clinician policy's compartment).
+    // Filed in her tenant though it names no patient: Medplum makes the writer's policy `compartment` the
+    // account of what she creates (packages/server/src/fhir/repo.ts getAccounts), as the embedded one does.
     expect(response.meta?.accounts).toEqual([{ reference: await patientTenant(review) }]);
     await put({
       output: [
