@@ -45,7 +45,10 @@ export const SegmentSchema = z
 export const AppointmentSchema = z
   .object({
     appointment: referenceTo('Appointment'),
-    status: z.enum(['booked', 'arrived', 'fulfilled', 'cancelled']),
+    status: z.enum(['booked', 'arrived', 'fulfilled', 'cancelled']).openapi({
+      description:
+        '`booked`; `arrived` once a segment has started; `fulfilled` once every segment is finished (the next visit of a repeating plan is then a new task); `cancelled` (by her, or moved: see `replaces` on the new one).',
+    }),
     start: z.string(),
     end: z.string(),
     practitioner: referenceTo('Practitioner')
@@ -141,6 +144,52 @@ export const cancelRoute = createRoute({
   responses: {
     200: { description: 'Cancelled.', content: { 'application/json': { schema: AppointmentSchema } } },
     ...errorResponses(400, 404, 409, ...SECURED_STATUSES),
+  },
+});
+
+export const getAppointmentRoute = createRoute({
+  method: 'get',
+  path: '/v1/appointments/{id}',
+  operationId: 'appointments.get',
+  tags: ['Scheduling'],
+  summary: 'A visit',
+  description:
+    "Her visit as the workflow calls answer it, read with her own token: `booked`; `arrived` once a segment has started; `fulfilled` once every segment is finished by the visit's practitioner (in Medplum's Provider app: the encounter's status `Finished`) or, for an asynchronous review, once her care team completes the review; `cancelled`. When a visit is fulfilled its request is completed and, when her plan repeats the visit, the next one to book is a new `schedule-visit` task in `GET /v1/tasks`, not before one period later (`notBefore`). A visit marked fulfilled in the Provider app while segments remain goes back to `arrived` within moments. Another patient's appointment, or one that does not exist: 404.",
+  security: secured,
+  request: { params: z.object({ id: IdParam }) },
+  responses: {
+    200: {
+      description: 'The visit.',
+      content: {
+        'application/json': {
+          schema: AppointmentSchema,
+          example: {
+            appointment: 'Appointment/7d1c2f0e-9a43-4c55-8f2b-3e6d1a0b9c84',
+            status: 'fulfilled',
+            start: '2026-12-01T17:00:00.000Z',
+            end: '2026-12-01T17:30:00.000Z',
+            practitioner: 'Practitioner/4f4219f7-071f-4ca3-a579-68d859f2c4d6',
+            modality: 'sync',
+            carePlan: 'CarePlan/0b6f3d2a-51c8-4e7d-9a1f-2c3b4d5e6f70',
+            segments: [
+              {
+                encounter: 'Encounter/1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+                position: 1,
+                purpose: 'Check-in with a nurse',
+                status: 'finished',
+              },
+              {
+                encounter: 'Encounter/2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e',
+                position: 2,
+                purpose: 'Visit with your clinician',
+                status: 'finished',
+              },
+            ],
+          },
+        },
+      },
+    },
+    ...errorResponses(400, 404, ...SECURED_STATUSES),
   },
 });
 

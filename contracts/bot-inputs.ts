@@ -103,6 +103,8 @@ export const BOT_INPUTS = {
   'compose-offer': WorkDelivery,
   /** A subscription delivery: the care team's review of an asynchronous visit, completed; re-read by id. */
   'visit-review': z.object({ resourceType: z.literal('Task'), id: ResourceId }).passthrough(),
+  /** A subscription delivery: a visit segment finished, or an Appointment marked fulfilled; re-read by id. */
+  'visit-completion': z.object({ resourceType: z.enum(['Encounter', 'Appointment']), id: ResourceId }).passthrough(),
   /** A cron run (or provisioning's one run): its input is ignored; the work comes from the Schedules. */
   'materialize-slots': z.unknown(),
   /** A cron run: Medplum's own input, which the reconciler ignores (it derives its work from the data). */

@@ -47,6 +47,11 @@ export const PatientTaskSchema = z
     visitType: z.enum(['video-visit', 'async-review']).optional().openapi({
       description: 'Schedule-visit tasks: the kind of visit to book (`POST /v1/appointments` with a free slot).',
     }),
+    notBefore: z.string().optional().openapi({
+      description:
+        'Schedule-visit tasks of a repeating visit: the earliest time the next visit is for (one period after the last one was fulfilled); book a slot from then on.',
+      example: '2027-01-01T17:30:00.000Z',
+    }),
     careTeam: referenceTo('CareTeam').optional().openapi({
       description:
         'Schedule-visit tasks: the visit team to book with, readable at `/v1/fhir/CareTeam/{id}`; its free slots are `GET /v1/availability?careTeam=`.',

@@ -1,5 +1,5 @@
 import { MedplumClient } from '@medplum/core';
-import type { CarePlan, RequestGroup, Task } from '@medplum/fhirtypes';
+import type { CarePlan, Practitioner, RequestGroup, Task } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { type App, createApp, DEFAULT_LIMITS } from '../src/app';
 import { signInClinician } from '../src/clinician';
@@ -162,6 +162,8 @@ export interface JourneyResult {
   appointment: string;
   slot: string;
   practitioner: string;
+  /** The next visit of her plan to book, issued when this one was fulfilled. */
+  nextVisitTask: string;
   questionnaireResponse: string;
 }
 
@@ -385,6 +387,39 @@ export async function journey(
   const startedSegment = await api.appointments.encounter(moved.appointment, {});
   expect(startedSegment.segment.status === 'in-progress', 'the segment started');
 
+  say(
+    "Her visit's practitioner signs in to Medplum's Provider app and finishes each segment she starts; the platform fulfils the visit and her plan issues the next one",
+  );
+  // The practitioner the visit is with signs in as herself (each visit practitioner has a demo login).
+  const seen = await clinician.medplum.readReference<Practitioner>({ reference: soonest.practitioner });
+  const key = seen.meta?.tag?.find((t) => t.system === SYSTEMS.provisioning)?.code?.replace('visit-practitioner-', '');
+  expect(key, "the visit practitioner's demo login");
+  const practitioner = await signInClinician({
+    baseUrl: backend.baseUrl,
+    fetch: narrated(backend.fetch, 'practitioner (Provider app)', ''),
+    email: demoEmail(key, northwind.key),
+    password: DEMO_PASSWORD,
+    projectId: backend.projectId,
+  });
+  for (const [index, segment] of segments.segments.entries()) {
+    if (index > 0) {
+      await api.appointments.encounter(moved.appointment, {});
+    }
+    await practitioner.finishEncounter(segment.encounter.split('/')[1] as string);
+  }
+  const fulfilled = await waitFor(backend, 'her visit fulfilled', async () => {
+    const now = await api.appointments.get(moved.appointment);
+    return now.status === 'fulfilled' ? now : undefined;
+  });
+  note(
+    `${fulfilled.appointment}: ${fulfilled.status}; ${fulfilled.segments.map((s) => `${s.position} ${s.status}`).join(', ')}`,
+  );
+  const nextVisit = await waitFor(backend, 'the next visit to book', async () =>
+    (await api.tasks.list()).tasks.find((t) => t.kind === 'schedule-visit' && t.notBefore && t.task !== toBook.task),
+  );
+  note(`next: ${nextVisit.task}, ${nextVisit.description ?? 'a visit'}, not before ${nextVisit.notBefore}`);
+  progress.nextVisitTask = nextVisit.task;
+
   say('The journey view, assembled from her EpisodeOfCare key (every resource carries its tag)');
   const tag = `${SYSTEMS.episode}|${assessment.episodeOfCare}`;
   // What she and her clinician write themselves (answers, the Condition) is reached from these: the
@@ -419,6 +454,7 @@ export async function journey(
     appointment: moved.appointment,
     slot: soonest.slot,
     practitioner: soonest.practitioner,
+    nextVisitTask: nextVisit.task,
     questionnaireResponse,
   };
   Object.assign(progress, result);

@@ -10,6 +10,7 @@ import { createEdgeSigner } from './edge/statement';
 import { superviseMedplumThread } from './embedded/supervisor';
 import { pooledFetch } from './medplum/node-fetch';
 import { DEMO_PASSWORD, DEMO_PATIENTS, DEMO_TENANTS, demoEmail } from './provision/demo';
+import { VISIT_PRACTITIONERS } from './provision/schedules';
 
 /**
  * `npm start`: the gateway on the embedded Medplum with the demo tenants, one process (Medplum on a
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
   const people = [
     ...DEMO_PATIENTS.map((p) => demoEmail(p.key, p.tenant)),
     ...DEMO_TENANTS.map((t) => `${demoEmail('clinician', t.key)} (clinician)`),
+    ...VISIT_PRACTITIONERS.map((p) => `${demoEmail(p.key, p.tenant)} (visit practitioner, licensed in ${p.state})`),
   ];
   console.log(`
 Patient Care API on the embedded Medplum (demo data: ${DEMO_PATIENTS.map((p) => `${p.key}@${p.tenant}`).join(', ')})

@@ -190,6 +190,9 @@ export async function patientTaskView(
     }
   } else if (kind === 'schedule-visit') {
     view.visitType = isAsyncReview(task) ? 'async-review' : 'video-visit';
+    if (task.restriction?.period?.start) {
+      view.notBefore = task.restriction.period.start;
+    }
     const team = task.input?.find((i) => i.type.coding?.some((c) => c.code === 'care-team'))?.valueReference?.reference;
     if (team) {
       view.careTeam = team;

@@ -39,10 +39,12 @@ export async function ownAppointment(
   const appointment = id
     ? ((await medplum.readResource('Appointment', id).catch(absent)) as (Appointment & { id: string }) | undefined)
     : undefined;
-  // Hers, and the platform's: only the bots write Appointments (policy), and a bot's write carries its
-  // author (Medplum stamps meta.author, packages/server/src/fhir/repo.ts).
+  // Hers, and the platform's: only the bots create Appointments (policy), and a write carries its author
+  // (Medplum stamps meta.author, packages/server/src/fhir/repo.ts); a clinician may only mark her own
+  // visit fulfilled (the Provider app's write), so a Practitioner's version is still the platform's visit.
+  const author = appointment?.meta?.author?.reference ?? '';
   return appointment?.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`) &&
-    appointment.meta?.author?.reference?.startsWith('Bot/')
+    (author.startsWith('Bot/') || author.startsWith('Practitioner/'))
     ? appointment
     : undefined;
 }

@@ -1,8 +1,10 @@
 import { createReference, getReferenceString, MedplumClient, type WithId } from '@medplum/core';
 import type {
+  Appointment,
   CareTeam,
   Coding,
   DetectedIssue,
+  Encounter,
   Practitioner,
   Questionnaire,
   QuestionnaireResponse,
@@ -92,6 +94,13 @@ export interface Clinician {
   select(taskId: string, option: string, mitigation?: string): Promise<WithId<Task>>;
   /** An override of an engine finding: a mitigation she authors, the only change policy allows her. */
   mitigate(issueId: string, action: string): Promise<WithId<DetectedIssue>>;
+  /**
+   * A visit segment she held, finished as Medplum's Provider app does it from the encounter's header
+   * (its src/utils/encounter.ts): the Appointment the encounter names, as read, marked `fulfilled`; then
+   * the Encounter `finished` with its `period.end`; neither under If-Match. A refused Appointment write
+   * stops it there, as in the app. The platform decides from the segments what the visit is.
+   */
+  finishEncounter(encounterId: string): Promise<WithId<Encounter>>;
 }
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
@@ -270,6 +279,19 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
         },
         { headers: { 'If-Match': `W/"${issue.meta?.versionId}"` } },
       ) as Promise<WithId<DetectedIssue>>;
+    },
+    async finishEncounter(encounterId) {
+      const encounter = await medplum.readResource('Encounter', encounterId, fresh);
+      const appointment = encounter.appointment?.at(-1);
+      if (appointment) {
+        const read = (await medplum.readReference(appointment, fresh)) as WithId<Appointment>;
+        await medplum.updateResource<Appointment>({ ...read, status: 'fulfilled' });
+      }
+      return medplum.updateResource<Encounter>({
+        ...encounter,
+        status: 'finished',
+        period: { ...encounter.period, end: encounter.period?.end ?? new Date().toISOString() },
+      }) as Promise<WithId<Encounter>>;
     },
   };
   return clinician;

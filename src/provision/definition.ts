@@ -332,9 +332,6 @@ const CLINICIAN_CHART_TYPES = [
 /** Written only by the platform's bots: a clinician reads them in their tenant, never writes them. */
 const CLINICIAN_READONLY_TYPES = [
   'CarePlan',
-  // Visits are booked, moved and cancelled by the appointments bot alone (a Slot is freed only for the
-  // Appointment that holds it): a clinician's Appointment would let a patient's cancel free anyone's Slot.
-  'Appointment',
   'RequestGroup',
   'Consent',
   'CareTeam',
@@ -525,6 +522,65 @@ const SEGMENT_AS_BOOKED = {
 };
 
 /**
+ * A visit's segment changes status only when its own practitioner (the visit's, named on the segment)
+ * finishes one under way: `arrived` or `in-progress` -> `finished`. Starting, skipping ahead, cancelling
+ * and reopening are the patient's workflow's (or nobody's): a segment finished out of order, a finished
+ * one started again, or a colleague finishing another's visit is refused. Encounters of her own (none
+ * naming an Appointment) are hers to run.
+ */
+const SEGMENT_FINISHED_BY_ITS_PRACTITIONER = {
+  language: 'text/fhirpath' as const,
+  expression:
+    '%before.exists().not() or %before.appointment.empty() or %after.status = %before.status or ' +
+    `(%before.participant.where(individual.reference = ${ME}).exists() and ` +
+    "(%before.status = 'in-progress' or %before.status = 'arrived') and %after.status = 'finished')",
+};
+
+/**
+ * What Medplum's Provider app writes when a clinician finishes an encounter: the Appointment as it read
+ * it, `fulfilled` (src/utils/encounter.ts). Allowed on her own visit (its practitioner) while booked or
+ * under way, and nothing else of it changes: not who, when, which slot, what for. Whether the visit is
+ * over is the segments' to say (bots/visit-completion.ts puts back a visit marked fulfilled too early).
+ */
+const OWN_VISIT_MARKED_FULFILLED = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `%before.exists() and %before.participant.where(actor.reference = ${ME}).exists() and ` +
+    "(%before.status = 'booked' or %before.status = 'arrived' or %before.status = 'fulfilled') and " +
+    "%after.status = 'fulfilled' and " +
+    [
+      'participant',
+      'slot',
+      'basedOn',
+      'start',
+      'end',
+      'extension',
+      'modifierExtension',
+      'supportingInformation',
+      'identifier',
+      'cancelationReason',
+      'serviceCategory',
+      'serviceType',
+      'specialty',
+      'appointmentType',
+      'reasonCode',
+      'reasonReference',
+      'priority',
+      'description',
+      'minutesDuration',
+      'created',
+      'comment',
+      'patientInstruction',
+      'requestedPeriod',
+      'contained',
+    ]
+      .map(
+        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
+      )
+      .join(' and '),
+};
+
+/**
  * What the platform offered is not a clinician's to edit: a request composed into an offer (its
  * `groupIdentifier` names the offer) is changed only by the bots, so what the patient accepts and what
  * is placed is what was selected (she may still create and edit proposals of her own).
@@ -602,7 +658,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
         JOURNEY_KEYS,
         ONLY_OWN_TENANT,
         ...(resourceType === 'Task' ? [QUEUE_TRANSITIONS, QUEUE_CREATES, WORK_AS_ISSUED] : []),
-        ...(resourceType === 'Encounter' ? [SEGMENT_AS_BOOKED] : []),
+        ...(resourceType === 'Encounter' ? [SEGMENT_AS_BOOKED, SEGMENT_FINISHED_BY_ITS_PRACTITIONER] : []),
         ...(resourceType === 'QuestionnaireResponse' ? [OWN_ANSWERS_ONLY] : []),
         ...(resourceType === 'DocumentReference' ? [NOT_EVIDENCE] : []),
       ],
@@ -619,6 +675,15 @@ function clinicianPolicy(): AccessPolicyResource[] {
       criteria: inTenant(resourceType),
       readonly: true,
     })),
+    // Visits are booked, moved and cancelled by the appointments bot alone (a Slot is freed only for the
+    // Appointment that holds it). Her one write: marking her own visit fulfilled, as the Provider app does
+    // before it finishes an encounter; the visit-completion bot decides from the segments what it is.
+    {
+      resourceType: 'Appointment',
+      criteria: inTenant('Appointment'),
+      interaction: ['read', 'search', 'update', 'vread', 'history'],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, OWN_VISIT_MARKED_FULFILLED],
+    },
     // The engine's findings: read, and overridden only by recording a mitigation (JOURNEY D.2).
     {
       resourceType: 'DetectedIssue',
@@ -666,6 +731,18 @@ const FULFILMENT_ONLY = {
   expression:
     "%before.exists() and (%after.status = 'fulfilled' or %after.status = 'finished') and " +
     ['participant', 'subject', 'appointment', 'basedOn']
+      .map(
+        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
+      )
+      .join(' and '),
+};
+
+/** A visit's status decided from its segments: booked, arrived or fulfilled; who, when and what for unchanged. */
+const VISIT_STATUS_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%before.exists() and (%after.status = 'booked' or %after.status = 'arrived' or %after.status = 'fulfilled') and " +
+    ['participant', 'slot', 'basedOn', 'start', 'end']
       .map(
         (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
       )
@@ -1076,6 +1153,37 @@ export const platformDefinition: ProvisionDefinition = {
       },
     },
     {
+      key: 'bot-visit-completion',
+      policy: {
+        name: 'Bot: a visit completed',
+        // Woken by a finished segment or a visit marked fulfilled: it reads the visit, its segments, its
+        // request and plan (and the definitions a repeating visit is issued again from); it sets the
+        // Appointment's status, completes the request, notes the outcome on the plan and issues the next
+        // visit to book (a request, intent plan, and her schedule-visit task). Nothing else.
+        resource: [
+          { resourceType: 'Patient', interaction: ['read'] },
+          { resourceType: 'Encounter', interaction: ['read', 'search'] },
+          {
+            resourceType: 'Appointment',
+            interaction: ['read', 'search', 'update'],
+            writeConstraint: [VISIT_STATUS_ONLY],
+          },
+          {
+            resourceType: 'ServiceRequest',
+            interaction: ['create', 'read', 'search', 'update'],
+            writeConstraint: [VISIT_PLANS_ONLY],
+          },
+          { resourceType: 'CarePlan', interaction: ['read', 'update'] },
+          { resourceType: 'Task', interaction: ['create', 'read', 'search'] },
+          { resourceType: 'CareTeam', interaction: ['read', 'search'] },
+          ...['PlanDefinition', 'ActivityDefinition', 'Questionnaire', 'ObservationDefinition'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const, 'vread' as const],
+          })),
+        ],
+      },
+    },
+    {
       key: 'bot-decide-order',
       policy: {
         name: 'Bot: order decisions',
@@ -1149,6 +1257,12 @@ export const platformDefinition: ProvisionDefinition = {
       key: 'visit-review',
       description: 'Subscription: the care team completed the review of an asynchronous visit; the visit is fulfilled.',
       accessPolicy: 'bot-visit-review',
+    },
+    {
+      key: 'visit-completion',
+      description:
+        'Subscription: a visit segment finished (or a visit marked fulfilled); the visit is fulfilled once every segment is, and the plan issues the next.',
+      accessPolicy: 'bot-visit-completion',
     },
     {
       key: 'appointments',
@@ -1234,6 +1348,22 @@ export const platformDefinition: ProvisionDefinition = {
       criteria: `Task?code=${SYSTEMS.taskKind}|review-async-visit&status=completed`,
       interaction: 'update',
       reason: 'An asynchronous visit fulfilled when the care team completes its review (JOURNEY H)',
+    },
+    // Medplum's Provider app marks the Appointment fulfilled before it finishes the encounter, whatever
+    // segments remain: both wake the bot that decides from the segments (bots/visit-completion.ts).
+    {
+      key: 'segment-finished',
+      bot: 'visit-completion',
+      criteria: 'Encounter?status=finished',
+      interaction: 'update',
+      reason: 'A visit fulfilled when its last segment is finished, and the next visit issued (JOURNEY H)',
+    },
+    {
+      key: 'visit-marked-fulfilled',
+      bot: 'visit-completion',
+      criteria: 'Appointment?status=fulfilled',
+      interaction: 'update',
+      reason: 'A visit marked fulfilled with segments still to come goes back to what its segments say (JOURNEY H)',
     },
     {
       key: 'condition-revised',

@@ -168,7 +168,7 @@ export function demoDefinition(): ProvisionDefinition {
       ...DEMO_PATIENTS.flatMap(demoPatientResources),
       ...DEMO_AGREEMENTS.map(agreementDocument),
       ...demoCatalog(),
-      ...demoSchedules(DEMO_TENANTS),
+      ...demoSchedules(DEMO_TENANTS, { email: demoEmail, password: DEMO_PASSWORD }),
     ],
   };
 }

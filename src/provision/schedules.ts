@@ -1,5 +1,6 @@
 import type { CareTeam, Organization, Practitioner, PractitionerRole, Schedule } from '@medplum/fhirtypes';
-import { SYSTEMS, TIMEZONE_EXTENSION, VISIT_TYPES } from '../../contracts/systems';
+import { SYSTEMS, TENANT_PARAMETER, TIMEZONE_EXTENSION, VISIT_TYPES } from '../../contracts/systems';
+import type { MemberResource } from './apply';
 import { jurisdictionKey } from './catalog';
 import type { KeyedResource } from './definition';
 import { keyRef } from './definition';
@@ -46,7 +47,7 @@ const VIDEO_VISIT = {
   coding: [{ system: SYSTEMS.visitType, code: 'video-visit', display: VISIT_TYPES['video-visit'].display }],
 };
 
-function practitionerResources(p: VisitPractitioner): KeyedResource[] {
+function practitionerResources(p: VisitPractitioner, signIn: DemoSignIn): KeyedResource[] {
   const org = keyRef<Organization>(`org-${p.tenant}`);
   const practitioner: Practitioner = {
     resourceType: 'Practitioner',
@@ -73,8 +74,23 @@ function practitionerResources(p: VisitPractitioner): KeyedResource[] {
     extension: [{ url: TIMEZONE_EXTENSION, valueCode: p.timeZone }],
     comment: `Video visits with Dr. ${p.given} ${p.family} (licensed in ${p.state})`,
   };
+  // She signs in to Medplum's Provider app (clinician policy, her tenant, no queue of her own): her visits
+  // are hers to finish there (the clinician policy lets only a visit's own practitioner finish it).
+  const member: MemberResource = {
+    key: `visit-practitioner-${p.key}`,
+    resource: practitioner,
+    member: {
+      externalId: `visit-practitioner-${p.key}`,
+      email: signIn.email(p.key, p.tenant),
+      password: signIn.password,
+      membership: {
+        access: [{ policy: keyRef('policy-clinician'), parameter: [{ name: TENANT_PARAMETER, valueReference: org }] }],
+      },
+      queues: [],
+    },
+  };
   return [
-    { key: `visit-practitioner-${p.key}`, resource: practitioner },
+    member,
     { key: `visit-role-${p.key}`, resource: role },
     { key: `visit-schedule-${p.key}`, resource: schedule },
   ];
@@ -96,6 +112,15 @@ function visitTeam(tenant: string, name: string): KeyedResource {
   return { key: `visit-team-${tenant}`, resource: team };
 }
 
-export function demoSchedules(tenants: readonly { key: string; name: string }[]): KeyedResource[] {
-  return [...VISIT_PRACTITIONERS.flatMap(practitionerResources), ...tenants.map((t) => visitTeam(t.key, t.name))];
+/** How a demo person signs in: her email (from her key and tenant) and the demo password. */
+export interface DemoSignIn {
+  email: (person: string, tenant: string) => string;
+  password: string;
+}
+
+export function demoSchedules(tenants: readonly { key: string; name: string }[], signIn: DemoSignIn): KeyedResource[] {
+  return [
+    ...VISIT_PRACTITIONERS.flatMap((p) => practitionerResources(p, signIn)),
+    ...tenants.map((t) => visitTeam(t.key, t.name)),
+  ];
 }

@@ -1,16 +1,18 @@
-import { segmentsOf, segmentView } from '../../bots/lib/visits';
+import { appointmentView, ownAppointment, segmentsOf, segmentView } from '../../bots/lib/visits';
 import {
   AppointmentSchema,
   bookRoute,
   cancelRoute,
   EncounterAnswerSchema,
   encounterRoute,
+  getAppointmentRoute,
   rescheduleRoute,
   SegmentSchema,
   segmentsRoute,
 } from '../../contracts/appointments';
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
+import { notFound } from '../errors';
 import { callBot } from '../medplum/bots';
 import { repeatedBooking, repeatedCancel, repeatedReschedule, resumedSegment } from '../medplum/finished-work';
 
@@ -64,6 +66,16 @@ export function registerAppointmentRoutes(app: App): void {
     }
     const result = await callBot(c.get('medplum'), appointments, { operation: 'encounter', appointment: id, ...body });
     return c.json(EncounterAnswerSchema.parse(result), 200);
+  });
+  // Read with her own token (no bot): the visit as the workflow answers it (bots/lib/visits.ts).
+  app.openapi(getAppointmentRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const medplum = c.get('medplum');
+    const appointment = await ownAppointment(medplum, id, c.get('session').patientId);
+    if (!appointment) {
+      throw notFound('No such appointment of yours');
+    }
+    return c.json(AppointmentSchema.parse(await appointmentView(medplum, appointment, false)), 200);
   });
   // Read with her own token: Appointments and Encounters are in her compartment (no bot needed). The
   // platform's segments only, as the workflow answers them (bots/lib/visits.ts).

@@ -19,6 +19,7 @@ import {
   EncounterAnswerSchema,
   EncounterRequestSchema,
   encounterRoute,
+  getAppointmentRoute,
   RescheduleRequestSchema,
   rescheduleRoute,
   segmentsRoute,
@@ -245,6 +246,9 @@ export function createPatientCareClient(options: ClientOptions) {
       ),
       cancel: async (appointment: string) =>
         AppointmentSchema.parse(await call(cancelRoute, { params: { id: idOf(appointment) } })),
+      /** Her visit: booked, arrived, fulfilled (every segment finished) or cancelled, with its segments. */
+      get: async (appointment: string) =>
+        AppointmentSchema.parse(await call(getAppointmentRoute, { params: { id: idOf(appointment) } })),
       segments: async (appointment: string) =>
         (await call(segmentsRoute, { params: { id: idOf(appointment) } })) as {
           appointment: string;

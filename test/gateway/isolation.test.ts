@@ -102,6 +102,7 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
       [
         'appointments.cancel',
         'appointments.encounter',
+        'appointments.get',
         'appointments.reschedule',
         'appointments.segments',
         'documents.read',

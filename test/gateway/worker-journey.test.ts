@@ -80,8 +80,11 @@ describe('src/worker.ts in workerd', () => {
     const api = sdkFor(done.token);
     const plan = await api.fhir.read<CarePlan>('CarePlan', done.carePlan.split('/')[1]);
     expect(plan.status).toBe('active');
-    const segments = await api.appointments.segments(done.appointment);
-    expect(segments.segments[0]?.status).toBe('in-progress');
+    // The visit's practitioner finished it in Medplum's app: fulfilled, and the plan's next visit issued.
+    const visit = await api.appointments.get(done.appointment);
+    expect(visit).toMatchObject({ status: 'fulfilled', segments: [{ position: 1, status: 'finished' }] });
+    const { tasks } = await api.tasks.list();
+    expect(tasks.find((t) => t.task === done.nextVisitTask)).toMatchObject({ kind: 'schedule-visit', status: 'ready' });
     expect((await api.appointments.cancel(done.originalAppointment)).status).toBe('cancelled');
   }, 60_000);
 });

@@ -1,0 +1,249 @@
+import type { WithId } from '@medplum/core';
+import type {
+  Appointment,
+  CarePlan,
+  CareTeam,
+  Encounter,
+  Practitioner,
+  ServiceRequest,
+  Task,
+} from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
+import { type Clinician, signInClinician } from '../../src/clinician';
+import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
+import { direct, executeBot, fhirPath } from '../support/attack';
+import type { DemoActor } from '../support/backend';
+import { demoClinician } from '../support/clinicians';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { storeSnapshot } from '../support/journey';
+import { visitStartingIn } from '../support/visits';
+
+/**
+ * The end of a visit (JOURNEY H): the visit's practitioner finishes its segments in Medplum's Provider
+ * app (src/clinician finishEncounter writes exactly what the app writes: the Appointment `fulfilled`
+ * first, then the Encounter `finished`), and the platform decides from the segments what the visit is:
+ * fulfilled once every one is finished, its request completed, the plan's activity given the outcome,
+ * the next visit of a repeating plan issued; else back to `arrived`. Tested from both sides.
+ */
+let gw: TestGateway;
+let team: WithId<CareTeam>;
+beforeAll(async () => {
+  gw = await startTestGateway({}, { allSlots: true });
+  team = (await gw.backend.admin.searchOne('CareTeam', {
+    _tag: `${SYSTEMS.provisioning}|visit-team-northwind`,
+  })) as WithId<CareTeam>;
+});
+afterAll(() => gw?.close());
+
+const repo = () => gw.backend.systemRepo;
+const idOf = (reference: string) => reference.split('/')[1] as string;
+const settle = () => gw.backend.subscriptions.idle();
+const token = (who: Clinician) => who.medplum.getAccessToken() as string;
+
+/** A two-segment video visit of a new patient, open now, and its practitioner signed in to Medplum. */
+async function openVisit() {
+  const { patient, appointment } = await visitStartingIn(gw, `CareTeam/${team.id}`, 5);
+  const booked = await repo().readReference<Appointment>({ reference: appointment });
+  const practitioner = booked.participant?.find((p) => p.actor?.reference?.startsWith('Practitioner/'))?.actor
+    ?.reference as string;
+  const key = (await repo().readReference<Practitioner>({ reference: practitioner })).meta?.tag?.find(
+    (t) => t.system === SYSTEMS.provisioning,
+  )?.code as string;
+  const clinician = await signInClinician({
+    baseUrl: gw.backend.baseUrl,
+    fetch: gw.backend.fetch,
+    email: demoEmail(key.replace('visit-practitioner-', ''), 'northwind'),
+    password: DEMO_PASSWORD,
+    projectId: gw.backend.project.id,
+  });
+  expect(getRef(clinician)).toBe(practitioner);
+  return { patient, appointment, clinician };
+}
+const getRef = (c: Clinician) => c.profile.reference;
+
+const visit = (patient: DemoActor, appointment: string) =>
+  gw.call('GET', `/v1/appointments/${idOf(appointment)}`, { token: patient.token });
+const start = (patient: DemoActor, appointment: string, body: unknown = {}) =>
+  gw.call('POST', `/v1/appointments/${idOf(appointment)}/encounter`, { token: patient.token, body });
+const segments = async (appointment: string) =>
+  (
+    await repo().searchResources<Encounter>({
+      resourceType: 'Encounter',
+      filters: [{ code: 'appointment', operator: 'eq', value: appointment }],
+    })
+  ).sort((a, b) => (a.extension?.[0]?.valueInteger ?? 0) - (b.extension?.[0]?.valueInteger ?? 0));
+const visitTasks = (patient: DemoActor) =>
+  repo().searchResources<Task>({
+    resourceType: 'Task',
+    filters: [
+      { code: 'code', operator: 'eq', value: `${SYSTEMS.taskKind}|schedule-visit` },
+      { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
+    ],
+  });
+/** A clinician's own write straight to Medplum (what any app of hers could send). */
+const put = async <T extends Appointment | Encounter>(who: Clinician, reference: string, change: Partial<T>) => {
+  const current = await repo().readReference<T>({ reference });
+  return direct(gw.backend, token(who), 'PUT', fhirPath(reference), { body: { ...current, ...change } });
+};
+
+describe('a visit ends when its practitioner finishes its last segment', () => {
+  it('finishing the first of two segments in the Provider app leaves the visit under way; the last fulfils it, completes its request, notes it on the plan and issues the next monthly visit, which she sees', async () => {
+    const { patient, appointment, clinician } = await openVisit();
+    const before = await visitTasks(patient);
+    expect((await start(patient, appointment)).status).toBe(200);
+    const [first, second] = await segments(appointment);
+
+    // The first segment: the app marks the Appointment fulfilled, then finishes the Encounter.
+    await clinician.finishEncounter(first?.id as string);
+    await settle();
+    const underWay = await visit(patient, appointment);
+    expect(underWay.status, underWay.text).toBe(200);
+    expect(underWay.body).toMatchObject({
+      status: 'arrived',
+      segments: [
+        { position: 1, status: 'finished' },
+        { position: 2, status: 'planned' },
+      ],
+    });
+    // She goes on to the next segment, which the practitioner finishes.
+    expect((await start(patient, appointment)).body).toMatchObject({ segment: { position: 2 }, resumed: false });
+    await clinician.finishEncounter(second?.id as string);
+    await settle();
+
+    const done = await visit(patient, appointment);
+    expect(done.body).toMatchObject({
+      status: 'fulfilled',
+      segments: [
+        { position: 1, status: 'finished' },
+        { position: 2, status: 'finished' },
+      ],
+    });
+    const stored = await repo().readReference<Appointment>({ reference: appointment });
+    expect(stored.meta?.author?.reference).toMatch(/^Bot\//);
+    const request = await repo().readReference<ServiceRequest>(stored.basedOn?.[0] as { reference: string });
+    expect(request.status).toBe('completed');
+    const plan = await repo().readReference<CarePlan>(request.basedOn?.[0] as { reference: string });
+    expect(plan.activity?.flatMap((a) => a.outcomeReference ?? []).map((r) => r.reference)).toContain(appointment);
+
+    // The plan repeats the visit monthly: one new visit to book, its own request, not before a month on.
+    const after = await visitTasks(patient);
+    const issued = after.filter((t) => !before.some((b) => b.id === t.id));
+    expect(issued).toHaveLength(1);
+    const next = issued[0] as Task;
+    expect(next).toMatchObject({ status: 'ready', basedOn: [{ reference: `CarePlan/${plan.id}` }] });
+    expect(next.focus?.reference).not.toBe(`ServiceRequest/${request.id}`);
+    const notBefore = Date.parse(next.restriction?.period?.start as string);
+    expect(notBefore - Date.now()).toBeGreaterThan(27 * 86_400_000);
+    expect(notBefore - Date.now()).toBeLessThan(32 * 86_400_000);
+    const tasks = (await gw.call('GET', '/v1/tasks', { token: patient.token })).body as {
+      tasks: { task: string; kind: string; notBefore?: string }[];
+    };
+    expect(tasks.tasks.find((t) => t.task === `Task/${next.id}`)).toMatchObject({
+      kind: 'schedule-visit',
+      notBefore: next.restriction?.period?.start,
+    });
+
+    // A finished visit is not started again, by her or by its practitioner; a note on it changes nothing.
+    expect(await start(patient, appointment)).toMatchObject({
+      status: 409,
+      body: { error: { code: 'invalid_state' } },
+    });
+    expect((await put<Encounter>(clinician, `Encounter/${second?.id}`, { status: 'in-progress' })).status).toBe(403);
+    const noted = await put<Encounter>(clinician, `Encounter/${second?.id}`, {
+      reasonCode: [{ text: 'follow-up of blood pressure' }],
+    });
+    expect(noted.status, noted.text).toBe(200);
+    await settle();
+    expect((await visitTasks(patient)).length).toBe(after.length);
+    expect((await visit(patient, appointment)).body).toMatchObject({ status: 'fulfilled' });
+  });
+
+  it('a segment finished out of order, by a colleague, by another tenant, or a visit reopened: refused, and the visit goes on as its segments say', async () => {
+    const { patient, appointment, clinician } = await openVisit();
+    expect((await start(patient, appointment)).status).toBe(200);
+    const [first, second] = await segments(appointment);
+    const colleague = await demoClinician(gw.backend, 'northwind');
+    const southridge = await demoClinician(gw.backend, 'southridge');
+    const snapshot = () => storeSnapshot(gw.backend);
+
+    // Another clinician of her tenant, not the visit's practitioner, and the other tenant's: nothing written.
+    let before = snapshot();
+    expect((await put<Appointment>(colleague, appointment, { status: 'fulfilled' })).status).toBe(403);
+    expect((await put<Encounter>(colleague, `Encounter/${first?.id}`, { status: 'finished' })).status).toBe(403);
+    expect([403, 404]).toContain((await put<Appointment>(southridge, appointment, { status: 'fulfilled' })).status);
+    expect([403, 404]).toContain(
+      (await put<Encounter>(southridge, `Encounter/${first?.id}`, { status: 'finished' })).status,
+    );
+    // Her own visit, but more than its status, or another status than the app's finish.
+    expect(
+      (await put<Appointment>(clinician, appointment, { status: 'fulfilled', start: new Date().toISOString() })).status,
+    ).toBe(403);
+    expect((await put<Appointment>(clinician, appointment, { status: 'cancelled' })).status).toBe(403);
+    expect((await put<Appointment>(clinician, appointment, { status: 'checked-in' })).status).toBe(403);
+    // A patient writes no Appointment or segment status, and cannot run the bot that decides.
+    expect(
+      (
+        await direct(gw.backend, patient.token, 'PUT', fhirPath(appointment), {
+          body: { ...(await repo().readReference<Appointment>({ reference: appointment })), status: 'fulfilled' },
+        })
+      ).status,
+    ).toBe(403);
+    expect(snapshot()).toEqual(before);
+    const ran = await executeBot(gw.backend, patient.token, 'visit-completion', {
+      value: { resourceType: 'Appointment', id: idOf(appointment) },
+    });
+    expect([403, 404]).toContain(ran.status);
+
+    // The practitioner finishes the second segment before the first (in the app): the Appointment write
+    // goes through, the Encounter's is refused, and the platform puts the visit back.
+    await expect(clinician.finishEncounter(second?.id as string)).rejects.toThrow();
+    await settle();
+    expect((await visit(patient, appointment)).body).toMatchObject({
+      status: 'arrived',
+      segments: [
+        { position: 1, status: 'in-progress' },
+        { position: 2, status: 'planned' },
+      ],
+    });
+    // A segment she has not started is not the practitioner's to start or cancel.
+    before = snapshot();
+    expect((await put<Encounter>(clinician, `Encounter/${second?.id}`, { status: 'in-progress' })).status).toBe(403);
+    expect((await put<Encounter>(clinician, `Encounter/${first?.id}`, { status: 'cancelled' })).status).toBe(403);
+    expect(snapshot()).toEqual(before);
+  });
+
+  it('an asynchronous review completed by her care team fulfils the visit and its plan issues the next review', async () => {
+    // Covered by the review's own test for the visit (appointments.test.ts); here: the plan's side.
+    const { withVisitToBook } = await import('../support/visits');
+    const { patient, task } = await withVisitToBook(gw, 'async-review');
+    const booked = (await gw.call('POST', '/v1/appointments', { token: patient.token, body: { task } })).body as {
+      appointment: string;
+    };
+    const [review] = await repo().searchResources<Task>({
+      resourceType: 'Task',
+      filters: [
+        { code: 'code', operator: 'eq', value: `${SYSTEMS.taskKind}|review-async-visit` },
+        { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
+      ],
+    });
+    const clinician = await demoClinician(gw.backend, 'northwind');
+    const before = await visitTasks(patient);
+    await clinician.claim(review?.id as string);
+    await clinician.complete(review?.id as string, []);
+    await settle();
+    expect((await visit(patient, booked.appointment)).body).toMatchObject({ status: 'fulfilled', modality: 'async' });
+    const issued = (await visitTasks(patient)).filter((t) => !before.some((b) => b.id === t.id));
+    expect(issued).toHaveLength(1);
+    const notBefore = Date.parse(issued[0]?.restriction?.period?.start as string);
+    // Quarterly: about three months on.
+    expect(notBefore - Date.now()).toBeGreaterThan(85 * 86_400_000);
+  });
+
+  it('another patient cannot read her visit (404), nor can anyone read one that does not exist', async () => {
+    const { appointment } = await openVisit();
+    const other = await openVisit();
+    expect((await visit(other.patient, appointment)).status).toBe(404);
+    expect((await visit(other.patient, 'Appointment/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+  });
+});
