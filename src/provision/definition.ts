@@ -749,6 +749,18 @@ const VISIT_STATUS_ONLY = {
       .join(' and '),
 };
 
+/** A task past due marked so (priority urgent, business status overdue): who owns it and its state unchanged. */
+const MARKED_OVERDUE_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%before.exists() and %after.priority = 'urgent' and %after.businessStatus.text = 'overdue' and " +
+    ['status', 'owner', 'for', 'focus', 'code', 'output', 'restriction']
+      .map(
+        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
+      )
+      .join(' and '),
+};
+
 /** Booking changes a Slot's status between free and busy, and nothing else of it. */
 const SLOT_STATUS_ONLY = {
   language: 'text/fhirpath' as const,
@@ -797,7 +809,7 @@ function smsOptOutAccess(): AccessPolicyResource[] {
 
 const BOT_CODE = ['executableCode', 'sourceCode'];
 /** The subscription bots whose lost deliveries the reconciler re-drives. */
-const REDRIVEN_BOTS = `Bot?identifier=${SYSTEMS.bots}|eligibility,${SYSTEMS.bots}|compose-offer`;
+const REDRIVEN_BOTS = `Bot?identifier=${SYSTEMS.bots}|eligibility,${SYSTEMS.bots}|compose-offer,${SYSTEMS.bots}|visit-completion`;
 /** Read by a subscription bot to recognise the reconciler as the one other caller it acts for. */
 const RECONCILER: AccessPolicyResource = {
   resourceType: 'Bot',
@@ -860,6 +872,18 @@ export const platformDefinition: ProvisionDefinition = {
         resource: [
           ...smsOptOutAccess(),
           { resourceType: 'Task', interaction: ['read', 'search'] },
+          // An asynchronous review past due: marked urgent and overdue, nothing else of it.
+          {
+            resourceType: 'Task',
+            criteria: `Task?code=${SYSTEMS.taskKind}|review-async-visit`,
+            interaction: ['read', 'search', 'update'],
+            writeConstraint: [MARKED_OVERDUE_ONLY],
+          },
+          // Visits whose end was lost: it finds them and executes visit-completion.
+          ...['Appointment', 'Encounter'].map((resourceType) => ({
+            resourceType,
+            interaction: ['read' as const, 'search' as const],
+          })),
           { resourceType: 'Bot', criteria: REDRIVEN_BOTS, interaction: ['read', 'search'], hiddenFields: BOT_CODE },
         ],
       },

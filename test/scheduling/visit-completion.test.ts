@@ -6,6 +6,7 @@ import type {
   Encounter,
   Practitioner,
   ServiceRequest,
+  Subscription,
   Task,
 } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -246,4 +247,94 @@ describe('a visit ends when its practitioner finishes its last segment', () => {
     expect((await visit(other.patient, appointment)).status).toBe(404);
     expect((await visit(other.patient, 'Appointment/00000000-0000-4000-8000-000000000000')).status).toBe(404);
   });
+
+  it('a visit whose end was lost (both deliveries) is fulfilled by the reconciler, once', async () => {
+    const { patient, appointment, clinician } = await openVisit();
+    expect((await start(patient, appointment)).status).toBe(200);
+    const [first, second] = await segments(appointment);
+    await clinician.finishEncounter(first?.id as string);
+    await settle();
+    expect((await start(patient, appointment)).status).toBe(200);
+    const before = await visitTasks(patient);
+    await withSubscriptionsOff(['segment-finished', 'visit-marked-fulfilled'], () =>
+      clinician.finishEncounter(second?.id as string),
+    );
+    // Marked fulfilled by the app, never decided: its request still active, no next visit.
+    const stored = await repo().readReference<Appointment>({ reference: appointment });
+    expect(stored.meta?.author?.reference).toBe(clinician.profile.reference);
+    await reconcile();
+    await reconcile();
+    expect((await visit(patient, appointment)).body).toMatchObject({ status: 'fulfilled' });
+    expect((await repo().readReference<Appointment>({ reference: appointment })).meta?.author?.reference).toMatch(
+      /^Bot\//,
+    );
+    expect((await visitTasks(patient)).filter((t) => !before.some((b) => b.id === t.id))).toHaveLength(1);
+  });
+
+  it('an asynchronous review past its due date is marked urgent and overdue for the queue, once; nothing else of it changes', async () => {
+    const { withVisitToBook } = await import('../support/visits');
+    const { patient, task } = await withVisitToBook(gw, 'async-review');
+    await gw.call('POST', '/v1/appointments', { token: patient.token, body: { task } });
+    const [review] = await repo().searchResources<Task>({
+      resourceType: 'Task',
+      filters: [
+        { code: 'code', operator: 'eq', value: `${SYSTEMS.taskKind}|review-async-visit` },
+        { code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` },
+      ],
+    });
+    await reconcile();
+    expect((await repo().readResource<Task>('Task', review?.id as string)).businessStatus).toBeUndefined();
+    // Time passes: its review window is over (the stored due date moved into the past).
+    const due = new Date(Date.now() - 60_000).toISOString();
+    await repo().updateResource<Task>({ ...(review as Task), restriction: { period: { end: due } } });
+    await reconcile();
+    const marked = await repo().readResource<Task>('Task', review?.id as string);
+    expect(marked).toMatchObject({
+      status: 'ready',
+      priority: 'urgent',
+      businessStatus: { text: 'overdue' },
+      owner: review?.owner,
+      restriction: { period: { end: due } },
+    });
+    await reconcile();
+    expect((await repo().readResource<Task>('Task', review?.id as string)).meta?.versionId).toBe(
+      marked.meta?.versionId,
+    );
+    // First in her queue's order (most urgent first).
+    const colleague = await demoClinician(gw.backend, 'northwind');
+    const queue = await colleague.queue();
+    const firstAsync = queue.findIndex((t) => t.code?.coding?.some((c) => c.code === 'review-async-visit'));
+    expect(queue[firstAsync]?.id).toBe(review?.id);
+  });
 });
+
+/** The next run of the reconciler (every 10 minutes). */
+let runs = 0;
+const reconcile = () => {
+  runs++;
+  return gw.backend.cron.tick(new Date(Date.UTC(2026, 10, 25, 12, (runs * 10) % 60)));
+};
+
+/** Runs `work` with these Subscriptions off (their deliveries lost), then turns them back on. */
+async function withSubscriptionsOff(keys: string[], work: () => Promise<unknown>): Promise<void> {
+  const subscriptions = await Promise.all(
+    keys.map(
+      async (key) =>
+        (await gw.backend.admin.searchOne('Subscription', {
+          _tag: `${SYSTEMS.provisioning}|subscription-${key}`,
+        })) as Subscription,
+    ),
+  );
+  for (const subscription of subscriptions) {
+    await gw.backend.admin.updateResource({ ...subscription, status: 'off' });
+  }
+  try {
+    await work();
+    await settle();
+  } finally {
+    for (const subscription of subscriptions) {
+      const current = await gw.backend.admin.readResource('Subscription', subscription.id as string);
+      await gw.backend.admin.updateResource({ ...current, status: 'active' });
+    }
+  }
+}
