@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { IdParam, INSTANT_PATTERN, secured, YEAR_SPAN } from './common';
-import { errorResponses, SECURED_STATUSES } from './errors';
+import { errorResponses, SECURED_STATUSES, withExample } from './errors';
 import { FULFILMENT_METHODS, TASK_KINDS } from './systems';
 
 /** `Type/<id>`, as every resource field of the action plane holds it (spec rule 8). */
@@ -224,7 +224,14 @@ export const completeTaskRoute = createRoute({
       description: 'Completed (or already completed with this payload).',
       content: { 'application/json': { schema: CompletedTaskSchema } },
     },
-    ...errorResponses(400, 404, 409, 413, 415, 422, ...SECURED_STATUSES),
+    // The example: an offer whose diagnosis a clinician revised before she answered (JOURNEY D.1).
+    ...withExample(
+      errorResponses(400, 404, 409, 413, 415, 422, ...SECURED_STATUSES),
+      409,
+      'invalid_state',
+      'This offer was superseded; your care team will send you another',
+      { state: 'superseded' },
+    ),
   },
 });
 
