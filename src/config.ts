@@ -27,6 +27,10 @@ const positive = (value: string | undefined): number | undefined => {
   return value !== undefined && Number.isFinite(n) && n > 0 ? n : undefined;
 };
 
+/** Why a gateway over a real Medplum does not serve without its edge-statement key. */
+export const MISSING_EDGE_KEY =
+  'EDGE_STATEMENT_KEY is required over a remote Medplum: the key provisioning stored as the Project secret the bots check the client address and app with (run `npm run provision` with the same EDGE_STATEMENT_KEY; docs/deploy.md)';
+
 /** The README's configuration table, in code: every variable, its default. */
 export function loadConfig(env: Record<string, string | undefined>): NodeConfig {
   const port = positive(env.PORT) ?? 8080;
@@ -34,6 +38,10 @@ export function loadConfig(env: Record<string, string | undefined>): NodeConfig 
   const remoteBaseUrl = env.MEDPLUM_REMOTE_BASE_URL;
   if (remoteBaseUrl && !env.PROJECT_ID) {
     throw new Error('PROJECT_ID is required with MEDPLUM_REMOTE_BASE_URL');
+  }
+  if (remoteBaseUrl && !env.EDGE_STATEMENT_KEY) {
+    // Without it every agreement's clickwrap proof silently lacks her address and app (docs/deploy.md).
+    throw new Error(MISSING_EDGE_KEY);
   }
   return {
     remote: remoteBaseUrl

@@ -1,4 +1,5 @@
 import { type App, createApp, DEFAULT_LIMITS } from './app';
+import { MISSING_EDGE_KEY } from './config';
 import { trustedProxyList } from './edge/client-address';
 import { createEdgeSigner } from './edge/statement';
 import type { AssetLoader } from './routes/docs';
@@ -73,6 +74,14 @@ function appFor(env: WorkerEnv): App {
 
 export default {
   fetch(request: Request, env: WorkerEnv): Response | Promise<Response> {
+    if (!env.EDGE_STATEMENT_KEY) {
+      // A Worker cannot refuse to start: it refuses every request, naming the setting (never a secret).
+      console.log(JSON.stringify({ level: 'error', message: MISSING_EDGE_KEY }));
+      return Response.json(
+        { error: { code: 'internal', message: `This gateway is not configured: ${MISSING_EDGE_KEY}` } },
+        { status: 500 },
+      );
+    }
     return appFor(env).fetch(request, env);
   },
 };

@@ -32,6 +32,8 @@ export interface ProvisionReport {
   updated: string[];
   unchanged: string[];
   deployed: string[];
+  /** What each provisioning key is in this Medplum (`Type/id`): the ids Medplum picked. */
+  references: Record<string, string>;
 }
 
 export interface ProvisionOptions {
@@ -91,7 +93,7 @@ export async function applyDefinition(
   definition: ProvisionDefinition,
   options: ProvisionOptions,
 ): Promise<ProvisionReport> {
-  const report: ProvisionReport = { created: [], updated: [], unchanged: [], deployed: [] };
+  const report: ProvisionReport = { created: [], updated: [], unchanged: [], deployed: [], references: {} };
   await requireTestedMedplum(medplum);
   const keys = new Map<string, Reference>();
   const project = await currentProject(medplum);
@@ -374,6 +376,7 @@ export async function applyDefinition(
       await whenQuotaAllows(() => medplum.executeBot({ system: SYSTEMS.bots, value: bot.key }, {}, 'application/json'));
     }
   }
+  report.references = Object.fromEntries([...keys].map(([key, reference]) => [key, reference.reference as string]));
   return report;
 }
 

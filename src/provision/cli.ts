@@ -1,29 +1,34 @@
-import { parseArgs } from 'node:util';
+import { writeFileSync } from 'node:fs';
 import { MedplumClient } from '@medplum/core';
+import { CREDENTIAL_HELP, CREDENTIAL_OPTIONS, credentialsFrom, parseCommand } from '../cli/options';
 import { loadFhirSchema } from '../embedded/schema';
-import { applyDefinition } from './apply';
+import { applyDefinition, type ProvisionReport } from './apply';
 import { readBotBundles } from './bundles';
 import { platformDefinition } from './definition';
 import { demoDefinition } from './demo';
 
-/**
- * `npm run provision -- --base-url URL --client-id ID --client-secret SECRET [--demo]`
- * Applies the platform definition to any Medplum (hosted, self-hosted or embedded) as a project admin.
- */
+const COMMAND = {
+  name: 'provision',
+  summary:
+    "Applies the platform definition (access policies, bots, subscriptions, tenants and their patient apps; with --demo the demo people and data) to a Medplum project as its project-admin client. Idempotent: a second run writes nothing. Prints, and with --out writes, what the gateway and the patient apps need (the project id, each tenant's patient-app client id). EDGE_STATEMENT_KEY (the gateway's key, stored as the Project secret the bots check) and STORAGE_BASE_URL (a hosted Medplum's storageBaseUrl) are read from the environment.",
+  options: { ...CREDENTIAL_OPTIONS, demo: { type: 'boolean', default: false }, out: { type: 'string' } },
+  help: [
+    ...CREDENTIAL_HELP,
+    '  --demo                      also the demo tenants, patients, clinicians and data',
+    "  --out FILE                  write the gateway's and patient apps' settings there (an env file, no secret)",
+    '  --help                      this text',
+  ],
+} as const;
+
+/** `npm run provision -- [--demo] [--out FILE]`, credentials from the environment (see --help). */
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      'base-url': { type: 'string' },
-      'client-id': { type: 'string' },
-      'client-secret': { type: 'string' },
-      demo: { type: 'boolean', default: false },
-    },
-  });
-  const baseUrl = values['base-url'];
-  const clientId = values['client-id'];
-  const clientSecret = values['client-secret'];
-  if (!baseUrl || !clientId || !clientSecret) {
-    console.error('usage: npm run provision -- --base-url URL --client-id ID --client-secret SECRET [--demo]');
+  const values = parseCommand(COMMAND);
+  if (!values) {
+    return;
+  }
+  const credentials = credentialsFrom(values);
+  if ('missing' in credentials) {
+    console.error(`${credentials.missing}\n(see npm run provision -- --help)`);
     process.exitCode = 2;
     return;
   }
@@ -31,8 +36,13 @@ async function main(): Promise<void> {
   const definition = values.demo ? demoDefinition() : platformDefinition;
   // A 429 of the FHIR quota is waited out: MedplumClient retries after the window the `RateLimit`
   // header names (up to a minute) instead of stopping half way.
-  const medplum = new MedplumClient({ baseUrl, cacheTime: 0, maxRetries: 4, maxRetryTime: 65_000 });
-  await medplum.startClientLogin(clientId, clientSecret);
+  const medplum = new MedplumClient({
+    baseUrl: credentials.baseUrl,
+    cacheTime: 0,
+    maxRetries: 4,
+    maxRetryTime: 65_000,
+  });
+  await medplum.startClientLogin(credentials.clientId, credentials.clientSecret);
   // The key the gateway signs edge statements with (its EDGE_STATEMENT_KEY), stored as the Project
   // secret the bots check; from the environment, never a flag (flags end up in shell histories).
   const report = await applyDefinition(medplum, definition, {
@@ -42,6 +52,8 @@ async function main(): Promise<void> {
     // presigned attachment URLs with it.
     storageBaseUrl: process.env.STORAGE_BASE_URL || undefined,
   });
+  const projectId = (medplum.getActiveLogin()?.project?.reference ?? '').replace('Project/', '');
+  const settings = operatorSettings(credentials.baseUrl, projectId, report);
   console.log(
     JSON.stringify({
       created: report.created.length,
@@ -50,7 +62,41 @@ async function main(): Promise<void> {
       deployed: report.deployed,
     }),
   );
+  console.log(settings);
+  if (values.out) {
+    writeFileSync(values.out, settings, { mode: 0o600 });
+    console.log(`(written to ${values.out})`);
+  }
+  if (!process.env.EDGE_STATEMENT_KEY) {
+    console.log(
+      'Note: EDGE_STATEMENT_KEY was not set, so no edge-statement key was stored; the gateway over this Medplum refuses to start without one (docs/deploy.md).',
+    );
+  }
 }
+
+/**
+ * What the operator needs next, as the environment the gateway reads (docs/deploy.md) and the patient
+ * apps' client ids: no secret (the edge key and client secrets stay where they were).
+ */
+export function operatorSettings(
+  baseUrl: string,
+  projectId: string,
+  report: Pick<ProvisionReport, 'references'>,
+): string {
+  const apps = Object.entries(report.references)
+    .filter(([key, reference]) => key.startsWith('app-') && reference.startsWith('ClientApplication/'))
+    .map(([key, reference]) => `PATIENT_APP_CLIENT_ID_${envName(key.slice('app-'.length))}=${reference.split('/')[1]}`);
+  return [
+    '# The gateway (docs/deploy.md); EDGE_STATEMENT_KEY is also required and is not written here.',
+    `MEDPLUM_REMOTE_BASE_URL=${baseUrl}`,
+    `PROJECT_ID=${projectId}`,
+    "# Each tenant's patient app signs in to Medplum with its client id (PKCE, no secret).",
+    ...apps,
+    '',
+  ].join('\n');
+}
+
+const envName = (tenant: string) => tenant.toUpperCase().replace(/[^A-Z0-9]+/g, '_');
 
 main().catch((err: unknown) => {
   console.error(err instanceof Error ? err.message : String(err));
