@@ -36,6 +36,41 @@ describe('base definitions', () => {
     }
   });
 
+  it('`_filter` `eq` is an exact, case-sensitive match, as Medplum evaluates it (packages/core/src/filter/parse.ts: eq is Operator.EXACT; packages/server/src/fhir/search.ts buildStringFilterExpression: EXACT is `column = value`; its search.test.ts "_filter eq": a prefix does not match)', async () => {
+    const token = backend.patients.alice.token;
+    const names = async (filter: string) => {
+      const answer = await search(token, `StructureDefinition?_filter=${encodeURIComponent(filter)}&_count=50`);
+      expect(answer.status, filter).toBe(200);
+      return ((answer.body as Bundle<StructureDefinition>).entry ?? []).map((e) => e.resource?.name);
+    };
+    expect(await names('name eq Patient')).toEqual(['Patient']);
+    expect(await names('name eq "Patient"')).toEqual(['Patient']);
+    // A prefix, a substring, another case: nothing (a plain `name=Pati` search still matches by prefix).
+    expect(await names('name eq Pati')).toEqual([]);
+    expect(await names('name eq atient')).toEqual([]);
+    expect(await names('name eq patient')).toEqual([]);
+    expect(await names('name eq Patient and type eq Patient')).toEqual(['Patient']);
+    expect(await names('name eq Patient and type eq Observation')).toEqual([]);
+    const plain = await search(token, 'StructureDefinition?name=Pati&_count=50');
+    expect(((plain.body as Bundle<StructureDefinition>).entry ?? []).map((e) => e.resource?.name)).toContain('Patient');
+  });
+
+  it('a plain string search is a prefix, `:contains` a substring, as on Medplum (the in-memory matcher of @medplum/core would find any substring)', async () => {
+    const alice = backend.patients.alice;
+    const count = async (query: string) => {
+      const answer = await search(alice.token, query);
+      expect(answer.status, query).toBe(200);
+      return ((answer.body as Bundle).entry ?? []).length;
+    };
+    const family = alice.patient.name?.[0]?.family as string;
+    expect(await count(`Patient?name=${family.slice(0, 3)}`)).toBe(1);
+    expect(await count(`Patient?family=${family.slice(0, 3).toLowerCase()}`)).toBe(1);
+    expect(await count(`Patient?name=${family.slice(1)}`)).toBe(0);
+    expect(await count(`Patient?name:contains=${family.slice(1)}`)).toBe(1);
+    expect(await count(`Patient?family:exact=${family}`)).toBe(1);
+    expect(await count(`Patient?family:exact=${family.toLowerCase()}`)).toBe(0);
+  });
+
   it('SearchParameters by base, paged like any search', async () => {
     const token = backend.clinicians.northwind.token;
     const first = await search(token, 'SearchParameter?base=Task&_count=5&_total=accurate');

@@ -17,6 +17,7 @@ import {
 import type { AccessPolicy, AccessPolicyResource, Bundle, BundleLink, Resource } from '@medplum/fhirtypes';
 import { removeFields } from './fields';
 import { matchingPolicyEntry } from './policy-match';
+import { isStringFilter, matchesStringFilter } from './string-match';
 
 const MAX_COUNT = 1000;
 
@@ -60,6 +61,9 @@ export function runSearch<T extends Resource>(
   const candidates = narrowFromFilters(resourceType, filters) ?? narrowFromPolicies(resourceType, scope.policies);
   const policy: AccessPolicy | undefined = scope.policies && { resourceType: 'AccessPolicy', resource: scope.policies };
 
+  // Strings as Medplum's server compares them (prefix, exact, contains), not core's substring match.
+  const stringFilters = filters.filter((f) => isStringFilter(resourceType, f));
+  const otherFilters = filters.filter((f) => !isStringFilter(resourceType, f));
   const count = Math.min(Math.max(searchRequest.count ?? DEFAULT_SEARCH_COUNT, 0), MAX_COUNT);
   const offset = Math.max(searchRequest.offset ?? 0, 0);
   const ordered = scope.builtIn ? undefined : orderedSlots(db, searchRequest, scope.project, offset + count + 1);
@@ -80,7 +84,10 @@ export function runSearch<T extends Resource>(
     if (policy && !entry) {
       continue;
     }
-    if (matchesSearchRequest(resource, { resourceType, filters })) {
+    if (
+      stringFilters.every((f) => matchesStringFilter(resource, f)) &&
+      matchesSearchRequest(resource, { resourceType, filters: otherFilters })
+    ) {
       // Hidden fields go here, where the matching entry is known, not by matching again later.
       matched.push(removeFields(resource, entry ? entry.hiddenFields : undefined));
     }
