@@ -24,6 +24,7 @@ import { registerDocsRoutes } from './routes/docs';
 import { registerDocumentRoutes } from './routes/documents';
 import { registerEnrollmentRoutes } from './routes/enrollments';
 import { registerFhirRoutes } from './routes/fhir';
+import { registerHealthRoutes } from './routes/health';
 import { registerOrderRoutes } from './routes/orders';
 import { registerPatientRoutes } from './routes/patient';
 import { registerProtocolRoutes } from './routes/protocols';
@@ -73,6 +74,7 @@ export function createApp(deps: AppDeps): App {
   app.use('/v1/*', authenticate(deps, verify));
   app.use('/v1/*', admission({ perCaller: deps.limits.inFlightPerCaller, total: deps.limits.inFlightTotal }));
 
+  registerHealthRoutes(app, deps);
   registerConfigRoutes(app, deps);
   registerPatientRoutes(app);
   registerProtocolRoutes(app);

@@ -103,7 +103,7 @@ export async function applyDefinition(
   if (missing.length > 0) {
     throw new Error(
       `Project ${project.id} lacks the features ${missing.join(', ')}: a Medplum super admin must enable them ` +
-        `(README, "Pointing at a real Medplum", step 1; with shared/real-medplum: EXTRA_FEATURES=cron). ` +
+        `(\`npm run bootstrap\` as its super admin, or ask for them: docs/deploy.md, step 1). ` +
         'Without cron the scheduled bots (reconcile, materialize-slots) would never run.',
     );
   }

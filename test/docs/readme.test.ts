@@ -78,5 +78,14 @@ describe('the README’s examples, run', () => {
     // Her Patient after the address step, then Alice's profile.
     expect(ran.stdout).toMatch(/"address":\[\{"state":"NY","country":"US"\}\]/);
     expect(ran.stdout).toContain('"given":["Alice"]');
+    // Run as the README says (bash -e), with a client id Medplum does not know: it stops at the first
+    // failure (the registration), printing the server's answer; nothing after it runs.
+    writeFileSync(join(WORK, 'curl-wrong.sh'), script);
+    const wrong = run('bash', ['-e', 'curl-wrong.sh'], {
+      PATIENT_APP_CLIENT_ID_SOUTHRIDGE: 'ffffffff-0000-4000-8000-000000000000',
+    });
+    expect(wrong.status).not.toBe(0);
+    expect(wrong.stderr).toMatch(/unexpected answer: .*(not found|Client|client)/i);
+    expect(wrong.stdout).not.toContain('"organization"');
   }, 120_000);
 });
