@@ -1,10 +1,11 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Appointment, Task } from '@medplum/fhirtypes';
+import type { Encounter, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
 import { readInput } from './lib/input';
 import { ASYNC_REVIEW, REVIEW_RESPONSE } from './lib/queues';
 import { searchAll } from './lib/search';
 import { applyOptOuts, optOutOf, smsIntegration } from './lib/sms';
+import { ownSegments } from './lib/visits';
 
 /** How far back a run looks for work left undone; runs are every 10 minutes, so a day leaves ample overlap. */
 const WINDOW_MS = 24 * 3600_000;
@@ -51,39 +52,71 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
 }
 
 /**
- * Visits whose end was lost (JOURNEY H): a segment finished in the last day whose visit is not fulfilled,
- * or a visit a clinician marked fulfilled that no run of visit-completion has rewritten (its last version
- * is still hers). visit-completion decides from the data alone, so a run too many changes nothing.
+ * Visits whose end was lost (JOURNEY H): of the visits with a segment finished, or marked fulfilled, in the
+ * last day, those whose request is still active although the visit is marked fulfilled or every segment
+ * is finished. (Not by who wrote the Appointment last: Medplum keeps no version for a write that changes
+ * nothing, so a bot's `fulfilled` after a clinician's leaves her its author.) visit-completion decides
+ * from the data alone, so a run too many changes nothing.
  */
 async function redriveVisits(medplum: MedplumClient, since: string): Promise<number> {
-  const finished = await searchAll(medplum, 'Encounter', { status: 'finished', _lastUpdated: `ge${since}` });
-  const ids = [
-    ...new Set(
-      finished
-        .map((e) => e.appointment?.[0]?.reference ?? '')
-        .filter((r) => r.startsWith('Appointment/'))
-        .map((r) => r.split('/')[1] as string),
-    ),
-  ];
-  const appointments: Appointment[] = [];
-  for (let i = 0; i < ids.length; i += 50) {
-    appointments.push(...(await searchAll(medplum, 'Appointment', { _id: ids.slice(i, i + 50).join(',') })));
+  const [finished, marked] = await Promise.all([
+    searchAll(medplum, 'Encounter', { status: 'finished', _lastUpdated: `ge${since}` }),
+    searchAll(medplum, 'Appointment', { status: 'fulfilled', _lastUpdated: `ge${since}` }),
+  ]);
+  const known = new Set(marked.map((a) => a.id as string));
+  const more = [...new Set(finished.map((e) => idOf(e.appointment?.[0]?.reference, 'Appointment')))].filter(
+    (id): id is string => !!id && !known.has(id),
+  );
+  const appointments = [...marked, ...(await byIds(medplum, 'Appointment', more))].filter(
+    (a) => a.status === 'fulfilled' || a.status === 'arrived' || a.status === 'booked',
+  );
+  const requests = new Map(
+    (
+      await byIds(
+        medplum,
+        'ServiceRequest',
+        [...new Set(appointments.map((a) => idOf(a.basedOn?.[0]?.reference, 'ServiceRequest')))].filter(
+          (id): id is string => !!id,
+        ),
+      )
+    ).map((r) => [`ServiceRequest/${r.id}`, r]),
+  );
+  const open = appointments.filter((a) => requests.get(a.basedOn?.[0]?.reference ?? '')?.status === 'active');
+  // Segments of the ones not marked fulfilled: is every one finished?
+  const unmarked = open.filter((a) => a.status !== 'fulfilled');
+  const segments: Encounter[] = [];
+  for (let i = 0; i < unmarked.length; i += 50) {
+    const batch = unmarked.slice(i, i + 50).map((a) => `Appointment/${a.id}`);
+    segments.push(...(await searchAll(medplum, 'Encounter', { appointment: batch.join(',') })));
   }
-  const marked = await searchAll(medplum, 'Appointment', { status: 'fulfilled', _lastUpdated: `ge${since}` });
-  const undone = new Map<string, Appointment>();
-  for (const appointment of [...appointments, ...marked]) {
-    const byBot = appointment.meta?.author?.reference?.startsWith('Bot/') ?? false;
-    if (
-      (appointment.status === 'arrived' || appointment.status === 'booked' || !byBot) &&
-      appointment.status !== 'cancelled'
-    ) {
-      undone.set(appointment.id as string, appointment);
+  const undone = open.filter((a) => {
+    if (a.status === 'fulfilled') {
+      return true;
     }
-  }
-  for (const appointment of undone.values()) {
+    const own = ownSegments(
+      a,
+      segments.filter((e) => e.appointment?.[0]?.reference === `Appointment/${a.id}`) as (Encounter & { id: string })[],
+    );
+    return own.length > 0 && own.every((e) => e.status === 'finished');
+  });
+  for (const appointment of undone) {
     await redrive(medplum, 'visit-completion', { resourceType: 'Appointment', id: appointment.id as string });
   }
-  return undone.size;
+  return undone.length;
+}
+
+const idOf = (reference: string | undefined, type: string): string | undefined => {
+  const [kind, id] = (reference ?? '').split('/');
+  return kind === type && id ? id : undefined;
+};
+
+/** Resources by id, 50 to a search. */
+async function byIds<T extends 'Appointment' | 'ServiceRequest'>(medplum: MedplumClient, type: T, ids: string[]) {
+  const found = [];
+  for (let i = 0; i < ids.length; i += 50) {
+    found.push(...(await searchAll(medplum, type, { _id: ids.slice(i, i + 50).join(',') })));
+  }
+  return found;
 }
 
 /**

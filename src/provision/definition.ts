@@ -879,8 +879,8 @@ export const platformDefinition: ProvisionDefinition = {
             interaction: ['read', 'search', 'update'],
             writeConstraint: [MARKED_OVERDUE_ONLY],
           },
-          // Visits whose end was lost: it finds them and executes visit-completion.
-          ...['Appointment', 'Encounter'].map((resourceType) => ({
+          // Visits whose end was lost: it finds them (their segments and requests) and executes visit-completion.
+          ...['Appointment', 'Encounter', 'ServiceRequest'].map((resourceType) => ({
             resourceType,
             interaction: ['read' as const, 'search' as const],
           })),

@@ -7,6 +7,7 @@ import {
   badRequest,
   conflict,
   deepClone,
+  deepEquals,
   evalFhirPathTyped,
   forbidden,
   generateId,
@@ -752,8 +753,12 @@ export class SqliteRepository extends FhirRepository {
   }
 }
 
+/**
+ * An update that changes nothing, as Medplum decides it (packages/server/src/fhir/repo.ts isNotModified:
+ * core's `deepEquals` of the stored and the written resource, which ignores `meta.versionId`,
+ * `meta.lastUpdated` and `meta.author`, and the order of keys): no new version, no subscription. So a
+ * bot that writes back what a clinician already wrote leaves her the last author, as on Medplum.
+ */
 function sameContent(a: Resource, b: Resource): boolean {
-  const strip = (r: Resource): string =>
-    JSON.stringify({ ...r, meta: { ...r.meta, versionId: undefined, lastUpdated: undefined } });
-  return strip(a) === strip(b);
+  return deepEquals(JSON.parse(JSON.stringify(a)), JSON.parse(JSON.stringify(b)));
 }
