@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { MedplumClient } from '@medplum/core';
 import type {
   Appointment,
@@ -49,6 +48,7 @@ import {
   WORK_FORMS,
 } from '../contracts/work-forms';
 import { createApp, DEFAULT_LIMITS } from '../src/app';
+import { CREDENTIAL_HELP, CREDENTIAL_OPTIONS, credentialsFrom, parseCommand } from '../src/cli/options';
 import { type Clinician, clinicianInvite, signInClinician } from '../src/clinician';
 import { createEdgeSigner } from '../src/edge/statement';
 import { loadFhirSchema } from '../src/embedded/schema';
@@ -61,13 +61,13 @@ import { answerBloodPressureIntake } from './intake';
 import { botRunsOf, roundTripsByBot, roundTripTable, servedLines, topLevelServerMs } from './round-trips';
 
 /**
- * `npm run verify:medplum -- --base-url URL --client-id ID --client-secret SECRET [--project-id ID]
- * [--wait-cron-minutes N] [--verbose]`: the real-Medplum lane (DESIGN section 6). Against a real Medplum
+ * `npm run verify:medplum -- [--project-id ID] [--wait-cron-minutes N] [--verbose]`, Medplum's credentials
+ * from the environment (`--help`): the real-Medplum lane (DESIGN section 6). Against a real Medplum
  * project, as its project admin: provisions the demo definition twice (the second run must write
  * nothing), runs `npm run demo`'s whole journey through an in-process gateway pointed at it, makes the
  * attacks that need only HTTP calls (directly on Medplum with real tokens, and through the gateway),
  * checks the demo calendars and the cron bot, and prints one markdown table. Exit code 1 when any row
- * FAILED. Not part of `npm test`: it needs a real Medplum (`../shared/real-medplum/`). docs/real-medplum.md.
+ * FAILED. Not part of `npm test`: it needs a real Medplum. docs/real-medplum.md.
  */
 
 type Result = 'ok' | 'held' | 'FAILED' | 'not reached' | 'pending';
@@ -186,29 +186,42 @@ const REFUSED = [403, 404];
 /** A write Medplum must not take: a writeConstraint refuses it (403), or validation (400). */
 const REJECTED = [400, 403];
 
+const LANE_COMMAND = {
+  name: 'verify:medplum',
+  summary:
+    'The real-Medplum lane: against a FRESH project (npm run bootstrap), as its project admin, provisions the demo definition twice, runs the whole journey through an in-process gateway, makes the attacks that need only HTTP, checks the demo calendars and the cron bot, and prints one markdown table; exit code 1 when any row FAILED. Never on a project patients use: it provisions the demo people.',
+  options: {
+    ...CREDENTIAL_OPTIONS,
+    'project-id': { type: 'string' },
+    'wait-cron-minutes': { type: 'string', default: '0' },
+    'medplum-log': { type: 'string' },
+    verbose: { type: 'boolean', default: false },
+  },
+  help: [
+    ...CREDENTIAL_HELP,
+    "  --project-id ID             the project (checked against the client's)",
+    '  --wait-cron-minutes N       wait up to N minutes for a run of the cron bot (default 0: report it as it is)',
+    "  --medplum-log PATH          Medplum's request log (logRequests on): each bot's round trips after the table",
+    '  --verbose                   narrate the journey as npm run demo does',
+    '  --help                      this text',
+  ],
+} as const;
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      'base-url': { type: 'string' },
-      'client-id': { type: 'string' },
-      'client-secret': { type: 'string' },
-      'project-id': { type: 'string' },
-      'wait-cron-minutes': { type: 'string', default: '0' },
-      'medplum-log': { type: 'string' },
-      verbose: { type: 'boolean', default: false },
-    },
-  });
-  const clientId = values['client-id'];
-  const clientSecret = values['client-secret'];
+  const values = parseCommand(LANE_COMMAND);
+  if (!values) {
+    return;
+  }
+  const credentials = credentialsFrom(values);
   const waitCronMinutes = Number(values['wait-cron-minutes']);
-  if (!values['base-url'] || !clientId || !clientSecret || !Number.isFinite(waitCronMinutes) || waitCronMinutes < 0) {
+  if ('missing' in credentials || !Number.isFinite(waitCronMinutes) || waitCronMinutes < 0) {
     console.error(
-      'usage: npm run verify:medplum -- --base-url URL --client-id ID --client-secret SECRET [--project-id ID] [--wait-cron-minutes N] [--medplum-log PATH] [--verbose]',
+      `${'missing' in credentials ? credentials.missing : '--wait-cron-minutes takes a number of minutes'}\n(see npm run verify:medplum -- --help)`,
     );
     process.exitCode = 2;
     return;
   }
-  const baseUrl = values['base-url'].endsWith('/') ? values['base-url'] : `${values['base-url']}/`;
+  const { baseUrl, clientId, clientSecret } = credentials;
   const startedAt = new Date();
 
   const health = await answerOf(await fetch(new URL('healthcheck', baseUrl)));

@@ -195,21 +195,18 @@ function printRealMedplumBench(): void {
     return;
   }
   // Run as `npm run verify:medplum` runs it (npm puts the project's Node 24 and tsx first on the PATH).
-  const lane = spawnSync(
-    'node_modules/.bin/tsx',
-    [
-      'scripts/verify-medplum.ts',
-      '--base-url',
-      baseUrl,
-      '--client-id',
-      clientId,
-      '--client-secret',
-      clientSecret,
-      '--medplum-log',
-      log,
-    ],
-    { encoding: 'utf8', timeout: 15 * 60_000, maxBuffer: 64 * 1024 * 1024 },
-  );
+  const lane = spawnSync('node_modules/.bin/tsx', ['scripts/verify-medplum.ts', '--medplum-log', log], {
+    encoding: 'utf8',
+    timeout: 15 * 60_000,
+    maxBuffer: 64 * 1024 * 1024,
+    // Medplum's credentials from the environment, never the command line (process lists show it).
+    env: {
+      ...process.env,
+      MEDPLUM_BASE_URL: baseUrl,
+      MEDPLUM_CLIENT_ID: clientId,
+      MEDPLUM_CLIENT_SECRET: clientSecret,
+    },
+  });
   const out = lane.stdout ?? '';
   const summary =
     /\d+ rows: [^\n]*?(?=\.?$)/m.exec(out)?.[0] ??
