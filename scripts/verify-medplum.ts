@@ -5746,7 +5746,7 @@ async function visitCompleted(ctx: AttackContext, people: Map<string, Person>): 
   const steps = {
     open: `${family}: precondition: a new Northwind patient (registered through Northwind's app, homed in Fresno, CA, enrolled in the monitoring program and activated) books her monthly video visit on a free Slot the admin writes on the Schedule of a CA practitioner of her visit team, starting in 5 minutes (201, 201): two segments ('Check-in with a nurse', 'Visit with your clinician'), planned; the visit's practitioner signs in with her own demo login (<key>@northwind.example, signInClinician) as the visit's practitioner`,
     first: `${family}: (a) she starts segment 1 through the gateway (POST /v1/appointments/{id}/encounter: 200, in-progress); the visit's practitioner finishes it with finishEncounter (PUT of the Appointment fulfilled, then of the Encounter finished: 200 each); within 30 s the visit is back to arrived through the gateway (GET /v1/appointments/{id}: arrived, segment 1 finished, 2 planned)`,
-    last: `${family}: (b) she starts segment 2 (200), the practitioner finishes it (200, 200): within 30 s the visit is fulfilled (GET /v1/appointments/{id}: fulfilled, both segments finished), the Appointment's last version written by the visit-completion Bot, its request (Appointment.basedOn ServiceRequest) completed, her CarePlan's activity has outcomeReference the Appointment, and exactly one new schedule-visit Task of hers, ready, restriction.period.start about a month on (27 to 32 days), listed in GET /v1/tasks with notBefore that start`,
+    last: `${family}: (b) she starts segment 2 (200), the practitioner finishes it (200, 200): within 30 s the visit is fulfilled (GET /v1/appointments/{id}: fulfilled, both segments finished), the Appointment's last version written by the visit-completion Bot or, when the bot's write changed nothing (Medplum keeps no version for it), by the practitioner, its request (Appointment.basedOn ServiceRequest) completed by the bot, her CarePlan's activity has outcomeReference the Appointment, and exactly one new schedule-visit Task of hers, ready, restriction.period.start about a month on (27 to 32 days), listed in GET /v1/tasks with notBefore that start`,
     second: `${family}: precondition: a second new Northwind patient the same way books a visit starting in 10 minutes on the same practitioner's Schedule and starts its segment 1 through the gateway (200, in-progress)`,
     colleague: `${family}: (c) attack: the Northwind demo clinician (clinician@northwind.example, not the visit's practitioner) PUTs the second visit's Appointment fulfilled and its started segment finished (directly on Medplum, as read, no If-Match): 403 each, nothing changed (the Appointment and its segments at the same versions)`,
     southridge: `${family}: (c) attack: the Southridge demo clinician PUTs the same Appointment fulfilled and the same segment finished: 403/404 each, nothing changed`,
@@ -6120,8 +6120,11 @@ async function visitCompleted(ctx: AttackContext, people: Map<string, Person>): 
         wrote(finished.calls, first.appointment, 200) &&
         wrote(finished.calls, segment2, 200) &&
         fulfilled &&
-        author === botRef &&
+        // The app wrote `fulfilled` already: the bot's same write makes no version on Medplum (isNotModified),
+        // so the practitioner stays the Appointment's last author; the request is the bot's.
+        (author === botRef || author === first.practitioner) &&
         request?.status === 'completed' &&
+        request.meta?.author?.reference === botRef &&
         outcomes.includes(first.appointment) &&
         issued.length === 1 &&
         next?.status === 'ready' &&
