@@ -47,7 +47,7 @@ import {
   responseReference,
   WORK_FORMS,
 } from '../contracts/work-forms';
-import { createApp, DEFAULT_LIMITS } from '../src/app';
+import { type AppDeps, createApp, DEFAULT_LIMITS } from '../src/app';
 import { CREDENTIAL_HELP, CREDENTIAL_OPTIONS, credentialsFrom, parseCommand } from '../src/cli/options';
 import { type Clinician, clinicianInvite, signInClinician } from '../src/clinician';
 import { createEdgeSigner } from '../src/edge/statement';
@@ -324,27 +324,37 @@ async function main(): Promise<void> {
     },
   };
 
-  // 2. The whole journey, the patient through the SDK against an in-process gateway on this Medplum. The
-  // gateway's bot runs are counted (its `Bot/$execute` calls).
+  // 2. The whole journey, the patient through the SDK against in-process gateways on this Medplum: TWO
+  // instances built alike (each with its own caches, admission counters and token-key cache), her calls
+  // served by each in turn (round robin per request), as behind a load balancer (docs/deploy.md, "Several
+  // instances"). Each instance's bot runs are counted (its `Bot/$execute` calls), and all of them together.
   const executes = { count: 0 };
-  const app = createApp({
-    medplum: {
-      baseUrl,
-      fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
-        if ((input instanceof Request ? input.url : input.toString()).includes('/Bot/$execute')) {
-          executes.count++;
-        }
-        return fetch(input, init);
-      }) as typeof fetch,
-    },
-    issuer: baseUrl,
-    projectId,
-    limits: DEFAULT_LIMITS,
-    publicUrl: PUBLIC_URL,
-    edgeSigner: createEdgeSigner(edgeStatementKey),
-  });
-  const gatewayFetch = ((input: RequestInfo | URL, init?: RequestInit) =>
-    app.fetch(new Request(input, init))) as typeof fetch;
+  const instances = GATEWAY_NAMES.map((name) =>
+    gatewayInstance(name, baseUrl, executes, {
+      issuer: baseUrl,
+      projectId,
+      limits: DEFAULT_LIMITS,
+      publicUrl: PUBLIC_URL,
+      edgeSigner: createEdgeSigner(edgeStatementKey),
+    }),
+  );
+  /** Every call made through the round robin: which instance served it, and its status. */
+  const served: ServedCall[] = [];
+  let turn = 0;
+  const gatewayFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const instance = instances[turn++ % instances.length];
+    const request = new Request(input, init);
+    const call: ServedCall = {
+      instance: instance.name,
+      method: request.method,
+      path: new URL(request.url).pathname,
+      status: 0,
+    };
+    served.push(call);
+    const response = await instance.fetch(request);
+    call.status = response.status;
+    return response;
+  }) as typeof fetch;
   // Just before the journey decides its order, what she can read of it: her open tasks and a decision with
   // methods not allowed (refused, nothing written); then the journey's own call, as it made it.
   let orderProbe: OrderProbe | undefined;
@@ -367,6 +377,7 @@ async function main(): Promise<void> {
     return gatewayFetch(request);
   }) as typeof fetch;
   const journeyStart = Date.now();
+  const journeyCalls = served.length;
   let journeyError: unknown;
   try {
     await journey(backend, journeyFetch, { silent: !values.verbose, progress });
@@ -374,6 +385,7 @@ async function main(): Promise<void> {
     journeyError = err;
   }
   const journeyEnd = Date.now();
+  const journeyServed = served.slice(journeyCalls);
   progress.steps.forEach((title, i) => {
     const failed = journeyError !== undefined && i === progress.steps.length - 1;
     row(`journey ${i + 1}. ${title}`, failed ? 'FAILED' : 'ok', failed ? message(journeyError) : '');
@@ -389,9 +401,20 @@ async function main(): Promise<void> {
     row(`journey after step ${progress.steps.length}`, 'not reached', 'the journey stopped at the step above');
   }
 
-  // Finished work made again (issue 27, item 1): answered from her own reads, as the bot answers it.
+  nGatewaysJourney(journeyServed, instances, journeyError, progress.steps.length);
+
+  // Finished work made again (issue 27, item 1): answered from her own reads, as the bot answers it. Each
+  // repeat through the other instance than the one before (the round robin), then a few of them through
+  // each instance in turn (N gateways).
   if (journeyError === undefined) {
+    const repeatCalls = served.length;
     await repeats(baseUrl, made, gatewayFetch, executes);
+    nGatewaysRepeats(served.slice(repeatCalls), instances);
+    await acrossInstances(made, instances);
+  } else {
+    for (const step of [N_GATEWAYS_REPEATS_STEP, `${N_GATEWAYS} (b): her finished workflow calls again`]) {
+      row(step, 'not reached', 'the journey stopped');
+    }
   }
 
   // 3. Attacks that need only HTTP: directly on Medplum with real tokens, and through the gateway.
@@ -406,6 +429,7 @@ async function main(): Promise<void> {
     appIdOf: backend.appIdOf,
     orderProbe,
     repeat: (calls) => repeats(baseUrl, calls, gatewayFetch, executes),
+    instances,
   });
 
   // 4. Calendars and cron.
@@ -651,6 +675,196 @@ async function repeats(
   }
 }
 
+/** The gateway instances of the lane, in their round-robin order. */
+const GATEWAY_NAMES = ['A', 'B'] as const;
+
+/** One gateway instance of the lane: its own `createApp`, a fetch that calls it, its own bot-run count. */
+interface GatewayInstance {
+  name: string;
+  fetch: typeof fetch;
+  /** Its `Bot/$execute` calls to Medplum. */
+  executes: { count: number };
+}
+
+/**
+ * A gateway instance as a process runs one: `createApp` with these settings over Medplum at `baseUrl`.
+ * Nothing is shared with another instance but Medplum itself (no module-level state in src/app.ts or
+ * src/medplum/: each instance has its own catalog cache, admission counters and token verifier). Its
+ * `Bot/$execute` calls are counted on it and in `total`.
+ */
+function gatewayInstance(
+  name: string,
+  baseUrl: string,
+  total: { count: number },
+  deps: Omit<AppDeps, 'medplum'>,
+): GatewayInstance {
+  const executes = { count: 0 };
+  const app = createApp({
+    ...deps,
+    medplum: {
+      baseUrl,
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+        if ((input instanceof Request ? input.url : input.toString()).includes('/Bot/$execute')) {
+          executes.count++;
+          total.count++;
+        }
+        return fetch(input, init);
+      }) as typeof fetch,
+    },
+  });
+  return {
+    name,
+    executes,
+    fetch: ((input: RequestInfo | URL, init?: RequestInit) => app.fetch(new Request(input, init))) as typeof fetch,
+  };
+}
+
+/** A call made through the lane's round robin: the instance that served it, and what it answered. */
+interface ServedCall {
+  instance: string;
+  method: string;
+  path: string;
+  status: number;
+}
+
+const N_GATEWAYS = 'N gateways';
+const N_GATEWAYS_REPEATS_STEP = `${N_GATEWAYS} (a): the repeats of her finished work were served alternately by instances A and B too (each by the other instance than the one before)`;
+
+/** How calls were shared: per instance, its count and statuses (`A 23 (200 x15, 201 x8)`). */
+function servedBy(calls: ServedCall[], instances: GatewayInstance[]): string {
+  return instances
+    .map((instance) => {
+      const mine = calls.filter((c) => c.instance === instance.name);
+      const statuses = new Map<number, number>();
+      for (const c of mine) {
+        statuses.set(c.status, (statuses.get(c.status) ?? 0) + 1);
+      }
+      const histogram = [...statuses.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([status, n]) => `${status} x${n}`)
+        .join(', ');
+      return `${instance.name} ${mine.length}${histogram ? ` (${histogram})` : ''}`;
+    })
+    .join('; ');
+}
+
+/** Calls shared alike: every instance served some, counts within one of each other, and each call by the other instance than the one before. */
+function sharedAlike(calls: ServedCall[], instances: GatewayInstance[]): { good: boolean; why: string } {
+  const counts = instances.map((instance) => calls.filter((c) => c.instance === instance.name).length);
+  const alternate = calls.findIndex((c, i) => i > 0 && c.instance === calls[i - 1].instance);
+  const spread = Math.max(...counts) - Math.min(...counts);
+  const good = counts.every((n) => n > 0) && spread <= 1 && alternate === -1;
+  const why =
+    alternate === -1
+      ? 'each call served by the other instance than the one before'
+      : `calls ${alternate} and ${alternate + 1} both served by ${calls[alternate].instance} (${calls[alternate].method} ${calls[alternate].path})`;
+  return { good, why: `${why}; counts differ by ${spread}` };
+}
+
+/**
+ * N gateways (a): the journey's patient calls (and the lane's probe of her order, made in the journey)
+ * were served alternately by the two instances, and the journey, which checks every answer (it throws on
+ * an unexpected one), went through.
+ */
+function nGatewaysJourney(
+  calls: ServedCall[],
+  instances: GatewayInstance[],
+  journeyError: unknown,
+  steps: number,
+): void {
+  const { good, why } = sharedAlike(calls, instances);
+  row(
+    `${N_GATEWAYS} (a): the journey's patient calls through the gateway (with the lane's probe of her order made within it: her GET /v1/tasks and a decision it expects refused, 422) were served alternately by two gateway instances (A and B: two createApp over this Medplum, each with its own caches, admission counters and token-key cache), every instance some, the counts within one, every answer as the journey expected`,
+    good && journeyError === undefined ? 'ok' : 'FAILED',
+    `${calls.length} calls: ${servedBy(calls, instances)}; ${why}; ${journeyError === undefined ? `the journey checked each answer and went through its ${steps} steps` : `the journey stopped at step ${steps}: ${message(journeyError)}`}; the instances in call order: ${calls.map((c) => c.instance).join('')}`,
+  );
+}
+
+/** N gateways (a), the repeats: the `repeat:` rows' gateway calls were alternately served too. */
+function nGatewaysRepeats(calls: ServedCall[], instances: GatewayInstance[]): void {
+  const { good, why } = sharedAlike(calls, instances);
+  row(
+    N_GATEWAYS_REPEATS_STEP,
+    good ? 'ok' : 'FAILED',
+    `${calls.length} calls: ${servedBy(calls, instances)}; ${why}; the instances in call order: ${calls.map((c) => c.instance).join('')}`,
+  );
+}
+
+/** A gateway answer's body without its request ids (each call has its own). */
+function withoutRequestIds(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    return value.map(withoutRequestIds);
+  }
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([key]) => key !== 'requestId')
+        .map(([key, inner]) => [key, withoutRequestIds(inner)]),
+    );
+  }
+  return value;
+}
+
+/**
+ * N gateways (b): the journey's finished workflow calls (task completions, the order's decisions, the
+ * assessment start, the booking, the reschedule) made again through instance A and then through instance
+ * B: the same answer (status and body but request ids), 200, and neither instance made a `Bot/$execute`
+ * (each answered the repeat from her own reads, src/medplum/finished-work.ts). The segment start is left
+ * out: once her visit is fulfilled the bot refuses it, and the gateway asks the bot for that refusal.
+ */
+async function acrossInstances(made: MadeCall[], instances: GatewayInstance[]): Promise<void> {
+  const seen = new Set<string>();
+  let index = 0;
+  for (const call of made) {
+    const key = `${call.method} ${call.url} ${call.body}`;
+    const path = new URL(call.url).pathname;
+    if (seen.has(key) || !repeatableOf(call.method, path) || /\/encounter$/.test(path)) {
+      continue;
+    }
+    seen.add(key);
+    index++;
+    const template = path.replace(/[0-9a-f-]{36}/g, '{id}');
+    const step = `${N_GATEWAYS} (b): the journey's finished call ${index}, ${call.method} ${template}, again through instance A and through instance B: 200 from each, the same answer (status and body but request ids), no Bot/$execute by either`;
+    try {
+      const answers: { instance: string; answer: Answer; runs: number }[] = [];
+      for (const instance of instances) {
+        const before = instance.executes.count;
+        const answer = await answerOf(
+          await instance.fetch(
+            new Request(call.url, {
+              method: call.method,
+              headers: {
+                authorization: call.authorization,
+                ...(call.body ? { 'content-type': 'application/json' } : {}),
+              },
+              body: call.body || undefined,
+            }),
+          ),
+        );
+        answers.push({ instance: instance.name, answer, runs: instance.executes.count - before });
+      }
+      const bodies = answers.map((a) => canonicalJson(withoutRequestIds(a.answer.body)));
+      const same =
+        bodies.every((b) => b === bodies[0]) && answers.every((a) => a.answer.status === answers[0].answer.status);
+      const good = same && answers.every((a) => a.answer.status === 200 && a.runs === 0);
+      row(
+        step,
+        good ? 'ok' : 'FAILED',
+        `${answers.map((a) => `${a.instance}: ${gatewayDescribe(a.answer)}, ${a.runs} bot run${a.runs === 1 ? '' : 's'}`).join('; ')}; ${same ? `the same answer (${bodies[0].length} characters: ${bodies[0].slice(0, 160)}${bodies[0].length > 160 ? '…' : ''})` : `answers differ: ${answers.map((a) => `${a.instance} ${a.answer.text.slice(0, 200)}`).join(' vs ')}`}`,
+      );
+    } catch (err) {
+      row(step, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
+  if (index === 0) {
+    row(
+      `${N_GATEWAYS} (b): her finished workflow calls again`,
+      'FAILED',
+      'the journey made no repeatable workflow call',
+    );
+  }
+}
+
 /** A bot's refusal as data (`{ok: false, error}`). */
 interface BotError {
   status?: number;
@@ -790,6 +1004,8 @@ interface AttackContext {
   orderProbe?: OrderProbe;
   /** Makes workflow calls again through the gateway and compares them with the bots' own answers (`repeats`). */
   repeat: (made: MadeCall[]) => Promise<void>;
+  /** The gateway instances behind `gatewayFetch` (its round robin), each to call directly (N gateways). */
+  instances: GatewayInstance[];
 }
 
 async function attacks(ctx: AttackContext): Promise<void> {
@@ -3298,8 +3514,14 @@ const gatewayDescribe = (answer: Answer): string =>
  * (read in start order, `inStartOrder`) against the slots view paged to its end.
  */
 async function patientBounds(ctx: AttackContext, people: Map<string, Person>): Promise<void> {
-  const call = async (person: Person, method: string, path: string, body?: unknown): Promise<GatewayAnswer> => {
-    const response = await ctx.gatewayFetch(`${PUBLIC_URL}${path}`, {
+  const call = async (
+    person: Person,
+    method: string,
+    path: string,
+    body?: unknown,
+    through: typeof fetch = ctx.gatewayFetch,
+  ): Promise<GatewayAnswer> => {
+    const response = await through(`${PUBLIC_URL}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${person.token}`,
@@ -3311,16 +3533,26 @@ async function patientBounds(ctx: AttackContext, people: Map<string, Person>): P
   };
 
   // 1. The daily cap: bob (no request of his before) opens 10 distinct ones, the 11th is 429, the first again 200.
+  // N gateways (c): his requests go through the instances in turn (the 1st through A, the 2nd through B, ...,
+  // 5 each), the 11th through A, then again through B: the cap is counted in Medplum, not per instance.
   const bob = people.get('bob');
   const LIMIT = 10;
   const codes = Array.from({ length: LIMIT + 1 }, (_, i) => String(900000 + i));
   const medication = (code: string) => ({ medication: `${RXNORM}|${code}` });
+  const instanceOf = (i: number) => ctx.instances[i % ctx.instances.length];
   const capRows = [
     `requests: bob (Northwind patient) opens ${LIMIT} distinct medication requests (RxNorm ${codes[0]}..${codes[LIMIT - 1]}, POST /v1/requests), each 201`,
     `requests: bob's 11th distinct request (RxNorm ${codes[LIMIT]}) is 429 rate_limited with Retry-After, details.retryAfter and details.limit ${LIMIT}`,
+    `${N_GATEWAYS} (c): request caps across instances: bob's ${LIMIT} requests went through instances A and B in turn (neither saw ${LIMIT}); his 11th distinct request, refused through ${instanceOf(LIMIT).name}, made again through the other instance, ${instanceOf(LIMIT + 1).name}: refused the same (429 rate_limited, the same message, details.limit ${LIMIT}, Retry-After within 5 s of the first refusal's); his proposals, read by the admin, still ${LIMIT}`,
     `requests: bob asks again for his first (RxNorm ${codes[0]}), open: 200, the same request`,
     "requests: the refused 11th wrote nothing (bob's proposals, read by the admin)",
   ];
+  const countProposals = async (person: Person) => {
+    const counted = await ctx.adminGet(
+      `fhir/R4/MedicationRequest?subject=${person.profile}&intent=proposal&authoredon=ge${new Date(Date.now() - DAY).toISOString()}&_summary=count`,
+    );
+    return { counted, total: (counted.body as Bundle | undefined)?.total };
+  };
   if (!bob) {
     for (const step of capRows) {
       row(step, 'not reached', 'bob could not sign in');
@@ -3329,25 +3561,29 @@ async function patientBounds(ctx: AttackContext, people: Map<string, Person>): P
     let first: GatewayAnswer | undefined;
     try {
       const answers: GatewayAnswer[] = [];
-      for (const code of codes.slice(0, LIMIT)) {
-        answers.push(await call(bob, 'POST', '/v1/requests', medication(code)));
+      for (const [i, code] of codes.slice(0, LIMIT).entries()) {
+        answers.push(await call(bob, 'POST', '/v1/requests', medication(code), instanceOf(i).fetch));
       }
       first = answers[0];
       const wrong = answers.findIndex(
         (a) => a.status !== 201 || !/^MedicationRequest\//.test(String((a.body as { request?: string })?.request)),
       );
+      const through = ctx.instances
+        .map((instance) => `${answers.filter((_, i) => instanceOf(i) === instance).length} through ${instance.name}`)
+        .join(', ');
       row(
         capRows[0],
         wrong === -1 ? 'ok' : 'FAILED',
         wrong === -1
-          ? `10 x 201, each a MedicationRequest and its review Task (the first ${(first.body as { request?: string }).request})`
-          : `statuses ${answers.map((a) => a.status).join(', ')}; request ${wrong + 1} (RxNorm ${codes[wrong]}): ${gatewayDescribe(answers[wrong])}`,
+          ? `10 x 201 (${through}, in turn), each a MedicationRequest and its review Task (the first ${(first.body as { request?: string }).request})`
+          : `statuses ${answers.map((a) => a.status).join(', ')}; request ${wrong + 1} (RxNorm ${codes[wrong]}, through ${instanceOf(wrong).name}): ${gatewayDescribe(answers[wrong])}`,
       );
     } catch (err) {
       row(capRows[0], 'FAILED', `the call threw: ${message(err)}`);
     }
+    let over: GatewayAnswer | undefined;
     try {
-      const over = await call(bob, 'POST', '/v1/requests', medication(codes[LIMIT]));
+      over = await call(bob, 'POST', '/v1/requests', medication(codes[LIMIT]), instanceOf(LIMIT).fetch);
       const error = errorOf(over);
       const header = Number(over.retryAfter);
       const retryAfter = error.details?.retryAfter;
@@ -3363,10 +3599,37 @@ async function patientBounds(ctx: AttackContext, people: Map<string, Person>): P
       row(
         capRows[1],
         good ? 'ok' : 'FAILED',
-        `expected 429 rate_limited, Retry-After 1..86400, details {retryAfter, limit: ${LIMIT}}; got ${gatewayDescribe(over)}, Retry-After ${over.retryAfter ?? 'absent'}, error.code ${error.code ?? 'absent'}, details ${JSON.stringify(error.details ?? null)}`,
+        `expected 429 rate_limited, Retry-After 1..86400, details {retryAfter, limit: ${LIMIT}}; got ${gatewayDescribe(over)} through ${instanceOf(LIMIT).name}, Retry-After ${over.retryAfter ?? 'absent'}, error.code ${error.code ?? 'absent'}, details ${JSON.stringify(error.details ?? null)}`,
       );
     } catch (err) {
       row(capRows[1], 'FAILED', `the call threw: ${message(err)}`);
+    }
+    try {
+      const other = instanceOf(LIMIT + 1);
+      const again = await call(bob, 'POST', '/v1/requests', medication(codes[LIMIT]), other.fetch);
+      const [a, b] = [errorOf(over ?? again), errorOf(again)];
+      const { counted, total } = await countProposals(bob);
+      const secondsApart = Math.abs(Number(a.details?.retryAfter) - Number(b.details?.retryAfter));
+      const good =
+        over?.status === 429 &&
+        again.status === 429 &&
+        b.code === 'rate_limited' &&
+        b.code === a.code &&
+        b.message === a.message &&
+        b.details?.limit === LIMIT &&
+        a.details?.limit === LIMIT &&
+        Number.isInteger(Number(again.retryAfter)) &&
+        Number(again.retryAfter) > 0 &&
+        secondsApart <= 5 &&
+        counted.status === 200 &&
+        total === LIMIT;
+      row(
+        capRows[2],
+        good ? 'ok' : 'FAILED',
+        `through ${instanceOf(LIMIT).name}: ${over ? `${gatewayDescribe(over)}, "${a.message ?? ''}" details ${JSON.stringify(withoutRequestIds(a.details ?? null))}` : 'no answer'}; through ${other.name}: ${gatewayDescribe(again)}, Retry-After ${again.retryAfter ?? 'absent'}, "${b.message ?? ''}" details ${JSON.stringify(withoutRequestIds(b.details ?? null))} (retryAfter ${secondsApart} s apart); his proposals authored in the last day, as the admin counts them: ${counted.status === 200 ? total : describe(counted)}`,
+      );
+    } catch (err) {
+      row(capRows[2], 'FAILED', `the call threw: ${message(err)}`);
     }
     try {
       const again = await call(bob, 'POST', '/v1/requests', medication(codes[0]));
@@ -3375,19 +3638,16 @@ async function patientBounds(ctx: AttackContext, people: Map<string, Person>): P
       const same =
         again.status === 200 && now.request !== undefined && now.request === was.request && now.task === was.task;
       row(
-        capRows[2],
+        capRows[3],
         same ? 'ok' : 'FAILED',
         `expected 200 with ${was.request ?? 'the first answer'} and ${was.task ?? 'its Task'}; got ${gatewayDescribe(again)}${again.status < 300 ? `, ${now.request} and ${now.task}` : ''}`,
       );
     } catch (err) {
-      row(capRows[2], 'FAILED', `the call threw: ${message(err)}`);
+      row(capRows[3], 'FAILED', `the call threw: ${message(err)}`);
     }
-    const counted = await ctx.adminGet(
-      `fhir/R4/MedicationRequest?subject=${bob.profile}&intent=proposal&authoredon=ge${new Date(Date.now() - DAY).toISOString()}&_summary=count`,
-    );
-    const total = (counted.body as Bundle | undefined)?.total;
+    const { counted, total } = await countProposals(bob);
     row(
-      capRows[3],
+      capRows[4],
       counted.status === 200 && total === LIMIT ? 'ok' : 'FAILED',
       `expected ${LIMIT} MedicationRequest proposals of ${bob.profile} authored in the last day; got ${counted.status === 200 ? total : describe(counted)}`,
     );
