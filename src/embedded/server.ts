@@ -1,8 +1,9 @@
 import type { WithId } from '@medplum/core';
-import { badRequest, MEDPLUM_VERSION, MedplumClient, notFound } from '@medplum/core';
+import { badRequest, MEDPLUM_VERSION, MedplumClient, notFound, tooManyRequests } from '@medplum/core';
 import { FhirRouter } from '@medplum/fhir-router';
 import type { Bot, Project, ProjectMembership } from '@medplum/fhirtypes';
 import { Hono } from 'hono';
+import { type AdmissionLimits, admissionCounter } from '../shared/admission';
 import type { OriginRule } from '../shared/cors';
 import { headerRecord, plainCall, requestBytes } from '../shared/fetch-init';
 import { createAdminRoutes } from './admin/routes';
@@ -57,6 +58,12 @@ export interface EmbeddedMedplumOptions {
   requestRateLimit?: number;
   /** The bench: told of each bot run's requests to this Medplum, when it ends (bots/operations.ts). */
   onBotRun?: (run: BotRunTrace) => void;
+  /**
+   * FHIR calls in flight on the HTTP port, per caller and in all, as the gateway admits them (default 32
+   * and 256; src/shared/admission.ts): a caller past her share is 429, a full port 503, at once.
+   * In-process callers (the gateway of `npm start`, the bots) are admitted by the gateway or not counted.
+   */
+  admission?: AdmissionLimits;
 }
 
 export interface EmbeddedMedplum {
@@ -129,13 +136,26 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   const app = new Hono();
   // The bots' operations are registered on it below: the bots need the in-process fetch, which needs it.
   const router = new FhirRouter();
-  const serveFhir = async (call: FhirCall): Promise<Response> => {
+  const admitted = admissionCounter(options.admission ?? { perCaller: 32, total: 256 }, () => now().getTime());
+  const serveFhir = async (call: FhirCall, external = false): Promise<Response> => {
+    let holding: string | undefined;
     try {
       // The one FHIR read Medplum serves without a token (packages/server/src/fhir/routes.ts).
       if (call.url.pathname === `${FHIR_PATH}metadata` && (call.method === 'GET' || call.method === 'HEAD')) {
         return Response.json(capabilityStatement(baseUrl), {
           headers: { 'content-type': 'application/fhir+json; charset=utf-8' },
         });
+      }
+      if (external) {
+        // The port's own admission, as the gateway's, before any work (authentication reads the store): a
+        // flood of one session (or of many) answered at once. Keyed by the token's login, unverified here:
+        // a forged one fails authentication at once and frees its place.
+        const who = sessionKey(call.headers.authorization);
+        const answer = admitted.admit(who);
+        if (answer !== 'ok') {
+          return tooBusy(answer === 'total' ? 503 : 429);
+        }
+        holding = who;
       }
       const caller = await authenticate(authDeps, call.headers.authorization);
       const extendedMode = call.headers['x-medplum']?.toLowerCase() === 'extended';
@@ -152,6 +172,10 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
       return response;
     } catch (err) {
       return thrownResponse(err);
+    } finally {
+      if (holding) {
+        admitted.release(holding);
+      }
     }
   };
   /**
@@ -226,12 +250,15 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   app.route('/', createAuthRoutes(authDeps));
   app.route('/', createAdminRoutes(authDeps));
   app.all(`${FHIR_PATH}*`, (c) =>
-    serveFhir({
-      method: c.req.method,
-      url: new URL(c.req.url),
-      headers: headerRecord(c.req.raw.headers),
-      body: async () => new Uint8Array(await c.req.arrayBuffer()),
-    }),
+    serveFhir(
+      {
+        method: c.req.method,
+        url: new URL(c.req.url),
+        headers: headerRecord(c.req.raw.headers),
+        body: async () => new Uint8Array(await c.req.arrayBuffer()),
+      },
+      true,
+    ),
   );
   app.get('/storage/:id/:versionId', (c) => serveStorage(c.req.raw, attachments, systemRepo));
   app.get('/ws/subscriptions-r4', webSocketSubscriptionsEndpoint);
@@ -261,4 +288,32 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
 function withHeader(response: Response, name: string, value: string): Response {
   response.headers.set(name, value);
   return response;
+}
+
+/** Refused at the port before any work: Medplum's 429 outcome (or 503), with when to try again. */
+function tooBusy(status: 429 | 503): Response {
+  const outcome = structuredClone(tooManyRequests);
+  outcome.issue[0].diagnostics = status === 429 ? 'Too many requests in flight from this caller' : 'Server at capacity';
+  const response = outcomeResponse(outcome, status);
+  response.headers.set('retry-after', '1');
+  response.headers.set('ratelimit', `"inflight-${status === 429 ? 'caller' : 'total'}";r=0;t=1`);
+  return response;
+}
+
+/** Whose call this is, before authentication: the token's login (its `login_id` claim), else the header. */
+function sessionKey(authorization: string | undefined): string {
+  const token = authorization?.replace(/^Bearer\s+/i, '') ?? '';
+  try {
+    const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as {
+      login_id?: unknown;
+      sub?: unknown;
+    };
+    const key = payload.login_id ?? payload.sub;
+    if (typeof key === 'string' && key.length <= 100) {
+      return key;
+    }
+  } catch {
+    // not a JWT: keyed by what was sent (bounded)
+  }
+  return token.slice(0, 200);
 }

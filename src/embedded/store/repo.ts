@@ -222,7 +222,14 @@ export class SqliteRepository extends FhirRepository {
     this.checkTypeInteraction(searchRequest.resourceType, AccessPolicyInteraction.SEARCH);
     // FHIR's own definitions are every project's (../definitions.ts), asked for with `_filter` too.
     const definitions = DEFINITION_TYPES.has(searchRequest.resourceType);
-    const request = definitions ? { ...searchRequest, filters: filtersOf(searchRequest.filters ?? []) } : searchRequest;
+    // A page of definitions is bounded (each StructureDefinition is tens of KB: a thousand were 31 MB).
+    const request = definitions
+      ? {
+          ...searchRequest,
+          filters: filtersOf(searchRequest.filters ?? []),
+          count: Math.min(searchRequest.count ?? MAX_DEFINITIONS_PAGE, MAX_DEFINITIONS_PAGE),
+        }
+      : searchRequest;
     const bundle = await this.read(() =>
       runSearch<T>(this.connection(), request, {
         project: this.caller.system ? undefined : this.caller.project.id,
@@ -759,6 +766,9 @@ export class SqliteRepository extends FhirRepository {
  * `meta.lastUpdated` and `meta.author`, and the order of keys): no new version, no subscription. So a
  * bot that writes back what a clinician already wrote leaves her the last author, as on Medplum.
  */
+/** The most definitions one search answers (its `next` link pages on). */
+export const MAX_DEFINITIONS_PAGE = 20;
+
 function sameContent(a: Resource, b: Resource): boolean {
   return deepEquals(JSON.parse(JSON.stringify(a)), JSON.parse(JSON.stringify(b)));
 }
