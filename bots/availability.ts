@@ -46,7 +46,20 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Ava
   if (!start.ok) {
     return start;
   }
-  const query = start.input;
+  return availabilityFor(medplum, start.caller.patientId, start.input);
+}
+
+/**
+ * The answer for one patient, from reads of what she may read herself (her Patient, her tenant's visit
+ * teams, practitioner roles, visit Schedules and Slots, the jurisdictions): the gateway computes it with
+ * HER token (so a flood of hers spends her own FHIR quota, never a bot's that every patient shares), and
+ * this bot, for a direct `$execute`, with its own.
+ */
+export async function availabilityFor(
+  medplum: MedplumClient,
+  patientId: string,
+  query: BotInput<'availability'>,
+): Promise<AvailabilityResult> {
   const issues = queryIssues(query);
   if (issues.length > 0) {
     return fail(400, 'invalid_request', 'This availability query cannot be answered', { issues });
@@ -55,13 +68,13 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Ava
     // The team named goes out with her Patient (issue 27: round trips); believed once hers is known.
     ahead(medplum.readResource('CareTeam', query.careTeam.split('/')[1]));
   }
-  const patient = (await medplum.readResource('Patient', start.caller.patientId)) as Patient;
+  const patient = (await medplum.readResource('Patient', patientId)) as Patient;
   // Whose time she may book depends on where she lives (a licence is per state): without it, say so.
   const missing = missingWhereabouts(whereaboutsOf(patient));
   if (missing.length > 0) {
     return fail(409, 'invalid_state', 'Availability depends on where she lives: her address has no country or state', {
       missing,
-      fix: `PUT /v1/fhir/Patient/${start.caller.patientId}`,
+      fix: `PUT /v1/fhir/Patient/${patientId}`,
     });
   }
   const organization = patient.managingOrganization?.reference;

@@ -1,5 +1,13 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Bundle, BundleEntry, OperationOutcome, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
+import type {
+  Bundle,
+  BundleEntry,
+  OperationOutcome,
+  PractitionerRole,
+  Reference,
+  Schedule,
+  Slot,
+} from '@medplum/fhirtypes';
 import { SYSTEMS, TIMEZONE_EXTENSION, VISIT_TYPES, type VisitType } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { readInput } from './lib/input';
@@ -48,12 +56,14 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     wanted.push(...(await slotsOf(medplum, schedule, now)));
   }
   const existing = new Set<string>();
+  // Slots made before they were filed in their tenant (patients read them with their own token).
+  const unfiled: Slot[] = [];
   if (wanted.length > 0) {
     const found = await searchAll(medplum, 'Slot', {
       schedule: schedules.map((s) => `Schedule/${s.id}`).join(','),
       start: `ge${now}`,
-      _elements: 'identifier',
     });
+    unfiled.push(...found.filter((slot) => !filedAs(slot, tenantOf(schedules, slot))));
     for (const slot of found) {
       for (const identifier of slot.identifier ?? []) {
         if (identifier.system === SYSTEMS.slotKey && identifier.value) {
@@ -63,7 +73,23 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     }
   }
   const missing = wanted.filter((w) => !existing.has(w.key)).sort((a, b) => a.start.localeCompare(b.start));
-  const slice = missing.slice(0, SLOTS_PER_RUN);
+  // Filing what was made before comes out of the same budget (a write each), soonest first.
+  const refile = unfiled.sort((a, b) => a.start.localeCompare(b.start)).slice(0, SLOTS_PER_RUN);
+  const slice = missing.slice(0, SLOTS_PER_RUN - refile.length);
+  let filed = 0;
+  for (let i = 0; i < refile.length; i += PER_BATCH) {
+    const batch = refile.slice(i, i + PER_BATCH);
+    const response = await medplum.executeBatch({
+      resourceType: 'Bundle',
+      type: 'batch',
+      entry: batch.map((slot) => ({
+        resource: { ...slot, meta: { ...slot.meta, accounts: tenantOf(schedules, slot) } },
+        request: { method: 'PUT', url: `Slot/${slot.id}`, ifMatch: `W/"${slot.meta?.versionId}"` },
+      })),
+    });
+    // A Slot booked meanwhile (412) is filed by the next run.
+    filed += (response.entry ?? []).filter((e) => e.response?.status?.startsWith('200')).length;
+  }
   let made = 0;
   const failed: string[] = [];
   for (let i = 0; i < slice.length; i += PER_BATCH) {
@@ -93,7 +119,13 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     };
     throw outcome;
   }
-  return { ok: true, schedules: schedules.length, slots: made, remaining: missing.length - slice.length };
+  return {
+    ok: true,
+    schedules: schedules.length,
+    slots: made,
+    filed,
+    remaining: missing.length - slice.length + (unfiled.length - refile.length),
+  };
 }
 
 async function slotsOf(
@@ -120,9 +152,22 @@ async function slotsOf(
     .map(({ start, end }) => ({ schedule, key: `Schedule/${schedule.id};${start}`, start, end }));
 }
 
+/** The accounts (tenant) of a Slot's Schedule: what the Slot is filed in. */
+function tenantOf(schedules: (Schedule & { id: string })[], slot: Slot): Reference[] {
+  const schedule = schedules.find((s) => `Schedule/${s.id}` === slot.schedule?.reference);
+  return (schedule?.meta?.accounts ?? []).map((a) => ({ reference: a.reference }));
+}
+
+const filedAs = (slot: Slot, accounts: Reference[]): boolean =>
+  accounts.every((a) => slot.meta?.accounts?.some((b) => b.reference === a.reference));
+
 function slotCreate({ schedule, key, start, end }: WantedSlot): BundleEntry {
   const slot: Slot = {
     resourceType: 'Slot',
+    // Filed in its Schedule's tenant, as the Schedule is: her tenant's patients read its free/busy with
+    // their own token (availability), nobody else's. Medplum keeps the accounts a writer sends when it
+    // derives none (a Slot names no patient).
+    meta: { accounts: (schedule.meta?.accounts ?? []).map((a) => ({ reference: a.reference })) },
     identifier: [{ system: SYSTEMS.slotKey, value: key }],
     schedule: { reference: `Schedule/${schedule.id}` },
     serviceType: schedule.serviceType,

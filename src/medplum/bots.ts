@@ -65,6 +65,14 @@ export async function callBot(
     }
     throw err;
   }
+  return botAnswer(result);
+}
+
+/**
+ * A workflow's answer as the API gives it: a failure (`{ok: false, error}`) becomes the error envelope,
+ * anything else is the answer. For workflows the gateway runs itself with her token (availability).
+ */
+export function botAnswer(result: unknown): Record<string, unknown> {
   if (isFailure(result)) {
     const code = result.error.code as ErrorCode;
     if (ERROR_STATUS[code] === undefined) {

@@ -141,6 +141,13 @@ const TENANT_DIRECTORY_TYPES = ['Practitioner', 'PractitionerRole', 'Slot'] as c
 
 const inTenant = (type: string): string => `${type}?_compartment=%${TENANT_PARAMETER}`;
 
+/**
+ * Her tenant's visit Schedules (a practitioner role's calendar of a visit type): what availability is
+ * computed from with her own token. Only Schedules serving a visit type (the platform's), never one whose
+ * actor could be a patient.
+ */
+const VISIT_SCHEDULES = `${inTenant('Schedule')}&service-type=${SYSTEMS.visitType}|`;
+
 /** Published catalog entries: the tenant's own (its account and the tenant tag) and the platform's. */
 function catalogReads(type: string): AccessPolicyResource[] {
   return [
@@ -207,6 +214,7 @@ function patientPolicy(): AccessPolicyResource[] {
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     ...CATALOG_TYPES.flatMap(catalogReads),
     ...TENANT_DIRECTORY_TYPES.map((type) => ({ resourceType: type, criteria: inTenant(type), readonly: true })),
+    { resourceType: 'Schedule', criteria: VISIT_SCHEDULES, readonly: true },
     // Her tenant's visit teams (the team her schedule-visit tasks name, JOURNEY H): staff, no patient data.
     // Not the clinicians' work queues (care-queue CareTeams).
     {
@@ -761,6 +769,14 @@ const MARKED_OVERDUE_ONLY = {
       .join(' and '),
 };
 
+/** A Slot filed in its tenant (its accounts): its status, time and schedule unchanged; creating one is free. */
+const SLOT_FILED_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    '%before.exists().not() or (%after.status = %before.status and %after.start = %before.start and ' +
+    '%after.end = %before.end and %after.schedule = %before.schedule)',
+};
+
 /** Booking changes a Slot's status between free and busy, and nothing else of it. */
 const SLOT_STATUS_ONLY = {
   language: 'text/fhirpath' as const,
@@ -1117,7 +1133,12 @@ export const platformDefinition: ProvisionDefinition = {
         resource: [
           { resourceType: 'Schedule', interaction: ['read', 'search'] },
           { resourceType: 'PractitionerRole', interaction: ['read'] },
-          { resourceType: 'Slot', interaction: ['create', 'read', 'search'] },
+          // It files the Slots made before they carried their tenant: their accounts, nothing else.
+          {
+            resourceType: 'Slot',
+            interaction: ['create', 'read', 'search', 'update'],
+            writeConstraint: [SLOT_FILED_ONLY],
+          },
         ],
       },
     },

@@ -33,7 +33,7 @@ describe("the embedded Medplum's port", () => {
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(100);
     const refused = answers.find((a) => a.status === 429);
     expect(refused?.headers.get('retry-after')).toBe('1');
-    expect(((await refused?.json()) as { resourceType: string }).resourceType).toBe('OperationOutcome');
+    expect(((await (refused as Response).json()) as { resourceType: string }).resourceType).toBe('OperationOutcome');
     expect(other.status).toBe(200);
     // Once it has passed, she is served again.
     expect((await overHttp(backend.patients.alice.token, 'Patient')).status).toBe(200);

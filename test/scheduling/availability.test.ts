@@ -163,9 +163,30 @@ describe('one practitioner', () => {
       _tag: `${SYSTEMS.provisioning}|visit-team-southridge`,
     });
     expect((await availability(ca, { careTeam: `CareTeam/${southTeam?.id}`, start, end })).status).toBe(404);
-    // Slots are not hers to read on Medplum: only the availability bot reads them for her.
-    const read = await direct(gw.backend, ca.token, 'GET', fhirPath('Slot?_count=5'));
-    expect((read.body as { entry?: unknown[] }).entry ?? []).toEqual([]);
+    // She reads her tenant's free/busy herself (availability is computed with her token), never another
+    // tenant's: every Slot she can find is on one of her tenant's Schedules.
+    const read = await direct(gw.backend, ca.token, 'GET', fhirPath('Slot?_count=100'));
+    const found = ((read.body as { entry?: { resource: Slot }[] }).entry ?? []).map((e) => e.resource);
+    expect(found.length).toBeGreaterThan(0);
+    const theirs = await gw.backend.systemRepo.searchResources<Schedule>({
+      resourceType: 'Schedule',
+      filters: [{ code: '_compartment', operator: 'eq', value: ca.patient.managingOrganization?.reference as string }],
+    });
+    for (const slot of found) {
+      expect(theirs.map((s) => `Schedule/${s.id}`)).toContain(slot.schedule.reference);
+    }
+    const southridge = await freshPatient(gw.backend, { tenant: 'southridge', state: 'TX' });
+    const other = await direct(gw.backend, southridge.token, 'GET', fhirPath(`Slot/${found[0]?.id}`));
+    expect(other.status).toBe(404);
+    // Nor a Schedule that does not serve a visit type (one whose actor could be a patient).
+    const plain = await gw.backend.systemRepo.createResource<Schedule>({
+      resourceType: 'Schedule',
+      meta: { project: gw.backend.project.id, accounts: [ca.patient.managingOrganization as { reference: string }] },
+      active: true,
+      actor: [{ reference: `Patient/${ca.patient.id}` }],
+    });
+    expect((await direct(gw.backend, southridge.token, 'GET', fhirPath(`Schedule/${plain.id}`))).status).toBe(404);
+    expect((await direct(gw.backend, ca.token, 'GET', fhirPath(`Schedule/${plain.id}`))).status).toBe(404);
   });
 });
 
@@ -210,7 +231,8 @@ describe('across a daylight-saving change', () => {
     for (const { start, end } of workingSlots(hours, 'America/Los_Angeles', '2027-03-12', 4, 30)) {
       await repo.createResource<Slot>({
         resourceType: 'Slot',
-        meta: { project: gw.backend.project.id },
+        // Filed in the tenant, as materialize-slots files them (patients read them with their own token).
+        meta,
         schedule: { reference: `Schedule/${schedule.id}` },
         serviceType: schedule.serviceType,
         status: 'free',
