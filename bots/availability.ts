@@ -61,14 +61,16 @@ export async function availabilityFor(
   query: BotInput<'availability'>,
 ): Promise<AvailabilityResult> {
   const issues = queryIssues(query);
-  if (issues.length > 0) {
-    return fail(400, 'invalid_request', 'This availability query cannot be answered', { issues });
-  }
-  if (query.careTeam) {
+  if (query.careTeam && issues.length === 0) {
     // The team named goes out with her Patient (issue 27: round trips); believed once hers is known.
     ahead(medplum.readResource('CareTeam', query.careTeam.split('/')[1]));
   }
+  // Her Patient first, whatever the query: with her own token (the gateway's case) this read is what
+  // confirms her session to Medplum (a revoked login is 401 before anything is judged).
   const patient = (await medplum.readResource('Patient', patientId)) as Patient;
+  if (issues.length > 0) {
+    return fail(400, 'invalid_request', 'This availability query cannot be answered', { issues });
+  }
   // Whose time she may book depends on where she lives (a licence is per state): without it, say so.
   const missing = missingWhereabouts(whereaboutsOf(patient));
   if (missing.length > 0) {

@@ -3,7 +3,7 @@ import type { CarePlan, EpisodeOfCare, ObservationDefinition, Reference, Task } 
 import { SYSTEMS } from '../../contracts/systems';
 import type { PatientTask } from '../../contracts/tasks';
 import { absent } from './absent';
-import { episodeTag, patientTaskView } from './journey';
+import { episodeTag, patientTaskView, taskDefinition } from './journey';
 import { searchAll } from './search';
 
 /**
@@ -56,6 +56,19 @@ export async function episodeOfPlan(
 }
 
 /** The plan as she is answered it: with her open tasks once it is active. */
+/**
+ * Tasks in the order of the plan's activities (the program's actions), whatever order a search gives
+ * (Medplum promises none without `_sort`, and one transaction stamps them all with one instant).
+ */
+function inPlanOrder(plan: CarePlan, tasks: Task[]): Task[] {
+  const order = (plan.activity ?? []).map((a) => a.detail?.instantiatesCanonical?.[0] ?? '');
+  const rank = (t: Task) => {
+    const at = order.indexOf(taskDefinition(t) ?? '');
+    return at < 0 ? order.length : at;
+  };
+  return [...tasks].sort((a, b) => rank(a) - rank(b) || (a.authoredOn ?? '').localeCompare(b.authoredOn ?? ''));
+}
+
 export async function enrollmentAnswer(
   medplum: MedplumClient,
   plan: CarePlan,
@@ -67,8 +80,11 @@ export async function enrollmentAnswer(
   const status = plan.status as 'draft' | 'active' | 'revoked';
   const tasks =
     status === 'active'
-      ? (await searchAll(medplum, 'Task', { 'based-on': `CarePlan/${plan.id}` })).filter(
-          (t) => t.for?.reference === plan.subject?.reference && OPEN.includes(t.status),
+      ? inPlanOrder(
+          plan,
+          (await searchAll(medplum, 'Task', { 'based-on': `CarePlan/${plan.id}` })).filter(
+            (t) => t.for?.reference === plan.subject?.reference && OPEN.includes(t.status),
+          ),
         )
       : [];
   return {

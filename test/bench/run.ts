@@ -5,6 +5,7 @@ import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
 import { percentiles, runEmbeddedStoreBench } from './embedded-store';
+import { runFairnessBench } from './fairness';
 import { canPin, FLOOR_PAIR, type Layout, type LoadResult, runGatewayBench } from './gateway';
 import { runIntakeBench } from './intake';
 import { runOperationsBench } from './operations';
@@ -28,6 +29,7 @@ const SECTIONS = [
   'real-medplum',
   'quota',
   'overload',
+  'fairness',
   'operations',
   'gateway',
   'workflows',
@@ -78,6 +80,9 @@ async function main(): Promise<void> {
   process.env.EMBEDDED_REQUEST_RATE_LIMIT ??= '-1';
   if (runs('overload')) {
     await printOverloadBench(Number(process.env.BENCH_OVERLOAD_SECONDS ?? 60));
+  }
+  if (runs('fairness')) {
+    await printFairnessBench(Number(process.env.BENCH_FAIRNESS_SECONDS ?? 10));
   }
   if (runs('operations')) {
     await printOperationsBench();
@@ -158,6 +163,21 @@ async function main(): Promise<void> {
 
 /** Issue 24's target: RSS after a burst and after load within this of idle, with no heap cap that kills. */
 const RSS_TARGET = 1.5;
+
+async function printFairnessBench(seconds: number): Promise<void> {
+  const rounds = await runFairnessBench(seconds);
+  console.log('## Fairness, on one process set up as npm start (32 calls a caller, 256 in all)');
+  console.log(
+    `   N self-registered accounts each keep 32 calls in flight (GET /v1/agreements/requirements) for ${seconds} s; a victim reads her profile one call at a time`,
+  );
+  for (const r of rounds) {
+    const v = r.victim;
+    console.log(
+      `  ${String(r.accounts).padStart(3)} flooding: victim ${v.ok}/${v.calls} answered 200 (${((100 * v.ok) / Math.max(v.calls, 1)).toFixed(1)}%), p50 ${v.p50Ms.toFixed(1)} ms, p99 ${v.p99Ms.toFixed(1)} ms, ${JSON.stringify(v.statuses)}; flood ${r.flood.calls} calls ${JSON.stringify(r.flood.statuses)}`,
+    );
+  }
+  console.log('');
+}
 
 async function printOverloadBench(seconds: number): Promise<void> {
   const o = await runOverloadBench(seconds);

@@ -134,6 +134,45 @@ describe('materialised free Slots', () => {
     expect(after.some((s) => s.identifier?.[0]?.value === lost.identifier?.[0]?.value)).toBe(true);
   });
 
+  it('every Slot is filed in its Schedule’s tenant; one made before that (no accounts) is filed by the next run, its status untouched, and then read by her tenant’s patients only', async () => {
+    const made = await slots();
+    expect(made.every((slot) => (slot.meta?.accounts?.length ?? 0) > 0)).toBe(true);
+    // Two Slots as an earlier version made them: filed nowhere, one of them booked.
+    const [free, busy] = made.filter((s) => s.start > new Date(Date.now() + 86_400_000).toISOString()).slice(0, 2) as [
+      Slot,
+      Slot,
+    ];
+    const unfile = (slot: Slot, status: Slot['status']) => {
+      const { accounts: _accounts, compartment: _compartment, ...meta } = slot.meta ?? {};
+      return backend.systemRepo.updateResource<Slot>({ ...slot, status, meta });
+    };
+    await unfile(free, 'free');
+    await unfile(busy, 'busy');
+    const alice = backend.patients.alice.token;
+    const read = (slot: Slot, token: string) =>
+      backend.fetch(new URL(`fhir/R4/Slot/${slot.id}`, backend.baseUrl), {
+        headers: { authorization: `Bearer ${token}` },
+      });
+    expect((await read(free, alice)).status).toBe(404);
+    nextMinute();
+    await backend.cron.tick(new Date('2026-11-26T04:00:00Z'));
+    const [freeNow, busyNow] = await Promise.all(
+      [free, busy].map((s) => backend.systemRepo.readResource<Slot>('Slot', s.id as string)),
+    );
+    expect(freeNow.meta?.accounts).toEqual(free.meta?.accounts);
+    expect(busyNow.meta?.accounts).toEqual(busy.meta?.accounts);
+    expect([freeNow.status, busyNow.status]).toEqual(['free', 'busy']);
+    expect([freeNow.start, busyNow.start]).toEqual([free.start, busy.start]);
+    const tenantOf = (token: string) =>
+      free.meta?.accounts?.[0]?.reference === backend.patients.alice.patient.managingOrganization?.reference
+        ? token
+        : undefined;
+    const mine = tenantOf(alice) ? alice : backend.patients.carol.token;
+    const theirs = mine === alice ? backend.patients.carol.token : alice;
+    expect((await read(free, mine)).status).toBe(200);
+    expect((await read(free, theirs)).status).toBe(404);
+  });
+
   it('a run whose writes are refused fails loudly, naming how many, and the next run makes them', async () => {
     const made = await slots();
     const gone = made.filter((s) => s.start > new Date(Date.now() + 5 * 86_400_000).toISOString()).slice(0, 3);
