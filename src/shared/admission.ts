@@ -27,6 +27,7 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
   const seen = new Map<string, number>();
   let lastPrune = 0;
   let total = 0;
+  const reserve = Math.max(1, Math.floor(limits.total / 8));
   const activeCallers = (now: number): number => {
     if (now - lastPrune > 1_000) {
       lastPrune = now;
@@ -51,7 +52,9 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
       if (mine >= share) {
         return { share };
       }
-      if (total >= limits.total) {
+      // The last eighth is kept for callers with nothing in flight (a patient arriving while others flood):
+      // those already holding places are refused there as if it were full.
+      if (total >= limits.total || (contended && mine > 0 && total >= limits.total - reserve)) {
         return 'total';
       }
       perCaller.set(caller, mine + 1);

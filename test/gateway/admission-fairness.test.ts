@@ -53,13 +53,15 @@ describe('fair admission', () => {
   it('ten accounts flooding at once: once they are known, each holds its share and a newcomer is admitted', async () => {
     const h = harness();
     const flooders = Array.from({ length: 10 }, (_, i) => `Patient/f${i}`);
-    // First wave, first come: the first three take everything (8 each), the rest are refused 503.
     const first = [];
     for (const f of flooders) {
       first.push(await h.start(f, 8));
     }
-    expect(first.map((w) => w.admitted)).toEqual([8, 8, 8, 0, 0, 0, 0, 0, 0, 0]);
-    expect(first[3]?.statuses).toEqual(Array(8).fill(503));
+    // First wave, first come, but the last eighth (3) kept for callers with nothing in flight: the first two
+    // take 8 each, the third stops at 21, and three latecomers get one place each; then it is full.
+    expect(first.map((w) => w.admitted)).toEqual([8, 8, 5, 1, 1, 1, 0, 0, 0, 0]);
+    expect(first[3]?.statuses).toEqual([0, ...Array(7).fill(503)]);
+    expect(first[9]?.statuses).toEqual(Array(8).fill(503));
     // They keep at it: each retries whenever one of its calls ends (here: the oldest half of the calls
     // in flight end, then every flooder tries 8 more), for a few rounds. Past half of the instance each
     // is held to its share (24 / 10 = 2): those that got more early get no more until they are under it.

@@ -70,7 +70,8 @@ describe('admission', () => {
     // Served, or refused at once: 503 while the instance is full, 429 past a caller's share of it (once it
     // is half full, each of the six holds at most 24 / 6; test/gateway/admission-fairness.test.ts).
     expect(statuses.filter((s) => s !== 200 && s !== 503 && s !== 429)).toEqual([]);
-    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(24);
+    // At least the instance's places less the eighth kept for callers with nothing in flight.
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(24 - 3);
     expect(statuses.filter((s) => s !== 200).length).toBeGreaterThan(0);
     for (const refused of answers.filter((a) => a.status !== 200)) {
       expect(refused.body).toMatchObject({
