@@ -12,6 +12,9 @@ export interface AdmissionLimits {
   total: number;
 }
 
+/** How long a refused caller stays out of the places kept for newcomers. */
+const HELD_BACK_MS = 1_000;
+
 /** How long a caller counts as one of those sharing the instance after her last call. */
 const ACTIVE_WINDOW_MS = 10_000;
 
@@ -25,6 +28,8 @@ export interface AdmissionCounter {
 export function admissionCounter(limits: AdmissionLimits, clock: () => number = Date.now): AdmissionCounter {
   const perCaller = new Map<string, number>();
   const seen = new Map<string, number>();
+  /** When each caller was last refused. */
+  const held = new Map<string, number>();
   let lastPrune = 0;
   let total = 0;
   const reserve = Math.max(1, Math.floor(limits.total / 8));
@@ -34,6 +39,7 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
       for (const [caller, at] of seen) {
         if (now - at > ACTIVE_WINDOW_MS && !perCaller.has(caller)) {
           seen.delete(caller);
+          held.delete(caller);
         }
       }
     }
@@ -50,11 +56,15 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
         ? Math.min(limits.perCaller, Math.max(1, Math.floor(limits.total / active)))
         : limits.perCaller;
       if (mine >= share) {
+        held.set(caller, now);
         return { share };
       }
-      // The last eighth is kept for callers with nothing in flight (a patient arriving while others flood):
-      // those already holding places are refused there as if it were full.
-      if (total >= limits.total || (contended && mine > 0 && total >= limits.total - reserve)) {
+      // The last eighth is kept for callers with nothing in flight who are not being held back (a patient
+      // arriving while others flood): one holding places, or refused in the last second, is refused there
+      // as if it were full (a flooder's calls end together, and its other calls would take it at once).
+      const heldBack = now - (held.get(caller) ?? Number.NEGATIVE_INFINITY) < HELD_BACK_MS;
+      if (total >= limits.total || (contended && (mine > 0 || heldBack) && total >= limits.total - reserve)) {
+        held.set(caller, now);
         return 'total';
       }
       perCaller.set(caller, mine + 1);
