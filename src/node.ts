@@ -37,7 +37,7 @@ async function main(): Promise<void> {
       ...edge,
     });
     serve({ fetch: app.fetch, port: config.port, hostname: config.host });
-    console.log(`Patient Care API on ${config.remote.baseUrl}: ${config.publicUrl}`);
+    console.log(`Patient Care API at ${config.publicUrl}, over the Medplum at ${config.remote.baseUrl}`);
     return;
   }
   // Its API is served on a port of its own, as a real Medplum's: patient apps sign in and register there.

@@ -80,7 +80,8 @@ describe('materialised free Slots', () => {
     expect(made.length).toBe(SLOTS_PER_RUN);
     expect(perSchedule(made).size).toBe(VISIT_PRACTITIONERS.length);
     // Soonest first across schedules: every schedule has its next days, none the whole horizon yet.
-    const inTwoDays = new Date(Date.now() + 2 * 86_400_000).toISOString();
+    // Four days: office hours are weekdays, and from a Friday evening the next two days are a weekend.
+    const inTwoDays = new Date(Date.now() + 4 * 86_400_000).toISOString();
     for (const [schedule, count] of perSchedule(made.filter((s) => s.start < inTwoDays))) {
       expect(count, schedule).toBeGreaterThan(0);
     }
