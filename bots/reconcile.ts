@@ -48,6 +48,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     ...(await redriveSpine(medplum, since)),
     visits: await redriveVisits(medplum, since),
     overdueReviews: await markOverdueReviews(medplum, new Date()),
+    expiredKeys: await purgeExpiredKeys(medplum, new Date()),
   };
 }
 
@@ -144,6 +145,35 @@ async function markOverdueReviews(medplum: MedplumClient, now: Date): Promise<nu
       .catch(() => undefined);
   }
   return marked;
+}
+
+/** At most this many expired Idempotency-Key records go in one run (a write each, of the bot's quota). */
+const KEYS_PER_RUN = 200;
+
+/**
+ * Patients' Idempotency-Key records past their 24 hours (src/edge/idempotency.ts), which answer nothing
+ * any more: deleted, oldest first, a bounded number a run.
+ */
+async function purgeExpiredKeys(medplum: MedplumClient, now: Date): Promise<number> {
+  const before = new Date(now.getTime() - 25 * 3600_000).toISOString();
+  const expired = await medplum.searchResources(
+    'Basic',
+    {
+      code: `${SYSTEMS.idempotency}|request`,
+      _lastUpdated: `lt${before}`,
+      _count: String(KEYS_PER_RUN),
+      _sort: '_lastUpdated',
+    },
+    { cache: 'no-cache' },
+  );
+  let purged = 0;
+  for (const record of expired) {
+    await medplum
+      .deleteResource('Basic', record.id as string)
+      .then(() => purged++)
+      .catch(() => undefined);
+  }
+  return purged;
 }
 
 /** The business status of an asynchronous review past its due date. */

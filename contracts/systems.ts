@@ -32,6 +32,11 @@ export const SYSTEMS = {
    * `<episode>|EpisodeOfCare/<id>`, so `?_tag=` finds them on any type.
    */
   episode: `${BASE}/episode`,
+  /**
+   * A patient's `Idempotency-Key` record (a Basic of hers, code `request`): identifier
+   * `<idempotency>|<sha-256 of the key>` (src/edge/idempotency.ts).
+   */
+  idempotency: `${BASE}/idempotency`,
   /** The EpisodeOfCare's own idempotency key: `Patient/<id>;<plan url>` (EpisodeOfCare.identifier). */
   episodeKey: `${BASE}/episode-key`,
   /** Patient-facing tasks carry `<taskAudience>|patient` (spec: "tagged patient"); others are clinicians'. */
@@ -94,6 +99,12 @@ export const ORDER_DECISIONS_ENDPOINT = 'POST /v1/orders/{id}/decisions';
 export const BOOKING_ENDPOINT = 'POST /v1/appointments';
 
 export const EXTENSIONS = {
+  /** On an Idempotency-Key record: the sha-256 of the request it was first used with (method, path, body). */
+  idempotencyRequest: `${BASE}/fhir/StructureDefinition/idempotency-request`,
+  /** On an Idempotency-Key record: who made it (a random token of the gateway call that holds it). */
+  idempotencyHolder: `${BASE}/fhir/StructureDefinition/idempotency-holder`,
+  /** On an Idempotency-Key record: the first answer, `{status, contentType, body}` as JSON. */
+  idempotencyAnswer: `${BASE}/fhir/StructureDefinition/idempotency-answer`,
   /** On a patient ClientApplication: the tenant Organization whose app it is. */
   tenantOrganization: `${BASE}/fhir/StructureDefinition/tenant-organization`,
   /** On a Bot: sha256 of the deployed bundle, so provisioning redeploys only what changed. */

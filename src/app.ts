@@ -10,6 +10,7 @@ import type { AccessLogEntry, App, AppDeps, AppEnv, Limits } from './app-env';
 import { createTokenVerifier, type TokenVerifier } from './auth/verify';
 import { admission } from './edge/admission';
 import { gatewayCors } from './edge/cors';
+import { idempotency } from './edge/idempotency';
 import { guardJsonBody } from './edge/json-body';
 import { createEdge, type Edge } from './edge/request';
 import { ApiError, unauthenticated } from './errors';
@@ -73,6 +74,7 @@ export function createApp(deps: AppDeps): App {
   );
   app.use('/v1/*', authenticate(deps, verify));
   app.use('/v1/*', admission({ perCaller: deps.limits.inFlightPerCaller, total: deps.limits.inFlightTotal }));
+  app.use('/v1/*', idempotency());
 
   registerHealthRoutes(app, deps);
   registerConfigRoutes(app, deps);

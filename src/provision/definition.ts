@@ -212,6 +212,15 @@ function patientPolicy(): AccessPolicyResource[] {
       ],
     },
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
+    // Her Idempotency-Key records (src/edge/idempotency.ts): hers alone, about her own calls; written
+    // with her token so that every gateway instance honours her keys. What she writes here directly
+    // changes only what the gateway answers her again.
+    {
+      resourceType: 'Basic',
+      criteria: `Basic?subject=%patient&code=${SYSTEMS.idempotency}|request`,
+      interaction: ['create', 'read', 'search', 'update', 'delete'],
+      writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS, JOURNEY_KEYS],
+    },
     ...CATALOG_TYPES.flatMap(catalogReads),
     ...TENANT_DIRECTORY_TYPES.map((type) => ({ resourceType: type, criteria: inTenant(type), readonly: true })),
     { resourceType: 'Schedule', criteria: VISIT_SCHEDULES, readonly: true },
@@ -894,6 +903,12 @@ export const platformDefinition: ProvisionDefinition = {
             criteria: `Task?code=${SYSTEMS.taskKind}|review-async-visit`,
             interaction: ['read', 'search', 'update'],
             writeConstraint: [MARKED_OVERDUE_ONLY],
+          },
+          // Patients' Idempotency-Key records past their 24 hours: deleted (nothing else of theirs).
+          {
+            resourceType: 'Basic',
+            criteria: `Basic?code=${SYSTEMS.idempotency}|request`,
+            interaction: ['read', 'search', 'delete'],
           },
           // Visits whose end was lost: it finds them (their segments and requests) and executes visit-completion.
           ...['Appointment', 'Encounter', 'ServiceRequest'].map((resourceType) => ({

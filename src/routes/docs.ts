@@ -59,18 +59,99 @@ export function registerDocsRoutes(app: App, assets: AssetLoader | undefined): v
 
 /** The OpenAPI 3.1 document, generated from the contracts the routes validate with (never hand-written). */
 export function openApiDocument(app: App, c?: Context<AppEnv>) {
-  return app.getOpenAPI31Document({
-    openapi: '3.1.0',
-    info: OPENAPI_INFO,
-    servers: c ? [{ url: publicUrl(c), description: 'This environment' }] : [{ url: 'https://api.example.test' }],
-    tags: [
-      { name: 'Session', description: 'Configuration, the signed-in patient and registration.' },
-      {
-        name: 'Record plane',
-        description: `FHIR R4 reads over the patient's record, and the few patient-authored writes. A search query may be at most ${MAX_QUERY_BYTES} bytes once percent-encoded.`,
-      },
-    ],
-  });
+  return withIdempotencyKeys(
+    app.getOpenAPI31Document({
+      openapi: '3.1.0',
+      info: OPENAPI_INFO,
+      servers: c ? [{ url: publicUrl(c), description: 'This environment' }] : [{ url: 'https://api.example.test' }],
+      tags: [
+        { name: 'Session', description: 'Configuration, the signed-in patient and registration.' },
+        {
+          name: 'Record plane',
+          description: `FHIR R4 reads over the patient's record, and the few patient-authored writes. A search query may be at most ${MAX_QUERY_BYTES} bytes once percent-encoded.`,
+        },
+      ],
+    }),
+  );
+}
+
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    "Makes the call safe to retry (draft-ietf-httpapi-idempotency-key-header): the same key with the same request (method, path and body) within 24 hours answers the first answer again, status and body, with `Idempotent-Replayed: true`, and does nothing; the key with another request is 422 `idempotency_key_reused`; while the first call runs, 409 `request_in_progress` (Retry-After). Keys are the patient's own and kept by the platform, so every instance honours them. A call that ends in a 5xx or 429 keeps no answer: retry it with the same key. The SDK sends a new key with every POST and reuses it on its own retries.",
+  schema: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^[\\x21-\\x7e]+$',
+    example: '5b8f0d1e-3c2a-4f7e-9d6b-1a2b3c4d5e6f',
+  },
+};
+
+/**
+ * Every POST of `/v1` takes an `Idempotency-Key` (src/edge/idempotency.ts), and may answer its two
+ * refusals: added to the generated document here, where the operations are all known.
+ */
+function withIdempotencyKeys<D>(document: D): D {
+  const paths = (document as { paths?: Record<string, Record<string, unknown> | undefined> }).paths ?? {};
+  for (const item of Object.values(paths)) {
+    const post = item?.post as
+      | {
+          parameters?: unknown[];
+          responses?: Record<
+            string,
+            { description?: string; content?: Record<string, { schema?: unknown; example?: unknown }> }
+          >;
+        }
+      | undefined;
+    if (!post) {
+      continue;
+    }
+    post.parameters = [...(post.parameters ?? []), IDEMPOTENCY_KEY];
+    const responses = post.responses ?? {};
+    const envelope = Object.values(responses).find(
+      (r) =>
+        r.content?.['application/json']?.schema &&
+        r.description &&
+        /error|refus|conflict|invalid|not/i.test(r.description),
+    )?.content?.['application/json']?.schema ?? { $ref: '#/components/schemas/Error' };
+    const refusal = (status: string, code: string, message: string, description: string) => {
+      const existing = responses[status];
+      responses[status] = existing
+        ? { ...existing, description: `${existing.description ?? ''} With an Idempotency-Key: ${description}` }
+        : {
+            description: `With an Idempotency-Key: ${description}`,
+            content: {
+              'application/json': {
+                schema: envelope,
+                example: {
+                  error: {
+                    code,
+                    message,
+                    details: { header: 'Idempotency-Key', requestId: '6f1c2b0e-3c1d-4f7a-9a55-0c7e0a5d2b11' },
+                  },
+                },
+              },
+            },
+          };
+    };
+    refusal(
+      '409',
+      'request_in_progress',
+      'A request with this Idempotency-Key is still in progress; try again shortly',
+      '`request_in_progress` while the first call with the key runs.',
+    );
+    refusal(
+      '422',
+      'idempotency_key_reused',
+      'This Idempotency-Key was used with another request; use a new key for a new request',
+      '`idempotency_key_reused` when the key was used with another request.',
+    );
+    post.responses = responses;
+  }
+  return document;
 }
 
 const escapeHtml = (text: string): string =>

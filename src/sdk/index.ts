@@ -57,6 +57,9 @@ import {
   PatientTasksSchema,
 } from '../../contracts/tasks';
 
+/** How many times a POST is sent again, with its Idempotency-Key, when no answer came back. */
+const RETRIES = 2;
+
 /** A failure answered by the API: the error envelope, with its HTTP status. */
 export class PatientCareApiError extends Error {
   constructor(
@@ -150,7 +153,36 @@ export function createPatientCareClient(options: ClientOptions) {
     return new PatientCareApiError(status, 'internal', 'Unexpected error response');
   }
 
+  /**
+   * A POST carries an `Idempotency-Key` (a new one per call, unless the caller gave one), and the SDK's
+   * own retries reuse it: a call that did not answer (the network failed) or answered that the service
+   * was momentarily unable (502, 503, 504) is sent again, at most twice, and whatever the first attempt
+   * did is done once. Other methods are sent once.
+   */
   async function send(route: Route, input: CallInput): Promise<Response> {
+    if (route.method.toUpperCase() !== 'POST') {
+      return sendOnce(route, input);
+    }
+    const headers = { 'idempotency-key': crypto.randomUUID(), ...input.headers };
+    for (let attempt = 0; ; attempt++) {
+      let response: Response | undefined;
+      try {
+        response = await sendOnce(route, { ...input, headers });
+      } catch (err) {
+        if (attempt >= RETRIES) {
+          throw err;
+        }
+      }
+      if (response && (attempt >= RETRIES || ![502, 503, 504].includes(response.status))) {
+        return response;
+      }
+      const wait = Math.min(Number(response?.headers.get('retry-after') ?? '1') || 1, 5);
+      await response?.arrayBuffer().catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    }
+  }
+
+  async function sendOnce(route: Route, input: CallInput): Promise<Response> {
     const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(input.params?.[name] ?? ''));
     const search = new URLSearchParams();
     for (const [key, value] of Object.entries(input.query ?? {})) {

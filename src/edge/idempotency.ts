@@ -1,0 +1,159 @@
+import type { MedplumClient } from '@medplum/core';
+import type { Basic, Extension } from '@medplum/fhirtypes';
+import type { MiddlewareHandler } from 'hono';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import type { AppEnv } from '../app-env';
+import { ApiError } from '../errors';
+
+/** A key: 1 to 255 visible ASCII characters (draft-ietf-httpapi-idempotency-key-header: a string). */
+const KEY = /^[\x21-\x7e]{1,255}$/;
+/** How long a key answers its first answer again. */
+export const KEY_LIFETIME_MS = 24 * 3600_000;
+/** A call holding a key longer than this without an answer is taken to have died; the key is taken over. */
+const HOLD_MS = 60_000;
+
+const sha256 = async (bytes: Uint8Array<ArrayBuffer>): Promise<string> =>
+  [...new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))]
+    .map((b) => b.toString(16).padStart(2, '0'))
+    .join('');
+const text = (value: string): Uint8Array<ArrayBuffer> => new TextEncoder().encode(value) as Uint8Array<ArrayBuffer>;
+const ext = (record: Basic, url: string) => record.extension?.find((e) => e.url === url)?.valueString;
+
+interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+/**
+ * `Idempotency-Key` on every POST of `/v1` (draft-ietf-httpapi-idempotency-key-header): the same key with
+ * the same request (method, path and body) within 24 hours answers the first answer again, status and
+ * body (`Idempotent-Replayed: true`), without doing anything; the key with another request is 422
+ * `idempotency_key_reused`; while the first call is still running, 409 `request_in_progress`. Keys are
+ * hers alone: each is a record of her own in Medplum (a Basic in her compartment, written with her
+ * token), so every gateway instance honours it and nobody else's key can collide with hers. A call that
+ * ends in a server failure or a rate limit (5xx, 429) keeps no answer: the same key may be tried again.
+ * Without the header nothing changes. The record is about her own calls only (a patient writing one
+ * directly on Medplum affects what the gateway replays to her, never anyone else).
+ */
+export function idempotency(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const key = c.req.header('idempotency-key');
+    const session = c.get('session');
+    if (c.req.method !== 'POST' || key === undefined || !session) {
+      return next();
+    }
+    if (!KEY.test(key)) {
+      throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 visible ASCII characters', {
+        header: 'Idempotency-Key',
+      });
+    }
+    const medplum = c.get('medplum');
+    const her = `Patient/${session.patientId}`;
+    const request = await sha256(
+      new Uint8Array([
+        ...text(`${c.req.method} ${new URL(c.req.url).pathname}\n`),
+        // A JSON body was read already (the frame checks it; Hono keeps it); an upload's stream is the
+        // route's to read, so a copy of it is hashed here.
+        ...new Uint8Array(await (c.req.raw.bodyUsed ? c.req.arrayBuffer() : c.req.raw.clone().arrayBuffer())),
+      ]),
+    );
+    const keyId = await sha256(text(key));
+    const holder = crypto.randomUUID();
+    const fresh: Basic = {
+      resourceType: 'Basic',
+      code: { coding: [{ system: SYSTEMS.idempotency, code: 'request' }] },
+      subject: { reference: her },
+      identifier: [{ system: SYSTEMS.idempotency, value: keyId }],
+      created: new Date().toISOString().slice(0, 10),
+      extension: [
+        { url: EXTENSIONS.idempotencyRequest, valueString: request },
+        { url: EXTENSIONS.idempotencyHolder, valueString: holder },
+      ],
+    };
+    let record = await claim(medplum, fresh, keyId, her);
+    if (ext(record, EXTENSIONS.idempotencyHolder) !== holder) {
+      const age = Date.now() - Date.parse(record.meta?.lastUpdated ?? '');
+      const answer = ext(record, EXTENSIONS.idempotencyAnswer);
+      if (age > KEY_LIFETIME_MS || (!answer && age > HOLD_MS)) {
+        // Expired, or held by a call that died: hers to use again, taken over under If-Match.
+        record = await takeOver(medplum, record, fresh);
+      } else if (ext(record, EXTENSIONS.idempotencyRequest) !== request) {
+        throw new ApiError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was used with another request; use a new key for a new request',
+          { header: 'Idempotency-Key' },
+        );
+      } else if (!answer) {
+        throw inProgress();
+      } else {
+        const first = JSON.parse(answer) as Answer;
+        return c.body(first.body, first.status as 200, {
+          'content-type': first.contentType,
+          'idempotent-replayed': 'true',
+        });
+      }
+    }
+    await next();
+    const status = c.res.status;
+    try {
+      if (status >= 500 || status === 429) {
+        // Nothing to answer again: the same key may be tried again.
+        await medplum.deleteResource('Basic', record.id as string);
+      } else {
+        const answer: Answer = {
+          status,
+          contentType: c.res.headers.get('content-type') ?? 'application/json',
+          body: await c.res.clone().text(),
+        };
+        await medplum.updateResource<Basic>(
+          {
+            ...record,
+            extension: [
+              ...(record.extension ?? []).filter((e) => e.url !== EXTENSIONS.idempotencyAnswer),
+              { url: EXTENSIONS.idempotencyAnswer, valueString: JSON.stringify(answer) } as Extension,
+            ],
+          },
+          { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } },
+        );
+      }
+    } catch {
+      // The answer stands; the key then answers 409 until its hold lapses, and then runs again.
+    }
+  };
+}
+
+const inProgress = () =>
+  new ApiError(
+    'request_in_progress',
+    'A request with this Idempotency-Key is still in progress; try again shortly',
+    { header: 'Idempotency-Key', retryAfter: 1 },
+    { 'Retry-After': '1' },
+  );
+
+/** Her record of the key: the one she had, or this new one (a conditional create: one wins a race). */
+async function claim(medplum: MedplumClient, fresh: Basic, keyId: string, her: string): Promise<Basic> {
+  try {
+    return await medplum.createResourceIfNoneExist<Basic>(
+      fresh,
+      `identifier=${encodeURIComponent(`${SYSTEMS.idempotency}|${keyId}`)}&subject=${encodeURIComponent(her)}`,
+    );
+  } catch (err) {
+    // Two calls with one key at once: Medplum answers the loser's conditional create 409.
+    if ((err as { outcome?: { issue?: { code?: string }[] } }).outcome?.issue?.some((i) => i.code === 'conflict')) {
+      throw inProgress();
+    }
+    throw err;
+  }
+}
+
+async function takeOver(medplum: MedplumClient, record: Basic, fresh: Basic): Promise<Basic> {
+  try {
+    return await medplum.updateResource<Basic>(
+      { ...fresh, id: record.id, meta: record.meta },
+      { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } },
+    );
+  } catch {
+    throw inProgress();
+  }
+}
