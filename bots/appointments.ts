@@ -63,7 +63,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<App
   }
   const input = start.input;
   const { patientId } = start.caller;
-  // What every operation reads anyway goes out with her Patient (issue 27: round trips): the gate's
+  // What every operation reads anyway goes out with her Patient (fewer round trips): the gate's
   // acceptances and published agreements, and what the call names.
   ahead(activeAcceptances(medplum, patientId));
   ahead(freshCatalog(medplum).published());
@@ -378,7 +378,7 @@ async function startSegment(
   if (appointment.status !== 'booked' && appointment.status !== 'arrived') {
     return fail(409, 'invalid_state', `This visit is ${appointment.status}`, { state: appointment.status });
   }
-  // The licence and the gate are asked now, beside the segments (round trips), and believed in turn below.
+  // The licence and the gate are asked now, beside the segments (fewer round trips), and believed in turn below.
   const practitioner = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Practitioner/'))?.actor
     ?.reference;
   const licensing = ahead(

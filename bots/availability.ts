@@ -62,7 +62,7 @@ export async function availabilityFor(
 ): Promise<AvailabilityResult> {
   const issues = queryIssues(query);
   if (query.careTeam && issues.length === 0) {
-    // The team named goes out with her Patient (issue 27: round trips); believed once hers is known.
+    // The team named goes out with her Patient (fewer round trips); believed once hers is known.
     ahead(medplum.readResource('CareTeam', query.careTeam.split('/')[1]));
   }
   // Her Patient first, whatever the query: with her own token (the gateway's case) this read is what
@@ -216,7 +216,7 @@ async function practitionersOf(
 const DAYS_PAGE = 1000;
 
 /**
- * Every Slot of a window, one pass in start order (issue 27): each page starts at the last page's last
+ * Every Slot of a window, one pass in start order: each page starts at the last page's last
  * start (`ge`), skipping the Slots already counted at that instant, instead of re-reading the window
  * page by page by `_offset`. The search's cost then follows the window, on Medplum as on the embedded
  * store (its start-ordered index). Falls back to offset paging for the one case keyset paging cannot

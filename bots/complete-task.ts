@@ -83,7 +83,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
   const { task: taskId, edge, ...payload } = { edge: undefined, ...start.input };
   const digest = payloadDigest(payload);
   for (let attempt = 0; ; attempt++) {
-    // What any completion reads goes out with the task (issue 27: round trips): her Patient, the gate's
+    // What any completion reads goes out with the task (fewer round trips): her Patient, the gate's
     // acceptances and published agreements, the answers named.
     ahead(medplum.readResource('Patient', patientId));
     ahead(activeAcceptances(medplum, patientId));
@@ -281,7 +281,7 @@ async function answersWork(
     });
   }
   const attachments: { linkId: string; url?: string; problems: string[] }[] = [];
-  // Every file checked at once (issue 27: round trips), reported in the answers' order.
+  // Every file checked at once (fewer round trips), reported in the answers' order.
   const checked = await Promise.all(
     attached.map(async (a) => ({ ...a, found: await attachmentProblemsOf(medplum, a.attachment, own, origins) })),
   );

@@ -48,7 +48,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
   const own = `Patient/${patientId}`;
   const digest = payloadDigest({ items: decisions });
   for (let attempt = 0; ; attempt++) {
-    // What placing an order reads goes out with the order (issue 27: round trips), each believed in its
+    // What placing an order reads goes out with the order (fewer round trips), each believed in its
     // turn below: her Patient and her tenant's policy, the gate's reads, her task and consent for it.
     ahead(
       medplum

@@ -97,7 +97,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   }
   const review = woken.task;
   const key = `Task/${review.id}`;
-  // What a run reads goes out at once (issue 27: round trips), each believed in its turn below: her
+  // What a run reads goes out at once (fewer round trips), each believed in its turn below: her
   // answers, her Patient with her tenant's queue, the selection of an earlier delivery, the engine.
   const patientRef = review.for?.reference ?? '';
   ahead(handedIn(medplum, review) ?? Promise.resolve(undefined));
@@ -410,7 +410,7 @@ async function optionsOf(
   protocols: PlanDefinition[],
   organization: string | undefined,
 ): Promise<Option[]> {
-  // Every option's definition read at once (issue 27: round trips), kept in the protocols' order.
+  // Every option's definition read at once (fewer round trips), kept in the protocols' order.
   const choices = protocols.flatMap((protocol) =>
     ((protocol.action ?? []).find((a) => a.selectionBehavior === 'exactly-one')?.action ?? []).map((action) => ({
       protocol,

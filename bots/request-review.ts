@@ -109,7 +109,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Req
 }
 
 /**
- * Requests a patient may open in 24 hours (issue 25). An open request for the same item is answered as it
+ * Requests a patient may open in 24 hours. An open request for the same item is answered as it
  * is (one per item), so this bounds only how many distinct items one patient can put in her tenant's
  * review queue. Concurrent requests at the edge may pass it by a few: it limits a flood, not a count.
  */

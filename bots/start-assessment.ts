@@ -29,7 +29,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sta
     return start;
   }
   const { patientId } = start.caller;
-  // The gate's reads start with hers (issue 27: round trips); its answer still comes after the offering's checks.
+  // The gate's reads start with hers (fewer round trips); its answer still comes after the offering's checks.
   const gating = requireAgreements(medplum, patientId, { healthcareService: start.input.healthcareService });
   gating.catch(() => undefined);
   const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };

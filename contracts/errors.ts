@@ -120,7 +120,7 @@ const envelope = (code: ErrorCode, message: string, details: Record<string, unkn
   error: { code, message, details: { ...details, requestId: RID } },
 });
 
-/** One realistic answer per status (issue 28: the reference showed the same 404 for every one). */
+/** One realistic answer per status (the reference showed the same 404 for every one). */
 const EXAMPLES: Record<DocumentedStatus, ErrorEnvelope> = {
   400: envelope('invalid_request', 'The request body does not match the schema', {
     issues: [{ path: 'healthcareService', message: 'Invalid string: must match pattern ^HealthcareService/' }],

@@ -66,7 +66,7 @@ export const RecordTypeParam = ResourceTypeParam.refine(isKnownResourceType, {
   message: UNKNOWN_RESOURCE_TYPE,
 }).openapi({
   param: { name: 'type', in: 'path' },
-  // The document lists exactly the types the check accepts (issue 28: a pattern admitted names it refuses).
+  // The document lists exactly the types the check accepts (a pattern admitted names it refuses).
   enum: [...FHIR_R4_RESOURCE_TYPES, ...MEDPLUM_RESOURCE_TYPES],
   example: 'Observation',
   description:
@@ -232,8 +232,8 @@ export const QuestionnaireResponseWriteSchema = z
       description: 'Must be the signed-in patient (`Patient/<id>`); set to them when omitted.',
     }),
     item: z.array(z.record(z.string(), z.unknown())).optional(),
-    // The rest of R4's QuestionnaireResponse, checked by the record service; no other property (issue 28:
-    // the document allowed any, which the record service refuses).
+    // The rest of R4's QuestionnaireResponse, checked by the record service; no other property
+    // (a document that allowed any would promise what the record service refuses).
     ...Object.fromEntries(
       [
         'meta',
@@ -351,7 +351,7 @@ export function recordPlaneAllow(type: string, instance: boolean): string[] {
 /**
  * Whether any type lets a patient use `method` on a record-plane path of this shape. A method none does
  * (DELETE, PATCH, POST on an instance, PUT on a collection) is 405 before the type is looked at: the
- * method is wrong whatever the type (issue 24, "method before type").
+ * method is wrong whatever the type ("method before type").
  */
 export function someTypeAllows(method: string, instance: boolean): boolean {
   return Object.keys(PATIENT_METHODS).some((type) => recordPlaneAllow(type, instance).includes(method));

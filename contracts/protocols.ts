@@ -59,7 +59,7 @@ export const ProtocolSchema = z
   .discriminatedUnion('type', [AssessmentOfferingSchema, ProgramOfferingSchema, ClinicalProtocolOfferingSchema])
   .openapi('Protocol');
 
-/** What an answer withholds for want of her address, and how she gives it (issue 28). */
+/** What an answer withholds for want of her address, and how she gives it. */
 export const IncompleteProfileSchema = z
   .object({
     missing: z

@@ -191,7 +191,7 @@ export const TENANT_PARAMETER = 'organization';
  * The clinician access-policy parameter that lists the queues (CareTeam references) she works, as a
  * FHIRPath collection of string literals (`'CareTeam/a' | 'CareTeam/b'`, or `{}` for none): Medplum
  * substitutes it into the policy's write constraints (`%queues`), so only a queue's members claim,
- * release or edit its work (issue 25). Every clinician membership carries it.
+ * release or edit its work. Every clinician membership carries it.
  */
 export const QUEUES_PARAMETER = 'queues';
 

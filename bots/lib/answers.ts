@@ -22,7 +22,7 @@ const VALUE_OF: Record<string, string[]> = {
 type Answer = NonNullable<QuestionnaireResponseItem['answer']>[number];
 
 /**
- * What is wrong with answers to a Questionnaire (issue 28): every answered linkId must be one of its
+ * What is wrong with answers to a Questionnaire: every answered linkId must be one of its
  * items, at the same place; a required item must be answered; an item takes the value type its `type`
  * says, one answer unless it `repeats`, a choice one of its `answerOption`s when it lists them (a coding
  * without a system counts when its code is one option's alone: contracts/work-forms.ts optionMatching); groups

@@ -7,7 +7,7 @@ import { type BotResult, fail } from './result';
 /**
  * An assessment as `POST /v1/assessments` answers it: the episode and her tasks. The start-assessment bot
  * answers with these, and the gateway answers a resume from her own reads with the same (src/medplum/
- * finished-work.ts, issue 27). No Node built-in here: the gateway also runs as a Worker.
+ * finished-work.ts). No Node built-in here: the gateway also runs as a Worker.
  */
 
 export interface StartedAssessment {

@@ -9,7 +9,7 @@ import { searchAll } from './search';
 /**
  * An enrollment as `POST /v1/enrollments`, `/activate` and `DELETE` answer it. The enrollment bot answers
  * with these, and the gateway answers repeats of finished enrollment work from her own reads with the
- * same (src/medplum/finished-work.ts, issue 27). No Node built-in here: the gateway also runs as a Worker.
+ * same (src/medplum/finished-work.ts). No Node built-in here: the gateway also runs as a Worker.
  */
 
 export interface Enrollment {

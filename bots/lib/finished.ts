@@ -7,7 +7,7 @@ import { issuedVersion } from './queues';
 /**
  * Finished work as its workflow answers a repeat of it: from the task alone, no other read. The bots
  * answer a replay with these, and so does the gateway when it answers one from the patient's own read
- * without running a bot (src/medplum/finished-work.ts, issue 27), so the two answers are one. No Node
+ * without running a bot (src/medplum/finished-work.ts), so the two answers are one. No Node
  * built-in here: the gateway also runs as a Worker.
  */
 

@@ -253,7 +253,7 @@ export async function claimEpisode(
       ],
     });
     // What the create answered (made now, or the one its condition found): hers, of this key. Read back
-    // only when the answer does not say (issue 27: round trips).
+    // only when the answer does not say (fewer round trips).
     const claimed = written.entry?.[0]?.resource as EpisodeOfCare | undefined;
     if (
       claimed?.resourceType === 'EpisodeOfCare' &&

@@ -100,7 +100,7 @@ async function currentOffer(
     });
   const own = `Patient/${patientId}`;
   const [type, id] = (task.focus?.reference ?? '').split('/');
-  // The offer's reads go out together (issue 27: round trips), each believed in its turn below.
+  // The offer's reads go out together (fewer round trips), each believed in its turn below.
   const reading =
     type === 'RequestGroup' && id
       ? ahead(
@@ -240,7 +240,7 @@ async function acceptance(medplum: MedplumClient, context: OfferContext, offer: 
     },
     extension: [clickwrapProof(patient.id, now, session)],
   };
-  // Each item with the fulfilment methods her tenant allows for it where she lives (issue 28: readable before
+  // Each item with the fulfilment methods her tenant allows for it where she lives (readable before
   // she decides, not learned from a refusal); the order-decisions bot checks them again when she decides.
   const allowed = await allowedMethods(medplum, patient, items);
   const orderDecisions: Task = {

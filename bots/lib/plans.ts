@@ -32,7 +32,7 @@ export async function tasksOf(
   /** Filled with the ObservationDefinition versions read, by versioned reference (the tasks' views need them). */
   definitions?: Map<string, ObservationDefinition>,
 ): Promise<Task[] | undefined> {
-  // Each action's definitions are read at once (issue 27: round trips), the tasks kept in action order.
+  // Each action's definitions are read at once (fewer round trips), the tasks kept in action order.
   const tasks = await Promise.all(actions.map((action) => taskFor(medplum, action, organization, definitions)));
   return tasks.every((task) => task !== undefined) ? tasks : undefined;
 }
@@ -95,7 +95,7 @@ async function taskFor(
       input: [
         { type: taskInputType('activity-definition'), valueCanonical: canonical },
         ...(visitType ? [{ type: taskInputType('visit-type'), valueCoding: visitType }] : []),
-        // Whom she books with (issue 28: nothing else told her): her tenant's visit team, which she may read.
+        // Whom she books with (nothing else told her): her tenant's visit team, which she may read.
         ...(team ? [{ type: taskInputType('care-team'), valueReference: { reference: `CareTeam/${team.id}` } }] : []),
         ...(action.action ?? []).map((segment) => ({
           type: taskInputType('segment'),

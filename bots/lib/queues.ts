@@ -145,7 +145,7 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
   if (!taskId) {
     return refused;
   }
-  // Its history (who completed it) goes out with the task itself: it needs only the id (issue 27: round
+  // Its history (who completed it) goes out with the task itself: it needs only the id (round
   // trips). Believed below, after the task's own checks, as before.
   ahead(medplum.readHistory('Task', taskId));
   const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;

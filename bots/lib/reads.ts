@@ -4,7 +4,7 @@ import type { MedplumClient } from '@medplum/core';
 const WRITES = new Set(['post', 'put', 'patch', 'delete']);
 
 /**
- * One bot run's client, asking Medplum each read once (issue 27: round trips per run): the rules a run
+ * One bot run's client, asking Medplum each read once (fewer round trips per run): the rules a run
  * applies read the same Patient, plan or service more than once (the gate, then the workflow), through
  * different calls (`readReference`, `readResource`, `searchOne`...) that all come down to MedplumClient's
  * `get` of a URL. So the client's own methods run with this wrapper as `this`, and a `get` of a URL the run
@@ -61,7 +61,7 @@ function copyOf(value: unknown): unknown {
 
 /**
  * A read asked now, ahead of the code that needs it (which asks the same and, through `readingOnce`, gets
- * this one): reads a later step is sure to make go out with the first (issue 27: round trips). Its failure
+ * this one): reads a later step is sure to make go out with the first (fewer round trips). Its failure
  * is the later step's to handle, never an unhandled rejection.
  */
 export function ahead<T>(read: Promise<T>): Promise<T> {

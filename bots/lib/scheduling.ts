@@ -19,7 +19,7 @@ async function licensedWhereSheLives(
   jurisdictions: Map<string, Location | undefined> = new Map(),
 ): Promise<boolean> {
   const where = whereaboutsOf(patient);
-  // Every jurisdiction of the role read at once (issue 27: round trips).
+  // Every jurisdiction of the role read at once (fewer round trips).
   const unread = [...new Set((role.location ?? []).map((l) => l.reference ?? ''))].filter((r) => !jurisdictions.has(r));
   await Promise.all(
     unread.map(async (reference) => {
@@ -63,7 +63,7 @@ export async function licensedSchedules(
   if (roles.length === 0) {
     return schedules;
   }
-  // The roles' schedules are asked beside their licences (issue 27: round trips); only the licensed count.
+  // The roles' schedules are asked beside their licences (fewer round trips); only the licensed count.
   const scheduling = ahead(
     searchAll(medplum, 'Schedule', { actor: roles.map((r) => `PractitionerRole/${r.id}`).join(','), active: 'true' }),
   );

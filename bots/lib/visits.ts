@@ -7,7 +7,7 @@ import { searchAll } from './search';
 /**
  * A patient's visits as her appointments workflow answers them (bots/appointments.ts), from her
  * Appointment and its segments (Encounters). The gateway answers repeats of finished visit work from
- * her own reads with the same functions (src/medplum/finished-work.ts, issue 27). No Node built-in
+ * her own reads with the same functions (src/medplum/finished-work.ts). No Node built-in
  * here: the gateway also runs as a Worker.
  */
 

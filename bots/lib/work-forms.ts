@@ -62,7 +62,7 @@ export async function taskHandingIn(
   if (!requester.startsWith('Practitioner/')) {
     return undefined;
   }
-  // Her completed work is asked beside the response (round trips), and believed only if she wrote it.
+  // Her completed work is asked beside the response (fewer round trips), and believed only if she wrote it.
   const [response, tasks] = await Promise.all([
     medplum.readResource('QuestionnaireResponse', responseId).catch(absent) as Promise<
       QuestionnaireResponse | undefined

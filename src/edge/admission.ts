@@ -9,7 +9,7 @@ export type { AdmissionLimits } from '../shared/admission';
 const RETRY_AFTER_SECONDS = 1;
 
 /**
- * Admission before work (issue 24): a call is admitted only while its caller has fewer than `perCaller`
+ * Admission before work: a call is admitted only while its caller has fewer than `perCaller`
  * calls in flight and the instance fewer than `total`, else refused at once, before anything is read or
  * sent: 429 `rate_limited` when the caller is over her share, 503 `upstream_unavailable` when the service
  * is full. No queue: a refused call costs a counter and an answer, so a flood from one token (1,000 calls

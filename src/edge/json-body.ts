@@ -6,7 +6,7 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from '../shared/json-depth';
 const JSON_TYPE = /^application\/([\w.+-]+\+)?json$/;
 
 /**
- * A JSON body checked before any route sees it (issue 24): it must be UTF-8 (a stray byte is refused,
+ * A JSON body checked before any route sees it: it must be UTF-8 (a stray byte is refused,
  * never stored as a replacement character), and nest at most MAX_JSON_DEPTH levels, so that nothing
  * downstream that walks it recursively (validation, serialising it for Medplum) can run out of stack: a
  * 400 naming what is wrong, not a 500. Malformed JSON is left to the route's validation (its 400). The

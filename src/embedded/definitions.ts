@@ -14,7 +14,7 @@ import { MEDPLUM_R4_PROJECT } from '../../contracts/systems';
 
 /**
  * FHIR's and Medplum's own definitions, served read-only to every project as Medplum serves them from its
- * seeded system data (issue 26): what `MedplumClient.requestSchema` asks for (packages/core/src/client.ts:
+ * seeded system data: what `MedplumClient.requestSchema` asks for (packages/core/src/client.ts:
  * `StructureDefinitionList(_filter: "name eq <type>")` and `SearchParameterList(base: <type>)` over GraphQL)
  * and what Medplum's app reads to render its search tables and forms, in Medplum's R4 project
  * (contracts/systems.ts MEDPLUM_R4_PROJECT) as Medplum keeps them. They are not stored: the embedded

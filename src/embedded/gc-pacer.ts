@@ -8,7 +8,7 @@ const HEADROOM_BYTES = 128 * MiB;
 const INTERVAL_MS = 100;
 
 /**
- * Keeps the embedded Medplum thread's heap near what it holds live (issue 24). Each bot run leaves a
+ * Keeps the embedded Medplum thread's heap near what it holds live. Each bot run leaves a
  * whole vm context behind as garbage, and V8 lets that pile up long before a major collection (and keeps
  * the pages it grew to). A low heap limit made V8 collect early, but a limit is also where the thread
  * dies: GraphQL's schema alone is about 500 MB live. So the limit is set well above what admission lets

@@ -16,7 +16,7 @@ export interface HeapStatistics {
 }
 
 /**
- * Admission for `$graphql` (issue 24): one GraphQL call must never take the server down. The first
+ * Admission for `$graphql`: one GraphQL call must never take the server down. The first
  * query builds Medplum's whole GraphQL schema, about 500 MB live: where the heap cannot take it (a
  * host given less memory), the answer is 503 at once, naming the FHIR REST API, instead of an
  * out-of-memory end for every patient. Where it can (`npm start`'s thread is sized for it), at most

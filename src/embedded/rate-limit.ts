@@ -6,7 +6,7 @@ import { addressBucket, requestsHeader, throttled, WindowCounters } from './auth
 export const DEFAULT_REQUEST_RATE_LIMIT = 60_000;
 
 /**
- * Medplum's general rate limit (issue 24): every request from a connected client counts against its
+ * Medplum's general rate limit: every request from a connected client counts against its
  * address (IPv6 by its /64), at most `limit` a minute; beyond it 429 with Medplum's `tooManyRequests`
  * outcome, `Retry-After` and its `RateLimit: "requests";r=;t=` header. The auth URLs have their own,
  * stricter limit (auth/routes.ts), and count there instead, as on Medplum. In-process callers (the

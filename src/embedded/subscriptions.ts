@@ -34,7 +34,7 @@ export interface SubscriptionQueueOptions {
 }
 
 /**
- * Bot runs for deliveries at once (issue 24): a burst of writes queues its deliveries (job records, no
+ * Bot runs for deliveries at once: a burst of writes queues its deliveries (job records, no
  * work) instead of starting a bot run for each at once; Medplum's subscription worker likewise runs a
  * bounded number of jobs at a time. Below the embedded Medplum's `$execute` cap of 128, so deliveries
  * leave patients' own calls room.

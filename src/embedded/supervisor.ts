@@ -17,7 +17,7 @@ export interface SupervisorOptions {
 }
 
 /**
- * The embedded Medplum thread, restarted on its store when it dies (issue 24). While it is down, calls
+ * The embedded Medplum thread, restarted on its store when it dies. While it is down, calls
  * fail as unreachable, which the gateway answers 503; the restarted thread serves the same store, project
  * and signing keys, so patients' tokens and every acknowledged write (WAL, synchronous=FULL) are still
  * there, and a transaction cut off by the death was never committed.

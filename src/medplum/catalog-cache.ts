@@ -3,7 +3,7 @@ import type { ObservationDefinition, Reference } from '@medplum/fhirtypes';
 import { type AgreementCatalog, freshCatalog } from '../../bots/lib/agreements';
 import { readVersioned } from '../../bots/lib/journey';
 /**
- * Short-lived copies of catalog reads the gateway computes answers from (issue 27): what the patients of
+ * Short-lived copies of catalog reads the gateway computes answers from: what the patients of
  * one tenant may read of the published catalog is the same for all of them (their policy's catalog
  * entries: the platform's and their own tenant's, src/provision/definition.ts `catalogReads`), so one
  * patient's read serves her tenant's next calls for `ttlMs`. Keys must name everything that decides what

@@ -44,7 +44,7 @@ import { type CatalogCache, cachedAgreementCatalog, cachedDefinitions } from './
 
 /**
  * A repeat of finished work (a client's retry, a second tap) answered by the gateway from her own reads,
- * with her token and her own FHIR quota, instead of a bot run on the platform's (issue 27, item 1). It
+ * with her token and her own FHIR quota, instead of a bot run on the platform's. It
  * answers only when her record shows the work done with this very payload, and then exactly what the
  * workflow bot answers a replay, from the same functions (bots/lib/finished.ts). Anything else (not
  * done, done with another payload, not hers, not found) is undefined, and the bot decides as before:

@@ -71,7 +71,7 @@ function asInstant(published: string): string {
 
 const BASE = 'https://patient-care.example/agreements';
 
-/** The demo catalog of issue 4: baseline, a tenant's own set, regional and optional agreements. */
+/** The demo catalog of agreements: baseline, a tenant's own set, regional and optional agreements. */
 export const DEMO_AGREEMENTS: AgreementSpec[] = [
   {
     key: 'agreement-terms-v1',

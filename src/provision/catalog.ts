@@ -23,7 +23,7 @@ import type { KeyedResource } from './definition';
 import { keyRef } from './definition';
 
 /**
- * The demo care catalog (issue 14, JOURNEY A): what `GET /v1/protocols` lists and the intake, program and
+ * The demo care catalog (JOURNEY A): what `GET /v1/protocols` lists and the intake, program and
  * spine workflows start. Encoding:
  * - an offering is a HealthcareService (`active`, catalog tag, `fronts-plan` = the plan's `url|version`,
  *   `coverageArea` = jurisdiction Locations when it is restricted);
@@ -630,7 +630,7 @@ const CATALOG_CONDITIONS = [
 ];
 
 /**
- * The ICD-10-CM codes the catalogs use, as a CodeSystem (issue 26): Medplum expands a ValueSet's listed
+ * The ICD-10-CM codes the catalogs use, as a CodeSystem: Medplum expands a ValueSet's listed
  * codes only against their code system (packages/server/src/fhir/operations/expand.ts), and indexes the
  * codes of a CodeSystem whose content is `complete` or `example` (fhir/lookups/coding.ts). This is not
  * ICD-10-CM: `example`, the catalogs' codes only, so that a clinician's form offers them; an operator who

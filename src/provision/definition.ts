@@ -611,7 +611,7 @@ const NOT_AN_OFFER_ITEM = {
  * Work a clinician creates is not already someone else's: no other clinician as owner, and a task
  * created in progress or done is her own (a queue's work starts `ready`, JOURNEY C). And it is never
  * the platform's work: a task of one of the platform's kinds (`SYSTEMS.taskKind`: reviews, selections,
- * offers...) is issued by bots only, so a clinician cannot forge one, done or not (issue 25).
+ * offers...) is issued by bots only, so a clinician cannot forge one, done or not.
  */
 const QUEUE_CREATES = {
   language: 'text/fhirpath' as const,
@@ -728,7 +728,7 @@ function clinicianPolicy(): AccessPolicyResource[] {
     // The catalogs' code systems (the ICD-10-CM codes the condition catalogs list), to expand them.
     ...catalogReads('CodeSystem'),
     // FHIR's own terminology, read-only, for the forms of Medplum's app (`ValueSet/$expand` of a field's
-    // binding, issue 26): the definitions Medplum keeps in its R4 project, never a tenant's.
+    // binding): the definitions Medplum keeps in its R4 project, never a tenant's.
     ...['ValueSet', 'CodeSystem'].map((resourceType) => ({
       resourceType,
       criteria: `${resourceType}?_project=${MEDPLUM_R4_PROJECT}`,

@@ -18,7 +18,7 @@ import { type CatalogCache, cachedAgreementCatalog } from '../medplum/catalog-ca
 const bot = (value: string) => ({ system: SYSTEMS.bots, value });
 
 export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undefined, catalog: CatalogCache): void {
-  // A read, computed here with her own token (issue 27): the same rules the workflow bots' gate applies
+  // A read, computed here with her own token: the same rules the workflow bots' gate applies
   // (bots/lib/agreements.ts), over what her policy lets her read (her Patient and Consents, the
   // agreements published to her tenant, a context of her own); Medplum's policy, not this code, keeps
   // anyone else's out. No bot run, and her own quota, not the platform's. What her tenant publishes is

@@ -26,7 +26,7 @@ const split = (result: unknown) => {
 
 export function registerAppointmentRoutes(app: App): void {
   // A repeat of finished visit work (the same booking, reschedule or cancellation; a segment already
-  // started) is answered from her own reads, as the bot answers it (issue 27, item 1).
+  // started) is answered from her own reads, as the bot answers it.
   app.openapi(bookRoute, async (c) => {
     const body = c.req.valid('json');
     const repeat = await repeatedBooking(c.get('medplum'), c.get('session').patientId, body);

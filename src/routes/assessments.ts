@@ -8,7 +8,7 @@ import { herReads, resumedAssessment } from '../medplum/finished-work';
 export function registerAssessmentRoutes(app: App, catalog: CatalogCache): void {
   app.openapi(startAssessmentRoute, async (c) => {
     const { healthcareService } = c.req.valid('json');
-    // An assessment she has started is resumed from her own reads (issue 27, item 1).
+    // An assessment she has started is resumed from her own reads.
     const resumed = await resumedAssessment(
       herReads(catalog, c.get('medplum'), c.get('session').patientId),
       c.get('session').patientId,

@@ -8,7 +8,7 @@ export function registerOrderRoutes(app: App): void {
   app.openapi(decideOrderRoute, async (c) => {
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
-    // The same decisions again, on an order they placed, are answered from her own reads (issue 27, item 1).
+    // The same decisions again, on an order they placed, are answered from her own reads.
     const repeat = await repeatedOrderDecisions(c.get('medplum'), c.get('session').patientId, id, body);
     if (repeat) {
       return c.json(OrderDecisionsSchema.parse(repeat), 200);

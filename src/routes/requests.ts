@@ -7,7 +7,7 @@ import { openRequestAgain } from '../medplum/finished-work';
 export function registerRequestRoutes(app: App): void {
   app.openapi(createRequestRoute, async (c) => {
     const body = c.req.valid('json');
-    // Her open request for the same item is answered as it is, from her own reads (issue 27, item 1).
+    // Her open request for the same item is answered as it is, from her own reads.
     const open = await openRequestAgain(c.get('medplum'), c.get('session').patientId, body);
     if (open) {
       return c.json(PatientRequestAnswerSchema.parse(open), 200);

@@ -35,7 +35,7 @@ export function registerTaskRoutes(app: App, edgeSigner: EdgeSigner | undefined,
   app.openapi(completeTaskRoute, async (c) => {
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
-    // A repeat of this very completion is answered from her own read of the task (issue 27, item 1).
+    // A repeat of this very completion is answered from her own read of the task.
     const repeat = await repeatedCompletion(c.get('medplum'), c.get('session').patientId, id, body);
     if (repeat) {
       return c.json(CompletedTaskSchema.parse(repeat), 200);

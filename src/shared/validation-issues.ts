@@ -7,7 +7,7 @@ export interface ValidationIssue {
 }
 
 /**
- * The issues of a refused request, each with the field it names (issue 28): a union's "Invalid input",
+ * The issues of a refused request, each with the field it names: a union's "Invalid input",
  * which names nothing, becomes the issues of the form(s) the request came closest to (fewest problems),
  * with their fields; when several forms are equally close, a first issue says that none matched and the
  * forms' own issues follow (e.g. `{}` for a request: `medication`, `treatmentOption`, `protocol`, each

@@ -140,7 +140,7 @@ function createSchema(db: DatabaseSync): void {
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS token_by_resource ON token (type, id);
 
-    -- Slots of a schedule in start order (availability, issue 27): an expression index SQLite keeps
+    -- Slots of a schedule in start order (availability): an expression index SQLite keeps
     -- itself, so a page of free Slots reads the page, not the schedule (search.ts orderedSlots).
     CREATE INDEX IF NOT EXISTS slot_by_schedule_start ON resource (
       json_extract(content, '$.schedule.reference'), julianday(json_extract(content, '$.start'))

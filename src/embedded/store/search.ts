@@ -120,7 +120,7 @@ const START_SLACK_DAYS = 1.6;
 /**
  * Slots of some schedules in start order, from the expression index `slot_by_schedule_start`
  * (database.ts), for a search sorted by `start` (then `_id`) whose answer is a page, not a count: the
- * availability search (issue 27). SQLite orders the index entries of those schedules within the window's
+ * availability search. SQLite orders the index entries of those schedules within the window's
  * bounds (a superset: the matcher decides exactly) and the rows are read and parsed in that order until
  * `needed` have matched, plus every row that starts at the same instant as the last (ties are ordered by
  * the sort, as on the full path). Undefined when the search is not of that shape.
