@@ -145,8 +145,8 @@ export async function completedByOwner<N extends 'eligibility' | 'compose-offer'
   if (!taskId) {
     return refused;
   }
-  // Its history (who completed it) goes out with the task itself: it needs only the id (round
-  // trips). Believed below, after the task's own checks, as before.
+  // Its history (who completed it) goes out with the task itself, since it needs only the id (fewer
+  // round trips). Believed below, after the task's own checks, as before.
   ahead(medplum.readHistory('Task', taskId));
   const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
   if (task) {
