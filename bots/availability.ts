@@ -7,8 +7,7 @@ import { missingWhereabouts, whereaboutsOf } from './lib/catalog';
 import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { licensedSchedules } from './lib/scheduling';
-import { searchAll } from './lib/search';
-import { addDays, isTimeZone, localDate } from './lib/slots';
+import { addDays, isTimeZone, localDate, zonedInstant } from './lib/slots';
 import { patientWorkflow } from './lib/trust';
 
 interface AvailableSlot {
@@ -100,18 +99,31 @@ export async function availabilityFor(
     ...extra,
   });
   if (query.view === 'days') {
+    // Per local date, a count of its free slots (Medplum counts from its index; no Slot is read), all
+    // dates at once: a day is [its first instant, the next day's), cut to the window.
     const timeZone = query.timezone as string;
-    const slots = schedules.size === 0 ? [] : await inStartOrder(medplum, (page) => toParams(search(page)));
-    const counts = new Map<string, number>();
-    for (const slot of slots) {
-      const date = localDate(Date.parse(slot.start), timeZone);
-      counts.set(date, (counts.get(date) ?? 0) + 1);
+    const [windowStart, windowEnd] = [Date.parse(from), Date.parse(to)];
+    const dates: string[] = [];
+    const last = localDate(windowEnd - 1, timeZone);
+    for (let date = localDate(windowStart, timeZone); date <= last; date = addDays(date, 1)) {
+      dates.push(date);
     }
-    const days: { date: string; count: number }[] = [];
-    const last = localDate(Date.parse(to) - 1, timeZone);
-    for (let date = localDate(Date.parse(from), timeZone); date <= last; date = addDays(date, 1)) {
-      days.push({ date, count: counts.get(date) ?? 0 });
-    }
+    const days = await Promise.all(
+      dates.map(async (date) => {
+        const begins = Math.max(dayStart(date, timeZone), windowStart);
+        const ends = Math.min(dayStart(addDays(date, 1), timeZone), windowEnd);
+        if (schedules.size === 0 || ends <= begins) {
+          return { date, count: 0 };
+        }
+        const { _sort: _unsorted, ...params } = search({ _summary: 'count' });
+        const counted = await medplum.search(
+          'Slot',
+          toParams({ ...params, start: [`ge${new Date(begins).toISOString()}`, `lt${new Date(ends).toISOString()}`] }),
+          { cache: 'no-cache' },
+        );
+        return { date, count: counted.total ?? 0 };
+      }),
+    );
     return { ok: true, view: 'days', timezone: timeZone, days };
   }
   const count = Math.min(Number(query.count ?? DEFAULT_COUNT), MAX_COUNT);
@@ -212,45 +224,18 @@ async function practitionersOf(
   return roles.some((r) => r.organization?.reference === organization) ? [query.practitioner as string] : undefined;
 }
 
-/** Slots a page of the days view reads at once. */
-const DAYS_PAGE = 1000;
-
 /**
- * Every Slot of a window, one pass in start order: each page starts at the last page's last
- * start (`ge`), skipping the Slots already counted at that instant, instead of re-reading the window
- * page by page by `_offset`. The search's cost then follows the window, on Medplum as on the embedded
- * store (its start-ordered index). Falls back to offset paging for the one case keyset paging cannot
- * move past: a whole page starting at one instant.
+ * The first instant of a local date: its midnight, or where a zone skips midnight (a daylight-saving
+ * change at 00:00), the first wall-clock time that exists that day.
  */
-async function inStartOrder(
-  medplum: MedplumClient,
-  paramsFrom: (page: Record<string, string>) => URLSearchParams,
-): Promise<Slot[]> {
-  const all: Slot[] = [];
-  let after: string | undefined;
-  let atAfter = new Set<string>();
-  for (;;) {
-    const params = paramsFrom({ _count: String(DAYS_PAGE) });
-    if (after) {
-      params.set('start', `ge${after}`);
-      params.append('start', paramsFrom({}).getAll('start')[1]);
+function dayStart(date: string, timeZone: string): number {
+  for (const time of ['00:00', '00:30', '01:00', '01:30', '02:00']) {
+    const instant = zonedInstant(date, time, timeZone);
+    if (instant !== undefined) {
+      return instant;
     }
-    const page = (await medplum.searchResources('Slot', params, { cache: 'no-cache' })) as Slot[];
-    const fresh = page.filter((slot) => !(slot.start === after && atAfter.has(slot.id as string)));
-    all.push(...fresh);
-    if (page.length < DAYS_PAGE) {
-      return all;
-    }
-    if (fresh.length === 0) {
-      return searchAll(medplum, 'Slot', paramsFrom({}));
-    }
-    const lastStart = page[page.length - 1].start;
-    atAfter = new Set([
-      ...(lastStart === after ? atAfter : []),
-      ...page.filter((s) => s.start === lastStart).map((s) => s.id as string),
-    ]);
-    after = lastStart;
   }
+  return Date.parse(`${date}T00:00:00Z`);
 }
 
 /** Search parameters with repeats (a window is two `start` bounds) as MedplumClient takes them. */
