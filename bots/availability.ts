@@ -115,7 +115,8 @@ export async function availabilityFor(
         if (schedules.size === 0 || ends <= begins) {
           return { date, count: 0 };
         }
-        const { _sort: _unsorted, ...params } = search({ _summary: 'count' });
+        // Sorted by start although only counted: the embedded Medplum then walks its start-ordered index.
+        const params = search({ _summary: 'count' });
         const counted = await medplum.search(
           'Slot',
           toParams({ ...params, start: [`ge${new Date(begins).toISOString()}`, `lt${new Date(ends).toISOString()}`] }),

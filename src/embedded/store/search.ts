@@ -66,7 +66,11 @@ export function runSearch<T extends Resource>(
   const otherFilters = filters.filter((f) => !isStringFilter(resourceType, f));
   const count = Math.min(Math.max(searchRequest.count ?? DEFAULT_SEARCH_COUNT, 0), MAX_COUNT);
   const offset = Math.max(searchRequest.offset ?? 0, 0);
-  const ordered = scope.builtIn ? undefined : orderedSlots(db, searchRequest, scope.project, offset + count + 1);
+  // A count walks the same index within the window's bounds, to its end (the days view counts each day so).
+  const counting = searchRequest.total === 'accurate' || searchRequest.total === 'estimate';
+  const ordered = scope.builtIn
+    ? undefined
+    : orderedSlots(db, searchRequest, scope.project, counting ? Number.POSITIVE_INFINITY : offset + count + 1);
   const matched: WithId<T>[] = [];
   const rows = function* (): Generator<WithId<T>> {
     if (ordered) {
@@ -120,7 +124,7 @@ const START_SLACK_DAYS = 1.6;
 /**
  * Slots of some schedules in start order, from the expression index `slot_by_schedule_start`
  * (database.ts), for a search sorted by `start` (then `_id`) whose answer is a page, not a count: the
- * availability search. SQLite orders the index entries of those schedules within the window's
+ * availability search (a count too: then `needed` is unbounded). SQLite orders the index entries of those schedules within the window's
  * bounds (a superset: the matcher decides exactly) and the rows are read and parsed in that order until
  * `needed` have matched, plus every row that starts at the same instant as the last (ties are ordered by
  * the sort, as on the full path). Undefined when the search is not of that shape.
@@ -136,10 +140,9 @@ function orderedSlots(
     rules[0]?.code === 'start' &&
     !rules[0].descending &&
     (rules.length === 1 || (rules.length === 2 && rules[1].code === '_id' && !rules[1].descending));
-  const countOnly = searchRequest.total === 'accurate' || searchRequest.total === 'estimate';
   const filters = searchRequest.filters ?? [];
   const schedule = filters.find((f) => f.code === 'schedule' && f.operator === Operator.EQUALS);
-  if (searchRequest.resourceType !== 'Slot' || !sortedByStart || countOnly || !schedule) {
+  if (searchRequest.resourceType !== 'Slot' || !sortedByStart || !schedule) {
     return undefined;
   }
   const schedules = [...new Set(splitSearchOnComma(schedule.value))].map((v) =>
