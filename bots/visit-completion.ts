@@ -1,5 +1,6 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type {
+  ActivityDefinition,
   Appointment,
   Bundle,
   BundleEntry,
@@ -17,9 +18,9 @@ import { SYSTEMS } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { readInput } from './lib/input';
 import { publishedDefinition } from './lib/journey';
-import { issueEntries, tasksOf } from './lib/plans';
+import { issueEntries, tasksOf, visitTeamOf } from './lib/plans';
 import { lostRace } from './lib/races';
-import { readingOnce } from './lib/reads';
+import { ahead, readingOnce } from './lib/reads';
 import { searchAll } from './lib/search';
 import { encountersOf, ownSegments } from './lib/visits';
 
@@ -90,6 +91,14 @@ async function decide(medplum: MedplumClient, id: string): Promise<Outcome> {
   if (appointment.status !== 'booked' && appointment.status !== 'arrived' && appointment.status !== 'fulfilled') {
     return { ok: true, fulfilled: false, reason: `the visit is ${appointment.status}` };
   }
+  // What completing the visit may read goes out with its request (fewer round trips), each believed in
+  // its turn below: her Patient, the plan the Appointment names, the tasks that booked the visit.
+  const itsPlan = appointment.supportingInformation?.find((r) => r.reference?.startsWith('CarePlan/'))?.reference;
+  ahead(medplum.readReference({ reference: her }));
+  if (itsPlan) {
+    ahead(medplum.readReference({ reference: itsPlan }));
+  }
+  ahead(bookingTasksOf(medplum, requestId));
   const request = (await medplum.readResource('ServiceRequest', requestId).catch(absent)) as
     | (ServiceRequest & { id: string })
     | undefined;
@@ -142,9 +151,11 @@ async function planWork(
   const [planType, planId] = (request.basedOn?.[0]?.reference ?? '').split('/');
   const [plan, bookingTasks, patient] = await Promise.all([
     planType === 'CarePlan' && planId
-      ? (medplum.readResource('CarePlan', planId).catch(absent) as Promise<(CarePlan & { id: string }) | undefined>)
+      ? (medplum.readReference({ reference: `CarePlan/${planId}` }).catch(absent) as Promise<
+          (CarePlan & { id: string }) | undefined
+        >)
       : undefined,
-    searchAll(medplum, 'Task', { code: `${SYSTEMS.taskKind}|schedule-visit`, focus: `ServiceRequest/${request.id}` }),
+    bookingTasksOf(medplum, request.id),
     medplum.readReference({ reference: her } as Reference).catch(absent),
   ]);
   if (plan?.subject?.reference !== her || plan.status !== 'active') {
@@ -152,6 +163,12 @@ async function planWork(
   }
   const organization = (patient as { managingOrganization?: Reference } | undefined)?.managingOrganization?.reference;
   const definition = request.instantiatesCanonical?.[0] ?? '';
+  // The next visit's definitions go out with the plan's (fewer round trips): its ActivityDefinition and her
+  // tenant's visit team, read again below by tasksOf from these same reads.
+  ahead(publishedDefinition<ActivityDefinition>(medplum, 'ActivityDefinition', definition, organization));
+  if (organization) {
+    ahead(visitTeamOf(medplum, organization));
+  }
   const bookedBy = new Set(bookingTasks.map((t) => `Task/${t.id}`));
   const outcome: Reference = { reference: `Appointment/${appointment.id}` };
   let matched = false;
@@ -196,6 +213,10 @@ async function planWork(
   entries.unshift(put({ ...plan, activity }, plan));
   return { entries, next };
 }
+
+/** The schedule-visit tasks that booked a visit's request (one, or more after a cancel re-issued it). */
+const bookingTasksOf = (medplum: MedplumClient, requestId: string) =>
+  searchAll(medplum, 'Task', { code: `${SYSTEMS.taskKind}|schedule-visit`, focus: `ServiceRequest/${requestId}` });
 
 /** The plan's action that books this visit (its ActivityDefinition), at any depth. */
 function actionFor(actions: PlanDefinitionAction[], definition: string): PlanDefinitionAction | undefined {
