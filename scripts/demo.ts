@@ -45,7 +45,7 @@ function narrated(fetcher: typeof fetch, who: string, strip: string): typeof fet
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
     // Only sign-in traffic carries secrets (passwords, codes, tokens); elsewhere `code` is a FHIR code,
-    // narrated as it is (issue 28).
+    // narrated as it is.
     const secret = /\/(auth|oauth2)\//.test(url.pathname);
     const shown = (text: string) => (secret ? redact(text) : text);
     const body = typeof init?.body === 'string' ? ` ${brief(shown(init.body), 110)}` : init?.body ? ' <bytes>' : '';

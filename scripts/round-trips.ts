@@ -3,7 +3,7 @@ import type { AuditEvent, Bot } from '@medplum/fhirtypes';
 import type { BotRunTrace } from '../src/embedded/bots/operations';
 
 /**
- * Round trips per bot run (issue 27), for the bench (the embedded Medplum's traces, `onBotRun`) and the
+ * Round trips per bot run, for the bench (the embedded Medplum's traces, `onBotRun`) and the
  * real-Medplum lane (Medplum's own request log), counted and printed the same way.
  */
 

@@ -405,7 +405,7 @@ async function main(): Promise<void> {
 
   nGatewaysJourney(journeyServed, instances, journeyError, progress.steps.length);
 
-  // Finished work made again (issue 27, item 1): answered from her own reads, as the bot answers it. Each
+  // Finished work made again: answered from her own reads, as the bot answers it. Each
   // repeat through the other instance than the one before (the round robin), then a few of them through
   // each instance in turn (N gateways).
   if (journeyError === undefined) {
@@ -1332,7 +1332,7 @@ async function attacks(ctx: AttackContext): Promise<void> {
   );
 
   // QUEUE_TRANSITIONS and QUEUE_CREATES with `inMyQueues`: a queue's work is claimed, released, edited or
-  // added only by a clinician whose membership's `queues` parameter lists the queue (issue 25). The demo
+  // added only by a clinician whose membership's `queues` parameter lists the queue. The demo
   // Northwind clinician works the Northwind intake queue; the admin invites a second Northwind clinician
   // who works none (test/support/clinicians.ts freshClinician with `member: false`).
   const byTag = async (type: string, key: string): Promise<Resource | undefined> =>
@@ -1535,10 +1535,10 @@ async function attacks(ctx: AttackContext): Promise<void> {
     );
   }
 
-  // Clinician work as forms (issue 26): who answers an intake review's form decides what eligibility does.
+  // Clinician work as forms: who answers an intake review's form decides what eligibility does.
   await workForms(ctx, people, queueRef);
 
-  // Terminology (issue 26): the clinician policy reads, read-only, the ValueSets and CodeSystems Medplum
+  // Terminology: the clinician policy reads, read-only, the ValueSets and CodeSystems Medplum
   // keeps in its R4 project (MEDPLUM_R4_PROJECT), so that Medplum's app can `ValueSet/$expand` a coded
   // field's binding; her own tenant's catalog stays hers (catalogReads), the other tenant's out of reach,
   // and a patient gains nothing of FHIR's own terminology.
@@ -2190,7 +2190,7 @@ async function intakeReview(
 }
 
 /**
- * Clinician work as forms (issue 26, bots/lib/work-forms.ts), on a real Medplum: a new Northwind patient's
+ * Clinician work as forms (bots/lib/work-forms.ts), on a real Medplum: a new Northwind patient's
  * intake review is claimed by the Northwind clinician and completed with a QuestionnaireResponse as its
  * output `questionnaire-response`. Eligibility records the Condition (identifier
  * `eligibilityKey|Task/<review>`, her as asserter) and issues the selection only for answers whose
@@ -2240,7 +2240,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
     ownSubmitted: 'attack: the Northwind clinician changes her own submitted answers (condition back to I10)',
     ownHandedIn:
       "attack: the Northwind clinician changes the answers she handed in for her review, the Condition's evidence (condition R03.0 instead of I10)",
-    // Answers as Medplum's app writes them (issue 26, 95e27f7; found driving the app on a real Medplum).
+    // Answers as Medplum's app writes them (95e27f7; found driving the app on a real Medplum).
     appShaped:
       "control: answers as Medplum's app writes them: the Northwind clinician claims a new patient's review, answers its form with the condition as a coding without a system ({code: 'I10', display: 'I10'}: the app's coding field can only '+ Create I10') and completes the review naming the output by a coding (type.coding [{code: 'questionnaire-response'}]: the app's CodeableConcept field cannot write text)",
     appShapedBelieved:
@@ -2706,7 +2706,7 @@ async function workForms(ctx: AttackContext, people: Map<string, Person>, queueR
   };
 
   /**
-   * Answers as Medplum's app writes them (found driving the app on a real Medplum, issue 26): its coding
+   * Answers as Medplum's app writes them (found driving the app on a real Medplum): its coding
    * field writes `{code, display: code}` and no system, and its CodeableConcept field names the output by
    * a coding, never by text. A new patient's review answered so, then her selection the same way.
    */
