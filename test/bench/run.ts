@@ -12,6 +12,7 @@ import { runOperationsBench } from './operations';
 import { runOverloadBench } from './overload';
 import type { Round } from './paired';
 import { runQuotaBench } from './quota';
+import { runRealGatewayBench } from './real-gateway';
 import { runSchedulingBench } from './scheduling';
 import { runSpineBench } from './spine';
 import { runTrustCheckBench } from './trust-checks';
@@ -68,7 +69,7 @@ const LAYOUT_TITLES: Record<Layout, string> = {
 async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
   if (runs('real-medplum')) {
-    printRealMedplumBench();
+    await printRealMedplumBench();
   }
   if (runs('quota')) {
     await printQuotaBench();
@@ -206,12 +207,16 @@ async function printOverloadBench(seconds: number): Promise<void> {
  * real-Medplum lane's journey there, then each bot run's round trips and the journey's server time from
  * Medplum's own request log (scripts/round-trips.ts). Skipped, and said so, when not pointed at one.
  */
-function printRealMedplumBench(): void {
+async function printRealMedplumBench(): Promise<void> {
   const env = (name: string) => process.env[`BENCH_MEDPLUM_${name}`];
   const [baseUrl, clientId, clientSecret, log] = [env('BASE_URL'), env('CLIENT_ID'), env('CLIENT_SECRET'), env('LOG')];
   console.log('## A real Medplum (issue 27)');
   if (!baseUrl || !clientId || !clientSecret || !log) {
     console.log('   skipped: set BENCH_MEDPLUM_BASE_URL, _CLIENT_ID, _CLIENT_SECRET and _LOG (docs/benchmarks.md)\n');
+    // The gateway against direct needs only a project provisioned with the demo (the lane's).
+    if (baseUrl && env('PROJECT_ID')) {
+      await printRealGatewayBench(baseUrl, env('PROJECT_ID') as string);
+    }
     return;
   }
   // Run as `npm run verify:medplum` runs it (npm puts the project's Node 24 and tsx first on the PATH).
@@ -235,6 +240,32 @@ function printRealMedplumBench(): void {
   console.log(`   the real-Medplum lane on it: ${summary}${journey ? `; the journey ${journey}` : ''}`);
   const section = out.indexOf('## Round trips per bot run');
   console.log(section >= 0 ? out.slice(section) : '   no round-trip section (the journey failed, or no log lines)\n');
+  const projectId = env('PROJECT_ID');
+  if (projectId) {
+    await printRealGatewayBench(baseUrl, projectId);
+  } else {
+    console.log(
+      '   gateway vs direct on it: skipped (set BENCH_MEDPLUM_PROJECT_ID, the project the lane provisioned)\n',
+    );
+  }
+}
+
+/** Issue 38 item 1: a gateway over the real Medplum against the same read straight from it. */
+async function printRealGatewayBench(baseUrl: string, projectId: string): Promise<void> {
+  const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+  const rounds = await runRealGatewayBench({ baseUrl, projectId, seconds });
+  console.log(
+    '## Gateway vs direct on a real Medplum (GET /v1/patient/profile vs GET fhir/R4/Patient/{id}, same token)',
+  );
+  console.log(`   a gateway on this machine over HTTP; ${seconds} s rounds alternating, the median of three pairs`);
+  for (const r of rounds) {
+    const ratio = r.gateway.perSecond / r.direct.perSecond;
+    const cpu = r.gateway.cpuUs - r.direct.cpuUs;
+    console.log(
+      `  c${r.concurrency}: direct ${r.direct.perSecond.toFixed(0)} req/s p50 ${r.direct.p50.toFixed(2)} ms p99 ${r.direct.p99.toFixed(2)} ms | gateway ${r.gateway.perSecond.toFixed(0)} req/s p50 ${r.gateway.p50.toFixed(2)} ms p99 ${r.gateway.p99.toFixed(2)} ms | ${ratio.toFixed(2)}x of direct (target >= 0.9) ${ratio >= 0.9 ? 'MET' : 'NOT MET'}; the gateway's CPU ${cpu.toFixed(0)} µs a read (this process's per request, gateway rounds less direct; target <= 100) ${cpu <= 100 ? 'MET' : 'NOT MET'}`,
+    );
+  }
+  console.log('');
 }
 
 /** Issue 23's target: a whole journey within 2,500 points of Medplum's FHIR quota, bots together. */
