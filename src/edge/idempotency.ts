@@ -50,14 +50,14 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     }
     const medplum = c.get('medplum');
     const her = `Patient/${session.patientId}`;
-    const request = await sha256(
-      new Uint8Array([
-        ...text(`${c.req.method} ${new URL(c.req.url).pathname}\n`),
-        // A JSON body was read already (the frame checks it; Hono keeps it); an upload's stream is the
-        // route's to read, so a copy of it is hashed here.
-        ...new Uint8Array(await (c.req.raw.bodyUsed ? c.req.arrayBuffer() : c.req.raw.clone().arrayBuffer())),
-      ]),
-    );
+    // A JSON body was read already (the frame checks it; Hono keeps it); an upload's stream is the route's
+    // to read, so a copy of it is hashed here.
+    const head = text(`${c.req.method} ${new URL(c.req.url).pathname}\n`);
+    const body = new Uint8Array(await (c.req.raw.bodyUsed ? c.req.arrayBuffer() : c.req.raw.clone().arrayBuffer()));
+    const whole = new Uint8Array(head.length + body.length);
+    whole.set(head);
+    whole.set(body, head.length);
+    const request = await sha256(whole);
     const keyId = await sha256(text(key));
     const holder = crypto.randomUUID();
     const fresh: Basic = {

@@ -139,6 +139,12 @@ export const CATALOG_TYPES = [
  */
 const TENANT_DIRECTORY_TYPES = ['Practitioner', 'PractitionerRole', 'Slot'] as const;
 
+/** FHIRPath: each of these fields unchanged by the write (equal, or absent before and after). */
+const unchanged = (fields: readonly string[]): string =>
+  fields
+    .map((field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`)
+    .join(' and ');
+
 const inTenant = (type: string): string => `${type}?_compartment=%${TENANT_PARAMETER}`;
 
 /**
@@ -278,7 +284,7 @@ const CONSENT_ONLY_STATUS_CHANGES = {
     '%after.patient = %before.patient and %after.dateTime = %before.dateTime and %after.identifier = %before.identifier and ' +
     '%after.category = %before.category and ' +
     // Elements an acceptance may lack: unchanged means equal, or absent before and after.
-    [
+    unchanged([
       'scope',
       'provision',
       'sourceAttachment',
@@ -287,11 +293,7 @@ const CONSENT_ONLY_STATUS_CHANGES = {
       'performer',
       'verification',
       'policyRule',
-    ]
-      .map(
-        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
-      )
-      .join(' and '),
+    ]),
 };
 
 /** A bot that reads a ClientApplication (its tenant extension, its integration tag) never sees its secrets. */
@@ -505,7 +507,7 @@ const QUEUE_TRANSITIONS = {
  */
 const WORK_AS_ISSUED = {
   language: 'text/fhirpath' as const,
-  expression: `%before.exists().not() or (${[
+  expression: `%before.exists().not() or (${unchanged([
     'code',
     'for',
     'focus',
@@ -516,9 +518,7 @@ const WORK_AS_ISSUED = {
     'businessStatus',
     'contained',
     'identifier',
-  ]
-    .map((field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`)
-    .join(' and ')})`,
+  ])})`,
 };
 
 /**
@@ -530,11 +530,7 @@ const SEGMENT_AS_BOOKED = {
   language: 'text/fhirpath' as const,
   expression:
     '(%before.exists().not() and %after.appointment.empty()) or (%before.exists() and ' +
-    ['appointment', 'basedOn', 'subject', 'extension']
-      .map(
-        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
-      )
-      .join(' and ') +
+    unchanged(['appointment', 'basedOn', 'subject', 'extension']) +
     ')',
 };
 
@@ -565,7 +561,7 @@ const OWN_VISIT_MARKED_FULFILLED = {
     `%before.exists() and %before.participant.where(actor.reference = ${ME}).exists() and ` +
     "(%before.status = 'booked' or %before.status = 'arrived' or %before.status = 'fulfilled') and " +
     "%after.status = 'fulfilled' and " +
-    [
+    unchanged([
       'participant',
       'slot',
       'basedOn',
@@ -590,11 +586,7 @@ const OWN_VISIT_MARKED_FULFILLED = {
       'patientInstruction',
       'requestedPeriod',
       'contained',
-    ]
-      .map(
-        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
-      )
-      .join(' and '),
+    ]),
 };
 
 /**
@@ -747,11 +739,7 @@ const FULFILMENT_ONLY = {
   language: 'text/fhirpath' as const,
   expression:
     "%before.exists() and (%after.status = 'fulfilled' or %after.status = 'finished') and " +
-    ['participant', 'subject', 'appointment', 'basedOn']
-      .map(
-        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
-      )
-      .join(' and '),
+    unchanged(['participant', 'subject', 'appointment', 'basedOn']),
 };
 
 /** A visit's status decided from its segments: booked, arrived or fulfilled; who, when and what for unchanged. */
@@ -759,11 +747,7 @@ const VISIT_STATUS_ONLY = {
   language: 'text/fhirpath' as const,
   expression:
     "%before.exists() and (%after.status = 'booked' or %after.status = 'arrived' or %after.status = 'fulfilled') and " +
-    ['participant', 'slot', 'basedOn', 'start', 'end']
-      .map(
-        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
-      )
-      .join(' and '),
+    unchanged(['participant', 'slot', 'basedOn', 'start', 'end']),
 };
 
 /** A task past due marked so (priority urgent, business status overdue): who owns it and its state unchanged. */
@@ -771,11 +755,7 @@ const MARKED_OVERDUE_ONLY = {
   language: 'text/fhirpath' as const,
   expression:
     "%before.exists() and %after.priority = 'urgent' and %after.businessStatus.text = 'overdue' and " +
-    ['status', 'owner', 'for', 'focus', 'code', 'output', 'restriction']
-      .map(
-        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
-      )
-      .join(' and '),
+    unchanged(['status', 'owner', 'for', 'focus', 'code', 'output', 'restriction']),
 };
 
 /** A Slot filed in its tenant (its accounts): its status, time and schedule unchanged; creating one is free. */
@@ -807,11 +787,7 @@ const PLACEMENT_ONLY = {
     "%before.exists() and %before.intent = 'proposal' and (%after.intent = 'order' or %after.status = 'cancelled' or %after.status = 'revoked') and " +
     '%after.subject = %before.subject and ' +
     // A request has a requester, a RequestGroup an author: unchanged means equal, or absent before and after.
-    ['requester', 'author']
-      .map(
-        (field) => `((%after.${field} = %before.${field}) or (%after.${field}.empty() and %before.${field}.empty()))`,
-      )
-      .join(' and '),
+    unchanged(['requester', 'author']),
 };
 
 /** What applying an inbound SMS STOP takes: the message, its integration's client, the SMS Consents. */

@@ -1,17 +1,9 @@
-import type {
-  Condition,
-  Consent,
-  DetectedIssue,
-  Provenance,
-  RequestGroup,
-  Subscription,
-  Task,
-} from '@medplum/fhirtypes';
+import type { Condition, Consent, DetectedIssue, Provenance, RequestGroup, Task } from '@medplum/fhirtypes';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
+import { reconciler, withSubscriptionsOff } from '../support/deliveries';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot } from '../support/journey';
 import {
@@ -36,6 +28,13 @@ beforeAll(async () => {
   clinician = await demoClinician(gw.backend, 'northwind');
 });
 afterAll(() => gw?.close());
+
+/** The reconciler's next run (every 10 minutes). */
+let nextRun: (() => Promise<void>) | undefined;
+const reconcile = () => {
+  nextRun ??= reconciler(gw.backend);
+  return nextRun();
+};
 afterEach(() => heal());
 
 const repo = () => gw.backend.systemRepo;
@@ -62,37 +61,6 @@ const about = <T extends Task | Provenance | DetectedIssue | RequestGroup | Cons
   });
 
 const selectionsOf = (review: Task) => selectionsOfReview(gw, review);
-
-/** The next run of the reconciler (every 10 minutes). */
-let runs = 0;
-const reconcile = () => {
-  runs++;
-  return gw.backend.cron.tick(new Date(Date.UTC(2026, 10, 25, 12, (runs * 10) % 60)));
-};
-
-/** Runs `work` with these Subscriptions off (their deliveries lost), then turns them back on. */
-async function withSubscriptionOff(keys: string[], work: () => Promise<unknown>): Promise<void> {
-  const subscriptions = await Promise.all(
-    keys.map(
-      async (key) =>
-        (await gw.backend.admin.searchOne('Subscription', {
-          _tag: `${SYSTEMS.provisioning}|subscription-${key}`,
-        })) as Subscription,
-    ),
-  );
-  for (const subscription of subscriptions) {
-    await gw.backend.admin.updateResource({ ...subscription, status: 'off' });
-  }
-  try {
-    await work();
-    await gw.backend.subscriptions.idle();
-  } finally {
-    for (const subscription of subscriptions) {
-      const current = await gw.backend.admin.readResource('Subscription', subscription.id as string);
-      await gw.backend.admin.updateResource({ ...current, status: 'active' });
-    }
-  }
-}
 
 describe('a failure at the write of each bot leaves nothing half-made', () => {
   it('eligibility: no findings, no provenance, no selection to act on; the reconciler completes it', async () => {
@@ -166,7 +134,7 @@ describe('a failure at the write of each bot leaves nothing half-made', () => {
 describe('lost deliveries', () => {
   it('a review and a selection whose deliveries were lost are re-driven by the reconciler to an offer, once', async () => {
     const { patient, review } = await reviewedIntake(gw, clinician);
-    await withSubscriptionOff(['review-intake-completed', 'review-intake-answers-completed'], () =>
+    await withSubscriptionsOff(gw.backend, ['review-intake-completed', 'review-intake-answers-completed'], () =>
       clinician.assignCondition(review.id, 'I10'),
     );
     expect(await selectionsOf(review)).toEqual([]);
@@ -174,7 +142,7 @@ describe('lost deliveries', () => {
     const [selection] = await selectionsOf(review);
     expect(selection?.status).toBe('ready');
 
-    await withSubscriptionOff(['select-treatment-completed', 'selection-answers-completed'], () =>
+    await withSubscriptionsOff(gw.backend, ['select-treatment-completed', 'selection-answers-completed'], () =>
       clinician.select(selection.id as string, AMLODIPINE),
     );
     expect(await openOffers(gw, patient)).toEqual([]);
@@ -189,7 +157,7 @@ describe('a clinical revision whose delivery was lost', () => {
   it('leaves no offer that can be neither accepted nor declined: acceptance is 409 superseded, nothing written; she can still decline (200: revoked, back to review)', async () => {
     const { patient, offer, condition, group } = await offered(gw, clinician);
     const current = await clinician.medplum.readResource('Condition', condition.id);
-    await withSubscriptionOff(['condition-revised'], () =>
+    await withSubscriptionsOff(gw.backend, ['condition-revised'], () =>
       clinician.medplum.updateResource<Condition>({
         ...current,
         code: { coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'R03.0' }] },

@@ -1,6 +1,5 @@
 import type { Bundle } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
 import { MAX_DEFINITIONS_PAGE } from '../../src/embedded/store/repo';
 import { startTestBackend, type TestBackend } from '../support/backend';
 

@@ -6,7 +6,6 @@ import type {
   Encounter,
   Practitioner,
   ServiceRequest,
-  Subscription,
   Task,
 } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
 import { direct, executeBot, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
+import { reconciler, withSubscriptionsOff } from '../support/deliveries';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot } from '../support/journey';
 import { visitStartingIn } from '../support/visits';
@@ -36,6 +36,13 @@ beforeAll(async () => {
   })) as WithId<CareTeam>;
 });
 afterAll(() => gw?.close());
+
+/** The reconciler's next run (every 10 minutes). */
+let nextRun: (() => Promise<void>) | undefined;
+const reconcile = () => {
+  nextRun ??= reconciler(gw.backend);
+  return nextRun();
+};
 
 const repo = () => gw.backend.systemRepo;
 const idOf = (reference: string) => reference.split('/')[1] as string;
@@ -258,7 +265,7 @@ describe('a visit ends when its practitioner finishes its last segment', () => {
     await settle();
     expect((await start(patient, appointment)).status).toBe(200);
     const before = await visitTasks(patient);
-    await withSubscriptionsOff(['segment-finished', 'visit-marked-fulfilled'], () =>
+    await withSubscriptionsOff(gw.backend, ['segment-finished', 'visit-marked-fulfilled'], () =>
       clinician.finishEncounter(second?.id as string),
     );
     // Marked fulfilled by the app, never decided: its request still active, no next visit.
@@ -310,34 +317,3 @@ describe('a visit ends when its practitioner finishes its last segment', () => {
     expect(queue[firstAsync]?.id).toBe(review?.id);
   });
 });
-
-/** The next run of the reconciler (every 10 minutes). */
-let runs = 0;
-const reconcile = () => {
-  runs++;
-  return gw.backend.cron.tick(new Date(Date.UTC(2026, 10, 25, 12, (runs * 10) % 60)));
-};
-
-/** Runs `work` with these Subscriptions off (their deliveries lost), then turns them back on. */
-async function withSubscriptionsOff(keys: string[], work: () => Promise<unknown>): Promise<void> {
-  const subscriptions = await Promise.all(
-    keys.map(
-      async (key) =>
-        (await gw.backend.admin.searchOne('Subscription', {
-          _tag: `${SYSTEMS.provisioning}|subscription-${key}`,
-        })) as Subscription,
-    ),
-  );
-  for (const subscription of subscriptions) {
-    await gw.backend.admin.updateResource({ ...subscription, status: 'off' });
-  }
-  try {
-    await work();
-    await settle();
-  } finally {
-    for (const subscription of subscriptions) {
-      const current = await gw.backend.admin.readResource('Subscription', subscription.id as string);
-      await gw.backend.admin.updateResource({ ...current, status: 'active' });
-    }
-  }
-}
