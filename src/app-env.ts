@@ -1,10 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import type { MedplumClient } from '@medplum/core';
 import type { Context } from 'hono';
 import type { SessionClaims, TokenVerifier } from './auth/verify';
 import type { Edge } from './edge/request';
 import type { EdgeSigner } from './edge/statement';
-import type { MedplumTarget } from './medplum/client';
+import type { MedplumTarget, Upstream } from './medplum/client';
 import type { AssetLoader } from './routes/docs';
 import type { OriginRule } from './shared/cors';
 
@@ -72,7 +71,8 @@ export interface AppEnv {
   Variables: {
     requestId: string;
     session: SessionClaims;
-    medplum: MedplumClient;
+    /** Her way to Medplum; `medplumOf(c)` gives the MedplumClient. */
+    upstream: Upstream;
     edge: Edge;
   };
 }

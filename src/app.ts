@@ -12,10 +12,10 @@ import { admission } from './edge/admission';
 import { gatewayCors } from './edge/cors';
 import { idempotency } from './edge/idempotency';
 import { guardJsonBody } from './edge/json-body';
-import { createEdge, type Edge } from './edge/request';
+import { clientAddress, createEdge, type Edge } from './edge/request';
 import { ApiError, unauthenticated } from './errors';
 import { createCatalogCache } from './medplum/catalog-cache';
-import { medplumForRequest } from './medplum/client';
+import { upstreamFor } from './medplum/client';
 import { toApiError } from './medplum/upstream';
 import { registerAgreementRoutes } from './routes/agreements';
 import { registerAppointmentRoutes } from './routes/appointments';
@@ -259,6 +259,7 @@ function limitBody(limit: number): MiddlewareHandler<AppEnv> {
 }
 
 function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<AppEnv> {
+  const upstream = upstreamFor(deps.medplum, deps.limits.upstreamTimeoutMs);
   return async (c, next) => {
     if (PUBLIC_PATHS.has(c.req.path)) {
       return next();
@@ -269,7 +270,7 @@ function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<A
       throw unauthenticated(header ? 'invalid_token' : 'missing_token', 'A bearer token is required');
     }
     c.set('session', await verify(token));
-    c.set('medplum', medplumForRequest(deps.medplum, token, deps.limits.upstreamTimeoutMs));
+    c.set('upstream', upstream(token, clientAddress(c)));
     return next();
   };
 }

@@ -4,6 +4,7 @@ import type { MiddlewareHandler } from 'hono';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { AppEnv } from '../app-env';
 import { ApiError } from '../errors';
+import { medplumOf } from '../medplum/client';
 
 /** A key: 1 to 255 visible ASCII characters (draft-ietf-httpapi-idempotency-key-header: a string). */
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -48,7 +49,7 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
         header: 'Idempotency-Key',
       });
     }
-    const medplum = c.get('medplum');
+    const medplum = medplumOf(c);
     const her = `Patient/${session.patientId}`;
     // A JSON body was read already (the frame checks it; Hono keeps it); an upload's stream is the route's
     // to read, so a copy of it is hashed here.

@@ -14,6 +14,7 @@ import type { EdgeSigner } from '../edge/statement';
 import { notFound } from '../errors';
 import { callBot } from '../medplum/bots';
 import { type CatalogCache, cachedAgreementCatalog } from '../medplum/catalog-cache';
+import { medplumOf } from '../medplum/client';
 
 const bot = (value: string) => ({ system: SYSTEMS.bots, value });
 
@@ -25,7 +26,7 @@ export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undef
   // the same for all its patients (the published agreements, a service, what a plan attaches): one read of
   // each serves her tenant's calls for a few seconds.
   app.openapi(requirementsRoute, async (c) => {
-    const medplum = c.get('medplum');
+    const medplum = medplumOf(c);
     const state = await patientAgreements(
       medplum,
       c.get('session').patientId,
@@ -43,7 +44,7 @@ export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undef
     const coordinates = agreements.map((a) =>
       typeof a === 'string' ? a : 'url' in a ? `${a.url}|${a.version}` : `${a.agreementUrl}|${a.agreementVersion}`,
     );
-    const result = await callBot(c.get('medplum'), bot('accept-agreements'), {
+    const result = await callBot(medplumOf(c), bot('accept-agreements'), {
       agreements: coordinates,
       edge: await edgeStatement(c, edgeSigner),
     });
@@ -51,7 +52,7 @@ export function registerAgreementRoutes(app: App, edgeSigner: EdgeSigner | undef
   });
 
   app.openapi(withdrawalsRoute, async (c) => {
-    const result = await callBot(c.get('medplum'), bot('withdraw-agreement'), c.req.valid('json'));
+    const result = await callBot(medplumOf(c), bot('withdraw-agreement'), c.req.valid('json'));
     return c.json(WithdrawnSchema.parse(result), 200);
   });
 }

@@ -14,6 +14,7 @@ import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { notFound } from '../errors';
 import { callBot } from '../medplum/bots';
+import { medplumOf } from '../medplum/client';
 import { repeatedBooking, repeatedCancel, repeatedReschedule, resumedSegment } from '../medplum/finished-work';
 
 const appointments = { system: SYSTEMS.bots, value: 'appointments' };
@@ -29,48 +30,48 @@ export function registerAppointmentRoutes(app: App): void {
   // started) is answered from her own reads, as the bot answers it.
   app.openapi(bookRoute, async (c) => {
     const body = c.req.valid('json');
-    const repeat = await repeatedBooking(c.get('medplum'), c.get('session').patientId, body);
+    const repeat = await repeatedBooking(medplumOf(c), c.get('session').patientId, body);
     if (repeat) {
       return c.json(AppointmentSchema.parse(repeat), 200);
     }
-    const { created, answer } = split(await callBot(c.get('medplum'), appointments, { operation: 'book', ...body }));
+    const { created, answer } = split(await callBot(medplumOf(c), appointments, { operation: 'book', ...body }));
     return c.json(AppointmentSchema.parse(answer), created ? 201 : 200);
   });
   app.openapi(rescheduleRoute, async (c) => {
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const repeat = await repeatedReschedule(c.get('medplum'), c.get('session').patientId, id, body.slot);
+    const repeat = await repeatedReschedule(medplumOf(c), c.get('session').patientId, id, body.slot);
     if (repeat) {
       return c.json(AppointmentSchema.parse(repeat), 200);
     }
     const { created, answer } = split(
-      await callBot(c.get('medplum'), appointments, { operation: 'reschedule', appointment: id, ...body }),
+      await callBot(medplumOf(c), appointments, { operation: 'reschedule', appointment: id, ...body }),
     );
     return c.json(AppointmentSchema.parse(answer), created ? 201 : 200);
   });
   app.openapi(cancelRoute, async (c) => {
     const { id } = c.req.valid('param');
-    const repeat = await repeatedCancel(c.get('medplum'), c.get('session').patientId, id);
+    const repeat = await repeatedCancel(medplumOf(c), c.get('session').patientId, id);
     if (repeat) {
       return c.json(AppointmentSchema.parse(repeat), 200);
     }
-    const { answer } = split(await callBot(c.get('medplum'), appointments, { operation: 'cancel', appointment: id }));
+    const { answer } = split(await callBot(medplumOf(c), appointments, { operation: 'cancel', appointment: id }));
     return c.json(AppointmentSchema.parse(answer), 200);
   });
   app.openapi(encounterRoute, async (c) => {
     const { id } = c.req.valid('param');
     const body = (c.req.valid('json') as { segment?: string } | undefined) ?? {};
-    const repeat = await resumedSegment(c.get('medplum'), c.get('session').patientId, id, body.segment);
+    const repeat = await resumedSegment(medplumOf(c), c.get('session').patientId, id, body.segment);
     if (repeat) {
       return c.json(EncounterAnswerSchema.parse(repeat), 200);
     }
-    const result = await callBot(c.get('medplum'), appointments, { operation: 'encounter', appointment: id, ...body });
+    const result = await callBot(medplumOf(c), appointments, { operation: 'encounter', appointment: id, ...body });
     return c.json(EncounterAnswerSchema.parse(result), 200);
   });
   // Read with her own token (no bot): the visit as the workflow answers it (bots/lib/visits.ts).
   app.openapi(getAppointmentRoute, async (c) => {
     const { id } = c.req.valid('param');
-    const medplum = c.get('medplum');
+    const medplum = medplumOf(c);
     const appointment = await ownAppointment(medplum, id, c.get('session').patientId);
     if (!appointment) {
       throw notFound('No such appointment of yours');
@@ -81,7 +82,7 @@ export function registerAppointmentRoutes(app: App): void {
   // platform's segments only, as the workflow answers them (bots/lib/visits.ts).
   app.openapi(segmentsRoute, async (c) => {
     const { id } = c.req.valid('param');
-    const medplum = c.get('medplum');
+    const medplum = medplumOf(c);
     const appointment = await medplum.readResource('Appointment', id);
     const segments = (await segmentsOf(medplum, appointment)).map((e) => SegmentSchema.parse(segmentView(e)));
     return c.json({ appointment: `Appointment/${appointment.id}`, segments }, 200);

@@ -3,6 +3,7 @@ import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
 import type { CatalogCache } from '../medplum/catalog-cache';
+import { medplumOf } from '../medplum/client';
 import { herReads, resumedAssessment } from '../medplum/finished-work';
 
 export function registerAssessmentRoutes(app: App, catalog: CatalogCache): void {
@@ -10,7 +11,7 @@ export function registerAssessmentRoutes(app: App, catalog: CatalogCache): void 
     const { healthcareService } = c.req.valid('json');
     // An assessment she has started is resumed from her own reads.
     const resumed = await resumedAssessment(
-      herReads(catalog, c.get('medplum'), c.get('session').patientId),
+      herReads(catalog, medplumOf(c), c.get('session').patientId),
       c.get('session').patientId,
       healthcareService,
     );
@@ -18,7 +19,7 @@ export function registerAssessmentRoutes(app: App, catalog: CatalogCache): void 
       return c.json(AssessmentSchema.parse(resumed), 200);
     }
     const result = await callBot(
-      c.get('medplum'),
+      medplumOf(c),
       { system: SYSTEMS.bots, value: 'start-assessment' },
       { healthcareService },
     );

@@ -10,13 +10,14 @@ import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { ApiError } from '../errors';
 import { callBot } from '../medplum/bots';
+import { medplumOf } from '../medplum/client';
 
 export function registerDocumentRoutes(app: App): void {
   app.openapi(uploadDocumentRoute, async (c) => {
     const { filename } = c.req.valid('query');
     // Nothing refused here reaches Medplum otherwise: ask it once, so a revoked session is 401 here too.
     const refuse = async (error: ApiError): Promise<never> => {
-      await c.get('medplum').readResource('Patient', c.get('session').patientId);
+      await medplumOf(c).readResource('Patient', c.get('session').patientId);
       throw error;
     };
     const declared = mediaTypeOf(c.req.header('content-type'));
@@ -37,9 +38,11 @@ export function registerDocumentRoutes(app: App): void {
     }
     // Written with the patient's own token, so Medplum stamps it hers and her policy judges it; the
     // security context makes it readable only to who may read her record.
-    const binary = await c
-      .get('medplum')
-      .createBinary({ data: bytes, contentType: declared, securityContext: { reference: c.get('session').profile } });
+    const binary = await medplumOf(c).createBinary({
+      data: bytes,
+      contentType: declared,
+      securityContext: { reference: c.get('session').profile },
+    });
     const attachment = {
       contentType: declared,
       url: `Binary/${binary.id}`,
@@ -53,7 +56,7 @@ export function registerDocumentRoutes(app: App): void {
 
   app.openapi(readDocumentRoute, async (c) => {
     const { id } = c.req.valid('param');
-    const result = await callBot(c.get('medplum'), { system: SYSTEMS.bots, value: 'read-document' }, { document: id });
+    const result = await callBot(medplumOf(c), { system: SYSTEMS.bots, value: 'read-document' }, { document: id });
     const contentType = String(result.contentType);
     if (!isDocumentType(contentType) || typeof result.data !== 'string') {
       throw new Error('read-document answered no document');

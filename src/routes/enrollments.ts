@@ -3,6 +3,7 @@ import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
 import { callBot } from '../medplum/bots';
 import type { CatalogCache } from '../medplum/catalog-cache';
+import { medplumOf } from '../medplum/client';
 import { currentEnrollment, herReads, settledEnrollment } from '../medplum/finished-work';
 
 const enrollment = { system: SYSTEMS.bots, value: 'enrollment' };
@@ -13,25 +14,25 @@ export function registerEnrollmentRoutes(app: App, catalog: CatalogCache): void 
   app.openapi(enrollRoute, async (c) => {
     const body = c.req.valid('json');
     const current = await currentEnrollment(
-      herReads(catalog, c.get('medplum'), c.get('session').patientId),
+      herReads(catalog, medplumOf(c), c.get('session').patientId),
       c.get('session').patientId,
       body.healthcareService,
     );
     if (current) {
       return c.json(EnrollmentSchema.parse(current), 200);
     }
-    const result = await callBot(c.get('medplum'), enrollment, { operation: 'enroll', ...body });
+    const result = await callBot(medplumOf(c), enrollment, { operation: 'enroll', ...body });
     // 201 when this call enrolled her, 200 when the enrollment already existed.
     const { created, ...answer } = result as { created?: unknown };
     return c.json(EnrollmentSchema.parse(answer), created === true ? 201 : 200);
   });
   app.openapi(activateEnrollmentRoute, async (c) => {
     const { id } = c.req.valid('param');
-    const active = await settledEnrollment(c.get('medplum'), c.get('session').patientId, id, 'active');
+    const active = await settledEnrollment(medplumOf(c), c.get('session').patientId, id, 'active');
     if (active) {
       return c.json(EnrollmentSchema.parse(active), 200);
     }
-    const { created: _, ...answer } = (await callBot(c.get('medplum'), enrollment, {
+    const { created: _, ...answer } = (await callBot(medplumOf(c), enrollment, {
       operation: 'activate',
       carePlan: id,
     })) as { created?: unknown };
@@ -39,11 +40,11 @@ export function registerEnrollmentRoutes(app: App, catalog: CatalogCache): void 
   });
   app.openapi(unenrollRoute, async (c) => {
     const { id } = c.req.valid('param');
-    const revoked = await settledEnrollment(c.get('medplum'), c.get('session').patientId, id, 'revoked');
+    const revoked = await settledEnrollment(medplumOf(c), c.get('session').patientId, id, 'revoked');
     if (revoked) {
       return c.json(EnrollmentSchema.parse(revoked), 200);
     }
-    const { created: _, ...answer } = (await callBot(c.get('medplum'), enrollment, {
+    const { created: _, ...answer } = (await callBot(medplumOf(c), enrollment, {
       operation: 'unenroll',
       carePlan: id,
     })) as { created?: unknown };

@@ -23,6 +23,7 @@ import { isKnownResourceType, UNKNOWN_RESOURCE_TYPE } from '../../contracts/reso
 import type { App, AppEnv } from '../app-env';
 import { publicUrl } from '../edge/request';
 import { ApiError, forbidden, notFound } from '../errors';
+import { medplumOf } from '../medplum/client';
 import { readThrough } from '../medplum/passthrough';
 import { toApiError } from '../medplum/upstream';
 import { fhirResponse, routeResponse } from './respond';
@@ -42,7 +43,7 @@ export function registerFhirRoutes(app: App): void {
     const instance = segments.length > 4 && segments[4] !== '';
     if (type && segments.length <= 5 && !someTypeAllows(c.req.method, instance)) {
       // Asked of Medplum once, so that a revoked session is 401 here too.
-      await c.get('medplum').readResource('Patient', c.get('session').patientId);
+      await medplumOf(c).readResource('Patient', c.get('session').patientId);
       const allow = recordPlaneAllow(isKnownResourceType(type) ? type : '', instance);
       throw new ApiError(
         'method_not_allowed',
@@ -60,7 +61,7 @@ export function registerFhirRoutes(app: App): void {
       // Stored files are never read by id on the record plane (her policy has no Binary read: see
       // src/provision/definition.ts); her own come back through their endpoint. Asked of Medplum once,
       // so that a revoked session is 401 here too.
-      await c.get('medplum').readResource('Patient', c.get('session').patientId);
+      await medplumOf(c).readResource('Patient', c.get('session').patientId);
       throw new ApiError('not_found', 'Stored files are read at their own endpoint', {
         use: 'GET /v1/documents/{id}',
       });
@@ -84,13 +85,13 @@ export function registerFhirRoutes(app: App): void {
         issues: [{ path: '', message: `${forwarded} bytes once percent-encoded; the limit is ${MAX_QUERY_BYTES}` }],
       });
     }
-    const bundle = await c.get('medplum').search(type as Resource['resourceType'], query);
+    const bundle = await medplumOf(c).search(type as Resource['resourceType'], query);
     return fhirResponse(c, rewriteBundle(bundle, c));
   });
 
   app.openapi(readRoute, async (c) => {
     const { type, id } = c.req.valid('param');
-    return routeResponse(await readThrough(c.get('medplum'), type, id));
+    return routeResponse(await readThrough(c.get('upstream'), type, id));
   });
 
   // In the document only: the templated routes above answer these paths.
@@ -117,7 +118,7 @@ export function registerFhirRoutes(app: App): void {
 
   app.openapi(createQuestionnaireResponseRoute, async (c) => {
     const answers = ownAnswers(c, c.req.valid('json') as QuestionnaireResponse);
-    const created = await c.get('medplum').createResource({ ...answers, id: undefined });
+    const created = await medplumOf(c).createResource({ ...answers, id: undefined });
     return fhirResponse(c, created, 201);
   });
 
@@ -137,7 +138,7 @@ export function registerFhirRoutes(app: App): void {
   for (const route of [refusedCreateRoute, refusedUpdateRoute, refusedPatchRoute, refusedDeleteRoute]) {
     app.openapi(route, async (c) => {
       // Nothing here reaches Medplum otherwise: ask it once, so a revoked session is 401 here too.
-      await c.get('medplum').readResource('Patient', c.get('session').patientId);
+      await medplumOf(c).readResource('Patient', c.get('session').patientId);
       const { type } = c.req.valid('param') as { type: string; id?: string };
       const allow = recordPlaneAllow(type, route.path.endsWith('{id}'));
       throw new ApiError(
@@ -170,7 +171,7 @@ const MAX_ECHOED_IF_MATCH = 100;
 async function update<T extends Resource>(c: Context<AppEnv>, resource: T): Promise<T> {
   const sent = c.req.header('if-match');
   try {
-    return await c.get('medplum').updateResource(resource, sent ? { headers: { 'If-Match': sent } } : undefined);
+    return await medplumOf(c).updateResource(resource, sent ? { headers: { 'If-Match': sent } } : undefined);
   } catch (err) {
     const known = toApiError(err);
     if (known?.code === 'version_conflict') {

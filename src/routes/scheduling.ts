@@ -3,17 +3,14 @@ import { readingOnce } from '../../bots/lib/reads';
 import { AvailabilitySchema, availabilityRoute } from '../../contracts/scheduling';
 import type { App } from '../app-env';
 import { botAnswer } from '../medplum/bots';
+import { medplumOf } from '../medplum/client';
 
 export function registerSchedulingRoutes(app: App): void {
   // Computed here with HER token, from what she may read herself (her tenant's visit teams, roles, visit
   // Schedules and Slots): her calls spend her own FHIR quota, never the availability bot's, which every
   // patient would share (one patient once spent it in 15 s and everyone's availability was 503).
   app.openapi(availabilityRoute, async (c) => {
-    const result = await availabilityFor(
-      readingOnce(c.get('medplum')),
-      c.get('session').patientId,
-      c.req.valid('query'),
-    );
+    const result = await availabilityFor(readingOnce(medplumOf(c)), c.get('session').patientId, c.req.valid('query'));
     return c.json(AvailabilitySchema.parse(botAnswer(result)), 200);
   });
 }

@@ -6,6 +6,7 @@ import { edgeStatement } from '../edge/request';
 import type { EdgeSigner } from '../edge/statement';
 import { callBot } from '../medplum/bots';
 import { type CatalogCache, cachedDefinitions } from '../medplum/catalog-cache';
+import { medplumOf } from '../medplum/client';
 import { repeatedCompletion } from '../medplum/finished-work';
 
 /** The most open tasks `GET /v1/tasks` lists (one search page). */
@@ -17,7 +18,7 @@ export function registerTaskRoutes(app: App, edgeSigner: EdgeSigner | undefined,
   // and kept for her next calls a little while (keyed by her, so nobody is served a read her policy did
   // not allow).
   app.openapi(listTasksRoute, async (c) => {
-    const medplum = c.get('medplum');
+    const medplum = medplumOf(c);
     const her = `Patient/${c.get('session').patientId}`;
     const found = await medplum.searchResources('Task', {
       _tag: `${PATIENT_TASK_TAG.system}|${PATIENT_TASK_TAG.code}`,
@@ -36,14 +37,14 @@ export function registerTaskRoutes(app: App, edgeSigner: EdgeSigner | undefined,
     const { id } = c.req.valid('param');
     const body = c.req.valid('json');
     // A repeat of this very completion is answered from her own read of the task.
-    const repeat = await repeatedCompletion(c.get('medplum'), c.get('session').patientId, id, body);
+    const repeat = await repeatedCompletion(medplumOf(c), c.get('session').patientId, id, body);
     if (repeat) {
       return c.json(CompletedTaskSchema.parse(repeat), 200);
     }
     // An answer to an offer is a consent: its proof names the session it came from.
     const edge = 'decision' in body ? await edgeStatement(c, edgeSigner) : undefined;
     const result = await callBot(
-      c.get('medplum'),
+      medplumOf(c),
       { system: SYSTEMS.bots, value: 'complete-task' },
       { task: id, ...body, ...(edge ? { edge } : {}) },
     );

@@ -13,11 +13,17 @@ beforeAll(async () => {
 });
 afterAll(() => backend?.close());
 
-/** A call as @hono/node-server hands it over: from a connection (`from`), or in process (no address). */
-const read = (from?: string) => {
+/**
+ * A call as @hono/node-server hands it over: from a connection (`from`), or in process (no address),
+ * with an X-Forwarded-For if given (the gateway's, in process).
+ */
+const read = (from?: string, forwardedFor?: string) => {
   const alice = backend.patients.alice;
   const request = new Request(new URL(`fhir/R4/Patient/${alice.patient.id}`, backend.baseUrl), {
-    headers: { authorization: `Bearer ${alice.token}` },
+    headers: {
+      authorization: `Bearer ${alice.token}`,
+      ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}),
+    },
   });
   return from ? backend.app.fetch(request, { incoming: { socket: { remoteAddress: from } } }) : backend.fetch(request);
 };
@@ -48,5 +54,23 @@ describe('requests per client address', () => {
     // A minute later it is served again.
     offsetMs += 61_000;
     expect((await read('203.0.113.7')).status).toBe(200);
+  });
+
+  it("an in-process call counts against its last X-Forwarded-For entry (the gateway's patient), as Medplum counts a proxy's calls; a connected client's own is not believed", async () => {
+    offsetMs += 61_000;
+    for (let i = 0; i < LIMIT; i++) {
+      expect((await read(undefined, '192.0.2.99, 203.0.113.50')).status).toBe(200);
+    }
+    // The last entry is the address: what a client wrote to its left changes nothing.
+    expect((await read(undefined, '198.51.100.77, 203.0.113.50')).status).toBe(429);
+    // Another patient behind the same gateway has her own count; a connection's peer is its own, whatever it claims.
+    expect((await read(undefined, '203.0.113.51')).status).toBe(200);
+    expect((await read('198.51.100.2', '203.0.113.50')).status).toBe(200);
+    // The connected client that claimed that address did not spend it: it was counted as itself.
+    offsetMs += 61_000;
+    for (let i = 0; i < LIMIT; i++) {
+      await read('198.51.100.3', '203.0.113.60');
+    }
+    expect((await read(undefined, '203.0.113.60')).status).toBe(200);
   });
 });
