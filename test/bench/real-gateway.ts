@@ -52,11 +52,15 @@ export async function runRealGatewayBench(options: {
     IN_FLIGHT_PER_CALLER: '4096',
     IN_FLIGHT_TOTAL: '4096',
   });
-  const bare = await startProcess(['test/bench/bare-proxy.ts', baseUrl, String(barePort)], 'listening', {});
+  const bare = await startProcess(
+    ['test/bench/bare-proxy.ts', baseUrl, String(barePort), '127.0.0.3'],
+    'listening',
+    {},
+  );
   const medplum = new URL(baseUrl);
-  // Medplum also counts requests per client address (60,000 a minute): each target's load comes from an
-  // address of its own on the loopback network. The gateway names that address to Medplum (X-Forwarded-For);
-  // the bare proxy does not, and counts as its own.
+  // Medplum also counts requests per client address (60,000 a minute), and the bots' own calls come from
+  // its host (127.0.0.1): each target's load comes from an address of its own on the loopback network. The
+  // gateway names that address to Medplum (X-Forwarded-For); the bare proxy connects from it.
   type Target = (patient: SignedIn) => { origin: string; path: string; token: string; from: string };
   const targets: Record<'direct' | 'bare' | 'gateway', Target> = {
     direct: (p) => ({

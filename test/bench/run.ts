@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { roundTripTable } from '../../scripts/round-trips';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
@@ -13,6 +14,7 @@ import { runOverloadBench } from './overload';
 import type { Round } from './paired';
 import { runQuotaBench } from './quota';
 import { runRealGatewayBench } from './real-gateway';
+import { runRealWorkflowBench } from './real-workflows';
 import { runSchedulingBench } from './scheduling';
 import { runSpineBench } from './spine';
 import { runTrustCheckBench } from './trust-checks';
@@ -219,7 +221,9 @@ async function printRealMedplumBench(): Promise<void> {
     }
     return;
   }
-  // Run as `npm run verify:medplum` runs it (npm puts the project's Node 24 and tsx first on the PATH).
+  // Run as `npm run verify:medplum` runs it (npm puts the project's Node 24 and tsx first on the PATH), with
+  // a key of the bench's own, so that the workflow section's gateway can sign for the project it provisions.
+  const edgeStatementKey = process.env.EDGE_STATEMENT_KEY || randomBytes(32).toString('base64url');
   const lane = spawnSync('node_modules/.bin/tsx', ['scripts/verify-medplum.ts', '--medplum-log', log], {
     encoding: 'utf8',
     timeout: 15 * 60_000,
@@ -230,6 +234,7 @@ async function printRealMedplumBench(): Promise<void> {
       MEDPLUM_BASE_URL: baseUrl,
       MEDPLUM_CLIENT_ID: clientId,
       MEDPLUM_CLIENT_SECRET: clientSecret,
+      EDGE_STATEMENT_KEY: edgeStatementKey,
     },
   });
   const out = lane.stdout ?? '';
@@ -242,12 +247,40 @@ async function printRealMedplumBench(): Promise<void> {
   console.log(section >= 0 ? out.slice(section) : '   no round-trip section (the journey failed, or no log lines)\n');
   const projectId = env('PROJECT_ID');
   if (projectId) {
+    await printRealWorkflowBench({ baseUrl, projectId, clientId, clientSecret, edgeStatementKey });
     await printRealGatewayBench(baseUrl, projectId);
   } else {
     console.log(
       '   gateway vs direct on it: skipped (set BENCH_MEDPLUM_PROJECT_ID, the project the lane provisioned)\n',
     );
   }
+}
+
+/** Workflow calls at or under this p50 on a real Medplum on this machine (issue 38, item 4). */
+const REAL_WORKFLOW_P50_TARGET_MS = 60;
+
+/** Issue 38 item 4: each workflow call's latency on the real Medplum, over whole journeys. */
+async function printRealWorkflowBench(options: {
+  baseUrl: string;
+  projectId: string;
+  clientId: string;
+  clientSecret: string;
+  edgeStatementKey: string;
+}): Promise<void> {
+  const journeys = Number(process.env.BENCH_REAL_JOURNEYS ?? 3);
+  const { figures, journeyMs } = await runRealWorkflowBench({ ...options, journeys });
+  console.log(`## Workflow calls on a real Medplum (${journeys} whole journeys, a new patient each)`);
+  console.log(
+    "   a gateway built as npm start builds it over the Medplum, in this process; every /v1 call of the demo's journey timed from her side; polls included",
+  );
+  console.log('| call | calls | p50 ms | max ms | a workflow (a bot runs) at p50 <= 60 ms |');
+  console.log('|---|---|---|---|---|');
+  for (const f of figures) {
+    const workflow = f.route.startsWith('POST ');
+    const verdict = workflow ? (f.p50 <= REAL_WORKFLOW_P50_TARGET_MS ? 'MET' : 'NOT MET') : '';
+    console.log(`| ${f.route} | ${f.calls} | ${f.p50.toFixed(0)} | ${f.max.toFixed(0)} | ${verdict} |`);
+  }
+  console.log(`   whole journeys: ${journeyMs.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')}\n`);
 }
 
 /** Issue 38 item 1: a gateway over the real Medplum against the same read straight from it. */
