@@ -7,7 +7,7 @@ import type { BotRunTrace } from '../src/embedded/bots/operations';
  * real-Medplum lane (Medplum's own request log), counted and printed the same way.
  */
 
-/** Issue 27's target: at most this many sequential FHIR round trips in any workflow bot run. */
+/** At most this many sequential FHIR round trips in any workflow bot run: each is a wait she sees. */
 export const ROUND_TRIPS_TARGET = 6;
 
 /**

@@ -875,7 +875,7 @@ interface BotError {
   details?: Record<string, unknown>;
 }
 
-/** Issue 27's target on a real Medplum: the journey's server time. */
+/** The journey's server time on a real Medplum stays within this (what she waits for, all steps together). */
 const JOURNEY_SERVER_MS_TARGET = 2_000;
 
 /**
@@ -1872,7 +1872,7 @@ async function attacks(ctx: AttackContext): Promise<void> {
 
   await patientBounds(ctx, people);
 
-  // Whom she books with (issue 28 item 2, 06370fc): a schedule-visit task names her tenant's visit team
+  // Whom she books with: a schedule-visit task names her tenant's visit team
   // (input `care-team` under SYSTEMS.taskKind), and her policy reads her tenant's visit teams (CareTeam
   // category SYSTEMS.careTeam|visits, in her tenant), never a clinicians' work queue (SYSTEMS.careQueue)
   // nor another tenant's visit team.
@@ -3732,7 +3732,7 @@ async function patientBounds(ctx: AttackContext, people: Map<string, Person>): P
 }
 
 /**
- * Issue 28 item 1 (ce305d1): what the service needs of her, an address with a country and a state, is
+ * What the service needs of her, an address with a country and a state, is
  * asked for; an answer that depends on it says what is missing and how to give it. A new Northwind patient,
  * homed, her Patient as Medplum's registration leaves it (a name, no address), through the in-process
  * gateway on this Medplum: GET /v1/protocols withholds the area-limited offerings and says so
@@ -3741,9 +3741,9 @@ async function patientBounds(ctx: AttackContext, people: Map<string, Person>): P
  */
 async function addressNeeded(ctx: AttackContext): Promise<void> {
   const steps = [
-    "address (issue 28): a new Northwind patient, registered through Northwind's app and homed, her Patient with no address (as Medplum's registration leaves it): GET /v1/protocols is 200 with incomplete {missing: [Patient.address[0].country, Patient.address[0].state], withheld > 0, fix: 'PUT /v1/fhir/Patient/<her id>'}",
-    'address (issue 28): her GET /v1/availability (the Northwind visit team, the next 7 days) is 409 invalid_state with details.missing (country, state) and the same fix',
-    'address (issue 28): once she PUTs her address (US, CA) through the gateway, GET /v1/protocols answers in full (no incomplete, the withheld offerings listed) and GET /v1/availability is 200',
+    "address: a new Northwind patient, registered through Northwind's app and homed, her Patient with no address (as Medplum's registration leaves it): GET /v1/protocols is 200 with incomplete {missing: [Patient.address[0].country, Patient.address[0].state], withheld > 0, fix: 'PUT /v1/fhir/Patient/<her id>'}",
+    'address: her GET /v1/availability (the Northwind visit team, the next 7 days) is 409 invalid_state with details.missing (country, state) and the same fix',
+    'address: once she PUTs her address (US, CA) through the gateway, GET /v1/protocols answers in full (no incomplete, the withheld offerings listed) and GET /v1/availability is 200',
   ];
   const team = entriesOf(
     (await ctx.adminGet(`fhir/R4/CareTeam?_tag=${encodeURIComponent(`${SYSTEMS.provisioning}|visit-team-northwind`)}`))
@@ -3854,7 +3854,7 @@ async function addressNeeded(ctx: AttackContext): Promise<void> {
 }
 
 /**
- * Issue 27, item 1: the new patient of `addressNeeded` (homed, with her address) enrolls in Northwind's
+ * The new patient of `addressNeeded` (homed, with her address) enrolls in Northwind's
  * monitoring program, activates it and unenrolls, through the gateway; after each step the same call is
  * made again (`repeats`): answered from her own reads, no bot run, as the enrollment bot answers it now.
  */
@@ -3914,7 +3914,7 @@ interface OrderProbe {
 }
 
 /**
- * Before the journey's own decision (issue 28 item 3, b4d171e): her open tasks through the gateway (her
+ * Before the journey's own decision: her open tasks through the gateway (her
  * token, from the journey's call), and a decision of the same order accepting each item with a method not
  * among those her task allows, which decide-order refuses (422) before it writes anything. Never throws.
  */
@@ -3954,7 +3954,7 @@ const sameSet = (a: readonly string[], b: readonly string[]): boolean =>
   a.length === b.length && a.every((x) => b.includes(x)) && b.every((x) => a.includes(x));
 
 /**
- * Her open tasks and the order-decisions task (issue 28 item 3, b4d171e; GET /v1/tasks, 5b1dba0): the
+ * Her open tasks and the order-decisions task (GET /v1/tasks): the
  * complete-task bot names each item of the order she accepted with the methods her tenant's policy allows
  * where she lives, as decide-order accepts them; GET /v1/tasks lists her open tasks, each with the call
  * that completes it, and nobody else's.
@@ -4132,7 +4132,7 @@ async function orderTasks(ctx: AttackContext, people: Map<string, Person>): Prom
 }
 
 /**
- * The evidence (issue 35 item 3; bots/lib/evidence.ts, 2f824dd): the complete-task bot copies her checked
+ * The evidence (bots/lib/evidence.ts): the complete-task bot copies her checked
  * uploads into her record, a Media for a photo and a DocumentReference for a PDF, each a `data:` URL, so that
  * her tenant's clinicians see them with no Binary grant (Medplum 5.0.10 reads any Binary by id whatever its
  * securityContext). On the journey patient's intake photo, and on a PDF a new Northwind patient sends with
@@ -4267,7 +4267,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
   };
   const photo = attachmentsOf(answers).find((a) => upload && `Binary/${binaryIdOf(a.url, origins)}` === upload);
   const copyStep =
-    "evidence (issue 35): the journey patient's intake photo is a Media of her record (identifier evidence|Binary/<her upload>), written by the complete-task Bot, a data: URL whose bytes are her upload's (sha1 = her attachment's hash), meta.accounts her tenant";
+    "evidence: the journey patient's intake photo is a Media of her record (identifier evidence|Binary/<her upload>), written by the complete-task Bot, a data: URL whose bytes are her upload's (sha1 = her attachment's hash), meta.accounts her tenant";
   let media: Media | undefined;
   if (!patient || !upload) {
     row(copyStep, 'not reached', 'the journey did not make it');
@@ -4290,7 +4290,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
 
   // 2. Who reads the copy: her tenant's clinician (by id and by search), nobody else.
   const readStep =
-    "evidence (issue 35): control: the Northwind clinician reads the journey patient's evidence Media: 200, its data: URL as stored";
+    "evidence: control: the Northwind clinician reads the journey patient's evidence Media: 200, its data: URL as stored";
   let read: Answer | undefined;
   if (!northwind || !mediaRef) {
     row(readStep, 'not reached', !northwind ? 'could not sign in' : noMedia);
@@ -4309,7 +4309,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
       row(readStep, 'FAILED', `the call threw: ${message(err)}`);
     }
   }
-  const searchStep = (who: string) => `evidence (issue 35): ${who} searches Media?subject=<the journey patient>`;
+  const searchStep = (who: string) => `evidence: ${who} searches Media?subject=<the journey patient>`;
   if (northwind && mediaRef) {
     try {
       const found = await direct(northwind, 'GET', `Media?subject=${patient}`);
@@ -4324,7 +4324,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
     }
   }
   await expectStatus(
-    "evidence (issue 35): attack: the Southridge clinician reads the journey patient's evidence Media",
+    "evidence: attack: the Southridge clinician reads the journey patient's evidence Media",
     southridge,
     mediaRef,
     noMedia,
@@ -4351,7 +4351,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
     const person = people.get(key);
     const who = key === 'maya' ? 'the journey patient herself' : (person?.who ?? key);
     await expectStatus(
-      `evidence (issue 35): attack: ${who} reads the journey patient's evidence Media directly on Medplum`,
+      `evidence: attack: ${who} reads the journey patient's evidence Media directly on Medplum`,
       person,
       mediaRef,
       noMedia,
@@ -4362,7 +4362,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
   for (const key of ['bob', 'maya'] as const) {
     const person = people.get(key);
     const who = key === 'maya' ? 'the journey patient herself' : (person?.who ?? key);
-    const step = `evidence (issue 35): attack: ${who} reads the evidence Media through the gateway (GET /v1/fhir/Media/{id}): not 200`;
+    const step = `evidence: attack: ${who} reads the evidence Media through the gateway (GET /v1/fhir/Media/{id}): not 200`;
     if (!person || !mediaRef) {
       row(step, 'not reached', !person ? 'could not sign in' : noMedia);
       continue;
@@ -4384,7 +4384,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
   ] as const) {
     const person = people.get(key);
     await expectStatus(
-      `evidence (issue 35): attack: ${person?.who ?? key} reads the journey patient's upload directly (GET Binary/<id>; ${why})`,
+      `evidence: attack: ${person?.who ?? key} reads the journey patient's upload directly (GET Binary/<id>; ${why})`,
       person,
       upload,
       'the journey did not make it',
@@ -4396,7 +4396,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
   // 4. Attachment URLs are presigned for a reader who may read the Binary: her clinician may not, so her
   // intake's photo stays `Binary/<id>` to her (the admin, who may, gets a presigned URL).
   const presignStep =
-    "evidence (issue 35): control: the Northwind clinician reads the journey patient's intake QuestionnaireResponse: the photo's url is Binary/<id>, not presigned (she cannot read the Binary)";
+    "evidence: control: the Northwind clinician reads the journey patient's intake QuestionnaireResponse: the photo's url is Binary/<id>, not presigned (she cannot read the Binary)";
   if (!northwind || !progress.questionnaireResponse || !upload) {
     row(presignStep, 'not reached', !northwind ? 'could not sign in' : 'the journey did not make it');
   } else {
@@ -4439,7 +4439,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
   const documentsBefore =
     patient && upload ? await copiesOf<DocumentReference>('DocumentReference', patient, upload) : [];
   await expectStatus(
-    "evidence (issue 35): attack: the Northwind clinician creates a Media carrying the evidence identifier of the journey patient's upload (subject her)",
+    "evidence: attack: the Northwind clinician creates a Media carrying the evidence identifier of the journey patient's upload (subject her)",
     northwind,
     patient && upload ? patient : undefined,
     'the journey did not make it',
@@ -4447,7 +4447,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
     (p, t) => direct(p, 'POST', 'Media', forgedMedia(t, upload as string)),
   );
   await expectStatus(
-    "evidence (issue 35): attack: the Northwind clinician creates a DocumentReference carrying the evidence identifier of the journey patient's upload (subject her)",
+    "evidence: attack: the Northwind clinician creates a DocumentReference carrying the evidence identifier of the journey patient's upload (subject her)",
     northwind,
     patient && upload ? patient : undefined,
     'the journey did not make it',
@@ -4455,7 +4455,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
     (p, t) => direct(p, 'POST', 'DocumentReference', forgedDocument(t, upload)),
   );
   await expectStatus(
-    'evidence (issue 35): control: the Northwind clinician creates a plain DocumentReference (no evidence identifier) about the journey patient',
+    'evidence: control: the Northwind clinician creates a plain DocumentReference (no evidence identifier) about the journey patient',
     northwind,
     patient,
     'the journey did not make it',
@@ -4464,7 +4464,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
     'ok',
   );
   await expectStatus(
-    "evidence (issue 35): attack: the Northwind clinician rewrites the journey patient's evidence Media (PUT, its data: URL another image's)",
+    "evidence: attack: the Northwind clinician rewrites the journey patient's evidence Media (PUT, its data: URL another image's)",
     northwind,
     mediaRef,
     noMedia,
@@ -4478,7 +4478,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
   // A PDF: a new Northwind patient sends one with her intake (the journey's photo is an image), so that there
   // is an evidence DocumentReference to attack.
   const pdfStep =
-    "precondition: evidence (issue 35): a new Northwind patient uploads a PDF (POST /v1/documents) and attaches it to her blood-pressure intake through the gateway: the complete-task Bot copies it into her record as a DocumentReference (identifier evidence|Binary/<upload>, a data:application/pdf URL whose bytes are the upload's, meta.accounts her tenant)";
+    "precondition: evidence: a new Northwind patient uploads a PDF (POST /v1/documents) and attaches it to her blood-pressure intake through the gateway: the complete-task Bot copies it into her record as a DocumentReference (identifier evidence|Binary/<upload>, a data:application/pdf URL whose bytes are the upload's, meta.accounts her tenant)";
   let pdfPatient: Person | undefined;
   let documentCopy: DocumentReference | undefined;
   try {
@@ -4541,7 +4541,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
   const documentRef = documentCopy?.id ? `DocumentReference/${documentCopy.id}` : undefined;
   const noDocument = 'no evidence DocumentReference (the precondition above)';
   await expectStatus(
-    "evidence (issue 35): control: the Northwind clinician reads the PDF patient's evidence DocumentReference",
+    "evidence: control: the Northwind clinician reads the PDF patient's evidence DocumentReference",
     northwind,
     documentRef,
     noDocument,
@@ -4556,7 +4556,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
       }
     : undefined;
   await expectStatus(
-    "evidence (issue 35): attack: the Northwind clinician rewrites the PDF patient's evidence DocumentReference (PUT, its data: URL another PDF's)",
+    "evidence: attack: the Northwind clinician rewrites the PDF patient's evidence DocumentReference (PUT, its data: URL another PDF's)",
     northwind,
     documentRef,
     noDocument,
@@ -4564,7 +4564,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
     (p, t) => direct(p, 'PUT', t, forgedCopy),
   );
   await expectStatus(
-    'evidence (issue 35): attack: the PDF patient herself rewrites her evidence DocumentReference directly (PUT)',
+    'evidence: attack: the PDF patient herself rewrites her evidence DocumentReference directly (PUT)',
     pdfPatient,
     documentRef,
     noDocument,
@@ -4574,7 +4574,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
 
   // What the refused writes left: the same copies, each at the bot's version.
   const leftStep =
-    'evidence (issue 35): the refused writes changed nothing (the copies, read back by the admin: the same ones, at the versions the bot wrote)';
+    'evidence: the refused writes changed nothing (the copies, read back by the admin: the same ones, at the versions the bot wrote)';
   if (patient && upload) {
     try {
       const after = await copiesOf<Media>('Media', patient, upload);
@@ -4599,7 +4599,7 @@ async function evidence(ctx: AttackContext, people: Map<string, Person>): Promis
   }
 }
 
-/** A new patient of the lane's own (issue 36's families): her identity, her schedule-visit task, her plan. */
+/** A new patient of the lane's own (the visit families'): her identity, her schedule-visit task, her plan. */
 interface NewVisitor {
   person: Person;
   patient: string;
@@ -4610,7 +4610,7 @@ interface NewVisitor {
 }
 
 /**
- * What issue 36's families do as a new patient: calls through the in-process gateway with her token, her
+ * What the visit families do as a new patient: calls through the in-process gateway with her token, her
  * moves (her record's address), what her plan asks where she lives accepted, and a new Northwind patient
  * enrolled in the monitoring program and activated (registered through Northwind's app, homed in Fresno, CA).
  */
@@ -4697,7 +4697,7 @@ function visitorKit(ctx: AttackContext) {
 }
 
 /**
- * Licensure at the time of care (issue 36 item 3, f9813ae; docs/decisions.md "Licensure at the time of
+ * Licensure at the time of care (docs/decisions.md "Licensure at the time of
  * care"): booking, rescheduling and starting a live visit's segment each check that the practitioner is
  * licensed where she lives at that moment (her record's address, `Patient.address[0]`). Through the
  * in-process gateway on this Medplum, with two new Northwind patients of the lane's own, each registered
@@ -4717,7 +4717,7 @@ function visitorKit(ctx: AttackContext) {
  * The patients, their visits and the admin's Slot stay in the project.
  */
 async function licensureAtCare(ctx: AttackContext): Promise<void> {
-  const family = 'licensure at the time of care (issue 36)';
+  const family = 'licensure at the time of care';
   const steps = {
     first: `${family}: precondition: a new Northwind patient, registered through Northwind's app, homed, living in Fresno, CA, enrolled in the monitoring program and activated: her video-visit schedule-visit task, and her visit team's slots offered in CA`,
     book: `${family}: she books a slot of a CA practitioner of her visit team (the first she is offered): 201`,
@@ -5119,7 +5119,7 @@ async function licensureAtCare(ctx: AttackContext): Promise<void> {
 }
 
 /**
- * An asynchronous visit reviewed (issue 36 item 2, 516b4eb; docs/decisions.md "An asynchronous visit is her
+ * An asynchronous visit reviewed (docs/decisions.md "An asynchronous visit is her
  * care team's work"), on a real Medplum: a new Northwind patient of the lane's own (as the licensure rows
  * make theirs: registered through Northwind's app, homed in Fresno, CA, enrolled in the monitoring program
  * and activated) books the async-review schedule-visit task her activation gave her (no slot). The booking
@@ -5138,7 +5138,7 @@ async function asyncVisitReviewed(
   people: Map<string, Person>,
   queueRef: string | undefined,
 ): Promise<void> {
-  const family = 'an asynchronous visit reviewed (issue 36 item 2)';
+  const family = 'an asynchronous visit reviewed';
   const steps = {
     booked: `${family}: precondition: a new Northwind patient (registered through Northwind's app, homed in Fresno, CA, enrolled in the monitoring program and activated) has an async-review schedule-visit task and books it through the gateway (POST /v1/appointments {task}, no slot): 201, modality async`,
     issued: `${family}: (a) the care team's review exists (as the admin reads it): one Task code SYSTEMS.taskKind|review-async-visit ('Review an asynchronous visit') for her, ready, owner the Northwind intake queue, focus the Appointment, restriction.period.end = the Appointment's end, written by a Bot (meta.author: the appointments bot)`,
@@ -5436,7 +5436,7 @@ async function asyncVisitReviewed(
 }
 
 /**
- * A Condition revised after the offer (issue 36 item 4, 8550208), on a real Medplum: three new Northwind
+ * A Condition revised after the offer, on a real Medplum: three new Northwind
  * patients, each driven to an offer as the journey does (the intake through the gateway; the Northwind
  * clinician's `assignCondition` and `select` through src/clinician; eligibility records the Condition keyed
  * by the review, compose-offer her offer pinned to its version). Then her clinician revises the Condition
@@ -5451,7 +5451,7 @@ async function conditionRevised(
   people: Map<string, Person>,
   queueRef: string | undefined,
 ): Promise<void> {
-  const family = 'a Condition revised after the offer (issue 36 item 4)';
+  const family = 'a Condition revised after the offer';
   const offeredStep = (label: string) =>
     `${family}: precondition (${label}): the Northwind clinician assigns I10 to the new patient's review and selects amlodipine through src/clinician (assignCondition, select), as the journey does: the Condition keyed by the review (SYSTEMS.eligibilityKey|Task/<review>), and her offer: a ready treatment-offer Task whose RequestGroup (an active proposal) pins that Condition's version (reasonReference Condition/<id>/_history/<vid>), its MedicationRequest items active proposals`;
   const steps = {
