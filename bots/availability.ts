@@ -6,7 +6,7 @@ import { absent } from './lib/absent';
 import { missingWhereabouts, whereaboutsOf } from './lib/catalog';
 import { ahead, readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
-import { licensedSchedules } from './lib/scheduling';
+import { licensedFor, type VisitDirectory, visitDirectory } from './lib/scheduling';
 import { addDays, isTimeZone, localDate, zonedInstant } from './lib/slots';
 import { patientWorkflow } from './lib/trust';
 
@@ -58,9 +58,15 @@ export async function availabilityFor(
   medplum: MedplumClient,
   patientId: string,
   query: BotInput<'availability'>,
+  /**
+   * Where the gateway keeps a tenant's visit directory a few seconds (src/medplum/catalog-cache.ts): the
+   * team's roles, licences and Schedules are the same for every patient of the tenant, and only her own
+   * Patient and the Slots are read for each call then. A bot run keeps nothing between runs: none.
+   */
+  directories?: { get<T>(key: string, load: () => Promise<T>): Promise<T> },
 ): Promise<AvailabilityResult> {
   const issues = queryIssues(query);
-  if (query.careTeam && issues.length === 0) {
+  if (query.careTeam && issues.length === 0 && !directories) {
     // The team named goes out with her Patient (fewer round trips); believed once hers is known.
     ahead(medplum.readResource('CareTeam', query.careTeam.split('/')[1]));
   }
@@ -79,14 +85,18 @@ export async function availabilityFor(
     });
   }
   const organization = patient.managingOrganization?.reference;
-  const practitioners = await practitionersOf(medplum, query, organization);
-  if (!practitioners) {
+  // Keyed by everything that decides it: her tenant and the team or practitioner asked for.
+  const load = () => directoryOf(medplum, query, organization);
+  const directory = await (directories
+    ? directories.get(`visit-directory|${organization}|${query.careTeam ?? ''}|${query.practitioner ?? ''}`, load)
+    : load());
+  if (!directory) {
     // The same answer for one that does not exist and one of another provider; what to ask instead.
     return fail(404, 'not_found', 'No visit team or visit practitioner of her care provider by that reference', {
       use: 'GET /v1/tasks: a schedule-visit task names the visit team to book with (careTeam)',
     });
   }
-  const schedules = await licensedSchedules(medplum, practitioners, organization, patient);
+  const schedules = await licensedFor(medplum, directory, patient);
   const visitType = query.visitType ?? 'video-visit';
   const from = new Date(instantOf(query.start)).toISOString();
   const to = new Date(instantOf(query.end)).toISOString();
@@ -195,6 +205,16 @@ const instantOf = (value: string): number => {
   }
   return Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
 };
+
+/** The visit directory of what the query names in her tenant; undefined when the team or practitioner is not hers. */
+async function directoryOf(
+  medplum: MedplumClient,
+  query: Pick<Query, 'careTeam' | 'practitioner'>,
+  organization: string | undefined,
+): Promise<VisitDirectory | undefined> {
+  const practitioners = await practitionersOf(medplum, query, organization);
+  return practitioners ? visitDirectory(medplum, practitioners, organization) : undefined;
+}
 
 /** The practitioners the query names, of her tenant; undefined when the team or practitioner is not hers. */
 async function practitionersOf(

@@ -87,7 +87,7 @@ export function createApp(deps: AppDeps): App {
   registerRequestRoutes(app);
   registerOrderRoutes(app);
   registerEnrollmentRoutes(app, catalog);
-  registerSchedulingRoutes(app);
+  registerSchedulingRoutes(app, catalog);
   registerAppointmentRoutes(app);
   registerDocumentRoutes(app);
   registerFhirRoutes(app);

@@ -2,7 +2,6 @@ import type { MedplumClient } from '@medplum/core';
 import type { Location, Patient, PractitionerRole, Schedule, Slot } from '@medplum/fhirtypes';
 import { absent } from './absent';
 import { whereaboutsOf } from './catalog';
-import { ahead } from './reads';
 import { searchAll } from './search';
 
 /**
@@ -40,52 +39,73 @@ async function licensedWhereSheLives(
 }
 
 /**
- * The active Schedules of those practitioners' roles in her tenant whose licence (`location`, a
- * jurisdiction) covers where she lives, each with its practitioner: `Schedule/<id>` -> `Practitioner/<id>`.
+ * A visit team's (or practitioner's) bookable setting in one tenant, the same for every patient of it:
+ * the active roles of those practitioners in the tenant, the jurisdictions they are licensed in, and the
+ * roles' active Schedules. Which of them one patient may book depends only on where she lives
+ * (`licensedFor`), so a copy of it may serve her tenant's next calls a few seconds (the gateway's cache).
  */
-export async function licensedSchedules(
+export interface VisitDirectory {
+  roles: PractitionerRole[];
+  jurisdictions: Map<string, Location | undefined>;
+  schedules: Schedule[];
+}
+
+export async function visitDirectory(
   medplum: MedplumClient,
   practitioners: string[],
   organization: string | undefined,
-  patient: Patient,
-): Promise<Map<string, string>> {
-  const schedules = new Map<string, string>();
+): Promise<VisitDirectory> {
+  const directory: VisitDirectory = { roles: [], jurisdictions: new Map(), schedules: [] };
   if (practitioners.length === 0 || !organization) {
-    return schedules;
+    return directory;
   }
-  const roles = (
+  directory.roles = (
     await searchAll(medplum, 'PractitionerRole', {
       practitioner: practitioners.join(','),
       organization,
       active: 'true',
     })
   ).filter((r) => r.organization?.reference === organization);
-  if (roles.length === 0) {
-    return schedules;
+  if (directory.roles.length === 0) {
+    return directory;
   }
-  // The roles' schedules are asked beside their licences (fewer round trips); only the licensed count.
-  const scheduling = ahead(
-    searchAll(medplum, 'Schedule', { actor: roles.map((r) => `PractitionerRole/${r.id}`).join(','), active: 'true' }),
-  );
-  const jurisdictions = new Map<string, Location | undefined>();
-  const locations = [...new Set(roles.flatMap((r) => (r.location ?? []).map((l) => l.reference ?? '')))];
-  await Promise.all(
-    locations.map(async (reference) => {
-      jurisdictions.set(reference, (await medplum.readReference({ reference }).catch(absent)) as Location | undefined);
+  // The roles' schedules are asked beside their licences (fewer round trips).
+  const [schedules] = await Promise.all([
+    searchAll(medplum, 'Schedule', {
+      actor: directory.roles.map((r) => `PractitionerRole/${r.id}`).join(','),
+      active: 'true',
     }),
-  );
+    ...[...new Set(directory.roles.flatMap((r) => (r.location ?? []).map((l) => l.reference ?? '')))].map(
+      async (reference) => {
+        directory.jurisdictions.set(
+          reference,
+          (await medplum.readReference({ reference }).catch(absent)) as Location | undefined,
+        );
+      },
+    ),
+  ]);
+  directory.schedules = schedules as Schedule[];
+  return directory;
+}
+
+/**
+ * The directory's Schedules whose role's licence (`location`, a jurisdiction) covers where she lives,
+ * each with its practitioner: `Schedule/<id>` -> `Practitioner/<id>`.
+ */
+export async function licensedFor(
+  medplum: MedplumClient,
+  directory: VisitDirectory,
+  patient: Patient,
+): Promise<Map<string, string>> {
   const licensed: PractitionerRole[] = [];
-  for (const role of roles) {
-    if (await licensedWhereSheLives(medplum, role, patient, jurisdictions)) {
+  for (const role of directory.roles) {
+    if (await licensedWhereSheLives(medplum, role, patient, directory.jurisdictions)) {
       licensed.push(role);
     }
   }
-  if (licensed.length === 0) {
-    return schedules;
-  }
-  const found = (await scheduling) as Schedule[];
   const practitionerOf = new Map(licensed.map((r) => [`PractitionerRole/${r.id}`, r.practitioner?.reference ?? '']));
-  for (const schedule of found) {
+  const schedules = new Map<string, string>();
+  for (const schedule of directory.schedules) {
     const practitioner = practitionerOf.get(schedule.actor?.[0]?.reference ?? '');
     if (practitioner) {
       schedules.set(`Schedule/${schedule.id}`, practitioner);

@@ -10,8 +10,9 @@ import { readVersioned } from '../../bots/lib/journey';
  * the read returns (the tenant); values are published content, never a patient's record. A copy is at
  * most `ttlMs` old: a newly published version is asked for within that time, while the workflow bots'
  * own gate always reads fresh (a call made in between gets their 409 with what is missing). The reads it
- * serves write nothing: the requirements check, and the gate of a resume answered as it is
- * (src/medplum/finished-work.ts).
+ * serves write nothing: the requirements check, the gate of a resume answered as it is
+ * (src/medplum/finished-work.ts), and availability's visit directory (a team's roles, licences and
+ * Schedules in her tenant: bots/lib/scheduling.ts `visitDirectory`; booking checks them again itself).
  */
 export interface CatalogCache {
   get<T>(key: string, load: () => Promise<T>): Promise<T>;
