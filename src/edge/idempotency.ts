@@ -1,6 +1,6 @@
 import type { MedplumClient } from '@medplum/core';
 import type { Basic, Extension } from '@medplum/fhirtypes';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { AppEnv } from '../app-env';
 import { ApiError } from '../errors';
@@ -36,8 +36,14 @@ interface Answer {
  * ends in a server failure or a rate limit (5xx, 429) keeps no answer: the same key may be tried again.
  * Without the header nothing changes. The record is about her own calls only (a patient writing one
  * directly on Medplum affects what the gateway replays to her, never anyone else).
+ *
+ * The answer is stored after it is sent, not before: the write cost every POST about 10 ms more on a real
+ * Medplum. A retry reaching this instance meanwhile waits for the store; one reaching another instance in
+ * those milliseconds is 409 `request_in_progress` with `Retry-After`, as any call still running is.
  */
 export function idempotency(): MiddlewareHandler<AppEnv> {
+  /** Answers being stored by this instance, by her and the key: a retry here waits for its first answer. */
+  const storing = new Map<string, Promise<void>>();
   return async (c, next) => {
     const key = c.req.header('idempotency-key');
     const session = c.get('session');
@@ -60,6 +66,8 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     whole.set(body, head.length);
     const request = await sha256(whole);
     const keyId = await sha256(text(key));
+    const slot = `${her}|${keyId}`;
+    await storing.get(slot);
     const holder = crypto.randomUUID();
     const fresh: Basic = {
       resourceType: 'Basic',
@@ -97,31 +105,48 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     }
     await next();
     const status = c.res.status;
-    try {
-      if (status >= 500 || status === 429) {
+    // The answer's bytes are copied now, while the response is still ours; they are stored once it is sent.
+    const copied = status >= 500 || status === 429 ? undefined : c.res.clone().text();
+    const contentType = c.res.headers.get('content-type') ?? 'application/json';
+    const store = (async () => {
+      if (!copied) {
         // Nothing to answer again: the same key may be tried again.
         await medplum.deleteResource('Basic', record.id as string);
-      } else {
-        const answer: Answer = {
-          status,
-          contentType: c.res.headers.get('content-type') ?? 'application/json',
-          body: await c.res.clone().text(),
-        };
-        await medplum.updateResource<Basic>(
-          {
-            ...record,
-            extension: [
-              ...(record.extension ?? []).filter((e) => e.url !== EXTENSIONS.idempotencyAnswer),
-              { url: EXTENSIONS.idempotencyAnswer, valueString: JSON.stringify(answer) } as Extension,
-            ],
-          },
-          { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } },
-        );
+        return;
       }
-    } catch {
+      const answer: Answer = { status, contentType, body: await copied };
+      await medplum.updateResource<Basic>(
+        {
+          ...record,
+          extension: [
+            ...(record.extension ?? []).filter((e) => e.url !== EXTENSIONS.idempotencyAnswer),
+            { url: EXTENSIONS.idempotencyAnswer, valueString: JSON.stringify(answer) } as Extension,
+          ],
+        },
+        { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } },
+      );
+    })().catch(() => {
       // The answer stands; the key then answers 409 until its hold lapses, and then runs again.
-    }
+    });
+    storing.set(slot, store);
+    void store.finally(() => {
+      if (storing.get(slot) === store) {
+        storing.delete(slot);
+      }
+    });
+    keepAlive(c, store);
   };
+}
+
+/** A Worker stops a request's work when its answer is sent unless told to wait for it; Node goes on. */
+function keepAlive(c: Context<AppEnv>, work: Promise<void>): void {
+  let context: { waitUntil(promise: Promise<unknown>): void } | undefined;
+  try {
+    context = c.executionCtx;
+  } catch {
+    // No execution context: Node, or a test's app.fetch.
+  }
+  context?.waitUntil(work);
 }
 
 const inProgress = () =>
