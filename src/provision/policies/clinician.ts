@@ -1,0 +1,369 @@
+import type { AccessPolicyResource } from '@medplum/fhirtypes';
+import { MEDPLUM_R4_PROJECT, QUEUES_PARAMETER, SYSTEMS, TENANT_PARAMETER } from '../../../contracts/systems';
+import {
+  CATALOG_TYPES,
+  catalogReads,
+  inTenant,
+  JOURNEY_KEYS,
+  ONLY_OWN_TENANT,
+  PROPOSALS_ONLY,
+  SERVER_OWNED_TAGS,
+  unchanged,
+} from './common';
+
+/** The clinician's access policy: her tenant's charts and queues, and each write she may make with the constraint that bounds it. */
+
+/** Clinical types a clinician reads and writes, for the patients of their own tenant. */
+export const CLINICIAN_WRITABLE_TYPES = [
+  'Patient',
+  'Observation',
+  'Condition',
+  'Task',
+  'Encounter',
+  'EpisodeOfCare',
+  'Communication',
+  'QuestionnaireResponse',
+  'DocumentReference',
+] as const;
+
+/** Chart types the platform does not use that Medplum's Provider app asks for: read-only, tenant-scoped. */
+export const CLINICIAN_CHART_TYPES = [
+  'AllergyIntolerance',
+  'Coverage',
+  'Immunization',
+  'Procedure',
+  'Device',
+  'Goal',
+  'DiagnosticReport',
+  'DeviceRequest',
+  'Media',
+  'MedicationStatement',
+  'ClinicalImpression',
+] as const;
+
+/** Written only by the platform's bots: a clinician reads them in their tenant, never writes them. */
+export const CLINICIAN_READONLY_TYPES = [
+  'CarePlan',
+  'RequestGroup',
+  'Consent',
+  'CareTeam',
+  'Slot',
+  'Schedule',
+  // The eligibility engine's provenance (JOURNEY D.2); its findings (DetectedIssue) below.
+  'Provenance',
+] as const;
+
+/** A copy of a patient's upload (bots/lib/evidence.ts), as the completing bot writes it: new, and marked. */
+export const EVIDENCE_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression: `%before.exists().not() and %after.identifier.where(system = '${SYSTEMS.evidence}').exists()`,
+};
+
+/** What a patient uploaded is evidence: a clinician neither edits a copy of it nor makes one up. */
+export const NOT_EVIDENCE = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `%before.identifier.where(system = '${SYSTEMS.evidence}').empty() and ` +
+    `%after.identifier.where(system = '${SYSTEMS.evidence}').empty()`,
+};
+
+/** Bots that issue clinician work store its form (contracts/work-forms.ts): created once, a work form only. */
+export const WORK_FORM_CREATES: AccessPolicyResource = {
+  resourceType: 'Questionnaire',
+  interaction: ['create'],
+  writeConstraint: [
+    {
+      language: 'text/fhirpath',
+      expression: `%before.exists().not() and %after.url.startsWith('${SYSTEMS.workForm}/')`,
+    },
+  ],
+};
+
+/** A Task's owner as one string ('' when it has none), so comparisons never meet an empty collection. */
+export const ownerOf = (side: 'before' | 'after'): string =>
+  `iif(%${side}.owner.exists(), %${side}.owner.reference, '')`;
+
+export const ME = "'%profile'";
+
+/**
+ * Owned by a queue she works: one of the CareTeams her membership's `queues` parameter lists (Medplum
+ * substitutes `%queues` with `'CareTeam/a' | 'CareTeam/b'`, or `{}`: contracts/systems.ts QUEUES_PARAMETER).
+ * A FHIRPath constraint cannot resolve the CareTeam to read its participants, so her membership carries
+ * them; provisioning derives both from one list (tenantResources).
+ */
+export const inMyQueues = (side: 'before' | 'after'): string =>
+  `(${ownerOf(side)}.startsWith('CareTeam/') and ${ownerOf(side)} in (%${QUEUES_PARAMETER}))`;
+
+/** Claimed by another clinician (a Practitioner or PractitionerRole who is not the writer). */
+export const othersClaim = (side: 'before' | 'after'): string =>
+  `(${ownerOf(side)}.startsWith('Practitioner') and ${ownerOf(side)} != ${ME})`;
+
+/**
+ * Care-team queues (JOURNEY C and F): clinician work is owned by a queue (a CareTeam) while `ready`, and
+ * by the one clinician who claimed it once she takes it. As writeConstraints on the clinician's Task
+ * entry they hold for every write Medplum's apps can make, not only for our helper (src/clinician/).
+ * Medplum evaluates them on the written result with `%before` the stored version (empty on create)
+ * and `%profile` substituted with the clinician's own Practitioner (packages/server/src/fhir/repo.ts,
+ * accesspolicy.ts). An update is one of:
+ * - claim: owner a queue she works -> herself, from `ready` to `ready` or `in-progress` (the Provider
+ *   app saves the assignee and the status as two updates: the assignee first; work in progress is
+ *   always someone's, so a status changed while a queue owns it is refused). Two clinicians claiming
+ *   at once: the second is a 412 under If-Match, and without it a 403, since `%before.owner` is no
+ *   longer a team;
+ * - unclaim: owner herself -> a queue she works, back to `ready`;
+ * - her own work (owned by her before and after): any status (completing, with `output`, cancelling,
+ *   pausing); completing or cancelling anything therefore requires owning it, and owning queue work
+ *   requires having claimed it from a queue she works;
+ * - pausing or resuming (ready <-> on-hold) a task no clinician or queue owns (a patient's task);
+ * - any other edit that keeps owner and status, except on a task another clinician has claimed or one
+ *   in a queue she does not work (the Provider app saves her answers' output this way, claimed or not).
+ * "A queue she works" is one her membership's `queues` parameter lists (`inMyQueues`): a clinician
+ * outside a queue cannot take, release or touch its work, on Medplum itself.
+ */
+export const QUEUE_TRANSITIONS = {
+  language: 'text/fhirpath' as const,
+  expression: [
+    '%before.exists().not()',
+    `(${inMyQueues('before')} and ${ownerOf('after')} = ${ME} and ` +
+      "%before.status = 'ready' and (%after.status = 'ready' or %after.status = 'in-progress'))",
+    `(${ownerOf('before')} = ${ME} and ${inMyQueues('after')} and %after.status = 'ready')`,
+    `(${ownerOf('before')} = ${ME} and ${ownerOf('after')} = ${ME})`,
+    `(${ownerOf('after')} = ${ownerOf('before')} and (%before.status | %after.status).subsetOf('ready' | 'on-hold') and ` +
+      `${ownerOf('before')}.startsWith('CareTeam/').not() and ${ownerOf('before')}.startsWith('Practitioner').not())`,
+    `(${ownerOf('after')} = ${ownerOf('before')} and %after.status = %before.status and ${othersClaim('before')}.not() and ` +
+      `(${ownerOf('before')}.startsWith('CareTeam/').not() or ${inMyQueues('before')}))`,
+  ].join(' or '),
+};
+
+/**
+ * A task, once issued, stays the work it was issued as: a clinician's update may change who holds it,
+ * its status, her outputs and notes, never what it is (kind, subject, focus, inputs, what it is based on)
+ * or what the platform recorded on it (`businessStatus`, the engine's contained results). Else she could
+ * turn a patient's order-decisions task into a second offer, or unmark a composed selection so that it
+ * is composed again (bots read a task's inputs from the version they issued, bots/lib/queues.ts).
+ */
+export const WORK_AS_ISSUED = {
+  language: 'text/fhirpath' as const,
+  expression: `%before.exists().not() or (${unchanged([
+    'code',
+    'for',
+    'focus',
+    'input',
+    'basedOn',
+    'partOf',
+    'instantiatesCanonical',
+    'businessStatus',
+    'contained',
+    'identifier',
+  ])})`,
+};
+
+/**
+ * A visit's segments are the appointments bot's: a clinician may record an encounter of her own (none
+ * naming an Appointment) and work on a segment (its status, period, notes), never attach an Encounter to
+ * a visit nor move one to another visit, patient, request or position.
+ */
+export const SEGMENT_AS_BOOKED = {
+  language: 'text/fhirpath' as const,
+  expression:
+    '(%before.exists().not() and %after.appointment.empty()) or (%before.exists() and ' +
+    unchanged(['appointment', 'basedOn', 'subject', 'extension']) +
+    ')',
+};
+
+/**
+ * A visit's segment changes status only when its own practitioner (the visit's, named on the segment)
+ * finishes one under way: `arrived` or `in-progress` -> `finished`. Starting, skipping ahead, cancelling
+ * and reopening are the patient's workflow's (or nobody's): a segment finished out of order, a finished
+ * one started again, or a colleague finishing another's visit is refused. Encounters of her own (none
+ * naming an Appointment) are hers to run.
+ */
+export const SEGMENT_FINISHED_BY_ITS_PRACTITIONER = {
+  language: 'text/fhirpath' as const,
+  expression:
+    '%before.exists().not() or %before.appointment.empty() or %after.status = %before.status or ' +
+    `(%before.participant.where(individual.reference = ${ME}).exists() and ` +
+    "(%before.status = 'in-progress' or %before.status = 'arrived') and %after.status = 'finished')",
+};
+
+/**
+ * What Medplum's Provider app writes when a clinician finishes an encounter: the Appointment as it read
+ * it, `fulfilled` (src/utils/encounter.ts). Allowed on her own visit (its practitioner) while booked or
+ * under way, and nothing else of it changes: not who, when, which slot, what for. Whether the visit is
+ * over is the segments' to say (bots/visit-completion.ts puts back a visit marked fulfilled too early).
+ */
+export const OWN_VISIT_MARKED_FULFILLED = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `%before.exists() and %before.participant.where(actor.reference = ${ME}).exists() and ` +
+    "(%before.status = 'booked' or %before.status = 'arrived' or %before.status = 'fulfilled') and " +
+    "%after.status = 'fulfilled' and " +
+    unchanged([
+      'participant',
+      'slot',
+      'basedOn',
+      'start',
+      'end',
+      'extension',
+      'modifierExtension',
+      'supportingInformation',
+      'identifier',
+      'cancelationReason',
+      'serviceCategory',
+      'serviceType',
+      'specialty',
+      'appointmentType',
+      'reasonCode',
+      'reasonReference',
+      'priority',
+      'description',
+      'minutesDuration',
+      'created',
+      'comment',
+      'patientInstruction',
+      'requestedPeriod',
+      'contained',
+    ]),
+};
+
+/**
+ * What the platform offered is not a clinician's to edit: a request composed into an offer (its
+ * `groupIdentifier` names the offer) is changed only by the bots, so what the patient accepts and what
+ * is placed is what was selected (she may still create and edit proposals of her own).
+ */
+export const NOT_AN_OFFER_ITEM = {
+  language: 'text/fhirpath' as const,
+  expression: `%before.exists().not() or %before.groupIdentifier.where(system = '${SYSTEMS.offer}').empty()`,
+};
+
+/**
+ * Work a clinician creates is not already someone else's: no other clinician as owner, and a task
+ * created in progress or done is her own (a queue's work starts `ready`, JOURNEY C). And it is never
+ * the platform's work: a task of one of the platform's kinds (`SYSTEMS.taskKind`: reviews, selections,
+ * offers...) is issued by bots only, so a clinician cannot forge one, done or not.
+ */
+export const QUEUE_CREATES = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `%before.exists() or (%after.code.coding.where(system = '${SYSTEMS.taskKind}').empty() and ${othersClaim('after')}.not() and ` +
+    `(${ownerOf('after')}.startsWith('CareTeam/').not() or ${inMyQueues('after')}) and ` +
+    `(%after.status in ('draft' | 'requested' | 'received' | 'accepted' | 'ready' | 'on-hold') or ${ownerOf('after')} = ${ME}))`,
+};
+
+/**
+ * A clinician changes an engine's finding only by adding mitigations of her own: the ones recorded
+ * stay as they were, and each new one names her (`%profile`) as its author, never a colleague. What the
+ * engine found stays. (The selection bot also reads the finding's history for who wrote each one.)
+ */
+export const MITIGATION_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression: [
+    '%before.exists()',
+    '%after.status = %before.status',
+    '%after.code = %before.code',
+    '%after.severity = %before.severity',
+    '%after.patient = %before.patient',
+    '%after.author = %before.author',
+    '%after.implicated = %before.implicated',
+    '%after.detail = %before.detail',
+    '%after.mitigation.count() >= %before.mitigation.count()',
+    '(%before.mitigation.empty() or %after.mitigation.take(%before.mitigation.count()) = %before.mitigation)',
+    `%after.mitigation.skip(%before.mitigation.count()).all(author.reference = ${ME})`,
+  ].join(' and '),
+};
+
+/**
+ * A clinician's answers (her work forms, contracts/work-forms.ts): hers alone (no author or source, or
+ * herself: never a patient's or a colleague's name), and changed only while still `in-progress` and only
+ * by their writer (`meta.author`, which Medplum stamps: the Provider app's responses name no author, only
+ * their `source`); nobody else's changed, the patient's draft included. Found on a real Medplum: without
+ * it she could rewrite a patient's submitted intake, or a colleague's answers, and become their writer.
+ */
+export const OWN_ANSWERS_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `(%after.author.empty() or %after.author.reference = ${ME}) and ` +
+    `(%after.source.empty() or %after.source.reference = ${ME}) and ` +
+    `(%before.exists().not() or (%before.status = 'in-progress' and %before.meta.author.reference = ${ME}))`,
+};
+
+/**
+ * Clinicians (Medplum's app): their tenant only, in EVERY entry (`%organization`); what they create
+ * about a patient inherits that patient's tenant, so a write for another tenant's patient fails the
+ * criteria (Medplum checks the result of a write against them, packages/server/src/fhir/repo.ts).
+ * Orders stay proposals: only bots place them (JOURNEY section 0).
+ */
+export function clinicianPolicy(): AccessPolicyResource[] {
+  return [
+    ...CLINICIAN_WRITABLE_TYPES.map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
+      writeConstraint: [
+        SERVER_OWNED_TAGS,
+        JOURNEY_KEYS,
+        ONLY_OWN_TENANT,
+        ...(resourceType === 'Task' ? [QUEUE_TRANSITIONS, QUEUE_CREATES, WORK_AS_ISSUED] : []),
+        ...(resourceType === 'Encounter' ? [SEGMENT_AS_BOOKED, SEGMENT_FINISHED_BY_ITS_PRACTITIONER] : []),
+        ...(resourceType === 'QuestionnaireResponse' ? [OWN_ANSWERS_ONLY] : []),
+        ...(resourceType === 'DocumentReference' ? [NOT_EVIDENCE] : []),
+      ],
+      ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
+    })),
+    ...['MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, PROPOSALS_ONLY, NOT_AN_OFFER_ITEM],
+    })),
+    ...CLINICIAN_READONLY_TYPES.map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      readonly: true,
+    })),
+    // Visits are booked, moved and cancelled by the appointments bot alone (a Slot is freed only for the
+    // Appointment that holds it). Her one write: marking her own visit fulfilled, as the Provider app does
+    // before it finishes an encounter; the visit-completion bot decides from the segments what it is.
+    {
+      resourceType: 'Appointment',
+      criteria: inTenant('Appointment'),
+      interaction: ['read', 'search', 'update', 'vread', 'history'],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, OWN_VISIT_MARKED_FULFILLED],
+    },
+    // The engine's findings: read, and overridden only by recording a mitigation (JOURNEY D.2).
+    {
+      resourceType: 'DetectedIssue',
+      criteria: inTenant('DetectedIssue'),
+      interaction: ['read', 'search', 'update', 'vread', 'history'],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, MITIGATION_ONLY],
+    },
+    ...['Practitioner', 'PractitionerRole'].map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      readonly: true,
+    })),
+    // Her own tenant's Organization (a patient's managingOrganization, which Medplum's app reads), read-only.
+    { resourceType: 'Organization', criteria: `Organization?_id=%${TENANT_PARAMETER}.id`, readonly: true },
+    ...CATALOG_TYPES.filter((type) => type !== 'DocumentReference').flatMap(catalogReads),
+    // The forms of her tenant's work (contracts/work-forms.ts): stored by the bots that issue it, read-only.
+    { resourceType: 'Questionnaire', criteria: inTenant('Questionnaire'), readonly: true },
+    // What Medplum's Provider app shows of a patient (its summary asks for these in one batch, where one
+    // refusal empties the panel): read-only in her tenant; the platform writes none of them, so they are empty.
+    ...CLINICIAN_CHART_TYPES.map((resourceType) => ({
+      resourceType,
+      criteria: inTenant(resourceType),
+      readonly: true,
+    })),
+    // The catalogs' code systems (the ICD-10-CM codes the condition catalogs list), to expand them.
+    ...catalogReads('CodeSystem'),
+    // FHIR's own terminology, read-only, for the forms of Medplum's app (`ValueSet/$expand` of a field's
+    // binding): the definitions Medplum keeps in its R4 project, never a tenant's.
+    ...['ValueSet', 'CodeSystem'].map((resourceType) => ({
+      resourceType,
+      criteria: `${resourceType}?_project=${MEDPLUM_R4_PROJECT}`,
+      readonly: true,
+    })),
+    // No Binary: on Medplum 5.0.10 a read grant opens every Binary of the project by id, whatever its
+    // securityContext (see the patient policy). Patients' uploads stay out of clinicians' direct reach.
+  ];
+}
