@@ -295,6 +295,8 @@ export const OWN_ANSWERS_ONLY = {
  */
 export function clinicianPolicy(): AccessPolicyResource[] {
   return [
+    // Her tenant's charts and work: she records and works them, each write bounded by its constraints
+    // (tenancy and journey keys server-owned; queue work as issued; a segment by its practitioner).
     ...CLINICIAN_WRITABLE_TYPES.map((resourceType) => ({
       resourceType,
       criteria: inTenant(resourceType),
@@ -310,12 +312,14 @@ export function clinicianPolicy(): AccessPolicyResource[] {
       ],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
     })),
+    // Orders she may propose, never place: placing is the patient's decision through the decide-order bot.
     ...['MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
       resourceType,
       criteria: inTenant(resourceType),
       interaction: ['create', 'read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
       writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, PROPOSALS_ONLY, NOT_AN_OFFER_ITEM],
     })),
+    // Plans, offers, consents, teams, calendars and the engine's provenance: she reads them; bots and provisioning write them.
     ...CLINICIAN_READONLY_TYPES.map((resourceType) => ({
       resourceType,
       criteria: inTenant(resourceType),
@@ -337,6 +341,7 @@ export function clinicianPolicy(): AccessPolicyResource[] {
       interaction: ['read', 'search', 'update', 'vread', 'history'],
       writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, MITIGATION_ONLY],
     },
+    // Her colleagues and their roles in the tenant (the Provider app names who did what), read-only.
     ...['Practitioner', 'PractitionerRole'].map((resourceType) => ({
       resourceType,
       criteria: inTenant(resourceType),
@@ -344,6 +349,7 @@ export function clinicianPolicy(): AccessPolicyResource[] {
     })),
     // Her own tenant's Organization (a patient's managingOrganization, which Medplum's app reads), read-only.
     { resourceType: 'Organization', criteria: `Organization?_id=%${TENANT_PARAMETER}.id`, readonly: true },
+    // The published catalog she selects treatments from (not the agreement documents, which are DocumentReferences).
     ...CATALOG_TYPES.filter((type) => type !== 'DocumentReference').flatMap(catalogReads),
     // The forms of her tenant's work (contracts/work-forms.ts): stored by the bots that issue it, read-only.
     { resourceType: 'Questionnaire', criteria: inTenant('Questionnaire'), readonly: true },

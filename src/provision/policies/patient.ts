@@ -102,6 +102,7 @@ export function patientPolicy(): AccessPolicyResource[] {
         ONLY_OWN_TENANT,
       ],
     },
+    // Her own chart, read-only: what the record plane serves her; every change to it is a workflow's or a clinician's.
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     // Her Idempotency-Key records (src/edge/idempotency.ts): hers alone, about her own calls; written
     // with her token so that every gateway instance honours her keys. What she writes here directly
@@ -112,8 +113,11 @@ export function patientPolicy(): AccessPolicyResource[] {
       interaction: ['create', 'read', 'search', 'update', 'delete'],
       writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS, JOURNEY_KEYS],
     },
+    // The published catalog (her tenant's and the platform's): what she may start, agree to and be offered.
     ...CATALOG_TYPES.flatMap(catalogReads),
+    // Her tenant's practitioners, their roles and free Slots: whom she may book, computed with her own token.
     ...TENANT_DIRECTORY_TYPES.map((type) => ({ resourceType: type, criteria: inTenant(type), readonly: true })),
+    // Her tenant's visit calendars, the Slots' Schedules: availability is read through them.
     { resourceType: 'Schedule', criteria: VISIT_SCHEDULES, readonly: true },
     // Her tenant's visit teams (the team her schedule-visit tasks name, JOURNEY H): staff, no patient data.
     // Not the clinicians' work queues (care-queue CareTeams).
