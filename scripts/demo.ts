@@ -125,6 +125,27 @@ export interface JourneyBackend {
   settle?(): Promise<void>;
 }
 
+/**
+ * The demo tenants' patient apps on a provisioned Medplum, found by their provisioning tag (a real Medplum
+ * chose their ids): `appIdOf` for a JourneyBackend. Asked once, as the project admin.
+ */
+export async function provisionedAppIds(admin: MedplumClient): Promise<(tenantKey: string) => string> {
+  const appIds = new Map<string, string>();
+  for (const tenant of DEMO_TENANTS) {
+    const app = await admin.searchOne('ClientApplication', { _tag: `${SYSTEMS.provisioning}|app-${tenant.key}` });
+    if (app?.id) {
+      appIds.set(tenant.key, app.id);
+    }
+  }
+  return (tenantKey) => {
+    const id = appIds.get(tenantKey);
+    if (!id) {
+      throw new Error(`no ClientApplication tagged ${SYSTEMS.provisioning}|app-${tenantKey}`);
+    }
+    return id;
+  };
+}
+
 /** The embedded Medplum as a journey's backend: its patient apps have the fixed ids of `DEMO_TENANTS`. */
 export function embeddedBackend(medplum: LaunchedMedplum): JourneyBackend {
   return {

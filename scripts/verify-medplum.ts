@@ -1,15 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { MedplumClient } from '@medplum/core';
-import type {
-  Appointment,
-  AuditEvent,
-  Bot,
-  ClientApplication,
-  Encounter,
-  Resource,
-  ServiceRequest,
-  Task,
-} from '@medplum/fhirtypes';
+import type { Appointment, AuditEvent, Bot, Encounter, Resource, ServiceRequest, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
 import type { PatientTask } from '../contracts/tasks';
 import { DEFAULT_LIMITS } from '../src/app';
@@ -18,8 +9,8 @@ import { createEdgeSigner } from '../src/edge/statement';
 import { loadFhirSchema } from '../src/embedded/schema';
 import { applyDefinition, type ProvisionReport } from '../src/provision/apply';
 import { readBotBundles } from '../src/provision/bundles';
-import { DEMO_TENANTS, demoDefinition } from '../src/provision/demo';
-import { type JourneyBackend, type JourneyProgress, journey } from './demo';
+import { demoDefinition } from '../src/provision/demo';
+import { type JourneyBackend, type JourneyProgress, journey, provisionedAppIds } from './demo';
 import { attacks } from './lane/attacks';
 import { calendars, cron } from './lane/calendars';
 import {
@@ -175,29 +166,14 @@ async function main(): Promise<void> {
   );
 
   // The demo patient apps, found by provisioning key (a real Medplum chose their ids).
-  const appIds = new Map<string, string>();
-  for (const tenant of DEMO_TENANTS) {
-    const found = await adminGet(
-      `fhir/R4/ClientApplication?_tag=${encodeURIComponent(`${SYSTEMS.provisioning}|app-${tenant.key}`)}`,
-    );
-    const app = entriesOf(found.body)[0] as ClientApplication | undefined;
-    if (app?.id) {
-      appIds.set(tenant.key, app.id);
-    }
-  }
+  const appIdOf = await provisionedAppIds(admin);
   const progress: JourneyProgress = { steps: [] };
   let interactionOrder: Promise<void> | undefined;
   const backend: JourneyBackend = {
     baseUrl,
     fetch: globalThis.fetch,
     projectId,
-    appIdOf: (tenantKey) => {
-      const id = appIds.get(tenantKey);
-      if (!id) {
-        throw new Error(`no ClientApplication tagged ${SYSTEMS.provisioning}|app-${tenantKey}`);
-      }
-      return id;
-    },
+    appIdOf,
     // The journey's first wait is for the intake review, before her clinician assigns the condition
     // that wakes eligibility: the admin gives the patient an active spironolactone order there, so that
     // the engine finds the lisinopril interaction and a DetectedIssue exists for the mitigation rows.

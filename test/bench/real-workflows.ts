@@ -1,11 +1,8 @@
 import { MedplumClient } from '@medplum/core';
-import type { ClientApplication } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../contracts/systems';
-import { type JourneyBackend, type JourneyProgress, journey } from '../../scripts/demo';
+import { type JourneyBackend, type JourneyProgress, journey, provisionedAppIds } from '../../scripts/demo';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
 import { createEdgeSigner } from '../../src/edge/statement';
 import { pooledFetch } from '../../src/medplum/node-fetch';
-import { DEMO_TENANTS } from '../../src/provision/demo';
 
 /**
  * Each workflow call's latency on a real Medplum: the demo's whole journey (`npm run demo`'s steps, a new
@@ -39,24 +36,11 @@ export async function runRealWorkflowBench(options: {
   const { baseUrl, projectId } = options;
   const admin = new MedplumClient({ baseUrl, cacheTime: 0 });
   await admin.startClientLogin(options.clientId, options.clientSecret);
-  const appIds = new Map<string, string>();
-  for (const tenant of DEMO_TENANTS) {
-    const app = await admin.searchOne('ClientApplication', { _tag: `${SYSTEMS.provisioning}|app-${tenant.key}` });
-    if ((app as ClientApplication | undefined)?.id) {
-      appIds.set(tenant.key, app?.id as string);
-    }
-  }
   const backend: JourneyBackend = {
     baseUrl,
     fetch: globalThis.fetch,
     projectId,
-    appIdOf: (tenantKey) => {
-      const id = appIds.get(tenantKey);
-      if (!id) {
-        throw new Error(`no ClientApplication tagged ${SYSTEMS.provisioning}|app-${tenantKey}`);
-      }
-      return id;
-    },
+    appIdOf: await provisionedAppIds(admin),
   };
   // Bot runs the gateway asks for: a call that made one is a workflow. The journey's calls go one at a time.
   let executes = 0;

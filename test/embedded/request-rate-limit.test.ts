@@ -3,7 +3,8 @@ import { startTestBackend, type TestBackend } from '../support/backend';
 
 /**
  * Medplum's general per-address rate limit on the embedded Medplum's HTTP API (issue 24,
- * src/embedded/rate-limit.ts), with a small limit so a test can reach it; its clock is moved on, never slept.
+ * src/embedded/rate-limit.ts; Medplum's packages/server/src/ratelimit.ts `getRateLimitKey`, keyed on `req.ip`,
+ * which packages/server/src/app.ts's `trust proxy` 1 takes from the last X-Forwarded-For entry), with a small limit so a test can reach it; its clock is moved on, never slept.
  */
 const LIMIT = 20;
 let offsetMs = 0;

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 /**
- * Medplum limits requests per client address and, trusting one proxy hop, reads it from the last
- * X-Forwarded-For entry. The gateway therefore names the patient's address (as it resolved it from
+ * Medplum limits requests per client address (packages/server/src/ratelimit.ts: `getRateLimitKey` keys on
+ * `req.ip`) and, trusting one proxy hop (packages/server/src/app.ts: `app.set('trust proxy', 1)`), reads it
+ * from the last X-Forwarded-For entry. The gateway therefore names the patient's address (as it resolved it from
  * the connection and TRUSTED_PROXIES) on every call it makes to Medplum for her, so that her calls
  * count as hers and not as the gateway's, shared with every patient.
  */
