@@ -19,6 +19,7 @@ import {
   DOCUMENT_MAX_BYTES,
   MAX_ATTACHMENTS_PER_ANSWER,
 } from '../contracts/attachments';
+import type { BotInput } from '../contracts/bot-inputs';
 import {
   BOOKING_ENDPOINT,
   EXTENSIONS,
@@ -64,13 +65,24 @@ const EXPECTED_FIELD = {
 const REVIEW_INTAKE = 'review-intake';
 const REVIEW_READING = 'review-reading';
 
+type Refusal = ReturnType<typeof fail>;
+/** What completes the task, as the contract has it (the task's id and the edge statement taken off). */
+type Payload =
+  BotInput<'complete-task'> extends infer I ? (I extends unknown ? Omit<I, 'task' | 'edge'> : never) : never;
+type TaskPayload = Exclude<Payload, { decision: unknown }>;
+
 /**
- * POST /v1/tasks/{id}/complete (JOURNEY C). Checks first (the task is the patient's own and `ready`,
- * the payload is of its kind and valid, the gate is met), then writes everything in ONE transaction:
- * the task `completed` under If-Match (the anchor: of 20 identical calls one wins, the others re-read),
- * the Observations of a measurement task, the episode's revision bumped under If-Match (two different
- * last tasks completing at once cannot both miss each other), and, when this was the last intake task,
- * the clinician's review task; a critical reading also issues an urgent one.
+ * POST /v1/tasks/{id}/complete (JOURNEY C), in the order it happens:
+ * 1. who asks, and what: the verified patient and her input, checked against the contract;
+ * 2. what a completion reads, asked at once (each read is believed further down, where it is used: the
+ *    run's client answers the later ask from this one, bots/lib/reads.ts);
+ * 3. the task: hers, and its state (a completed one answers a replay of the same payload again);
+ * 4. the work of its kind, checked beside the agreements gate, whose refusal comes first;
+ * 5. ONE transaction: the task `completed` under If-Match (the anchor: of 20 identical calls one wins, the
+ *    others re-read), what the work produced (the Observations of a measurement task...), the episode's
+ *    revision bumped under If-Match (two different last tasks completing at once cannot both miss each
+ *    other), and, when this was the last intake task, the clinician's review task; a critical reading also
+ *    issues an urgent one. A race lost to another writer is read again and decided again, once.
  */
 export async function handler(bare: MedplumClient, event: BotEvent): Promise<CompleteTaskResult> {
   const medplum = readingOnce(bare);
@@ -80,101 +92,165 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Com
   }
   const { patientId } = start.caller;
   // The edge statement is proof of the session, not part of the answer: a replay from elsewhere is the same answer.
-  const { task: taskId, edge, ...payload } = { edge: undefined, ...start.input };
+  const { task: taskId, edge, ...rest } = { edge: undefined, ...start.input };
+  const payload = rest as Payload;
   const digest = payloadDigest(payload);
+  const origins = binaryOrigins(medplum, event);
   for (let attempt = 0; ; attempt++) {
-    // What any completion reads goes out with the task (fewer round trips): her Patient, the gate's
-    // acceptances and published agreements, the answers named.
-    ahead(medplum.readResource('Patient', patientId));
-    ahead(activeAcceptances(medplum, patientId));
-    ahead(freshCatalog(medplum).published());
-    if ('questionnaireResponse' in payload) {
-      ahead(aheadOfAnswers(medplum, payload.questionnaireResponse, patientId, binaryOrigins(medplum, event)));
-    }
+    askWhatCompletionReads(medplum, patientId, payload, origins);
     const task = (await medplum.readResource('Task', taskId).catch(absent)) as Task | undefined;
     if (!isHerTask(task, patientId)) {
       return contextNotFound();
     }
-    aheadOfWork(medplum, task, payload);
-    if (task.status === 'completed') {
-      return completionDigest(task) === digest
-        ? completedTask(task)
-        : fail(409, 'invalid_state', 'This task is already completed, with another payload', { state: 'completed' });
-    }
-    if (task.status !== 'ready') {
-      return fail(409, 'invalid_state', `This task is ${task.status}`, { state: task.status });
-    }
-    const kind = taskKind(task);
-    if (kind === 'order-decisions' || kind === 'schedule-visit') {
-      return fail(409, 'invalid_state', 'This task is answered at its own endpoint', {
-        state: task.status,
-        use: kind === 'order-decisions' ? ORDER_DECISIONS_ENDPOINT : BOOKING_ENDPOINT,
-      });
-    }
-    if (!kind) {
-      return fail(409, 'invalid_state', 'This task is not completed here', { state: task.status });
-    }
-    const expected = EXPECTED_FIELD[kind];
-    if (!(expected in payload)) {
-      return fail(400, 'invalid_request', `A ${kind} task is completed with ${expected}`, {
-        issues: [{ path: expected, message: `required for a ${kind} task` }],
-      });
+    askWhatItsWorkReads(medplum, task, payload);
+    const settled = answerOfState(task, payload, digest);
+    if (settled) {
+      return settled;
     }
     const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
-    let bundle: Bundle;
-    if ('decision' in payload) {
-      const session = { loginId: start.caller.loginId, ...edgeFacts(event, start.caller, edge) };
-      const work = await offerWork(medplum, { task, patient, answer: payload, session });
-      if (!work.ok) {
-        return work;
-      }
-      bundle = {
-        resourceType: 'Bundle',
-        type: 'transaction',
-        entry: [completion(task, digest, work.output), ...work.entries],
-      };
-    } else {
-      const episode = await episodeOf(medplum, task);
-      if (episode) {
-        // What the completion's bundle reads: the tenant's queue, the episode's tasks.
-        ahead(tenantQueue(medplum, patient));
-        ahead(episodeTasks(medplum, episode.id as string));
-      }
-      // The work's checks only read: they run beside the gate, whose refusal still comes first.
-      const working = ahead(
-        'questionnaireResponse' in payload
-          ? answersWork(medplum, task, patientId, payload.questionnaireResponse, binaryOrigins(medplum, event))
-          : readingsWork(medplum, task, patient, payload.measurements),
-      );
-      const gate = await requireAgreements(medplum, patientId, {
-        task: `Task/${task.id}`,
-        ...(episode && episodePlan(episode) ? { protocol: episodePlan(episode) } : {}),
-      });
-      if (gate) {
-        return gate;
-      }
-      const work = await working;
-      if (!work.ok) {
-        return work;
-      }
-      bundle = await completionBundle(medplum, { task, patient, episode, digest, work });
+    const completing =
+      'decision' in payload
+        ? await offerCompletion(medplum, task, patient, digest, {
+            answer: payload,
+            session: { loginId: start.caller.loginId, ...edgeFacts(event, start.caller, edge) },
+          })
+        : await taskCompletion(medplum, { task, patient, digest, payload, origins });
+    if (!completing.ok) {
+      return completing;
     }
-    try {
-      const response = await medplum.executeBatch(bundle);
-      const saved = response.entry?.[0]?.resource as Task | undefined;
-      return completedTask(saved ?? (await medplum.readResource('Task', taskId)));
-    } catch (err) {
-      // Someone else completed it (same payload: their result is ours) or moved the episode on
-      // (another task completed at the same moment): read again, decide again, once.
-      if (!lostRace(err) || attempt > 0) {
-        if (lostRace(err)) {
-          return fail(409, 'invalid_state', 'This task changed while it was being completed; try again', {
-            state: 'conflict',
-          });
-        }
-        throw err;
-      }
+    const written = await commit(medplum, completing.bundle, taskId, attempt);
+    if (written) {
+      return written;
     }
+  }
+}
+
+/**
+ * What any completion reads, asked with the task (fewer round trips): her Patient, the gate's acceptances
+ * and published agreements, and the answers named with the files they attach.
+ */
+function askWhatCompletionReads(medplum: MedplumClient, patientId: string, payload: Payload, origins: BinaryOrigins) {
+  ahead(medplum.readResource('Patient', patientId));
+  ahead(activeAcceptances(medplum, patientId));
+  ahead(freshCatalog(medplum).published());
+  if ('questionnaireResponse' in payload) {
+    ahead(aheadOfAnswers(medplum, payload.questionnaireResponse, patientId, origins));
+  }
+}
+
+/**
+ * What the task's state answers before any work: a completed task the same answer again (or 409 for
+ * another payload), anything else but a `ready` task of a kind completed here, with the field of its
+ * kind, 409 or 400. Undefined: there is work to do.
+ */
+function answerOfState(task: Task, payload: Payload, digest: string): CompleteTaskResult | undefined {
+  if (task.status === 'completed') {
+    return completionDigest(task) === digest
+      ? completedTask(task)
+      : fail(409, 'invalid_state', 'This task is already completed, with another payload', { state: 'completed' });
+  }
+  if (task.status !== 'ready') {
+    return fail(409, 'invalid_state', `This task is ${task.status}`, { state: task.status });
+  }
+  const kind = taskKind(task);
+  if (kind === 'order-decisions' || kind === 'schedule-visit') {
+    return fail(409, 'invalid_state', 'This task is answered at its own endpoint', {
+      state: task.status,
+      use: kind === 'order-decisions' ? ORDER_DECISIONS_ENDPOINT : BOOKING_ENDPOINT,
+    });
+  }
+  if (!kind) {
+    return fail(409, 'invalid_state', 'This task is not completed here', { state: task.status });
+  }
+  const expected = EXPECTED_FIELD[kind];
+  if (!(expected in payload)) {
+    return fail(400, 'invalid_request', `A ${kind} task is completed with ${expected}`, {
+      issues: [{ path: expected, message: `required for a ${kind} task` }],
+    });
+  }
+  return undefined;
+}
+
+/** Her answer to a treatment offer: the offer's own work (bots/lib/offers.ts), completed by this task. */
+async function offerCompletion(
+  medplum: MedplumClient,
+  task: Task,
+  patient: Patient & { id: string },
+  digest: string,
+  { answer, session }: Pick<Parameters<typeof offerWork>[1], 'answer' | 'session'>,
+): Promise<{ ok: true; bundle: Bundle } | Refusal> {
+  const work = await offerWork(medplum, { task, patient, answer, session });
+  return work.ok
+    ? {
+        ok: true,
+        bundle: {
+          resourceType: 'Bundle',
+          type: 'transaction',
+          entry: [completion(task, digest, work.output), ...work.entries],
+        },
+      }
+    : work;
+}
+
+/** A questionnaire or measurement task: its work checked beside the gate, then the completion's bundle. */
+async function taskCompletion(
+  medplum: MedplumClient,
+  {
+    task,
+    patient,
+    digest,
+    payload,
+    origins,
+  }: { task: Task; patient: Patient & { id: string }; digest: string; payload: TaskPayload; origins: BinaryOrigins },
+): Promise<{ ok: true; bundle: Bundle } | Refusal> {
+  const episode = await episodeOf(medplum, task);
+  if (episode) {
+    // What the completion's bundle reads: the tenant's queue, the episode's tasks.
+    ahead(tenantQueue(medplum, patient));
+    ahead(episodeTasks(medplum, episode.id as string));
+  }
+  // The work's checks only read: they run beside the gate, whose refusal still comes first.
+  const working = ahead(
+    'questionnaireResponse' in payload
+      ? answersWork(medplum, task, patient.id, payload.questionnaireResponse, origins)
+      : readingsWork(medplum, task, patient, payload.measurements),
+  );
+  const gate = await requireAgreements(medplum, patient.id, {
+    task: `Task/${task.id}`,
+    ...(episode && episodePlan(episode) ? { protocol: episodePlan(episode) } : {}),
+  });
+  if (gate) {
+    return gate;
+  }
+  const work = await working;
+  if (!work.ok) {
+    return work;
+  }
+  return { ok: true, bundle: await completionBundle(medplum, { task, patient, episode, digest, work }) };
+}
+
+/**
+ * The one transaction. Its answer, or undefined when a race was lost for the first time: someone else
+ * completed the task (same payload: their result is ours) or moved the episode on (another task completed
+ * at the same moment), so the caller reads again and decides again. Lost twice: 409.
+ */
+async function commit(
+  medplum: MedplumClient,
+  bundle: Bundle,
+  taskId: string,
+  attempt: number,
+): Promise<CompleteTaskResult | undefined> {
+  try {
+    const response = await medplum.executeBatch(bundle);
+    const saved = response.entry?.[0]?.resource as Task | undefined;
+    return completedTask(saved ?? (await medplum.readResource('Task', taskId)));
+  } catch (err) {
+    if (!lostRace(err)) {
+      throw err;
+    }
+    return attempt > 0
+      ? fail(409, 'invalid_state', 'This task changed while it was being completed; try again', { state: 'conflict' })
+      : undefined;
   }
 }
 
@@ -205,7 +281,7 @@ async function aheadOfAnswers(
 }
 
 /** Reads the task's own work will make, asked now: its episode, and its pinned Questionnaire or definitions. */
-function aheadOfWork(medplum: MedplumClient, task: Task, payload: object): void {
+function askWhatItsWorkReads(medplum: MedplumClient, task: Task, payload: Payload): void {
   if (!isPatientTask(task) || task.status !== 'ready') {
     return;
   }
