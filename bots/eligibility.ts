@@ -55,6 +55,46 @@ import { formOfTask, handedIn, herAnswers, issuedForm, storedForm } from './lib/
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
 const SELECT_TREATMENT = 'select-treatment';
 
+/** The catalog's reads depend on no input (her tenant filters them afterwards): asked with the task. */
+function askTheCatalog(medplum: MedplumClient): void {
+  ahead(conditionCatalogs(medplum, undefined));
+  ahead(activePlans(medplum));
+}
+
+/**
+ * What the review's checks read, asked as soon as the review is known (read only; believed below): her
+ * answers, its stored form (as the task points at it now; the issued version points at the same:
+ * WORK_AS_ISSUED), her Patient, and an earlier delivery's selection keyed by the review (read fresh: once).
+ */
+function askWhatTheReviewReads(medplum: MedplumClient, task: Task): Promise<Task | undefined> {
+  ahead(handedIn(medplum, task) ?? Promise.resolve(undefined));
+  ahead(formOfTask(medplum, task));
+  if (task.for?.reference) {
+    ahead(medplum.readReference(task.for));
+  }
+  return ahead(selectionOf(medplum, `Task/${task.id}`));
+}
+
+/**
+ * What the rest of a run reads, at once (fewer round trips), each believed in its turn: her answers, her
+ * Patient with her tenant's queue, the selection of an earlier delivery, the engine.
+ */
+function askWhatTheRunReads(
+  medplum: MedplumClient,
+  review: Task,
+  selectingEarly: Promise<Task | undefined> | undefined,
+) {
+  ahead(handedIn(medplum, review) ?? Promise.resolve(undefined));
+  const tenantReads = ahead(
+    medplum
+      .readReference({ reference: review.for?.reference ?? '' } as Reference<Patient>)
+      .then((p) => ({ queue: ahead(tenantQueue(medplum, p)) })),
+  );
+  const selecting = selectingEarly ?? ahead(selectionOf(medplum, `Task/${review.id}`));
+  const engine = ahead(medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }));
+  return { tenantReads, selecting, engine };
+}
+
 /**
  * Subscription bot (JOURNEY D.2): an intake review completed by the clinician who owned it, with her
  * answers to its form (the condition, from her tenant's condition catalog: bots/lib/work-forms.ts), is
@@ -77,37 +117,20 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   if ((event.input as { resourceType?: string } | undefined)?.resourceType === 'Condition') {
     return revised(medplum, event);
   }
-  // Her answers and her Patient go out with the checks of who completed the review (read only; believed below).
-  // The catalog's reads depend on no input (her tenant filters them afterwards): asked with the task.
-  ahead(conditionCatalogs(medplum, undefined));
-  ahead(activePlans(medplum));
+  // 1. Who completed which review; what the run reads is asked with the review (each believed below).
+  askTheCatalog(medplum);
   let selectingEarly: Promise<Task | undefined> | undefined;
   const woken = await completedByOwner(medplum, event, 'eligibility', ['review-intake'], (task) => {
-    ahead(handedIn(medplum, task) ?? Promise.resolve(undefined));
-    // Its stored form, as the task points at it now (the issued version points at the same: WORK_AS_ISSUED).
-    ahead(formOfTask(medplum, task));
-    if (task.for?.reference) {
-      ahead(medplum.readReference(task.for));
-    }
-    // An earlier delivery's selection, keyed by the review: asked with her answers (read fresh: once).
-    selectingEarly = ahead(selectionOf(medplum, `Task/${task.id}`));
+    selectingEarly = askWhatTheReviewReads(medplum, task);
   });
   if (!woken.ok) {
     return woken;
   }
   const review = woken.task;
   const key = `Task/${review.id}`;
-  // What a run reads goes out at once (fewer round trips), each believed in its turn below: her
-  // answers, her Patient with her tenant's queue, the selection of an earlier delivery, the engine.
   const patientRef = review.for?.reference ?? '';
-  ahead(handedIn(medplum, review) ?? Promise.resolve(undefined));
-  const tenantReads = ahead(
-    medplum
-      .readReference({ reference: patientRef } as Reference<Patient>)
-      .then((p) => ({ queue: ahead(tenantQueue(medplum, p)) })),
-  );
-  const selecting = selectingEarly ?? ahead(selectionOf(medplum, key));
-  const engine = ahead(medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }));
+  const { tenantReads, selecting, engine } = askWhatTheRunReads(medplum, review, selectingEarly);
+  // 2. The checks: the platform's own review, its form, her answers, a condition of the tenant's catalog.
   // Only a review the platform issued (a Bot-written `ready` version in its history): a task a
   // clinician created herself, already done, starts nothing, whoever delivers it (the reconciler too).
   const issued = await issuedVersion(medplum, review);
@@ -141,6 +164,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<unk
   if (!code || !offering || !(await inConditionCatalog(medplum, code, organization))) {
     return markUnanswered(medplum, review, 'no-answers', 'the condition is not in the tenant’s condition catalog');
   }
+  // 3. The writes: the Condition she assigned, the selection claimed, the findings with it.
   const existing = await selecting;
   if (existing && existing.status !== 'draft') {
     return { ok: true, offered: true, task: `Task/${existing.id}`, replay: true };
