@@ -12,6 +12,7 @@ import type {
   Slot,
   Task,
 } from '@medplum/fhirtypes';
+import type { BotInput } from '../contracts/bot-inputs';
 import { EXTENSIONS, SYSTEMS, VISIT_TYPES } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } from './lib/agreements';
@@ -63,23 +64,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<App
   }
   const input = start.input;
   const { patientId } = start.caller;
-  // What every operation reads anyway goes out with her Patient (fewer round trips): the gate's
-  // acceptances and published agreements, and what the call names.
-  ahead(activeAcceptances(medplum, patientId));
-  ahead(freshCatalog(medplum).published());
-  if (input.operation === 'book') {
-    ahead(medplum.readResource('Task', input.task.split('/')[1]));
-    if (input.slot) {
-      ahead(medplum.readResource('Slot', input.slot.split('/')[1]));
-    }
-  } else {
-    ahead(medplum.readResource('Appointment', input.appointment));
-    ahead(encountersOf(medplum, input.appointment));
-    if (input.operation === 'reschedule') {
-      // The new slot's checks start from it (its schedule, role, licence): asked with the appointment.
-      ahead(medplum.readResource('Slot', input.slot.split('/')[1]));
-    }
-  }
+  askWhatTheCallReads(medplum, patientId, input);
   const patient = (await medplum.readResource('Patient', patientId)) as Patient & { id: string };
   if (input.operation === 'book') {
     return book(medplum, patient, input.task.split('/')[1], input.slot?.split('/')[1]);
@@ -95,6 +80,28 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<App
       return cancel(medplum, patient, appointment);
     default:
       return startSegment(medplum, patient, appointment, input.segment);
+  }
+}
+
+/**
+ * What every operation reads anyway, asked with her Patient (fewer round trips; each believed where it is
+ * used): the gate's acceptances and published agreements, and what the call names. A reschedule's new
+ * slot goes out with the appointment: its checks (schedule, role, licence) start from it.
+ */
+function askWhatTheCallReads(medplum: MedplumClient, patientId: string, input: BotInput<'appointments'>): void {
+  ahead(activeAcceptances(medplum, patientId));
+  ahead(freshCatalog(medplum).published());
+  if (input.operation === 'book') {
+    ahead(medplum.readResource('Task', input.task.split('/')[1]));
+    if (input.slot) {
+      ahead(medplum.readResource('Slot', input.slot.split('/')[1]));
+    }
+    return;
+  }
+  ahead(medplum.readResource('Appointment', input.appointment));
+  ahead(encountersOf(medplum, input.appointment));
+  if (input.operation === 'reschedule') {
+    ahead(medplum.readResource('Slot', input.slot.split('/')[1]));
   }
 }
 
