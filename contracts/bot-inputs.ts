@@ -14,8 +14,10 @@ import { MeasurementCompletionSchema, OfferDecisionSchema, QuestionnaireCompleti
  * built from the same pieces as the gateway's request contracts. Objects are strict: an unknown field
  * (a forged `session`, a `patient`, a `clientId`...) is refused, not ignored.
  *
- * Bots do not bundle zod (hundreds of KB to compile on every run): the bot build turns these into JSON
- * Schema (scripts/bot-build.ts) and bots/lib/input.ts checks that subset.
+ * Bots do not bundle zod: Medplum evaluates a bot's whole bundle on every run, and these schemas with zod
+ * made each run 9-26 ms slower and each bundle 160-195 KB (docs/benchmarks.md, "Bot input checks: zod in
+ * the bundle or a schema"). The bot build turns them into JSON Schema (scripts/bot-build.ts) and
+ * bots/lib/input.ts checks that subset.
  */
 
 /** `<payload>.<signature>`, both base64url: the gateway's signed edge statement (bots/lib/trust.ts). */

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { z } from '@hono/zod-openapi';
-import { build } from 'esbuild';
+import { type BuildOptions, build } from 'esbuild';
 import { SUPPORTED_SCHEMA_KEYWORDS } from '../bots/lib/input';
 import { BOT_INPUTS } from '../contracts/bot-inputs';
 
@@ -55,10 +55,9 @@ function assertSupportedSchema(schema: unknown, path: string): void {
  * bundled, `exports.handler` set, and the footer that copies `module.exports` onto `exports`
  * (the runtime reads `exports`, esbuild's CJS output assigns `module.exports`).
  */
-export async function buildBot(entry: string, outfile: string): Promise<void> {
-  await build({
+export function botBuildOptions(entry: string): BuildOptions {
+  return {
     entryPoints: [entry],
-    outfile,
     bundle: true,
     format: 'cjs',
     platform: 'node',
@@ -71,7 +70,11 @@ export async function buildBot(entry: string, outfile: string): Promise<void> {
     // createRequire), which has @medplum/core: a bot takes it from there rather than bundling it.
     external: ['@medplum/core'],
     define: { BOT_INPUT_SCHEMAS: botInputSchemas() },
-  });
+  };
+}
+
+export async function buildBot(entry: string, outfile: string): Promise<void> {
+  await build({ ...botBuildOptions(entry), outfile });
 }
 
 export function botEntries(dir = 'bots'): string[] {

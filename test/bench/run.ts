@@ -5,6 +5,14 @@ import { roundTripTable } from '../../scripts/round-trips';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
+import {
+  botBundles,
+  EMPTY_BOT,
+  measureBadInputExecutes,
+  measureBundleStarts,
+  measureRealBadInputExecutes,
+  zodAloneBundle,
+} from './bot-start';
 import { percentiles, runEmbeddedStoreBench } from './embedded-store';
 import { runFairnessBench } from './fairness';
 import { canPin, FLOOR_PAIR, type Layout, type LoadResult, runGatewayBench } from './gateway';
@@ -40,6 +48,7 @@ const SECTIONS = [
   'spine',
   'scheduling',
   'trust',
+  'bot-start',
   'embedded',
   'store',
 ] as const;
@@ -155,6 +164,9 @@ async function main(): Promise<void> {
   }
   if (runs('trust')) {
     await printTrustCheckBench();
+  }
+  if (runs('bot-start')) {
+    await printBotStartBench();
   }
   if (runs('embedded')) {
     await printEmbeddedStartup();
@@ -433,6 +445,49 @@ async function printTrustCheckBench(): Promise<void> {
   console.log(
     `  ratio after/before: ${trust.ratio.toFixed(2)}x (target <= 1.10) ${trust.ratio <= 1.1 ? 'MET' : 'NOT MET'}`,
   );
+}
+
+/** Issue 40 item 3: a bot's input check, as JSON Schema or as the contract's zod, in its bundle and its start. */
+async function printBotStartBench(): Promise<void> {
+  const bundles = { schema: await botBundles('schema'), zod: await botBundles('zod') };
+  const zodAlone = await zodAloneBundle();
+  bundles.schema['(zod alone: one small schema)'] = EMPTY_BOT;
+  bundles.zod['(zod alone: one small schema)'] = zodAlone;
+  const kb = (bytes: number) => `${(bytes / 1024).toFixed(0)} KB`;
+  console.log("## A bot's start: its input check as JSON Schema (as built) or as the contract's zod (issue 40 item 3)");
+  console.log(
+    '   schema = bots/lib/input.ts with the generated JSON Schema; zod = contracts/bot-inputs.ts by safeParse, bundled and minified (test/bench/zod-bots/)',
+  );
+  console.log("   start = p50 of loading the bundle in a fresh vmcontext-like context, less an empty bundle's");
+  console.log('| bot | schema bytes | zod bytes | schema start ms | zod start ms | zod - schema ms |');
+  console.log('|---|---|---|---|---|---|');
+  const starts = measureBundleStarts(bundles);
+  for (const f of starts) {
+    console.log(
+      `| ${f.bot} | ${f.bytes.schema} | ${f.bytes.zod} | ${f.startMs.schema.toFixed(2)} | ${f.startMs.zod.toFixed(2)} | ${(f.startMs.zod - f.startMs.schema).toFixed(2)} |`,
+    );
+  }
+  const bots = starts.filter((f) => !f.bot.startsWith('('));
+  const sum = (pick: (f: (typeof starts)[number]) => number) => bots.reduce((total, f) => total + pick(f), 0);
+  console.log(
+    `   all ${bots.length} bundles: schema ${kb(sum((f) => f.bytes.schema))}, zod ${kb(sum((f) => f.bytes.zod))}; start p50 of the bots' p50s: schema ${fmt(percentiles(bots.map((f) => f.startMs.schema)).p50)}, zod ${fmt(percentiles(bots.map((f) => f.startMs.zod)).p50)}`,
+  );
+  for (const f of await measureBadInputExecutes(bundles)) {
+    console.log(
+      `  $execute ${f.bot} with a bad input, by ${f.caller} (embedded, in process): schema p50 ${fmt(f.p50.schema)}, zod p50 ${fmt(f.p50.zod)} (+${fmt(f.p50.zod - f.p50.schema)})`,
+    );
+  }
+  const env = (name: string) => process.env[`BENCH_MEDPLUM_${name}`];
+  const [baseUrl, clientId, clientSecret] = [env('BASE_URL'), env('CLIENT_ID'), env('CLIENT_SECRET')];
+  if (baseUrl && clientId && clientSecret) {
+    const real = await measureRealBadInputExecutes({ baseUrl, clientId, clientSecret });
+    console.log(
+      `  $execute sms-opt-out with a bad input on the real Medplum ${baseUrl} (three Bots made in its project): empty bundle p50 ${fmt(real.empty)}, schema (${kb(real.bytes.schema)}) ${fmt(real.schema)}, zod (${kb(real.bytes.zod)}) ${fmt(real.zod)}`,
+    );
+  } else {
+    console.log('  on a real Medplum: skipped (set BENCH_MEDPLUM_BASE_URL, _CLIENT_ID, _CLIENT_SECRET)');
+  }
+  console.log('');
 }
 
 async function printEmbeddedStartup(): Promise<void> {
