@@ -48,18 +48,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
   const own = `Patient/${patientId}`;
   const digest = payloadDigest({ items: decisions });
   for (let attempt = 0; ; attempt++) {
-    // What placing an order reads goes out with the order (fewer round trips), each believed in its
-    // turn below: her Patient and her tenant's policy, the gate's reads, her task and consent for it.
-    ahead(
-      medplum
-        .readResource('Patient', patientId)
-        .then((p) => p.managingOrganization && medplum.readReference(p.managingOrganization)),
-    );
-    ahead(activeAcceptances(medplum, patientId));
-    ahead(freshCatalog(medplum).published());
-    const named = { resourceType: 'RequestGroup', id: orderId } as RequestGroup;
-    const tasking = ahead(orderTask(medplum, named, own));
-    ahead(consentsFor(medplum, named, patientId));
+    const tasking = askWhatAnOrderReads(medplum, patientId, orderId);
     const group = (await medplum.readResource('RequestGroup', orderId).catch(absent)) as
       | (RequestGroup & { id: string })
       | undefined;
@@ -128,6 +117,25 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Dec
       }
     }
   }
+}
+
+/**
+ * What placing an order reads, asked with the order (fewer round trips), each believed in its turn: her
+ * Patient and her tenant's policy, the gate's reads, her task and consent for it. Her task, in hand.
+ */
+function askWhatAnOrderReads(medplum: MedplumClient, patientId: string, orderId: string): Promise<Task | undefined> {
+  const own = `Patient/${patientId}`;
+  ahead(
+    medplum
+      .readResource('Patient', patientId)
+      .then((p) => p.managingOrganization && medplum.readReference(p.managingOrganization)),
+  );
+  ahead(activeAcceptances(medplum, patientId));
+  ahead(freshCatalog(medplum).published());
+  const named = { resourceType: 'RequestGroup', id: orderId } as RequestGroup;
+  const tasking = ahead(orderTask(medplum, named, own));
+  ahead(consentsFor(medplum, named, patientId));
+  return tasking;
 }
 
 /**
