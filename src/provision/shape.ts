@@ -11,13 +11,25 @@ export interface ProvisionDefinition {
     /** Key of the AccessPolicy every self-registered patient gets. */
     defaultPatientAccessPolicy: string;
   };
-  accessPolicies: { key: string; policy: Omit<AccessPolicy, 'resourceType'> }[];
+  accessPolicies: AccessPolicyDefinition[];
   bots: BotDefinition[];
   subscriptions: SubscriptionDefinition[];
   /** Organizations, client applications, catalog: created or updated in this order. */
   resources: KeyedResource[];
   /** Machine clients of the platform (provisioned ClientApplications) and the policy each signs in with. */
   integrations: { key: string; accessPolicy: string }[];
+}
+
+/** An access policy of the project, by key (bots, memberships and integrations name it so). */
+export interface AccessPolicyDefinition {
+  key: string;
+  policy: Omit<AccessPolicy, 'resourceType'>;
+}
+
+/** A bot as the platform provisions it: what it may do (its own access policy) and the bot itself. */
+export interface PlatformBot {
+  access: AccessPolicyDefinition;
+  bot: BotDefinition;
 }
 
 export interface BotDefinition {
