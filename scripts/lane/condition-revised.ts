@@ -22,7 +22,7 @@ import {
   row,
   SUBSCRIPTION_WAIT_MS,
 } from './common';
-import { intakeReview } from './work-forms';
+import { intakeReview } from './intake-review';
 
 /**
  * A Condition revised after the offer, on a real Medplum: three new Northwind

@@ -2,7 +2,7 @@ import { evalFhirPath, globalSchema } from '@medplum/core';
 import type { Resource } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fullSearchExpressions } from '../../src/embedded/schema';
-import { minimalResource } from '../support/attack';
+import { minimalResource } from '../support/attack-resources';
 import { startTestBackend, type TestBackend } from '../support/backend';
 import { freshPatient } from '../support/patients';
 

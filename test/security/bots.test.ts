@@ -8,28 +8,17 @@ import {
   ATTACKER_ROLES,
   attackerFor,
   type BotInput,
-  botRanSince,
-  changesSince,
-  describeChange,
   direct,
   executeBot,
-  fakeInboundSms,
   fhirPath,
-  foreignChanges,
-  hostileInputs,
   isSubscriptionBot,
-  leaked,
-  minimalResource,
-  otherTenantApps,
-  proofViolations,
-  resetAcceptances,
-  restoreScene,
-  type Scene,
-  secretsOf,
-  setUpScene,
-  storeMark,
-  universalAgreements,
 } from '../support/attack';
+import { leaked } from '../support/attack-exposure';
+import { fakeInboundSms, hostileInputs } from '../support/attack-hostile';
+import { proofViolations, resetAcceptances, universalAgreements } from '../support/attack-proof';
+import { minimalResource } from '../support/attack-resources';
+import { botRanSince, changesSince, describeChange, foreignChanges, storeMark } from '../support/attack-store';
+import { otherTenantApps, restoreScene, type Scene, secretsOf, setUpScene } from '../support/attack-victim';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 /**

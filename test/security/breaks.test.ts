@@ -3,34 +3,13 @@ import type { Condition, Consent, DocumentReference, QuestionnaireResponse } fro
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS } from '../../contracts/systems';
 import { platformDefinition } from '../../src/provision/definition';
-import {
-  type Actor,
-  changesSince,
-  clickwrapProof,
-  clinicianActor,
-  describeChange,
-  direct,
-  executeBot,
-  FORGED_AGENT,
-  FORGED_IP,
-  fakeInboundSms,
-  fhirPath,
-  foreignChanges,
-  HUGE,
-  patientActor,
-  proofViolations,
-  registerPatient,
-  resetAcceptances,
-  resourcesIn,
-  restoreScene,
-  type Scene,
-  setUpScene,
-  signIn,
-  storedResource,
-  storeMark,
-  tenantApp,
-  whereIs,
-} from '../support/attack';
+import { type Actor, clinicianActor, direct, executeBot, fhirPath, patientActor } from '../support/attack';
+import { resourcesIn } from '../support/attack-exposure';
+import { FORGED_AGENT, FORGED_IP, fakeInboundSms, HUGE } from '../support/attack-hostile';
+import { clickwrapProof, proofViolations, resetAcceptances } from '../support/attack-proof';
+import { registerPatient, signIn, tenantApp, whereIs } from '../support/attack-registration';
+import { changesSince, describeChange, foreignChanges, storedResource, storeMark } from '../support/attack-store';
+import { restoreScene, type Scene, setUpScene } from '../support/attack-victim';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 /**

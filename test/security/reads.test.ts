@@ -8,25 +8,16 @@ import {
   type AttackerRole,
   attackerFor,
   direct,
-  type ExposureKind,
-  exposureOf,
   fhirPath,
-  inOwnRecord,
   isSubscriptionBot,
-  leaked,
   patientActor,
-  patientCompartmentParams,
-  patientTenants,
   policyTypes,
   publishedByTag,
-  referenceParams,
-  resourcesIn,
-  type Scene,
-  secretOf,
-  setUpScene,
-  storedResource,
-  storedResources,
 } from '../support/attack';
+import { type ExposureKind, exposureOf, leaked, patientTenants, resourcesIn } from '../support/attack-exposure';
+import { patientCompartmentParams, referenceParams } from '../support/attack-resources';
+import { inOwnRecord, storedResource, storedResources } from '../support/attack-store';
+import { type Scene, secretOf, setUpScene } from '../support/attack-victim';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 /**

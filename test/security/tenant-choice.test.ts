@@ -2,7 +2,8 @@ import type { Binary, Organization, Patient, QuestionnaireResponse } from '@medp
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import { DEMO_TENANTS } from '../../src/provision/demo';
-import { direct, fhirPath, registerPatient } from '../support/attack';
+import { direct, fhirPath } from '../support/attack';
+import { registerPatient } from '../support/attack-registration';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 /**

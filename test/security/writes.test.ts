@@ -6,25 +6,21 @@ import {
   type Actor,
   ATTACKER_ROLES,
   attackerFor,
-  changesSince,
-  describeChange,
   direct,
   fhirPath,
-  foreignChanges,
-  minimalResource,
-  ownerOf,
-  PLANTED,
   patientActor,
   policyTypes,
-  type ReferenceTargets,
-  type Scene,
+} from '../support/attack';
+import { minimalResource, PLANTED, type ReferenceTargets } from '../support/attack-resources';
+import {
+  changesSince,
+  describeChange,
+  foreignChanges,
   type StoreChange,
-  seedRecord,
-  setUpScene,
   storedResource,
   storeMark,
-  targetsOf,
-} from '../support/attack';
+} from '../support/attack-store';
+import { ownerOf, type Scene, seedRecord, setUpScene, targetsOf } from '../support/attack-victim';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 /**
