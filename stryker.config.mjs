@@ -1,0 +1,27 @@
+// Mutation testing of the modules that enforce a limit (docs/mutation.md): `npm run mutation`, not part
+// of `npm test`. Incremental: reports/stryker-incremental.json (committed) holds the last results, and a
+// run tests again only the mutants whose code or covering tests changed since.
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  testRunner: 'vitest',
+  vitest: { configFile: 'vitest.mutation.config.ts' },
+  coverageAnalysis: 'perTest',
+  mutate: [
+    'src/shared/admission.ts',
+    'src/edge/admission.ts',
+    'src/shared/json-depth.ts',
+    'src/edge/json-body.ts',
+    'bots/lib/answers.ts',
+    'contracts/work-forms.ts:233-240', // optionMatching, which bots/lib/answers.ts uses
+    'bots/lib/measurements.ts',
+  ],
+  concurrency: 2,
+  incremental: true,
+  incrementalFile: 'reports/stryker-incremental.json',
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: 'reports/mutation/mutation.html' },
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  ignorePatterns: ['.data', 'dist', 'test-artifacts', 'scratch', 'reports', '.stryker-tmp*'],
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+};
