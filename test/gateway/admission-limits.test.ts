@@ -1,0 +1,228 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { describe, expect, it } from 'vitest';
+import type { AppEnv } from '../../src/app-env';
+import { admission } from '../../src/edge/admission';
+import { ApiError } from '../../src/errors';
+import { type AdmissionLimits, admissionCounter } from '../../src/shared/admission';
+
+/**
+ * Admission's limits at their edges (src/shared/admission.ts, src/edge/admission.ts): N calls in flight
+ * admitted and the next refused, for a caller, for the instance, for the places kept for newcomers and for
+ * the fair share; who counts as sharing the instance, and for how long. The flood scenarios are
+ * test/gateway/admission-fairness.test.ts and test/gateway/admission.test.ts.
+ */
+const T0 = Date.UTC(2026, 10, 27, 12);
+
+function counter(limits: AdmissionLimits) {
+  let now = T0;
+  const c = admissionCounter(limits, () => now);
+  /** Admits `caller` until the first refusal (or `max` calls): how many got in, and that refusal. */
+  const fill = (caller: string, max = 1_000) => {
+    let admitted = 0;
+    for (; admitted < max; admitted++) {
+      const answer = c.admit(caller);
+      if (answer !== 'ok') {
+        return { admitted, refused: answer };
+      }
+    }
+    return { admitted, refused: undefined };
+  };
+  const release = (caller: string, n = 1) => {
+    for (let i = 0; i < n; i++) {
+      c.release(caller);
+    }
+  };
+  /** A caller seen now, with nothing left in flight. */
+  const seen = (caller: string) => {
+    expect(c.admit(caller)).toBe('ok');
+    c.release(caller);
+  };
+  return { ...c, fill, release, seen, at: (ms: number) => (now = T0 + ms) };
+}
+
+describe('admission counter', () => {
+  it('a caller alone: perCaller calls in flight, the next refused with her share; a place freed is hers again', () => {
+    const c = counter({ perCaller: 3, total: 100 });
+    expect(c.fill('Patient/a')).toEqual({ admitted: 3, refused: { share: 3 } });
+    c.release('Patient/a');
+    expect(c.admit('Patient/a')).toBe('ok');
+    expect(c.admit('Patient/a')).toEqual({ share: 3 });
+  });
+
+  it('the instance: total calls of callers with nothing else in flight, the next refused as full', () => {
+    const c = counter({ perCaller: 1, total: 4 });
+    for (const caller of ['a', 'b', 'c', 'd']) {
+      expect(c.admit(`Patient/${caller}`)).toBe('ok');
+    }
+    // Five callers share four places: a share rounds down to nothing, yet she is told it is full.
+    expect(c.admit('Patient/e')).toBe('total');
+    c.release('Patient/a');
+    expect(c.admit('Patient/f')).toBe('ok');
+  });
+
+  it('the last eighth (at least one place) is kept for callers with nothing in flight', () => {
+    const c = counter({ perCaller: 100, total: 16 });
+    expect(c.fill('Patient/a')).toEqual({ admitted: 14, refused: 'total' });
+    expect(c.admit('Patient/b')).toBe('ok');
+    expect(c.admit('Patient/b')).toBe('total');
+    expect(c.admit('Patient/c')).toBe('ok');
+    expect(c.admit('Patient/d')).toBe('total');
+
+    const small = counter({ perCaller: 100, total: 4 });
+    expect(small.fill('Patient/a')).toEqual({ admitted: 3, refused: 'total' });
+    expect(small.admit('Patient/b')).toBe('ok');
+  });
+
+  it('a caller refused in the last second is not a newcomer for those places; at one second she is', () => {
+    const c = counter({ perCaller: 100, total: 16 });
+    expect(c.fill('Patient/b')).toEqual({ admitted: 14, refused: 'total' });
+    expect(c.fill('Patient/a')).toEqual({ admitted: 1, refused: 'total' });
+    c.release('Patient/a');
+    // Each refusal holds her back a second more.
+    c.at(999);
+    expect(c.admit('Patient/a')).toBe('total');
+    c.at(1_998);
+    expect(c.admit('Patient/a')).toBe('total');
+    c.at(2_998);
+    expect(c.admit('Patient/a')).toBe('ok');
+  });
+
+  it('a caller refused over her share is held back from those places too', () => {
+    const c = counter({ perCaller: 4, total: 16 });
+    expect(c.fill('Patient/a')).toEqual({ admitted: 4, refused: { share: 4 } });
+    c.release('Patient/a', 4);
+    for (const other of ['b', 'c', 'd']) {
+      expect(c.fill(`Patient/${other}`, 4).admitted).toBe(4);
+    }
+    expect(c.fill('Patient/e', 2).admitted).toBe(2);
+    // 14 of 16 in flight, she has none, but was refused a moment ago.
+    expect(c.admit('Patient/a')).toBe('total');
+    expect(c.admit('Patient/f')).toBe('ok');
+  });
+
+  it('up to half of the instance is first come; from half on, each of the callers seen holds her share', () => {
+    const c = counter({ perCaller: 10, total: 10 });
+    c.seen('Patient/b');
+    // Half is 5: below it nobody is held to a share; at it, two callers share ten places, five each.
+    expect(c.fill('Patient/a')).toEqual({ admitted: 5, refused: { share: 5 } });
+
+    const four = counter({ perCaller: 10, total: 10 });
+    for (const other of ['b', 'c', 'd']) {
+      four.seen(`Patient/${other}`);
+    }
+    expect(four.fill('Patient/a')).toEqual({ admitted: 5, refused: { share: 2 } });
+    expect(four.admit('Patient/b')).toBe('ok');
+    expect(four.admit('Patient/b')).toBe('ok');
+    expect(four.admit('Patient/b')).toEqual({ share: 2 });
+  });
+
+  it('the share never exceeds perCaller, even for a caller alone on an instance half full', () => {
+    const c = counter({ perCaller: 2, total: 4 });
+    expect(c.fill('Patient/a')).toEqual({ admitted: 2, refused: { share: 2 } });
+  });
+
+  it('a caller counts as sharing for 10 seconds after her last call, and while she has calls in flight', () => {
+    const at = (ms: number) => {
+      const c = counter({ perCaller: 10, total: 10 });
+      c.seen('Patient/b');
+      c.at(ms);
+      return c.fill('Patient/a').admitted;
+    };
+    expect(at(10_000)).toBe(5);
+    // Alone once b is forgotten: all but the place kept for a newcomer.
+    expect(at(10_001)).toBe(9);
+
+    const busy = counter({ perCaller: 10, total: 10 });
+    expect(busy.admit('Patient/b')).toBe('ok');
+    busy.at(60_000);
+    expect(busy.fill('Patient/a')).toEqual({ admitted: 5, refused: { share: 5 } });
+    // Once her calls have ended, more than 10 seconds after her last one began: forgotten.
+    busy.release('Patient/b');
+    busy.release('Patient/a', 5);
+    busy.at(70_001);
+    expect(busy.fill('Patient/a').admitted).toBe(9);
+  });
+});
+
+describe('admission middleware', () => {
+  function gateway(limits: AdmissionLimits) {
+    const app = new OpenAPIHono<AppEnv>();
+    const held: (() => void)[] = [];
+    app.use('*', async (c, next) => {
+      const caller = c.req.header('x-caller');
+      if (caller) {
+        c.set('session', { profile: caller } as AppEnv['Variables']['session']);
+      }
+      await next();
+    });
+    app.use(
+      '*',
+      admission(limits, () => T0),
+    );
+    app.get('/hold', () => new Promise<Response>((resolve) => held.push(() => resolve(new Response('done')))));
+    app.get('/fail', () => {
+      throw new Error('the route failed');
+    });
+    app.onError((err) =>
+      err instanceof ApiError
+        ? Response.json(
+            { code: err.code, message: err.message, details: err.details },
+            { status: err.status, headers: err.headers },
+          )
+        : new Response(null, { status: 500 }),
+    );
+    const call = async (path: string, caller?: string) => {
+      const answer = Promise.resolve(app.request(path, { headers: caller ? { 'x-caller': caller } : {} }));
+      const settled = await Promise.race([answer, new Promise<undefined>((r) => setTimeout(r, 5))]);
+      const text = await settled?.text();
+      return settled && { status: settled.status, headers: settled.headers, body: text ? JSON.parse(text) : undefined };
+    };
+    return { call, held };
+  }
+
+  it('past her share: 429 rate_limited with the share, Retry-After and RateLimit', async () => {
+    const gw = gateway({ perCaller: 2, total: 10 });
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    const refused = await gw.call('/hold', 'Patient/a');
+    expect(refused?.status).toBe(429);
+    expect(refused?.body).toEqual({
+      code: 'rate_limited',
+      message: 'Too many calls at once from this account; wait for the ones in flight',
+      details: { retryAfter: 1, inFlightLimit: 2 },
+    });
+    expect(refused?.headers.get('retry-after')).toBe('1');
+    expect(refused?.headers.get('ratelimit')).toBe('"inflight-caller";r=0;t=1');
+  });
+
+  it('the instance full: 503 upstream_unavailable with the total, Retry-After and RateLimit', async () => {
+    const gw = gateway({ perCaller: 1, total: 2 });
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    expect(await gw.call('/hold', 'Patient/b')).toBeUndefined();
+    const refused = await gw.call('/hold', 'Patient/c');
+    expect(refused?.status).toBe(503);
+    expect(refused?.body).toEqual({
+      code: 'upstream_unavailable',
+      message: 'The service is at capacity; try again shortly',
+      details: { retryAfter: 1, inFlightLimit: 2 },
+    });
+    expect(refused?.headers.get('retry-after')).toBe('1');
+    expect(refused?.headers.get('ratelimit')).toBe('"inflight-total";r=0;t=1');
+  });
+
+  it('a place is freed when the answer is made, a failure included; calls without a caller are not counted', async () => {
+    const gw = gateway({ perCaller: 1, total: 10 });
+    expect((await gw.call('/fail', 'Patient/a'))?.status).toBe(500);
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    expect((await gw.call('/hold', 'Patient/a'))?.status).toBe(429);
+    for (const done of gw.held.splice(0)) {
+      done();
+    }
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    const anonymous = gateway({ perCaller: 1, total: 1 });
+    expect(await anonymous.call('/hold')).toBeUndefined();
+    expect(await anonymous.call('/hold')).toBeUndefined();
+    expect(await anonymous.call('/hold', 'Patient/a')).toBeUndefined();
+  });
+});
