@@ -74,6 +74,12 @@ export interface AppEnv {
     /** Her way to Medplum; `medplumOf(c)` gives the MedplumClient. */
     upstream: Upstream;
     edge: Edge;
+    /**
+     * Steps out of admission while the call waits on nothing of Medplum's (a feed's wait): her place is
+     * freed for the wait and asked again after it, `false` if it is not given back (the call then
+     * answers with what it has). Absent where admission does not count the call.
+     */
+    stepOut?: <T>(wait: () => Promise<T>) => Promise<{ value: T; readmitted: boolean }>;
   };
 }
 

@@ -24,6 +24,7 @@ import { registerConfigRoutes } from './routes/config';
 import { registerDocsRoutes } from './routes/docs';
 import { registerDocumentRoutes } from './routes/documents';
 import { registerEnrollmentRoutes } from './routes/enrollments';
+import { registerEventRoutes } from './routes/events';
 import { registerFhirRoutes } from './routes/fhir';
 import { registerHealthRoutes } from './routes/health';
 import { registerOrderRoutes } from './routes/orders';
@@ -90,6 +91,7 @@ export function createApp(deps: AppDeps): App {
   registerSchedulingRoutes(app, catalog);
   registerAppointmentRoutes(app);
   registerDocumentRoutes(app);
+  registerEventRoutes(app);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
     type: 'http',

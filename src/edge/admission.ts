@@ -43,10 +43,25 @@ export function admission(limits: AdmissionLimits, clock: () => number = Date.no
         limit: admitted.share,
       });
     }
+    let holding = true;
+    // A wait on nothing of Medplum's (a feed's) holds no place: freed for the wait, asked again after it.
+    c.set('stepOut', async (wait) => {
+      counter.release(caller);
+      holding = false;
+      let value: Awaited<ReturnType<typeof wait>>;
+      try {
+        value = await wait();
+      } finally {
+        holding = counter.admit(caller) === 'ok';
+      }
+      return { value, readmitted: holding };
+    });
     try {
       await next();
     } finally {
-      counter.release(caller);
+      if (holding) {
+        counter.release(caller);
+      }
     }
   };
 }

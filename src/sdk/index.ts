@@ -34,6 +34,7 @@ import {
   unenrollRoute,
 } from '../../contracts/enrollments';
 import { ErrorEnvelopeSchema } from '../../contracts/errors';
+import { EventsQuerySchema, EventsSchema, eventsRoute } from '../../contracts/events';
 import {
   createQuestionnaireResponseRoute,
   readPatientRoute,
@@ -310,6 +311,29 @@ export function createPatientCareClient(options: ClientOptions) {
       /** Unenrolls: the plan is revoked and its open tasks cancelled. */
       delete: async (carePlan: string) =>
         EnrollmentSchema.parse(await call(unenrollRoute, { params: { id: carePlan.replace(/^CarePlan\//, '') } })),
+    },
+    events: {
+      /** Her events after a cursor (`next` of the page before), oldest first; `wait` seconds for one when none yet. */
+      list: takes(EventsQuerySchema)(async (query = {}) => EventsSchema.parse(await call(eventsRoute, { query }))),
+      /**
+       * Her events as they happen, from `after` (or her first): waiting calls of `list` (`wait` 25 s), one
+       * after another, until `signal` is aborted. Each event says where to resume after it (`resumeAfter`,
+       * for `after`); keep the ids you have handled: delivery is at least once.
+       */
+      stream: async function* (options: { after?: string; signal?: AbortSignal } = {}) {
+        let after = options.after;
+        while (!options.signal?.aborted) {
+          const page = EventsSchema.parse(
+            await call(eventsRoute, { query: { ...(after ? { after } : {}), wait: '25' } }),
+          );
+          // Where to resume after each event: the page's end after its last, else the page's start (what
+          // follows it comes again, never lost).
+          for (const [i, event] of page.events.entries()) {
+            yield { ...event, resumeAfter: i === page.events.length - 1 ? page.next : after };
+          }
+          after = page.next;
+        }
+      },
     },
     orders: {
       /**

@@ -1,0 +1,124 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { secured } from './common';
+import { errorResponses, SECURED_STATUSES } from './errors';
+
+/** How long a call may wait for something new, in seconds. */
+export const MAX_EVENT_WAIT_SECONDS = 30;
+/** Events a page holds at most, and by default. */
+export const MAX_EVENTS_PER_PAGE = 100;
+export const DEFAULT_EVENTS_PER_PAGE = 50;
+/** A cursor's length at most (it carries the ids of the events just delivered: see the feed's description). */
+export const MAX_CURSOR_LENGTH = 6_000;
+
+/**
+ * What each event says happened, by the state the change left her record in. A record that changes again
+ * appears again, with its new state: an event is one version of one of her records.
+ */
+export const EVENT_TYPES = [
+  /** A task of hers is ready to do: issued, or changed while ready (its due date, its priority). */
+  'task.ready',
+  /** A task of hers was withdrawn (cancelled) by the platform or her care team. */
+  'task.withdrawn',
+  'task.completed',
+  /** A treatment offer is ready for her answer (a consent bundle composed by her care team). */
+  'offer.ready',
+  /** An offer was withdrawn before she answered (declined, superseded by a revised diagnosis). */
+  'offer.revoked',
+  'offer.answered',
+  'visit.booked',
+  /** A visit was moved: this Appointment is cancelled as `rescheduled`; the new one is its own `visit.booked`. */
+  'visit.moved',
+  'visit.cancelled',
+  /** A visit has begun (she joined, or a segment started). */
+  'visit.started',
+  'visit.fulfilled',
+  /** An agreement of her care provider was published or changed: ask `GET /v1/agreements/requirements`. */
+  'agreements.changed',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+const CURSOR = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]+$/)
+  .max(MAX_CURSOR_LENGTH);
+
+export const EventsQuerySchema = z
+  .object({
+    after: CURSOR.optional().openapi({
+      description: 'The `next` of the previous page (opaque). Without it, the feed starts at her first event.',
+    }),
+    wait: z
+      .string()
+      .regex(/^(0|[1-9][0-9]?)$/)
+      .refine((v) => Number(v) <= MAX_EVENT_WAIT_SECONDS, { message: `at most ${MAX_EVENT_WAIT_SECONDS}` })
+      .optional()
+      .openapi({
+        description: `Seconds to wait for an event when there is none yet, 0 to ${MAX_EVENT_WAIT_SECONDS} (default 0: answer at once).`,
+        example: '25',
+      }),
+    limit: z
+      .string()
+      .regex(/^[1-9][0-9]{0,2}$/)
+      .refine((v) => Number(v) <= MAX_EVENTS_PER_PAGE, { message: `at most ${MAX_EVENTS_PER_PAGE}` })
+      .optional()
+      .openapi({ description: `Events per page, 1 to ${MAX_EVENTS_PER_PAGE} (default ${DEFAULT_EVENTS_PER_PAGE}).` }),
+  })
+  .strict();
+
+export const PatientEventSchema = z
+  .object({
+    id: z.string().openapi({
+      description: 'The event (the version of the record it is): the same event always has the same id.',
+      example: 'Task/2b1c…/_history/9f3e…',
+    }),
+    type: z.enum(EVENT_TYPES),
+    occurredAt: z.string().openapi({ description: 'When the change was recorded (the version’s instant).' }),
+    subject: z.string().openapi({
+      description:
+        'What changed, as a reference to read with her token (`Task/…`, `Appointment/…`, `DocumentReference/…`).',
+      example: 'Task/2b1c…',
+    }),
+    kind: z.string().optional().openapi({ description: 'A task’s kind (`questionnaire`, `schedule-visit`…).' }),
+  })
+  .openapi('PatientEvent');
+
+export const EventsSchema = z
+  .object({
+    events: z.array(PatientEventSchema),
+    next: CURSOR.openapi({ description: 'Ask again with `after` set to this for what happens next.' }),
+  })
+  .openapi('PatientEvents');
+
+const FEED = [
+  'What happened to her, oldest first: a changes feed of her own record (tasks, offers, visits, and her',
+  'care provider’s agreements), read with her own token so that her access',
+  'policy, not this gateway, decides what is hers. Each event is one version of one of her records and',
+  'names the state it left it in; a record changed twice between two calls may show only its latest state.',
+  'Delivery is at least once: an event can come again after a retry or a late write, so keep the ids you',
+  'have seen. The cursor holds everything needed to continue (no state is kept in the gateway): any',
+  'instance, before or after a restart, continues the same feed from it.',
+  '',
+  `With \`wait\`, an empty answer waits up to that many seconds (at most ${MAX_EVENT_WAIT_SECONDS}) for an event,`,
+  'looking again every few seconds; while waiting the call holds no place among her calls in flight. Each',
+  'look is three searches of her own FHIR quota. Her uploads are taken into her record when the task',
+  'they answer completes (`task.completed`): there is no later processing step to wait for.',
+].join(' ');
+
+export const eventsRoute = createRoute({
+  method: 'get',
+  path: '/v1/events',
+  operationId: 'events.list',
+  tags: ['Events'],
+  summary: 'Her events, oldest first',
+  description: FEED,
+  security: secured,
+  request: { query: EventsQuerySchema },
+  responses: {
+    200: {
+      description: 'The events after the cursor (possibly none), and the cursor to continue from.',
+      content: { 'application/json': { schema: EventsSchema } },
+    },
+    ...errorResponses(400, ...SECURED_STATUSES),
+  },
+});

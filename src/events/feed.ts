@@ -1,0 +1,252 @@
+import type { MedplumClient } from '@medplum/core';
+import type { Appointment, DocumentReference, Resource, Task } from '@medplum/fhirtypes';
+import { isHerTask } from '../../bots/lib/finished';
+import { taskKind } from '../../bots/lib/journey';
+import type { EventType } from '../../contracts/events';
+import { SYSTEMS } from '../../contracts/systems';
+
+/**
+ * Her event feed (contracts/events.ts): a changes feed of her own records, derived from what Medplum
+ * keeps (each record's newest version and its instant), read with her token. Nothing is stored for it
+ * and nothing is kept in the gateway: the cursor carries where the feed stands. No Node built-in: the
+ * gateway also runs as a Worker.
+ *
+ * Why a cursor carries ids as well as an instant: Medplum stamps `meta.lastUpdated` when it starts a write,
+ * and a write can commit after another that started later. So each look goes back LOOKBACK_MS before the
+ * newest instant delivered, and skips the versions it delivered there (the cursor's `seen`): a write that
+ * commits late is delivered late, not lost.
+ */
+
+/** How far before the newest delivered instant each look reaches back for writes that committed late. */
+export const LOOKBACK_MS = 5_000;
+/**
+ * Versions a cursor remembers at most (each about 15 characters of it). More changes of her records than
+ * this within LOOKBACK_MS can be delivered more than once (never lost): ids tell them apart.
+ */
+const MAX_SEEN = 200;
+/** Characters of a version id a cursor keeps: enough to tell one patient's versions of a few seconds apart. */
+const SEEN_ID_LENGTH = 12;
+
+export interface PatientEvent {
+  id: string;
+  type: EventType;
+  occurredAt: string;
+  subject: string;
+  kind?: string;
+}
+
+export interface FeedCursor {
+  /** The newest instant delivered (none before her first event). */
+  t?: string;
+  /** The versions delivered (or passed over) since LOOKBACK_MS before `t`, shortened. */
+  seen: string[];
+}
+
+export const START: FeedCursor = { seen: [] };
+
+/** A cursor as the API hands it out: base64url of its JSON (opaque to clients). */
+export function encodeCursor(cursor: FeedCursor): string {
+  return btoa(JSON.stringify({ t: cursor.t, s: cursor.seen }))
+    .replaceAll('+', '-')
+    .replaceAll('/', '_')
+    .replace(/=+$/, '');
+}
+
+/** A cursor back from a client: exactly what encodeCursor makes, or undefined. */
+export function decodeCursor(text: string): FeedCursor | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(atob(text.replaceAll('-', '+').replaceAll('_', '/')));
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    return undefined;
+  }
+  const { t, s, ...rest } = parsed as { t?: unknown; s?: unknown };
+  const instant = typeof t === 'string' && !Number.isNaN(Date.parse(t)) && t.length <= 40 ? t : undefined;
+  if (
+    Object.keys(rest).length > 0 ||
+    (t !== undefined && !instant) ||
+    !Array.isArray(s) ||
+    s.length > MAX_SEEN ||
+    !s.every((id) => typeof id === 'string' && /^[A-Za-z0-9-]{1,12}$/.test(id))
+  ) {
+    return undefined;
+  }
+  return { t: instant, seen: s as string[] };
+}
+
+/** One source of her events: a search of her records, and what each version of one says happened. */
+export interface Source {
+  resourceType: 'Task' | 'Appointment' | 'DocumentReference';
+  /** The search's own criteria (her records of the type), beside the feed's time window and order. */
+  criteria: (patientId: string) => Record<string, string>;
+  eventOf: (resource: Resource, patientId: string) => Omit<PatientEvent, 'id' | 'occurredAt' | 'subject'> | undefined;
+}
+
+const TASK_STATES: Partial<Record<NonNullable<Task['status']>, [EventType, EventType]>> = {
+  ready: ['task.ready', 'offer.ready'],
+  cancelled: ['task.withdrawn', 'offer.revoked'],
+  completed: ['task.completed', 'offer.answered'],
+};
+
+const SOURCES: Source[] = [
+  {
+    resourceType: 'Task',
+    criteria: (patientId) => ({ patient: `Patient/${patientId}` }),
+    eventOf: (resource, patientId) => {
+      const task = resource as Task;
+      // Only what the platform issued her and wrote (its tag, her as its subject, and this version written
+      // by a Bot, as Medplum stamps it: a tag is data).
+      if (!isHerTask(task, patientId) || !task.status || !task.meta?.author?.reference?.startsWith('Bot/')) {
+        return undefined;
+      }
+      const kind = taskKind(task);
+      const types = TASK_STATES[task.status];
+      if (!kind || !types) {
+        return undefined;
+      }
+      return { type: types[kind === 'treatment-offer' ? 1 : 0], kind };
+    },
+  },
+  {
+    resourceType: 'Appointment',
+    criteria: (patientId) => ({ patient: `Patient/${patientId}` }),
+    eventOf: (resource, patientId) => {
+      const visit = resource as Appointment;
+      if (!visit.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`)) {
+        return undefined;
+      }
+      switch (visit.status) {
+        case 'booked':
+          return { type: 'visit.booked' };
+        case 'arrived':
+          return { type: 'visit.started' };
+        case 'fulfilled':
+          return { type: 'visit.fulfilled' };
+        case 'cancelled':
+          return {
+            type: visit.cancelationReason?.coding?.some(
+              (c) => c.system === SYSTEMS.cancelReason && c.code === 'rescheduled',
+            )
+              ? 'visit.moved'
+              : 'visit.cancelled',
+          };
+        default:
+          return undefined;
+      }
+    },
+  },
+  {
+    // Her care provider's agreements (and the platform's) as her policy lets her read them: published ones.
+    // No criteria of its own: what her policy lets her read of the type is what she is shown of it.
+    resourceType: 'DocumentReference',
+    criteria: () => ({}),
+    eventOf: (resource) =>
+      (resource as DocumentReference).identifier?.some((i) => i.system === SYSTEMS.agreement)
+        ? { type: 'agreements.changed' }
+        : undefined,
+  },
+];
+
+/** How many searches one look makes (the feed's cost, in her FHIR quota: 20 points each). */
+export const SEARCHES_PER_LOOK = SOURCES.length;
+
+const shortId = (versionId: string): string => versionId.replaceAll(/[^A-Za-z0-9-]/g, '').slice(0, SEEN_ID_LENGTH);
+
+export interface Version {
+  resource: Resource & { id: string; meta: { versionId: string; lastUpdated: string } };
+  source: Source;
+  at: number;
+}
+
+/**
+ * One look: her events after `cursor`, at most `limit`, oldest first, and the cursor after them. Every
+ * source is asked at once, each for `limit` more versions than the cursor has seen, from LOOKBACK_MS
+ * before its instant; the merged page stops where the first full source's answer ends (beyond it, that
+ * source may hold versions not yet read).
+ */
+export async function look(
+  medplum: MedplumClient,
+  patientId: string,
+  cursor: FeedCursor,
+  limit: number,
+): Promise<{ events: PatientEvent[]; next: FeedCursor }> {
+  const since = cursor.t ? new Date(Date.parse(cursor.t) - LOOKBACK_MS).toISOString() : undefined;
+  const count = limit + cursor.seen.length;
+  const answers = await Promise.all(
+    SOURCES.map(async (source) => {
+      const bundle = await medplum.search(
+        source.resourceType,
+        {
+          ...source.criteria(patientId),
+          ...(since ? { _lastUpdated: `ge${since}` } : {}),
+          _sort: '_lastUpdated',
+          _count: String(count),
+        },
+        { cache: 'no-cache' },
+      );
+      const versions = (bundle.entry ?? []).flatMap((e) =>
+        e.resource?.id && e.resource.meta?.versionId && e.resource.meta.lastUpdated
+          ? [{ resource: e.resource as Version['resource'], source, at: Date.parse(e.resource.meta.lastUpdated) }]
+          : [],
+      );
+      return { versions, full: versions.length >= count };
+    }),
+  );
+  return nextPage(answers, cursor, patientId, limit);
+}
+
+/** The merge of one look's answers (exported for its tests: the cursor's rules are here). */
+export function nextPage(
+  answers: { versions: Version[]; full: boolean }[],
+  cursor: FeedCursor,
+  patientId: string,
+  limit: number,
+): { events: PatientEvent[]; next: FeedCursor } {
+  // Beyond the end of a full answer its source may hold versions not read yet: the page stops there.
+  const horizon = Math.min(
+    ...answers.filter((a) => a.full && a.versions.length > 0).map((a) => a.versions[a.versions.length - 1].at),
+  );
+  const seen = new Set(cursor.seen);
+  const fresh = answers
+    .flatMap((a) => a.versions)
+    .filter((v) => v.at <= horizon && !seen.has(shortId(v.resource.meta.versionId)))
+    .sort((a, b) => a.at - b.at || (a.resource.meta.versionId < b.resource.meta.versionId ? -1 : 1));
+  const events: PatientEvent[] = [];
+  const taken: Version[] = [];
+  for (const version of fresh) {
+    const said = version.source.eventOf(version.resource, patientId);
+    if (said && events.length === limit) {
+      break;
+    }
+    // A version that says nothing is passed over, and remembered as passed.
+    taken.push(version);
+    if (said) {
+      const { resourceType, id, meta } = version.resource;
+      events.push({
+        id: `${resourceType}/${id}/_history/${meta.versionId}`,
+        ...said,
+        occurredAt: meta.lastUpdated,
+        subject: `${resourceType}/${id}`,
+      });
+    }
+  }
+  return { events, next: advance(cursor, taken) };
+}
+
+/** The cursor after these versions: the newest instant, and what was taken within LOOKBACK_MS of it. */
+function advance(cursor: FeedCursor, taken: Version[]): FeedCursor {
+  if (taken.length === 0) {
+    return cursor;
+  }
+  const newest = Math.max(cursor.t ? Date.parse(cursor.t) : 0, ...taken.map((v) => v.at));
+  const t = new Date(newest).toISOString();
+  const previous = cursor.t ? Date.parse(cursor.t) : 0;
+  // What the cursor saw stays while it is within the window; its instant is not kept with it, so the
+  // whole old list stays as long as the old instant does.
+  const kept = previous >= newest - LOOKBACK_MS ? cursor.seen : [];
+  const added = taken.filter((v) => v.at >= newest - LOOKBACK_MS).map((v) => shortId(v.resource.meta.versionId));
+  return { t, seen: [...kept, ...added].slice(-MAX_SEEN) };
+}

@@ -1,0 +1,313 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_EVENTS_PER_PAGE } from '../../contracts/events';
+import { createApp } from '../../src/app';
+import { DEFAULT_LIMITS } from '../../src/app-env';
+import { createEdgeSigner } from '../../src/edge/statement';
+import { decodeCursor, encodeCursor, LOOKBACK_MS, nextPage, type Source, type Version } from '../../src/events/feed';
+import { openApiDocument } from '../../src/routes/docs';
+import { createPatientCareClient } from '../../src/sdk';
+import type { DemoActor } from '../support/backend';
+import { demoClinician } from '../support/clinicians';
+import { createCaller, startTestGateway, type TestGateway } from '../support/gateway';
+import { completeTasks, type StartedAssessment, startAssessment } from '../support/journey';
+import { freshPatient } from '../support/patients';
+
+/**
+ * Her event feed (GET /v1/events): what happened to her, oldest first, from her own records read with her
+ * token; a cursor that any instance continues from; `wait` for the next event.
+ */
+interface Feed {
+  events: { id: string; type: string; occurredAt: string; subject: string; kind?: string }[];
+  next: string;
+}
+
+let gw: TestGateway;
+let alice: DemoActor;
+let bob: DemoActor;
+let carol: DemoActor;
+let started: StartedAssessment;
+
+async function feed(patient: DemoActor, query = '', on: TestGateway['call'] = gw.call): Promise<Feed> {
+  const res = await on('GET', `/v1/events${query}`, { token: patient.token });
+  expect(res.status, res.text).toBe(200);
+  return res.body as Feed;
+}
+
+/** Every event from `after` on, page by page of `limit`. */
+async function all(
+  patient: DemoActor,
+  limit: number,
+  after?: string,
+): Promise<{ events: Feed['events']; next: string }> {
+  const events: Feed['events'] = [];
+  let cursor = after;
+  for (let page = 0; page < 200; page++) {
+    const got = await feed(patient, `?limit=${limit}${cursor ? `&after=${cursor}` : ''}`);
+    events.push(...got.events);
+    if (got.events.length === 0) {
+      return { events, next: got.next };
+    }
+    cursor = got.next;
+  }
+  throw new Error('the feed did not end');
+}
+
+beforeAll(async () => {
+  gw = await startTestGateway();
+  alice = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  bob = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  carol = await freshPatient(gw.backend, { tenant: 'southridge', state: 'CA' });
+  started = await startAssessment(gw, alice, 'assessments/weight-intake');
+});
+afterAll(() => gw?.close());
+
+describe('her feed', () => {
+  it('lists her tasks as they were issued, oldest first, each event once, with her care provider’s agreements', async () => {
+    const { events } = await all(alice, MAX_EVENTS_PER_PAGE);
+    const issued = events.filter((e) => e.type === 'task.ready').map((e) => e.subject);
+    expect(issued.sort()).toEqual(started.tasks.map((t) => t.task).sort());
+    expect(
+      events
+        .filter((e) => e.type === 'task.ready')
+        .map((e) => e.kind)
+        .sort(),
+    ).toEqual(started.tasks.map((t) => t.kind).sort());
+    expect(events.some((e) => e.type === 'agreements.changed')).toBe(true);
+    expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+    const instants = events.map((e) => Date.parse(e.occurredAt));
+    expect(instants).toEqual([...instants].sort((a, b) => a - b));
+  });
+
+  it('pages of one event make up the same feed as one page of a hundred', async () => {
+    const whole = await all(alice, MAX_EVENTS_PER_PAGE);
+    const single = await all(alice, 1);
+    expect(single.events.map((e) => e.id)).toEqual(whole.events.map((e) => e.id));
+  });
+
+  it('continues from its cursor: nothing again, then only what happened since', async () => {
+    const { next } = await all(alice, MAX_EVENTS_PER_PAGE);
+    expect((await feed(alice, `?after=${next}`)).events).toEqual([]);
+    await completeTasks(gw, alice, started.tasks.slice(0, 1), { 'http://loinc.org|29463-7': 80 });
+    const after = await feed(alice, `?after=${next}`);
+    expect(after.events.map((e) => [e.type, e.subject])).toEqual([['task.completed', started.tasks[0].task]]);
+  });
+
+  it('waits for her next event and answers as soon as it comes', async () => {
+    const { next } = await all(alice, MAX_EVENTS_PER_PAGE);
+    const waiting = feed(alice, `?after=${next}&wait=20`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await completeTasks(gw, alice, started.tasks.slice(1), { 'http://loinc.org|29463-7': 80 });
+    const got = await waiting;
+    expect(got.events.map((e) => e.type)).toContain('task.completed');
+    expect(got.events.map((e) => e.subject)).toContain(started.tasks[1].task);
+  });
+
+  it('an empty wait ends with the cursor it was given, and the feed goes on from it', async () => {
+    const { next } = await all(alice, MAX_EVENTS_PER_PAGE);
+    const waited = await feed(alice, `?after=${next}&wait=1`);
+    expect(waited.events).toEqual([]);
+    expect(decodeCursor(waited.next)).toEqual(decodeCursor(next));
+  });
+
+  it('any instance continues the same feed from a cursor (nothing is kept in the gateway)', async () => {
+    const other = createApp({
+      medplum: { baseUrl: gw.backend.baseUrl, fetch: gw.backend.fetch },
+      issuer: gw.backend.baseUrl,
+      projectId: gw.backend.project.id,
+      limits: DEFAULT_LIMITS,
+      edgeSigner: createEdgeSigner(gw.backend.edgeStatementKey),
+    });
+    const call = createCaller(other, openApiDocument(other), () => alice.token);
+    const first = await feed(alice, '?limit=2');
+    const here = await feed(alice, `?limit=3&after=${first.next}`);
+    const there = await feed(alice, `?limit=3&after=${first.next}`, call);
+    expect(there.events).toEqual(here.events);
+    expect(there.next).toBe(here.next);
+  });
+});
+
+describe('the SDK', () => {
+  it('lists her events, and streams what happens next as it happens', async () => {
+    const dana = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const sdk = createPatientCareClient({
+      baseUrl: 'http://gateway.test',
+      accessToken: dana.token,
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) => gw.app.fetch(new Request(input, init))) as typeof fetch,
+    });
+    const { next } = await all(dana, MAX_EVENTS_PER_PAGE);
+    expect((await sdk.events.list({ after: next })).events).toEqual([]);
+    const stop = new AbortController();
+    const seen: { subject: string; resumeAfter?: string }[] = [];
+    const following = (async () => {
+      for await (const event of sdk.events.stream({ after: next, signal: stop.signal })) {
+        seen.push(event);
+        if (seen.filter((e) => e.subject.startsWith('Task/')).length === 2) {
+          stop.abort();
+        }
+      }
+    })();
+    const assessment = await startAssessment(gw, dana, 'assessments/weight-intake');
+    await following;
+    expect(
+      seen
+        .filter((e) => e.subject.startsWith('Task/'))
+        .map((e) => e.subject)
+        .sort(),
+    ).toEqual(assessment.tasks.map((t) => t.task).sort());
+    // Resuming after the last event streamed: nothing again.
+    expect((await sdk.events.list({ after: seen[seen.length - 1].resumeAfter })).events).toEqual([]);
+  });
+});
+
+describe('only hers', () => {
+  it('another patient of her tenant and one of another tenant see none of her records', async () => {
+    const hers = new Set((await all(alice, MAX_EVENTS_PER_PAGE)).events.map((e) => e.subject));
+    for (const other of [bob, carol]) {
+      const theirs = (await all(other, MAX_EVENTS_PER_PAGE)).events;
+      expect(theirs.filter((e) => e.type !== 'agreements.changed')).toEqual([]);
+      for (const event of theirs) {
+        expect(hers.has(event.subject) && !event.subject.startsWith('DocumentReference/')).toBe(false);
+      }
+    }
+  });
+
+  it('her cursor gives another patient nothing of hers', async () => {
+    const first = await feed(alice, '?limit=1');
+    const theirs = (await all(bob, MAX_EVENTS_PER_PAGE, first.next)).events;
+    expect(theirs.filter((e) => e.type !== 'agreements.changed')).toEqual([]);
+  });
+
+  it('the other tenant’s agreements are not hers', async () => {
+    const southridge = new Set(
+      (await all(carol, MAX_EVENTS_PER_PAGE)).events
+        .filter((e) => e.type === 'agreements.changed')
+        .map((e) => e.subject),
+    );
+    const northwind = (await all(alice, MAX_EVENTS_PER_PAGE)).events.filter((e) => e.type === 'agreements.changed');
+    const platformWide = northwind.filter((e) => southridge.has(e.subject));
+    // What both see is published to every tenant (the platform's own agreements), not one tenant's.
+    for (const event of platformWide) {
+      const doc = await gw.backend.systemRepo.readResource('DocumentReference', event.subject.split('/')[1]);
+      expect(doc.meta?.tag?.some((t) => t.code === 'platform')).toBe(true);
+    }
+  });
+
+  it('a clinician has no feed here (403)', async () => {
+    const clinician = await demoClinician(gw.backend, 'northwind');
+    const res = await gw.call('GET', '/v1/events', { token: clinician.medplum.getAccessToken() as string });
+    expect(res.status).toBe(403);
+  });
+});
+
+describe('bad input changes nothing and says why', () => {
+  it.each([
+    ['a cursor it never gave out', '?after=bm90LWEtY3Vyc29y'],
+    [
+      'a cursor with an unknown field',
+      `?after=${Buffer.from('{"t":"2026-01-01T00:00:00.000Z","s":[],"x":1}').toString('base64url')}`,
+    ],
+    ['a cursor with an impossible instant', `?after=${Buffer.from('{"t":"not a time","s":[]}').toString('base64url')}`],
+    ['a wait over 30 seconds', '?wait=31'],
+    ['a negative wait', '?wait=-1'],
+    ['a page of more than 100', `?limit=${MAX_EVENTS_PER_PAGE + 1}`],
+    ['a page of none', '?limit=0'],
+    ['an unknown parameter', '?since=2026-01-01'],
+  ])('%s: 400', async (_, query) => {
+    const res = await gw.call('GET', `/v1/events${query}`, { token: alice.token });
+    expect(res.status, res.text).toBe(400);
+    expect((res.body as { error: { code: string } }).error.code).toBe('invalid_request');
+  });
+
+  it('the edges are allowed: a page of 100, a wait of 30 when there is something to answer at once', async () => {
+    expect(
+      (await gw.call('GET', `/v1/events?limit=${MAX_EVENTS_PER_PAGE}&wait=30`, { token: alice.token })).status,
+    ).toBe(200);
+  });
+
+  it('a waiting call holds no place among her calls in flight: with one place, her other calls still go', async () => {
+    const narrow = createApp({
+      medplum: { baseUrl: gw.backend.baseUrl, fetch: gw.backend.fetch },
+      issuer: gw.backend.baseUrl,
+      projectId: gw.backend.project.id,
+      limits: { ...DEFAULT_LIMITS, inFlightPerCaller: 1 },
+      edgeSigner: createEdgeSigner(gw.backend.edgeStatementKey),
+    });
+    const call = createCaller(narrow, openApiDocument(narrow), () => alice.token);
+    const { next } = await all(alice, MAX_EVENTS_PER_PAGE);
+    const waiting = call('GET', `/v1/events?after=${next}&wait=2`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const meanwhile = await call('GET', '/v1/patient/profile');
+    expect(meanwhile.status, meanwhile.text).toBe(200);
+    expect((await waiting).status).toBe(200);
+  });
+
+  it('a third call of hers waiting at once is refused 429; two wait', async () => {
+    const { next } = await all(alice, MAX_EVENTS_PER_PAGE);
+    const waits = [feed(alice, `?after=${next}&wait=2`), feed(alice, `?after=${next}&wait=2`)];
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const third = await gw.call('GET', `/v1/events?after=${next}&wait=2`, { token: alice.token });
+    expect(third.status, third.text).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('1');
+    for (const wait of await Promise.all(waits)) {
+      expect(wait.events).toEqual([]);
+    }
+  });
+});
+
+describe('the cursor’s rules (late writes are found, never lost)', () => {
+  const source: Source = {
+    resourceType: 'Task',
+    criteria: () => ({}),
+    eventOf: () => ({ type: 'task.ready' }),
+  };
+  const version = (id: string, at: number): Version => ({
+    resource: {
+      resourceType: 'Task',
+      id,
+      meta: { versionId: `${id}-v1-0000`, lastUpdated: new Date(at).toISOString() },
+    } as Version['resource'],
+    source,
+    at,
+  });
+  const t0 = Date.parse('2026-11-28T10:00:00.000Z');
+
+  it('a version written before the newest delivered, within the look-back, is delivered after it; once', () => {
+    const first = nextPage([{ versions: [version('a', t0 + 1000)], full: false }], { seen: [] }, 'p', 10);
+    expect(first.events.map((e) => e.subject)).toEqual(['Task/a']);
+    // b committed late: its instant is before a's, within the look-back.
+    const both = [version('b', t0 + 500), version('a', t0 + 1000)];
+    const late = nextPage([{ versions: both, full: false }], first.next, 'p', 10);
+    expect(late.events.map((e) => e.subject)).toEqual(['Task/b']);
+    expect(nextPage([{ versions: both, full: false }], late.next, 'p', 10).events).toEqual([]);
+    // Once past the look-back, what the cursor saw is dropped: the search no longer reaches it.
+    const later = nextPage(
+      [{ versions: [version('c', t0 + 1000 + LOOKBACK_MS + 1)], full: false }],
+      late.next,
+      'p',
+      10,
+    );
+    expect(later.events.map((e) => e.subject)).toEqual(['Task/c']);
+    expect(decodeCursor(encodeCursor(later.next))?.seen).toHaveLength(1);
+  });
+
+  it('a page stops where a full answer ends: nothing of another source beyond it is skipped', () => {
+    const page = nextPage(
+      [
+        { versions: [version('a', t0 + 1), version('b', t0 + 3)], full: true },
+        { versions: [version('x', t0 + 2), version('y', t0 + 4)], full: false },
+      ],
+      { seen: [] },
+      'p',
+      10,
+    );
+    expect(page.events.map((e) => e.subject)).toEqual(['Task/a', 'Task/x', 'Task/b']);
+  });
+
+  it('a full page of one source, all at one instant, still moves on', () => {
+    const same = [version('a', t0), version('b', t0), version('c', t0)];
+    const first = nextPage([{ versions: same.slice(0, 2), full: true }], { seen: [] }, 'p', 2);
+    expect(first.events).toHaveLength(2);
+    const second = nextPage([{ versions: same, full: true }], first.next, 'p', 2);
+    expect(second.events.map((e) => e.subject)).toEqual(['Task/c']);
+  });
+});
