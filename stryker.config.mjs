@@ -1,6 +1,6 @@
 // Mutation testing of the modules that enforce a limit (docs/mutation.md): `npm run mutation`, not part
-// of `npm test`. Incremental: reports/stryker-incremental.json (committed) holds the last results, and a
-// run tests again only the mutants whose code or covering tests changed since.
+// of `npm test`. Incremental: reports/stryker-incremental.json (local, not in git) holds the last results,
+// and a run tests again only the mutants whose code or covering tests changed since (`-- --force`: all).
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: 'vitest',
