@@ -3,6 +3,7 @@ import { attackKit, signInDemoPeople } from './attack-kit';
 import { botsAndBotOnlyWrites } from './bots';
 import type { AttackContext } from './common';
 import { conditionRevised } from './condition-revised';
+import { eventFeed } from './events';
 import { evidence } from './evidence';
 import { mitigationOnly } from './findings';
 import { idempotencyKeys } from './idempotency';
@@ -44,4 +45,5 @@ export async function attacks(ctx: AttackContext): Promise<void> {
   await asyncVisitReviewed(ctx, people, queueRef);
   await visitCompleted(ctx, people);
   await idempotencyKeys(ctx, people);
+  await eventFeed(ctx, people);
 }

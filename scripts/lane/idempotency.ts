@@ -40,7 +40,7 @@ export async function idempotencyKeys(ctx: AttackContext, people: Map<string, Pe
   const family = 'Idempotency-Key';
   const code = `${SYSTEMS.idempotency}|request`;
   const steps = {
-    replay: `${family}: (a) a new Northwind patient (registered through Northwind's app, homed, living in Fresno, CA) accepts her unmet agreements (GET /v1/agreements/requirements) with key K through instance A (POST /v1/agreements/acceptances): 200, not replayed, one Consent per agreement; the same call with K through instance B: 200, the same body, Idempotent-Replayed: true, no new Consent (her Consents as the admin reads them, at the same versions) and no Bot/$execute by B`,
+    replay: `${family}: (a) a new Northwind patient (registered through Northwind's app, homed, living in Fresno, CA) accepts her unmet agreements (GET /v1/agreements/requirements) with key K through instance A (POST /v1/agreements/acceptances): 200, not replayed, one Consent per agreement; the same call with K through instance B (after Retry-After while A still stores its answer: 409 request_in_progress): 200, the same body, Idempotent-Replayed: true, no new Consent (her Consents as the admin reads them, at the same versions) and no Bot/$execute by B`,
     reused: `${family}: (b) K again with another body (one agreement only), through instance A: 422 idempotency_key_reused naming the header, nothing written (her Consents and her key's record at the same versions, no Bot/$execute by A)`,
     together: `${family}: (c) 10 concurrent calls with a new key K2 (a second new Northwind patient, her unmet agreements), alternately through instances A and B: exactly one answered 200 without Idempotent-Replayed, each other either 409 request_in_progress with Retry-After or 200 with the same body and Idempotent-Replayed: true; exactly one Consent of hers per agreement (as the admin reads them)`,
     record: `${family}: (d) her key's record on Medplum: as the admin, Basic?subject=Patient/<her id> holds one Basic with code ${code} and identifier ${SYSTEMS.idempotency}|<the sha-256 of K> (its stored answer 200); she reads it directly on Medplum with her token: 200`,
@@ -152,7 +152,13 @@ export async function idempotencyKeys(ctx: AttackContext, people: Map<string, Pe
     const consents0 = await consentsOf(first.patient);
     const viaA = await accept(instanceA, first.person, body, K);
     const consentsA = await consentsOf(first.patient);
-    const viaB = await accept(instanceB, first.person, body, K);
+    // A's answer is stored just after it is sent (src/edge/idempotency.ts): a retry at another instance in
+    // those milliseconds is 409 request_in_progress with Retry-After, and a client waits and sends it again.
+    let viaB = await accept(instanceB, first.person, body, K);
+    for (let retry = 0; retry < 3 && errorOf(viaB.answer).code === 'request_in_progress'; retry++) {
+      await new Promise((resolve) => setTimeout(resolve, Number(viaB.retryAfter ?? '1') * 1000));
+      viaB = await accept(instanceB, first.person, body, K);
+    }
     const consentsB = await consentsOf(first.patient);
     const perAgreement = first.unmet.every(
       (u) =>

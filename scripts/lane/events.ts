@@ -1,0 +1,143 @@
+// Her event feed (GET /v1/events) on a real Medplum: the journey's events, only hers, and a wait answered by a change.
+import { createPatientCareClient } from '../../src/sdk';
+import { type AttackContext, message, type Person, PUBLIC_URL, register, row } from './common';
+
+interface Feed {
+  events: { id: string; type: string; occurredAt: string; subject: string }[];
+  next: string;
+}
+
+/** What the journey must have left in her feed (docs/decisions.md, "Her event feed"). */
+const JOURNEY_EVENTS = [
+  'task.ready',
+  'task.completed',
+  'offer.answered',
+  'visit.moved',
+  'visit.booked',
+  'visit.fulfilled',
+];
+
+/**
+ * (a) the journey patient's feed, read through the gateway page by page: the journey's events, oldest
+ * first, each id once, every page continuing the one before; (b) alice (Northwind) and carol
+ * (Southridge) read their own feeds: nothing of hers but what every patient of a tenant reads (agreements);
+ * (c) a new Northwind patient waits on her feed (`wait=25`) while she starts an assessment through the
+ * gateway: the wait answers with her new tasks.
+ */
+export async function eventFeed(ctx: AttackContext, people: Map<string, Person>): Promise<void> {
+  const family = 'events';
+  const steps = {
+    journey: `${family}: (a) the journey patient's feed through the gateway (GET /v1/events, pages of 20 after each other's cursor): ${JOURNEY_EVENTS.join(', ')} among its events, oldest first, no id twice`,
+    others: `${family}: (b) alice (Northwind) and carol (Southridge) read their own feeds through the gateway: no subject of the journey patient's but the agreements every patient of her tenant reads`,
+    wait: `${family}: (c) a new Northwind patient (registered through Northwind's app, homed) waits on her feed (wait=25) and starts the weight assessment meanwhile: the wait answers with her new tasks (task.ready, their subjects the tasks POST /v1/assessments issued)`,
+  };
+  const read = async (person: Person, query: string): Promise<Feed> => {
+    const res = await ctx.gatewayFetch(`${PUBLIC_URL}/v1/events${query}`, {
+      headers: { authorization: `Bearer ${person.token}` },
+    });
+    if (res.status !== 200) {
+      throw new Error(`GET /v1/events${query}: ${res.status} ${(await res.text()).slice(0, 300)}`);
+    }
+    return (await res.json()) as Feed;
+  };
+  const everything = async (person: Person): Promise<Feed['events']> => {
+    const events: Feed['events'] = [];
+    let after = '';
+    for (let page = 0; page < 100; page++) {
+      const got = await read(person, `?limit=20${after ? `&after=${after}` : ''}`);
+      if (got.events.length === 0) {
+        return events;
+      }
+      events.push(...got.events);
+      after = got.next;
+    }
+    throw new Error('her feed did not end within 100 pages');
+  };
+
+  const maya = people.get('maya');
+  let hers: Feed['events'] = [];
+  if (!maya) {
+    row(steps.journey, 'not reached', 'the journey left no patient');
+  } else {
+    try {
+      hers = await everything(maya);
+      const types = new Set(hers.map((e) => e.type));
+      const missing = JOURNEY_EVENTS.filter((t) => !types.has(t));
+      const instants = hers.map((e) => Date.parse(e.occurredAt));
+      const ordered = instants.every((at, i) => i === 0 || instants[i - 1] <= at);
+      const unique = new Set(hers.map((e) => e.id)).size === hers.length;
+      const counts = [...types].map((t) => `${t} ${hers.filter((e) => e.type === t).length}`).join(', ');
+      row(
+        steps.journey,
+        missing.length === 0 && ordered && unique ? 'ok' : 'FAILED',
+        `${hers.length} events (${counts})${missing.length ? `; missing ${missing.join(', ')}` : ''}${ordered ? '' : '; not oldest first'}${unique ? '' : '; an id twice'}`,
+      );
+    } catch (err) {
+      row(steps.journey, 'FAILED', message(err));
+    }
+  }
+
+  try {
+    const mine = new Set(hers.filter((e) => e.type !== 'agreements.changed').map((e) => e.subject));
+    const leaks: string[] = [];
+    const said: string[] = [];
+    for (const key of ['alice', 'carol']) {
+      const person = people.get(key);
+      if (!person) {
+        throw new Error(`${key} is not signed in`);
+      }
+      const theirs = await everything(person);
+      leaks.push(...theirs.filter((e) => mine.has(e.subject)).map((e) => `${key}: ${e.type} ${e.subject}`));
+      said.push(`${key} ${theirs.length} events`);
+    }
+    row(
+      steps.others,
+      leaks.length === 0 && mine.size > 0 ? 'held' : 'FAILED',
+      `${said.join(', ')}; ${leaks.join('; ') || 'none of hers'}`,
+    );
+  } catch (err) {
+    row(steps.others, 'FAILED', message(err));
+  }
+
+  try {
+    const person = { ...(await register(ctx.baseUrl, ctx.projectId, ctx.appIdOf('northwind'))), who: 'a new patient' };
+    const api = createPatientCareClient({ baseUrl: PUBLIC_URL, accessToken: person.token, fetch: ctx.gatewayFetch });
+    await api.patient.home();
+    const { next } = await readAllNext(read, person, await read(person, '?limit=100'));
+    const started = Date.now();
+    const waiting = read(person, `?after=${next}&wait=25`);
+    const { protocols } = await api.protocols.list();
+    const offering = protocols.find((p) => p.type === 'assessment' && p.assessment.includes('assessments/weight-intake'));
+    if (!offering) {
+      throw new Error('no weight assessment among her offerings');
+    }
+    const { unmet } = await api.agreements.requirements({ healthcareService: offering.healthcareService });
+    if (unmet.length > 0) {
+      await api.agreements.accept(unmet);
+    }
+    const assessment = await api.assessments.start({ healthcareService: offering.healthcareService });
+    const woke = await waiting;
+    const issued = assessment.tasks.map((t) => t.task).sort();
+    const heard = woke.events.filter((e) => e.type === 'task.ready').map((e) => e.subject);
+    row(
+      steps.wait,
+      heard.length > 0 && heard.every((s) => issued.includes(s)) ? 'ok' : 'FAILED',
+      `answered after ${((Date.now() - started) / 1000).toFixed(1)} s with ${woke.events.map((e) => `${e.type} ${e.subject}`).join(', ') || 'nothing'}; issued ${issued.join(', ')}`,
+    );
+  } catch (err) {
+    row(steps.wait, 'FAILED', message(err));
+  }
+}
+
+/** The cursor after everything of hers, from a first page on. */
+async function readAllNext(
+  read: (person: Person, query: string) => Promise<Feed>,
+  person: Person,
+  first: Feed,
+): Promise<Feed> {
+  let page = first;
+  while (page.events.length > 0) {
+    page = await read(person, `?limit=100&after=${page.next}`);
+  }
+  return page;
+}
