@@ -86,7 +86,10 @@ export const PatientEventSchema = z
 export const EventsSchema = z
   .object({
     events: z.array(PatientEventSchema),
-    next: CURSOR.openapi({ description: 'Ask again with `after` set to this for what happens next.' }),
+    next: CURSOR.openapi({
+      description:
+        'Ask again with `after` set to this for what comes next. A page may hold fewer than `limit` events while more follow; an empty page means nothing newer yet.',
+    }),
   })
   .openapi('PatientEvents');
 
@@ -116,9 +119,13 @@ export const eventsRoute = createRoute({
   request: { query: EventsQuerySchema },
   responses: {
     200: {
-      description: 'The events after the cursor (possibly none), and the cursor to continue from.',
-      content: { 'application/json': { schema: EventsSchema } },
+      description:
+        'The events after the cursor (possibly none), and the cursor to continue from. Asked with `Accept: text/event-stream`: the same feed as Server-Sent Events, each event’s `id` the cursor right after it (send it back as `Last-Event-ID`, or `after`, to resume), `event` its type and `data` the event as JSON, a look every 3 s and a comment line while idle; the stream ends after 5 minutes, and the client reconnects.',
+      content: {
+        'application/json': { schema: EventsSchema },
+        'text/event-stream': { schema: z.string().openapi({ description: 'Server-Sent Events (see above).' }) },
+      },
     },
-    ...errorResponses(400, ...SECURED_STATUSES),
+    ...errorResponses(400, 503, ...SECURED_STATUSES),
   },
 });

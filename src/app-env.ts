@@ -80,6 +80,11 @@ export interface AppEnv {
      * answers with what it has). Absent where admission does not count the call.
      */
     stepOut?: <T>(wait: () => Promise<T>) => Promise<{ value: T; readmitted: boolean }>;
+    /**
+     * A place among her calls in flight, asked again for work done after the answer began (a stream's
+     * looks): its release, or undefined when she is at her limit or the instance full.
+     */
+    admitted?: () => (() => void) | undefined;
   };
 }
 

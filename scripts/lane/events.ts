@@ -107,7 +107,9 @@ export async function eventFeed(ctx: AttackContext, people: Map<string, Person>)
     const started = Date.now();
     const waiting = read(person, `?after=${next}&wait=25`);
     const { protocols } = await api.protocols.list();
-    const offering = protocols.find((p) => p.type === 'assessment' && p.assessment.includes('assessments/weight-intake'));
+    const offering = protocols.find(
+      (p) => p.type === 'assessment' && p.assessment.includes('assessments/weight-intake'),
+    );
     if (!offering) {
       throw new Error('no weight assessment among her offerings');
     }

@@ -56,6 +56,7 @@ export function admission(limits: AdmissionLimits, clock: () => number = Date.no
       }
       return { value, readmitted: holding };
     });
+    c.set('admitted', () => (counter.admit(caller) === 'ok' ? () => counter.release(caller) : undefined));
     try {
       await next();
     } finally {

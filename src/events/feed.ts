@@ -35,6 +35,12 @@ export interface PatientEvent {
   kind?: string;
 }
 
+/** An event with the cursor right after it (a stream's event id: resuming there starts after this event). */
+export interface FedEvent {
+  event: PatientEvent;
+  after: FeedCursor;
+}
+
 export interface FeedCursor {
   /** The newest instant delivered (none before her first event). */
   t?: string;
@@ -172,7 +178,7 @@ export async function look(
   patientId: string,
   cursor: FeedCursor,
   limit: number,
-): Promise<{ events: PatientEvent[]; next: FeedCursor }> {
+): Promise<{ events: FedEvent[]; next: FeedCursor }> {
   const since = cursor.t ? new Date(Date.parse(cursor.t) - LOOKBACK_MS).toISOString() : undefined;
   const count = limit + cursor.seen.length;
   const answers = await Promise.all(
@@ -204,17 +210,21 @@ export function nextPage(
   cursor: FeedCursor,
   patientId: string,
   limit: number,
-): { events: PatientEvent[]; next: FeedCursor } {
+): { events: FedEvent[]; next: FeedCursor } {
   // Beyond the end of a full answer its source may hold versions not read yet: the page stops there.
   const horizon = Math.min(
     ...answers.filter((a) => a.full && a.versions.length > 0).map((a) => a.versions[a.versions.length - 1].at),
   );
   const seen = new Set(cursor.seen);
-  const fresh = answers
-    .flatMap((a) => a.versions)
-    .filter((v) => v.at <= horizon && !seen.has(shortId(v.resource.meta.versionId)))
-    .sort((a, b) => a.at - b.at || (a.resource.meta.versionId < b.resource.meta.versionId ? -1 : 1));
-  const events: PatientEvent[] = [];
+  const unseen = answers.flatMap((a) => a.versions).filter((v) => !seen.has(shortId(v.resource.meta.versionId)));
+  // Before the horizon every source's versions are all here, so their order is the same whatever the page
+  // size; at the horizon a full source may have more at that instant (Medplum orders ties as it likes), so
+  // those wait for the next look, unless they are all there is (then the feed still moves on).
+  const complete = unseen.filter((v) => v.at < horizon);
+  const fresh = (complete.length > 0 ? complete : unseen.filter((v) => v.at <= horizon)).sort(
+    (a, b) => a.at - b.at || (a.resource.meta.versionId < b.resource.meta.versionId ? -1 : 1),
+  );
+  const events: FedEvent[] = [];
   const taken: Version[] = [];
   for (const version of fresh) {
     const said = version.source.eventOf(version.resource, patientId);
@@ -226,10 +236,13 @@ export function nextPage(
     if (said) {
       const { resourceType, id, meta } = version.resource;
       events.push({
-        id: `${resourceType}/${id}/_history/${meta.versionId}`,
-        ...said,
-        occurredAt: meta.lastUpdated,
-        subject: `${resourceType}/${id}`,
+        event: {
+          id: `${resourceType}/${id}/_history/${meta.versionId}`,
+          ...said,
+          occurredAt: meta.lastUpdated,
+          subject: `${resourceType}/${id}`,
+        },
+        after: advance(cursor, taken),
       });
     }
   }

@@ -1,52 +1,74 @@
-import { DEFAULT_EVENTS_PER_PAGE, EventsSchema, eventsRoute, MAX_EVENT_WAIT_SECONDS } from '../../contracts/events';
-import type { App } from '../app-env';
+import type { Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import {
+  DEFAULT_EVENTS_PER_PAGE,
+  EventsSchema,
+  eventsRoute,
+  MAX_EVENT_WAIT_SECONDS,
+  MAX_EVENTS_PER_PAGE,
+} from '../../contracts/events';
+import type { App, AppEnv } from '../app-env';
 import { ApiError } from '../errors';
 import { decodeCursor, encodeCursor, type FeedCursor, look, START } from '../events/feed';
 import { medplumOf } from '../medplum/client';
 
-/** Seconds between two looks while a call waits for her next event. */
+/** Milliseconds between two looks while a call waits for her next event, or a stream is open. */
 export const LOOK_EVERY_MS = 3_000;
-/** Calls of one patient waiting at once (an app needs one; a second covers a reconnect). */
+/** Calls of one patient waiting (or streaming) at once: an app needs one; a second covers a reconnect. */
 export const WAITING_PER_CALLER = 2;
+/** Calls waiting or streaming at once on an instance; beyond it a wait answers at once and a stream is 503. */
+export const WAITING_TOTAL = 2_000;
+/** How long a stream stays open before it ends (the client reconnects with `Last-Event-ID`). */
+export const STREAM_MS = 5 * 60_000;
 
 /**
- * Her event feed: one look at once, or looks every few seconds until an event comes or `wait` runs out.
+ * Her event feed: one look at once, or looks every few seconds until an event comes or `wait` runs out;
+ * with `Accept: text/event-stream`, the same feed as Server-Sent Events, resumed from `Last-Event-ID`.
  * A waiting call holds no admission place between its looks (`stepOut`), so waiting apps cannot fill the
- * instance; how many of hers wait at once is bounded instead (429 beyond WAITING_PER_CALLER).
+ * instance; how many of hers wait at once is bounded instead (429 beyond WAITING_PER_CALLER), and so is
+ * how many wait in all (beyond WAITING_TOTAL, waits answer at once: polling still works, never an outage).
  */
-export function registerEventRoutes(app: App, clock: () => number = Date.now): void {
-  const waiting = new Map<string, number>();
+export function registerEventRoutes(app: App): void {
+  const waiting = waitingCount();
   app.openapi(eventsRoute, async (c) => {
     const query = c.req.valid('query');
-    const cursor: FeedCursor | undefined = query.after === undefined ? START : decodeCursor(query.after);
-    if (!cursor) {
-      throw new ApiError('invalid_request', 'This cursor is not one the feed gave out', {
-        issues: [{ path: 'after', message: 'not a cursor of this feed' }],
-      });
-    }
+    const streaming = (c.req.header('accept') ?? '').includes('text/event-stream');
+    const given = streaming ? (c.req.header('last-event-id') ?? query.after) : query.after;
+    const cursor = given === undefined || given === '' ? START : cursorFrom(given, streaming);
     const limit = query.limit ? Number(query.limit) : DEFAULT_EVENTS_PER_PAGE;
-    const waitMs = Math.min(Number(query.wait ?? '0'), MAX_EVENT_WAIT_SECONDS) * 1000;
     const { patientId, profile } = c.get('session');
     const medplum = medplumOf(c);
+    if (streaming) {
+      const place = waiting.enter(profile);
+      if (place !== 'ok') {
+        throw place === 'caller'
+          ? tooManyWaiting()
+          : new ApiError(
+              'upstream_unavailable',
+              'Too many open streams; poll instead',
+              { retryAfter: 5 },
+              { 'Retry-After': '5' },
+            );
+      }
+      return stream(c, { cursor, patientId, leave: () => waiting.leave(profile) });
+    }
+    const waitMs = Math.min(Number(query.wait ?? '0'), MAX_EVENT_WAIT_SECONDS) * 1000;
     let page = await look(medplum, patientId, cursor, limit);
     if (page.events.length > 0 || waitMs === 0) {
-      return c.json(EventsSchema.parse({ events: page.events, next: encodeCursor(page.next) }), 200);
+      return answer(c, page);
     }
-    const already = waiting.get(profile) ?? 0;
-    if (already >= WAITING_PER_CALLER) {
-      throw new ApiError(
-        'rate_limited',
-        `At most ${WAITING_PER_CALLER} calls of one account wait for events at once`,
-        { retryAfter: 1 },
-        { 'Retry-After': '1' },
-      );
+    const place = waiting.enter(profile);
+    if (place === 'caller') {
+      throw tooManyWaiting();
     }
-    waiting.set(profile, already + 1);
+    if (place === 'total') {
+      return answer(c, page);
+    }
     try {
-      const deadline = clock() + waitMs;
+      const deadline = Date.now() + waitMs;
       const gone = c.req.raw.signal;
-      while (page.events.length === 0 && clock() < deadline && !gone.aborted) {
-        const pause = Math.min(LOOK_EVERY_MS, deadline - clock());
+      while (page.events.length === 0 && Date.now() < deadline && !gone.aborted) {
+        const pause = Math.min(LOOK_EVERY_MS, deadline - Date.now());
         const stepOut = c.get('stepOut');
         const paused = stepOut
           ? await stepOut(() => sleep(pause, gone))
@@ -57,15 +79,108 @@ export function registerEventRoutes(app: App, clock: () => number = Date.now): v
         page = await look(medplum, patientId, page.next, limit);
       }
     } finally {
-      const left = (waiting.get(profile) ?? 1) - 1;
-      if (left > 0) {
-        waiting.set(profile, left);
-      } else {
-        waiting.delete(profile);
-      }
+      waiting.leave(profile);
     }
-    return c.json(EventsSchema.parse({ events: page.events, next: encodeCursor(page.next) }), 200);
+    return answer(c, page);
   });
+}
+
+function answer(c: Context<AppEnv>, page: Awaited<ReturnType<typeof look>>) {
+  return c.json(EventsSchema.parse({ events: page.events.map((e) => e.event), next: encodeCursor(page.next) }), 200);
+}
+
+function cursorFrom(text: string, streaming: boolean): FeedCursor {
+  const cursor = /^[A-Za-z0-9_-]{1,6000}$/.test(text) ? decodeCursor(text) : undefined;
+  if (!cursor) {
+    const path = streaming ? 'Last-Event-ID' : 'after';
+    throw new ApiError('invalid_request', 'This cursor is not one the feed gave out', {
+      issues: [{ path, message: 'not a cursor of this feed' }],
+    });
+  }
+  return cursor;
+}
+
+const tooManyWaiting = () =>
+  new ApiError(
+    'rate_limited',
+    `At most ${WAITING_PER_CALLER} calls of one account wait for events at once`,
+    { retryAfter: 1 },
+    { 'Retry-After': '1' },
+  );
+
+/**
+ * The feed as Server-Sent Events: each event's `id` is the cursor right after it (what `Last-Event-ID`
+ * resumes from), its `event` the type, its `data` the event as JSON. A look every LOOK_EVERY_MS, each
+ * admitted as a call of hers (skipped while she is at her limit); a comment line keeps idle connections
+ * open; the stream ends after STREAM_MS.
+ */
+function stream(
+  c: Context<AppEnv>,
+  { cursor, patientId, leave }: { cursor: FeedCursor; patientId: string; leave: () => void },
+): Response {
+  const medplum = medplumOf(c);
+  const admitted = c.get('admitted');
+  return streamSSE(c, async (sse) => {
+    let at = cursor;
+    let open = true;
+    sse.onAbort(() => {
+      open = false;
+    });
+    const ends = Date.now() + STREAM_MS;
+    try {
+      while (open && Date.now() < ends) {
+        const release = admitted ? admitted() : () => undefined;
+        if (release) {
+          let page: Awaited<ReturnType<typeof look>>;
+          try {
+            page = await look(medplum, patientId, at, MAX_EVENTS_PER_PAGE);
+          } finally {
+            release();
+          }
+          for (const { event, after } of page.events) {
+            await sse.writeSSE({ id: encodeCursor(after), event: event.type, data: JSON.stringify(event) });
+          }
+          at = page.next;
+          if (page.events.length === MAX_EVENTS_PER_PAGE) {
+            continue;
+          }
+        }
+        await sse.write(': waiting\n\n');
+        await sse.sleep(LOOK_EVERY_MS);
+      }
+    } finally {
+      leave();
+    }
+  });
+}
+
+/** Calls waiting (or streaming) now: per caller and in all. */
+function waitingCount() {
+  const perCaller = new Map<string, number>();
+  let total = 0;
+  return {
+    enter(caller: string): 'ok' | 'caller' | 'total' {
+      const mine = perCaller.get(caller) ?? 0;
+      if (mine >= WAITING_PER_CALLER) {
+        return 'caller';
+      }
+      if (total >= WAITING_TOTAL) {
+        return 'total';
+      }
+      perCaller.set(caller, mine + 1);
+      total++;
+      return 'ok';
+    },
+    leave(caller: string): void {
+      const mine = (perCaller.get(caller) ?? 1) - 1;
+      if (mine > 0) {
+        perCaller.set(caller, mine);
+      } else {
+        perCaller.delete(caller);
+      }
+      total--;
+    },
+  };
 }
 
 /** Resolves after `ms`, or at once when the call is given up. */

@@ -254,6 +254,73 @@ describe('bad input changes nothing and says why', () => {
   });
 });
 
+describe('the same feed as Server-Sent Events', () => {
+  /** Opens her stream and reads it until `count` events came; then closes it. */
+  async function streamed(patient: DemoActor, count: number, lastEventId?: string) {
+    const response = await gw.app.fetch(
+      new Request('http://gateway.test/v1/events', {
+        headers: {
+          authorization: `Bearer ${patient.token}`,
+          accept: 'text/event-stream',
+          ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+        },
+      }),
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const events: { id: string; type: string; data: { id: string; type: string; subject: string } }[] = [];
+    while (events.length < count) {
+      const { value, done } = await reader.read();
+      if (done) {
+        break;
+      }
+      text += decoder.decode(value, { stream: true });
+      let end = text.indexOf('\n\n');
+      while (end >= 0) {
+        const block = text.slice(0, end);
+        text = text.slice(end + 2);
+        const field = (name: string) =>
+          block
+            .split('\n')
+            .find((l) => l.startsWith(`${name}: `))
+            ?.slice(name.length + 2);
+        if (field('data')) {
+          events.push({ id: field('id') ?? '', type: field('event') ?? '', data: JSON.parse(field('data') ?? '{}') });
+        }
+        end = text.indexOf('\n\n');
+      }
+    }
+    await reader.cancel();
+    return events;
+  }
+
+  it('streams her events with the cursor after each as its id, and resumes after Last-Event-ID', async () => {
+    const feedOf = (await all(alice, MAX_EVENTS_PER_PAGE)).events;
+    const first = await streamed(alice, 3);
+    expect(first.map((e) => e.data.id)).toEqual(feedOf.slice(0, 3).map((e) => e.id));
+    expect(first.map((e) => e.type)).toEqual(feedOf.slice(0, 3).map((e) => e.type));
+    const resumed = await streamed(alice, 2, first[0].id);
+    expect(resumed.map((e) => e.data.id)).toEqual(feedOf.slice(1, 3).map((e) => e.id));
+    // The id is a cursor of the JSON feed too.
+    const page = await feed(alice, `?limit=2&after=${first[0].id}`);
+    expect(page.events.length).toBeGreaterThan(0);
+    expect(page.events.map((e) => e.id)).toEqual(feedOf.slice(1, 1 + page.events.length).map((e) => e.id));
+  });
+
+  it('a Last-Event-ID it never gave out: 400, nothing streamed', async () => {
+    const response = await gw.app.fetch(
+      new Request('http://gateway.test/v1/events', {
+        headers: { authorization: `Bearer ${alice.token}`, accept: 'text/event-stream', 'last-event-id': 'bm9wZQ' },
+      }),
+    );
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+  });
+});
+
 describe('the cursor’s rules (late writes are found, never lost)', () => {
   const source: Source = {
     resourceType: 'Task',
@@ -273,11 +340,11 @@ describe('the cursor’s rules (late writes are found, never lost)', () => {
 
   it('a version written before the newest delivered, within the look-back, is delivered after it; once', () => {
     const first = nextPage([{ versions: [version('a', t0 + 1000)], full: false }], { seen: [] }, 'p', 10);
-    expect(first.events.map((e) => e.subject)).toEqual(['Task/a']);
+    expect(first.events.map((e) => e.event.subject)).toEqual(['Task/a']);
     // b committed late: its instant is before a's, within the look-back.
     const both = [version('b', t0 + 500), version('a', t0 + 1000)];
     const late = nextPage([{ versions: both, full: false }], first.next, 'p', 10);
-    expect(late.events.map((e) => e.subject)).toEqual(['Task/b']);
+    expect(late.events.map((e) => e.event.subject)).toEqual(['Task/b']);
     expect(nextPage([{ versions: both, full: false }], late.next, 'p', 10).events).toEqual([]);
     // Once past the look-back, what the cursor saw is dropped: the search no longer reaches it.
     const later = nextPage(
@@ -286,11 +353,11 @@ describe('the cursor’s rules (late writes are found, never lost)', () => {
       'p',
       10,
     );
-    expect(later.events.map((e) => e.subject)).toEqual(['Task/c']);
+    expect(later.events.map((e) => e.event.subject)).toEqual(['Task/c']);
     expect(decodeCursor(encodeCursor(later.next))?.seen).toHaveLength(1);
   });
 
-  it('a page stops where a full answer ends: nothing of another source beyond it is skipped', () => {
+  it('a page stops before where a full answer ends: nothing beyond it is skipped, ties there wait', () => {
     const page = nextPage(
       [
         { versions: [version('a', t0 + 1), version('b', t0 + 3)], full: true },
@@ -300,7 +367,18 @@ describe('the cursor’s rules (late writes are found, never lost)', () => {
       'p',
       10,
     );
-    expect(page.events.map((e) => e.subject)).toEqual(['Task/a', 'Task/x', 'Task/b']);
+    // b is at the full answer's last instant: its source may hold more at that instant, so it comes next.
+    expect(page.events.map((e) => e.event.subject)).toEqual(['Task/a', 'Task/x']);
+    const after = nextPage(
+      [
+        { versions: [version('b', t0 + 3), version('c', t0 + 3)], full: false },
+        { versions: [version('y', t0 + 4)], full: false },
+      ],
+      page.next,
+      'p',
+      10,
+    );
+    expect(after.events.map((e) => e.event.subject)).toEqual(['Task/b', 'Task/c', 'Task/y']);
   });
 
   it('a full page of one source, all at one instant, still moves on', () => {
@@ -308,6 +386,6 @@ describe('the cursor’s rules (late writes are found, never lost)', () => {
     const first = nextPage([{ versions: same.slice(0, 2), full: true }], { seen: [] }, 'p', 2);
     expect(first.events).toHaveLength(2);
     const second = nextPage([{ versions: same, full: true }], first.next, 'p', 2);
-    expect(second.events.map((e) => e.subject)).toEqual(['Task/c']);
+    expect(second.events.map((e) => e.event.subject)).toEqual(['Task/c']);
   });
 });
