@@ -6,6 +6,7 @@ import { signInClinician } from '../src/clinician';
 import { nodeAssetLoader } from '../src/docs-assets-node';
 import { createEdgeSigner } from '../src/edge/statement';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from '../src/embedded/launch';
+import type { PatientEvent } from '../src/events/feed';
 import { DEMO_PASSWORD, DEMO_TENANTS, demoDefinition, demoEmail } from '../src/provision/demo';
 import { createPatientCareClient, PatientCareApiError } from '../src/sdk';
 import { answerBloodPressureIntake } from './intake';
@@ -205,6 +206,49 @@ export interface JourneyProgress extends Partial<JourneyResult> {
 /** How long a journey waits for work a Subscription does (Medplum delivers through a queue). */
 const WAIT = { everyMs: 250, deadlineMs: 30_000 };
 
+/** Where a patient app stands in her event feed, and what it has heard and not yet used. */
+interface Listening {
+  after?: string;
+  heard: PatientEvent[];
+}
+
+/**
+ * What a patient app does instead of polling: waits on her event feed (`GET /v1/events`, `wait` 25 s) until
+ * the event `wanted` picks comes, 30 s at most. What it hears meanwhile is kept for the next wait (two of
+ * her records can change in one step).
+ */
+async function hear(
+  backend: JourneyBackend,
+  api: ReturnType<typeof createPatientCareClient>,
+  listening: Listening,
+  what: string,
+  wanted: (event: PatientEvent) => boolean,
+): Promise<PatientEvent> {
+  const start = Date.now();
+  let calls = 0;
+  await backend.settle?.();
+  for (;;) {
+    const index = listening.heard.findIndex(wanted);
+    if (index >= 0) {
+      const [event] = listening.heard.splice(index, 1);
+      note(
+        `(${what}: ${event.type} ${event.subject}, heard on her feed after ${calls} call(s), ${((Date.now() - start) / 1000).toFixed(1)} s)`,
+      );
+      return event;
+    }
+    if (Date.now() - start > WAIT.deadlineMs) {
+      throw new Error(`unexpected: ${what} was not heard on her feed within ${WAIT.deadlineMs / 1000} s`);
+    }
+    const page = await api.events.list({
+      ...(listening.after ? { after: listening.after } : {}),
+      ...(calls > 0 ? { wait: '25' } : {}),
+    });
+    calls++;
+    listening.after = page.next;
+    listening.heard.push(...page.events);
+  }
+}
+
 /**
  * Polls `probe` (every 250 ms, 30 s at most) until it answers something: what a Subscription makes
  * arrives after the write that woke it, seconds later on a real Medplum. Only the first probe is
@@ -275,6 +319,9 @@ export async function journey(
     accessToken: auth.getAccessToken() as string,
     fetch: narrated(gatewayFetch, 'patient app', ''),
   });
+
+  // Her app follows her event feed from the start (instead of polling for what the platform does).
+  const listening: Listening = { heard: [] };
 
   say('She is homed in the tenant of the app she registered through, and adds her address');
   const home = await api.patient.home();
@@ -352,13 +399,8 @@ export async function journey(
   await clinician.select(selection.id, amlodipine);
 
   say('She sees her offer and accepts it: the treatment Consent and the active CarePlan, in one step');
-  const offer = await waitFor(
-    backend,
-    'her offer task',
-    async () =>
-      (await api.fhir.search<Task>('Task', { code: `${SYSTEMS.taskKind}|treatment-offer`, status: 'ready' })).entry?.[0]
-        ?.resource,
-  );
+  const offered = await hear(backend, api, listening, 'her offer', (e) => e.type === 'offer.ready');
+  const offer = await api.fhir.read<Task>('Task', offered.subject.split('/')[1]);
   progress.offerTask = `Task/${offer.id}`;
   const accepted = await api.tasks.complete(`Task/${offer.id}`, { decision: 'accept' });
   expect(accepted.carePlan && accepted.consent, 'a CarePlan and a Consent');
@@ -428,16 +470,26 @@ export async function journey(
     }
     await practitioner.finishEncounter(segment.encounter.split('/')[1] as string);
   }
-  const fulfilled = await waitFor(backend, 'her visit fulfilled', async () => {
-    const now = await api.appointments.get(moved.appointment);
-    return now.status === 'fulfilled' ? now : undefined;
-  });
+  await hear(
+    backend,
+    api,
+    listening,
+    'her visit fulfilled',
+    (e) => e.type === 'visit.fulfilled' && e.subject === moved.appointment,
+  );
+  const fulfilled = await api.appointments.get(moved.appointment);
   note(
     `${fulfilled.appointment}: ${fulfilled.status}; ${fulfilled.segments.map((s) => `${s.position} ${s.status}`).join(', ')}`,
   );
-  const nextVisit = await waitFor(backend, 'the next visit to book', async () =>
-    (await api.tasks.list()).tasks.find((t) => t.kind === 'schedule-visit' && t.notBefore && t.task !== toBook.task),
+  const issued = await hear(
+    backend,
+    api,
+    listening,
+    'the next visit to book',
+    (e) => e.type === 'task.ready' && e.kind === 'schedule-visit' && e.subject !== toBook.task,
   );
+  const nextVisit = (await api.tasks.list()).tasks.find((t) => t.task === issued.subject && t.notBefore);
+  expect(nextVisit, 'her next visit to book, not before a date');
   note(`next: ${nextVisit.task}, ${nextVisit.description ?? 'a visit'}, not before ${nextVisit.notBefore}`);
   progress.nextVisitTask = nextVisit.task;
 
