@@ -14,6 +14,7 @@ import {
   zodAloneBundle,
 } from './bot-start';
 import { percentiles, runEmbeddedStoreBench } from './embedded-store';
+import { printEventsBench } from './events';
 import { runFairnessBench } from './fairness';
 import { canPin, FLOOR_PAIR, type Layout, type LoadResult, runGatewayBench } from './gateway';
 import { runIntakeBench } from './intake';
@@ -42,6 +43,7 @@ const SECTIONS = [
   'overload',
   'fairness',
   'operations',
+  'events',
   'gateway',
   'workflows',
   'intake',
@@ -98,6 +100,9 @@ async function main(): Promise<void> {
   }
   if (runs('operations')) {
     await printOperationsBench();
+  }
+  if (runs('events')) {
+    await printEventsBench();
   }
   const layouts: Layout[] = !runs('gateway')
     ? []
