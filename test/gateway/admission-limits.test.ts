@@ -160,6 +160,30 @@ describe('admission middleware', () => {
       admission(limits, () => T0),
     );
     app.get('/hold', () => new Promise<Response>((resolve) => held.push(() => resolve(new Response('done')))));
+    const waits: ((value: string) => void)[] = [];
+    // A feed's wait: out of admission until the test ends it, then her answer says whether she got back in.
+    app.get('/step', async (c) => {
+      const stepOut = c.get('stepOut');
+      if (!stepOut) {
+        throw new Error('admission gave no stepOut');
+      }
+      return c.json(await stepOut(() => new Promise<string>((resolve) => waits.push(resolve))));
+    });
+    // A stream's wait, begun by the handler and outliving it.
+    app.get('/detach', (c) => {
+      void c.get('stepOut')?.(() => new Promise<string>((resolve) => waits.push(resolve)));
+      return c.json({ streaming: true });
+    });
+    // Work after the answer began asks for a place again, as a stream's looks do.
+    app.get('/again', (c) => {
+      const admitted = c.get('admitted');
+      const first = admitted?.();
+      const second = admitted?.();
+      first?.();
+      const third = admitted?.();
+      third?.();
+      return c.json([first, second, third].map(Boolean));
+    });
     app.get('/fail', () => {
       throw new Error('the route failed');
     });
@@ -177,7 +201,23 @@ describe('admission middleware', () => {
       const text = await settled?.text();
       return settled && { status: settled.status, headers: settled.headers, body: text ? JSON.parse(text) : undefined };
     };
-    return { call, held };
+    /** Starts a call that steps out; its answer once the wait ends. */
+    const step = async (caller: string) => {
+      const answer = Promise.resolve(app.request('/step', { headers: { 'x-caller': caller } }));
+      await new Promise((r) => setTimeout(r, 5));
+      return async (value: string) => {
+        waits.shift()?.(value);
+        const res = await answer;
+        return { status: res.status, body: await res.json() };
+      };
+    };
+    const releaseHeld = async () => {
+      for (const done of held.splice(0)) {
+        done();
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    };
+    return { call, held, step, releaseHeld };
   }
 
   it('past her share: 429 rate_limited with the share, Retry-After and RateLimit', async () => {
@@ -224,5 +264,43 @@ describe('admission middleware', () => {
     expect(await anonymous.call('/hold')).toBeUndefined();
     expect(await anonymous.call('/hold')).toBeUndefined();
     expect(await anonymous.call('/hold', 'Patient/a')).toBeUndefined();
+  });
+
+  it('a call that steps out frees her place for its wait and takes it again after; released once at the end', async () => {
+    const gw = gateway({ perCaller: 1, total: 10 });
+    const end = await gw.step('Patient/a');
+    // During the wait her one place is free: another call of hers is admitted.
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    await gw.releaseHeld();
+    expect(await end('news')).toEqual({ status: 200, body: { value: 'news', readmitted: true } });
+    // Her place was given back when the call ended: one call admitted, the next refused.
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    expect((await gw.call('/hold', 'Patient/a'))?.status).toBe(429);
+  });
+
+  it('a call not readmitted after its wait says so, and gives back no place it does not hold', async () => {
+    const gw = gateway({ perCaller: 5, total: 2 });
+    const end = await gw.step('Patient/a');
+    expect(await gw.call('/hold', 'Patient/b')).toBeUndefined();
+    expect(await gw.call('/hold', 'Patient/c')).toBeUndefined();
+    expect(await end('news')).toEqual({ status: 200, body: { value: 'news', readmitted: false } });
+    // Still two calls in flight of two: a call that released twice would have let this one in.
+    expect((await gw.call('/hold', 'Patient/d'))?.status).toBe(503);
+  });
+
+  it('a wait that outlives its handler gives her place back once, not again when the call ends', async () => {
+    const gw = gateway({ perCaller: 5, total: 1 });
+    expect((await gw.call('/detach', 'Patient/a'))?.status).toBe(200);
+    expect(await gw.call('/hold', 'Patient/b')).toBeUndefined();
+    expect((await gw.call('/hold', 'Patient/c'))?.status).toBe(503);
+  });
+
+  it('work after the answer began gets a place while she is under her limit, and gives it back', async () => {
+    const gw = gateway({ perCaller: 2, total: 10 });
+    // The call itself holds one of her two places.
+    expect(await gw.call('/again', 'Patient/a')).toMatchObject({ status: 200, body: [true, false, true] });
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    expect((await gw.call('/hold', 'Patient/a'))?.status).toBe(429);
   });
 });
