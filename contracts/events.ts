@@ -104,7 +104,7 @@ const FEED = [
   '',
   `With \`wait\`, an empty answer waits up to that many seconds (at most ${MAX_EVENT_WAIT_SECONDS}) for an event,`,
   'looking again every few seconds; while waiting the call holds no place among her calls in flight. Each',
-  'look is three searches of her own FHIR quota. Her uploads are taken into her record when the task',
+  'look is one search of her own FHIR quota (20 points). Her uploads are taken into her record when the task',
   'they answer completes (`task.completed`): there is no later processing step to wait for.',
 ].join(' ');
 

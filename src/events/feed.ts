@@ -1,5 +1,5 @@
 import type { MedplumClient } from '@medplum/core';
-import type { Appointment, DocumentReference, Resource, Task } from '@medplum/fhirtypes';
+import type { Appointment, Bundle, DocumentReference, Resource, Task } from '@medplum/fhirtypes';
 import { isHerTask } from '../../bots/lib/finished';
 import { taskKind } from '../../bots/lib/journey';
 import type { EventType } from '../../contracts/events';
@@ -83,11 +83,9 @@ export function decodeCursor(text: string): FeedCursor | undefined {
   return { t: instant, seen: s as string[] };
 }
 
-/** One source of her events: a search of her records, and what each version of one says happened. */
+/** One type of her records, and what each version of one says happened. */
 export interface Source {
   resourceType: 'Task' | 'Appointment' | 'DocumentReference';
-  /** The search's own criteria (her records of the type), beside the feed's time window and order. */
-  criteria: (patientId: string) => Record<string, string>;
   eventOf: (resource: Resource, patientId: string) => Omit<PatientEvent, 'id' | 'occurredAt' | 'subject'> | undefined;
 }
 
@@ -100,7 +98,6 @@ const TASK_STATES: Partial<Record<NonNullable<Task['status']>, [EventType, Event
 const SOURCES: Source[] = [
   {
     resourceType: 'Task',
-    criteria: (patientId) => ({ patient: `Patient/${patientId}` }),
     eventOf: (resource, patientId) => {
       const task = resource as Task;
       // Only what the platform issued her and wrote (its tag, her as its subject, and this version written
@@ -118,7 +115,6 @@ const SOURCES: Source[] = [
   },
   {
     resourceType: 'Appointment',
-    criteria: (patientId) => ({ patient: `Patient/${patientId}` }),
     eventOf: (resource, patientId) => {
       const visit = resource as Appointment;
       if (!visit.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`)) {
@@ -146,9 +142,7 @@ const SOURCES: Source[] = [
   },
   {
     // Her care provider's agreements (and the platform's) as her policy lets her read them: published ones.
-    // No criteria of its own: what her policy lets her read of the type is what she is shown of it.
     resourceType: 'DocumentReference',
-    criteria: () => ({}),
     eventOf: (resource) =>
       (resource as DocumentReference).identifier?.some((i) => i.system === SYSTEMS.agreement)
         ? { type: 'agreements.changed' }
@@ -157,7 +151,7 @@ const SOURCES: Source[] = [
 ];
 
 /** How many searches one look makes (the feed's cost, in her FHIR quota: 20 points each). */
-export const SEARCHES_PER_LOOK = SOURCES.length;
+export const SEARCHES_PER_LOOK = 1;
 
 const shortId = (versionId: string): string => versionId.replaceAll(/[^A-Za-z0-9-]/g, '').slice(0, SEEN_ID_LENGTH);
 
@@ -168,10 +162,12 @@ export interface Version {
 }
 
 /**
- * One look: her events after `cursor`, at most `limit`, oldest first, and the cursor after them. Every
- * source is asked at once, each for `limit` more versions than the cursor has seen, from LOOKBACK_MS
- * before its instant; the merged page stops where the first full source's answer ends (beyond it, that
- * source may hold versions not yet read).
+ * One look: her events after `cursor`, at most `limit`, oldest first, and the cursor after them. One search
+ * of every type at once (`GET /fhir/R4?_type=Task,Appointment,DocumentReference`, Medplum's search of
+ * several types: one search of her quota), with her token and no criteria of its own: what her access
+ * policy lets her read of those types is what she is shown, each version then read for what it says
+ * (only her own tasks and visits say anything). It asks for `limit` more versions than the cursor has
+ * seen, from LOOKBACK_MS before its instant, oldest first.
  */
 export async function look(
   medplum: MedplumClient,
@@ -181,27 +177,22 @@ export async function look(
 ): Promise<{ events: FedEvent[]; next: FeedCursor }> {
   const since = cursor.t ? new Date(Date.parse(cursor.t) - LOOKBACK_MS).toISOString() : undefined;
   const count = limit + cursor.seen.length;
-  const answers = await Promise.all(
-    SOURCES.map(async (source) => {
-      const bundle = await medplum.search(
-        source.resourceType,
-        {
-          ...source.criteria(patientId),
-          ...(since ? { _lastUpdated: `ge${since}` } : {}),
-          _sort: '_lastUpdated',
-          _count: String(count),
-        },
-        { cache: 'no-cache' },
-      );
-      const versions = (bundle.entry ?? []).flatMap((e) =>
-        e.resource?.id && e.resource.meta?.versionId && e.resource.meta.lastUpdated
-          ? [{ resource: e.resource as Version['resource'], source, at: Date.parse(e.resource.meta.lastUpdated) }]
-          : [],
-      );
-      return { versions, full: versions.length >= count };
-    }),
-  );
-  return nextPage(answers, cursor, patientId, limit);
+  const query = new URLSearchParams({
+    _type: SOURCES.map((source) => source.resourceType).join(','),
+    ...(since ? { _lastUpdated: `ge${since}` } : {}),
+    _sort: '_lastUpdated',
+    _count: String(count),
+  });
+  const bundle = (await medplum.get(`${new URL('fhir/R4', medplum.getBaseUrl()).href}?${query}`, {
+    cache: 'no-cache',
+  })) as Bundle;
+  const versions = (bundle.entry ?? []).flatMap((e) => {
+    const source = SOURCES.find((s) => s.resourceType === e.resource?.resourceType);
+    return source && e.resource?.id && e.resource.meta?.versionId && e.resource.meta.lastUpdated
+      ? [{ resource: e.resource as Version['resource'], source, at: Date.parse(e.resource.meta.lastUpdated) }]
+      : [];
+  });
+  return nextPage([{ versions, full: (bundle.entry ?? []).length >= count }], cursor, patientId, limit);
 }
 
 /** The merge of one look's answers (exported for its tests: the cursor's rules are here). */

@@ -324,7 +324,6 @@ describe('the same feed as Server-Sent Events', () => {
 describe('the cursor’s rules (late writes are found, never lost)', () => {
   const source: Source = {
     resourceType: 'Task',
-    criteria: () => ({}),
     eventOf: () => ({ type: 'task.ready' }),
   };
   const version = (id: string, at: number): Version => ({

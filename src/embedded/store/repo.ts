@@ -218,6 +218,9 @@ export class SqliteRepository extends FhirRepository {
     _options?: SearchOptions,
   ): Promise<Bundle<WithId<T>>> {
     this.spend(QUOTA_POINTS.search);
+    if (searchRequest.types?.length) {
+      return this.searchTypes(searchRequest);
+    }
     validateResourceType(searchRequest.resourceType);
     this.checkTypeInteraction(searchRequest.resourceType, AccessPolicyInteraction.SEARCH);
     // FHIR's own definitions are every project's (../definitions.ts), asked for with `_filter` too.
@@ -248,6 +251,75 @@ export class SqliteRepository extends FhirRepository {
       );
     }
     return bundle;
+  }
+
+  /**
+   * A search of several types at once (`GET /fhir/R4?_type=A,B&...`, Medplum's searchMultipleTypes): one
+   * search of the caller's quota, each type checked as a search of its own (a type she may not search is
+   * 403, Binary 400) and filtered by her policy, the same filters on each; the matches together, in
+   * `lastUpdated` order when sorted by it (the only order Medplum's union of types is asked for here), a
+   * page of them by `_offset` and `_count`.
+   */
+  private async searchTypes<T extends Resource>(searchRequest: SearchRequest<T>): Promise<Bundle<WithId<T>>> {
+    const types = searchRequest.types as string[];
+    for (const resourceType of types) {
+      validateResourceType(resourceType);
+      if (resourceType === 'Binary') {
+        throw new OperationOutcomeError(badRequest('Cannot search on Binary resource type'));
+      }
+      this.checkTypeInteraction(resourceType, AccessPolicyInteraction.SEARCH);
+    }
+    const sort = searchRequest.sortRules ?? [];
+    if (sort.some((rule) => rule.code !== '_lastUpdated') || searchRequest.include || searchRequest.revInclude) {
+      throw new OperationOutcomeError(
+        badRequest('A search of several types sorts by _lastUpdated only, and includes nothing'),
+      );
+    }
+    const count = Math.min(Math.max(searchRequest.count ?? 20, 0), 1000);
+    const offset = Math.max(searchRequest.offset ?? 0, 0);
+    const found: WithId<T>[] = [];
+    for (const resourceType of types) {
+      const page = await this.read(() =>
+        runSearch<T>(
+          this.connection(),
+          {
+            ...searchRequest,
+            resourceType: resourceType as T['resourceType'],
+            types: undefined,
+            count: offset + count,
+            offset: 0,
+            total: undefined,
+          },
+          {
+            project: this.caller.system ? undefined : this.caller.project.id,
+            policies: this.policiesFor(resourceType, AccessPolicyInteraction.SEARCH),
+            baseUrl: this.env.baseUrl,
+          },
+        ),
+      );
+      found.push(...(page.entry ?? []).map((e) => e.resource as WithId<T>));
+    }
+    if (sort.length > 0) {
+      const descending = sort[0].descending ? -1 : 1;
+      found.sort(
+        (a, b) =>
+          descending *
+          ((a.meta?.lastUpdated ?? '') < (b.meta?.lastUpdated ?? '')
+            ? -1
+            : (a.meta?.lastUpdated ?? '') > (b.meta?.lastUpdated ?? '')
+              ? 1
+              : 0),
+      );
+    }
+    return {
+      resourceType: 'Bundle',
+      type: 'searchset',
+      entry: found.slice(offset, offset + count).map((resource) => ({
+        fullUrl: `${this.env.baseUrl}fhir/R4/${resource.resourceType}/${resource.id}`,
+        search: { mode: 'match' },
+        resource,
+      })),
+    };
   }
 
   async searchByReference<T extends Resource>(
