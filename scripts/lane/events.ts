@@ -7,15 +7,11 @@ interface Feed {
   next: string;
 }
 
-/** What the journey must have left in her feed (docs/decisions.md, "Her event feed"). */
-const JOURNEY_EVENTS = [
-  'task.ready',
-  'task.completed',
-  'offer.answered',
-  'visit.moved',
-  'visit.booked',
-  'visit.fulfilled',
-];
+/**
+ * What the journey must have left in her feed (docs/decisions.md, "Her event feed"): each record's latest
+ * state, so the visit moved and then fulfilled, her next visit to book ready; not the booking in between.
+ */
+const JOURNEY_EVENTS = ['task.ready', 'task.completed', 'offer.answered', 'visit.moved', 'visit.fulfilled'];
 
 /**
  * (a) the journey patient's feed, read through the gateway page by page: the journey's events, oldest
