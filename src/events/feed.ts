@@ -70,7 +70,13 @@ export function decodeCursor(text: string): FeedCursor | undefined {
     return undefined;
   }
   const { t, s, ...rest } = parsed as { t?: unknown; s?: unknown };
-  const instant = typeof t === 'string' && !Number.isNaN(Date.parse(t)) && t.length <= 40 ? t : undefined;
+  // Only an instant as the feed writes one (toISOString, in years Medplum can search).
+  const instant =
+    typeof t === 'string' &&
+    /^[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$/.test(t) &&
+    new Date(t).toISOString() === t
+      ? t
+      : undefined;
   if (
     Object.keys(rest).length > 0 ||
     (t !== undefined && !instant) ||

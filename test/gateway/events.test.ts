@@ -207,6 +207,14 @@ describe('bad input changes nothing and says why', () => {
       `?after=${Buffer.from('{"t":"2026-01-01T00:00:00.000Z","s":[],"x":1}').toString('base64url')}`,
     ],
     ['a cursor with an impossible instant', `?after=${Buffer.from('{"t":"not a time","s":[]}').toString('base64url')}`],
+    [
+      'a cursor before year 1',
+      `?after=${Buffer.from('{"t":"-000001-01-01T00:00:00.000Z","s":[]}').toString('base64url')}`,
+    ],
+    [
+      'a cursor of a day that does not exist',
+      `?after=${Buffer.from('{"t":"2026-02-30T00:00:00.000Z","s":[]}').toString('base64url')}`,
+    ],
     ['a wait over 30 seconds', '?wait=31'],
     ['a negative wait', '?wait=-1'],
     ['a page of more than 100', `?limit=${MAX_EVENTS_PER_PAGE + 1}`],
