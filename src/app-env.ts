@@ -20,6 +20,8 @@ export interface Limits {
   inFlightPerCaller: number;
   /** Calls everyone may have in flight at once on this instance; beyond it, 503. */
   inFlightTotal: number;
+  /** Calls waiting on event feeds (or streaming them) at once on this instance (default 2,000: src/routes/events.ts). */
+  eventWaitsTotal?: number;
 }
 
 export interface AccessLogEntry {

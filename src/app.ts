@@ -91,7 +91,7 @@ export function createApp(deps: AppDeps): App {
   registerSchedulingRoutes(app, catalog);
   registerAppointmentRoutes(app);
   registerDocumentRoutes(app);
-  registerEventRoutes(app);
+  registerEventRoutes(app, deps.limits.eventWaitsTotal);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
     type: 'http',

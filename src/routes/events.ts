@@ -16,7 +16,7 @@ import { medplumOf } from '../medplum/client';
 export const LOOK_EVERY_MS = 3_000;
 /** Calls of one patient waiting (or streaming) at once: an app needs one; a second covers a reconnect. */
 export const WAITING_PER_CALLER = 2;
-/** Calls waiting or streaming at once on an instance; beyond it a wait answers at once and a stream is 503. */
+/** Calls waiting or streaming at once on an instance (by default); beyond it a wait answers at once and a stream is one look. */
 export const WAITING_TOTAL = 2_000;
 /** How long a stream stays open before it ends (the client reconnects with `Last-Event-ID`). */
 export const STREAM_MS = 5 * 60_000;
@@ -28,8 +28,8 @@ export const STREAM_MS = 5 * 60_000;
  * instance; how many of hers wait at once is bounded instead (429 beyond WAITING_PER_CALLER), and so is
  * how many wait in all (beyond WAITING_TOTAL, waits answer at once: polling still works, never an outage).
  */
-export function registerEventRoutes(app: App): void {
-  const waiting = waitingCount();
+export function registerEventRoutes(app: App, waitingTotal = WAITING_TOTAL): void {
+  const waiting = waitingCount(waitingTotal);
   app.openapi(eventsRoute, async (c) => {
     const query = c.req.valid('query');
     const streaming = (c.req.header('accept') ?? '').includes('text/event-stream');
@@ -40,15 +40,13 @@ export function registerEventRoutes(app: App): void {
     const medplum = medplumOf(c);
     if (streaming) {
       const place = waiting.enter(profile);
-      if (place !== 'ok') {
-        throw place === 'caller'
-          ? tooManyWaiting()
-          : new ApiError(
-              'upstream_unavailable',
-              'Too many open streams; poll instead',
-              { retryAfter: 5 },
-              { 'Retry-After': '5' },
-            );
+      if (place === 'caller') {
+        throw tooManyWaiting();
+      }
+      if (place === 'total') {
+        // The instance's streams are all taken: hers is one look and ends (with when to reconnect), a
+        // poll in a stream's clothes, so a crowd of streams never keeps her from her events.
+        return stream(c, { cursor, patientId, leave: () => undefined, once: true });
       }
       return stream(c, { cursor, patientId, leave: () => waiting.leave(profile) });
     }
@@ -116,7 +114,12 @@ const tooManyWaiting = () =>
  */
 function stream(
   c: Context<AppEnv>,
-  { cursor, patientId, leave }: { cursor: FeedCursor; patientId: string; leave: () => void },
+  {
+    cursor,
+    patientId,
+    leave,
+    once = false,
+  }: { cursor: FeedCursor; patientId: string; leave: () => void; once?: boolean },
 ): Response {
   const medplum = medplumOf(c);
   const admitted = c.get('admitted');
@@ -126,8 +129,15 @@ function stream(
     sse.onAbort(() => {
       open = false;
     });
-    const ends = Date.now() + STREAM_MS;
+    const ends = once ? 0 : Date.now() + STREAM_MS;
     try {
+      if (once) {
+        const page = await look(medplum, patientId, at, MAX_EVENTS_PER_PAGE);
+        for (const { event, after } of page.events) {
+          await sse.writeSSE({ id: encodeCursor(after), event: event.type, data: JSON.stringify(event) });
+        }
+        await sse.writeSSE({ event: 'reconnect', data: '{}', retry: LOOK_EVERY_MS });
+      }
       while (open && Date.now() < ends) {
         const release = admitted ? admitted() : () => undefined;
         if (release) {
@@ -155,7 +165,7 @@ function stream(
 }
 
 /** Calls waiting (or streaming) now: per caller and in all. */
-function waitingCount() {
+function waitingCount(limit: number) {
   const perCaller = new Map<string, number>();
   let total = 0;
   return {
@@ -164,7 +174,7 @@ function waitingCount() {
       if (mine >= WAITING_PER_CALLER) {
         return 'caller';
       }
-      if (total >= WAITING_TOTAL) {
+      if (total >= limit) {
         return 'total';
       }
       perCaller.set(caller, mine + 1);

@@ -318,6 +318,46 @@ describe('the same feed as Server-Sent Events', () => {
     expect(page.events.map((e) => e.id)).toEqual(feedOf.slice(1, 1 + page.events.length).map((e) => e.id));
   });
 
+  it('when the instance’s streams are all taken, hers is one look that ends, and a wait answers at once', async () => {
+    let looks = 0;
+    const full = createApp({
+      medplum: {
+        baseUrl: gw.backend.baseUrl,
+        fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+          looks += String(input instanceof Request ? input.url : input).includes('_type=') ? 1 : 0;
+          return gw.backend.fetch(input, init);
+        }) as typeof fetch,
+      },
+      issuer: gw.backend.baseUrl,
+      projectId: gw.backend.project.id,
+      limits: { ...DEFAULT_LIMITS, eventWaitsTotal: 1 },
+      edgeSigner: createEdgeSigner(gw.backend.edgeStatementKey),
+    });
+    const open = (patient: DemoActor) =>
+      full.fetch(
+        new Request('http://gateway.test/v1/events', {
+          headers: { authorization: `Bearer ${patient.token}`, accept: 'text/event-stream' },
+        }),
+      );
+    const holding = await open(bob);
+    const holder = (holding.body as ReadableStream<Uint8Array>).getReader();
+    await holder.read();
+    const hers = await open(alice);
+    expect(hers.status).toBe(200);
+    const text = await hers.text();
+    expect(text).toContain('event: reconnect');
+    expect(text).toContain('retry: 3000');
+    expect(text.match(/^event: /gm)?.length ?? 0).toBeGreaterThan(1);
+    const call = createCaller(full, openApiDocument(full), () => alice.token);
+    const { next } = await all(alice, MAX_EVENTS_PER_PAGE);
+    const before = looks;
+    const waited = await call('GET', `/v1/events?after=${next}&wait=20`);
+    expect(waited.status).toBe(200);
+    // Answered after its first look, without waiting for another.
+    expect(looks - before).toBe(1);
+    await holder.cancel();
+  });
+
   it('a Last-Event-ID it never gave out: 400, nothing streamed', async () => {
     const response = await gw.app.fetch(
       new Request('http://gateway.test/v1/events', {
