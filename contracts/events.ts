@@ -98,6 +98,7 @@ const FEED = [
   'care provider’s agreements), read with her own token so that her access',
   'policy, not this gateway, decides what is hers. Each event is one version of one of her records and',
   'names the state it left it in; a record changed twice between two calls may show only its latest state.',
+  'Events of one instant (written together) come in no fixed order.',
   'Delivery is at least once: an event can come again after a retry or a late write, so keep the ids you',
   'have seen. The cursor holds everything needed to continue (no state is kept in the gateway): any',
   'instance, before or after a restart, continues the same feed from it.',
