@@ -4,7 +4,15 @@ import { ApiError } from '../errors';
 import { cors, type OriginRule } from '../shared/cors';
 
 /** The request headers a page may send: those the document uses (Accept and the like are safelisted). */
-const REQUEST_HEADERS = ['Authorization', 'Content-Type', 'If-Match', 'X-Request-Id'];
+const REQUEST_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Idempotency-Key',
+  'If-Match',
+  // A stream of her events resumed where it stopped (GET /v1/events as Server-Sent Events).
+  'Last-Event-ID',
+  'X-Request-Id',
+];
 
 /** What a page may read of an answer, besides the safelisted headers: what the document promises. */
 const RESPONSE_HEADERS = [
@@ -16,6 +24,7 @@ const RESPONSE_HEADERS = [
   'Retry-After',
   'WWW-Authenticate',
   'RateLimit',
+  'Idempotent-Replayed',
 ];
 
 /**

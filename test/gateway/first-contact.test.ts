@@ -242,8 +242,23 @@ describe('CORS headers (gateway and embedded Medplum)', () => {
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe(allowedPage.origin);
     expect(preflight.headers.get('access-control-allow-headers')).toBe(
-      'Authorization, Content-Type, If-Match, X-Request-Id',
+      'Authorization, Content-Type, Idempotency-Key, If-Match, Last-Event-ID, X-Request-Id',
     );
+    // What the SDK sends with every POST, and what resumes her event stream, are allowed from a page.
+    for (const [path, method, header] of [
+      ['/v1/agreements/acceptances', 'POST', 'authorization, content-type, idempotency-key'],
+      ['/v1/events', 'GET', 'authorization, last-event-id'],
+    ]) {
+      const asked = await fetch(`${started.gatewayUrl}${path}`, {
+        method: 'OPTIONS',
+        headers: {
+          origin: allowedPage.origin,
+          'access-control-request-method': method,
+          'access-control-request-headers': header,
+        },
+      });
+      expect(asked.status, `${method} ${path} with ${header}`).toBe(204);
+    }
     expect(preflight.headers.get('access-control-allow-credentials')).toBeNull();
     const methods = preflight.headers.get('access-control-allow-methods')?.split(', ');
     expect(methods).toContain('GET');
