@@ -197,6 +197,8 @@ export interface JourneyOptions {
    * what it has made so far, so a caller can go on with what exists when a later step fails.
    */
   progress?: JourneyProgress;
+  /** Told of each event her app waited for on her feed, and when its call answered (the bench's latency from a write to her app). */
+  onHeard?: (event: PatientEvent, heardAt: number) => void;
 }
 
 export interface JourneyProgress extends Partial<JourneyResult> {
@@ -209,7 +211,9 @@ const WAIT = { everyMs: 250, deadlineMs: 30_000 };
 /** Where a patient app stands in her event feed, and what it has heard and not yet used. */
 interface Listening {
   after?: string;
-  heard: PatientEvent[];
+  /** Heard and not yet used: each event, when its page came, and whether that call waited for it. */
+  heard: { event: PatientEvent; heardAt: number; waited: boolean }[];
+  onHeard?: JourneyOptions['onHeard'];
 }
 
 /**
@@ -228,24 +232,30 @@ async function hear(
   let calls = 0;
   await backend.settle?.();
   for (;;) {
-    const index = listening.heard.findIndex(wanted);
+    const index = listening.heard.findIndex(({ event }) => wanted(event));
     if (index >= 0) {
-      const [event] = listening.heard.splice(index, 1);
+      const [{ event, heardAt, waited }] = listening.heard.splice(index, 1);
       note(
         `(${what}: ${event.type} ${event.subject}, heard on her feed after ${calls} call(s), ${((Date.now() - start) / 1000).toFixed(1)} s)`,
       );
+      // How long after its write her app heard it, when it came to a call that waited for it.
+      if (waited) {
+        listening.onHeard?.(event, heardAt);
+      }
       return event;
     }
     if (Date.now() - start > WAIT.deadlineMs) {
       throw new Error(`unexpected: ${what} was not heard on her feed within ${WAIT.deadlineMs / 1000} s`);
     }
+    const waiting = calls > 0;
     const page = await api.events.list({
       ...(listening.after ? { after: listening.after } : {}),
-      ...(calls > 0 ? { wait: '25' } : {}),
+      ...(waiting ? { wait: '25' } : {}),
     });
     calls++;
     listening.after = page.next;
-    listening.heard.push(...page.events);
+    const heardAt = Date.now();
+    listening.heard.push(...page.events.map((event) => ({ event, heardAt, waited: waiting })));
   }
 }
 
@@ -321,7 +331,7 @@ export async function journey(
   });
 
   // Her app follows her event feed from the start (instead of polling for what the platform does).
-  const listening: Listening = { heard: [] };
+  const listening: Listening = { heard: [], onHeard: options.onHeard };
 
   say('She is homed in the tenant of the app she registered through, and adds her address');
   const home = await api.patient.home();

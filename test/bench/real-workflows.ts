@@ -32,6 +32,8 @@ export async function runRealWorkflowBench(options: {
   journeyMs: number[];
   stopped: string[];
   availability?: { p50: number; profileP50: number; calls: number };
+  /** For each event her app waited for: from the write (its version's instant) to the answer that carried it. */
+  heard: { type: string; ms: number }[];
 }> {
   const { baseUrl, projectId } = options;
   const admin = new MedplumClient({ baseUrl, cacheTime: 0 });
@@ -84,11 +86,16 @@ export async function runRealWorkflowBench(options: {
   }) as typeof fetch;
   const journeyMs: number[] = [];
   const stopped: string[] = [];
+  const heard: { type: string; ms: number }[] = [];
   for (let i = 0; i < options.journeys; i++) {
     const began = performance.now();
     const progress: JourneyProgress = { steps: [] };
     try {
-      await journey(backend, timed, { silent: true, progress });
+      await journey(backend, timed, {
+        silent: true,
+        progress,
+        onHeard: (event, heardAt) => heard.push({ type: event.type, ms: heardAt - Date.parse(event.occurredAt) }),
+      });
       journeyMs.push(performance.now() - began);
     } catch (err) {
       // Each journey books the soonest free slot and starts its visit at once: once the slot open now is
@@ -130,7 +137,7 @@ export async function runRealWorkflowBench(options: {
       max: sorted.at(-1) ?? 0,
     };
   });
-  return { figures: figures.sort((a, b) => b.p50 - a.p50), journeyMs, stopped, availability };
+  return { figures: figures.sort((a, b) => b.p50 - a.p50), journeyMs, stopped, availability, heard };
 }
 
 /** A path with its ids (a real Medplum's are UUIDs) replaced: `/v1/tasks/<uuid>/complete` -> `/v1/tasks/{id}/complete`. */

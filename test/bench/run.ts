@@ -285,7 +285,7 @@ async function printRealWorkflowBench(options: {
   edgeStatementKey: string;
 }): Promise<void> {
   const journeys = Number(process.env.BENCH_REAL_JOURNEYS ?? 3);
-  const { figures, journeyMs, stopped, availability } = await runRealWorkflowBench({ ...options, journeys });
+  const { figures, journeyMs, stopped, availability, heard } = await runRealWorkflowBench({ ...options, journeys });
   console.log(`## Workflow calls on a real Medplum (${journeys} whole journeys, a new patient each)`);
   console.log(
     "   a gateway built as npm start builds it over the Medplum, in this process; every /v1 call of the demo's journey timed from her side; polls included; a workflow is a call that ran a bot ($execute)",
@@ -296,6 +296,14 @@ async function printRealWorkflowBench(options: {
     const verdict =
       f.workflow && !f.route.endsWith(')') ? (f.p50 <= REAL_WORKFLOW_P50_TARGET_MS ? 'MET' : 'NOT MET') : '';
     console.log(`| ${f.route} | ${f.calls} | ${f.p50.toFixed(0)} | ${f.max.toFixed(0)} | ${verdict} |`);
+  }
+  // What her app heard on her event feed (instead of polling): from the write to the answer that carried it.
+  const waited = heard.filter((h) => h.type !== 'agreements.changed');
+  if (waited.length > 0) {
+    const ms = waited.map((h) => h.ms).sort((a, b) => a - b);
+    console.log(
+      `   her event feed: ${waited.length} events heard (${[...new Set(waited.map((h) => h.type))].join(', ')}), from the write to her app's answer p50 ${ms[Math.floor((ms.length - 1) / 2)].toFixed(0)} ms, max ${ms[ms.length - 1].toFixed(0)} ms (a look every 3 s)`,
+    );
   }
   console.log(
     `   whole journeys: ${journeyMs.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ') || 'none'}${stopped.length ? `; stopped: ${stopped.join('; ')}` : ''}\n`,
