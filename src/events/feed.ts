@@ -13,15 +13,18 @@ import { SYSTEMS } from '../../contracts/systems';
  *
  * Why a cursor carries ids as well as an instant: Medplum stamps `meta.lastUpdated` when it starts a write,
  * and a write can commit after another that started later. So each look goes back LOOKBACK_MS before the
- * newest instant delivered, and skips the versions it delivered there (the cursor's `seen`): a write that
- * commits late is delivered late, not lost.
+ * newest instant delivered, and skips the versions it delivered there (the cursor's `seen`, each with its
+ * instant): a write that commits late is delivered late, not lost. When more of her versions than the
+ * cursor can hold fall in that window (a batch written about her), the oldest are let go and the cursor
+ * keeps where they ended (`from`): the next look starts there, so the feed always moves on.
  */
 
 /** How far before the newest delivered instant each look reaches back for writes that committed late. */
 export const LOOKBACK_MS = 5_000;
 /**
- * Versions a cursor remembers at most (each about 15 characters of it). More changes of her records than
- * this within LOOKBACK_MS can be delivered more than once (never lost): ids tell them apart.
+ * Versions a cursor remembers at most (each about 18 characters of it). Past it the oldest are let go and
+ * the next look starts at the oldest kept one's instant; versions of that very instant let go come again
+ * (at least once). Only more than this many of her versions in one millisecond could be missed.
  */
 const MAX_SEEN = 200;
 /** Characters of a version id a cursor keeps: enough to tell one patient's versions of a few seconds apart. */
@@ -44,18 +47,24 @@ export interface FedEvent {
 export interface FeedCursor {
   /** The newest instant delivered (none before her first event). */
   t?: string;
-  /** The versions delivered (or passed over) since LOOKBACK_MS before `t`, shortened. */
-  seen: string[];
+  /** The versions delivered (or passed over) since LOOKBACK_MS before `t`: their ids, shortened, and instants. */
+  seen: { id: string; at: number }[];
+  /** Where the next look starts when it is later than LOOKBACK_MS before `t` (the window overflowed). */
+  from?: number;
 }
 
 export const START: FeedCursor = { seen: [] };
 
 /** A cursor as the API hands it out: base64url of its JSON (opaque to clients). */
 export function encodeCursor(cursor: FeedCursor): string {
-  return btoa(JSON.stringify({ t: cursor.t, s: cursor.seen }))
-    .replaceAll('+', '-')
-    .replaceAll('/', '_')
-    .replace(/=+$/, '');
+  // Instants as milliseconds before `t` (at most LOOKBACK_MS): short, and nothing to check but a range.
+  const t = cursor.t ? Date.parse(cursor.t) : 0;
+  const body = {
+    t: cursor.t,
+    s: cursor.seen.map((e) => `${e.id}.${t - e.at}`),
+    ...(cursor.from !== undefined ? { b: t - cursor.from } : {}),
+  };
+  return btoa(JSON.stringify(body)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
 }
 
 /** A cursor back from a client: exactly what encodeCursor makes, or undefined. */
@@ -69,7 +78,7 @@ export function decodeCursor(text: string): FeedCursor | undefined {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     return undefined;
   }
-  const { t, s, ...rest } = parsed as { t?: unknown; s?: unknown };
+  const { t, s, b, ...rest } = parsed as { t?: unknown; s?: unknown; b?: unknown };
   // Only an instant as the feed writes one (toISOString, in years Medplum can search).
   const instant =
     typeof t === 'string' &&
@@ -77,16 +86,27 @@ export function decodeCursor(text: string): FeedCursor | undefined {
     new Date(t).toISOString() === t
       ? t
       : undefined;
+  const before = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 0 && (n as number) <= LOOKBACK_MS;
+  const entries = Array.isArray(s)
+    ? s.map((e) => (typeof e === 'string' ? /^([A-Za-z0-9-]{1,12})\.([0-9]{1,4})$/.exec(e) : null))
+    : [];
   if (
     Object.keys(rest).length > 0 ||
     (t !== undefined && !instant) ||
     !Array.isArray(s) ||
     s.length > MAX_SEEN ||
-    !s.every((id) => typeof id === 'string' && /^[A-Za-z0-9-]{1,12}$/.test(id))
+    (s.length > 0 && !instant) ||
+    !entries.every((m) => m !== null && before(Number(m[2]))) ||
+    (b !== undefined && (!instant || !(b === -1 || before(b))))
   ) {
     return undefined;
   }
-  return { t: instant, seen: s as string[] };
+  const at = instant ? Date.parse(instant) : 0;
+  return {
+    t: instant,
+    seen: entries.map((m) => ({ id: (m as RegExpExecArray)[1], at: at - Number((m as RegExpExecArray)[2]) })),
+    ...(b !== undefined ? { from: at - (b as number) } : {}),
+  };
 }
 
 /** One type of her records, and what each version of one says happened. */
@@ -181,7 +201,9 @@ export async function look(
   cursor: FeedCursor,
   limit: number,
 ): Promise<{ events: FedEvent[]; next: FeedCursor }> {
-  const since = cursor.t ? new Date(Date.parse(cursor.t) - LOOKBACK_MS).toISOString() : undefined;
+  const since = cursor.t
+    ? new Date(Math.max(Date.parse(cursor.t) - LOOKBACK_MS, cursor.from ?? 0)).toISOString()
+    : undefined;
   const count = limit + cursor.seen.length;
   const query = new URLSearchParams({
     _type: SOURCES.map((source) => source.resourceType).join(','),
@@ -212,7 +234,7 @@ export function nextPage(
   const horizon = Math.min(
     ...answers.filter((a) => a.full && a.versions.length > 0).map((a) => a.versions[a.versions.length - 1].at),
   );
-  const seen = new Set(cursor.seen);
+  const seen = new Set(cursor.seen.map((e) => e.id));
   const unseen = answers.flatMap((a) => a.versions).filter((v) => !seen.has(shortId(v.resource.meta.versionId)));
   // Before the horizon every source's versions are all here, so their order is the same whatever the page
   // size; at the horizon a full source may have more at that instant (Medplum orders ties as it likes), so
@@ -246,17 +268,28 @@ export function nextPage(
   return { events, next: advance(cursor, taken) };
 }
 
-/** The cursor after these versions: the newest instant, and what was taken within LOOKBACK_MS of it. */
+/**
+ * The cursor after these versions: the newest instant, and what was taken within LOOKBACK_MS of it (and
+ * not before where looks start), at most MAX_SEEN of the newest. When some had to be let go, looks start at
+ * the oldest kept one's instant; when all kept share one instant, just after it, so the feed moves on.
+ */
 function advance(cursor: FeedCursor, taken: Version[]): FeedCursor {
   if (taken.length === 0) {
     return cursor;
   }
   const newest = Math.max(cursor.t ? Date.parse(cursor.t) : 0, ...taken.map((v) => v.at));
-  const t = new Date(newest).toISOString();
-  const previous = cursor.t ? Date.parse(cursor.t) : 0;
-  // What the cursor saw stays while it is within the window; its instant is not kept with it, so the
-  // whole old list stays as long as the old instant does.
-  const kept = previous >= newest - LOOKBACK_MS ? cursor.seen : [];
-  const added = taken.filter((v) => v.at >= newest - LOOKBACK_MS).map((v) => shortId(v.resource.meta.versionId));
-  return { t, seen: [...kept, ...added].slice(-MAX_SEEN) };
+  const start = Math.max(newest - LOOKBACK_MS, cursor.from ?? 0);
+  const all = [...cursor.seen, ...taken.map((v) => ({ id: shortId(v.resource.meta.versionId), at: v.at }))]
+    .filter((e) => e.at >= start)
+    .sort((a, b) => a.at - b.at);
+  const kept = all.slice(-MAX_SEEN);
+  let from = cursor.from !== undefined && cursor.from > newest - LOOKBACK_MS ? cursor.from : undefined;
+  if (kept.length < all.length) {
+    from = kept[0].at === newest ? newest + 1 : kept[0].at;
+  }
+  return {
+    t: new Date(newest).toISOString(),
+    seen: from !== undefined && from > newest ? [] : kept,
+    ...(from !== undefined ? { from } : {}),
+  };
 }

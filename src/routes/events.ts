@@ -45,8 +45,19 @@ export function registerEventRoutes(app: App, waitingTotal = WAITING_TOTAL): voi
       }
       if (place === 'total') {
         // The instance's streams are all taken: hers is one look and ends (with when to reconnect), a
-        // poll in a stream's clothes, so a crowd of streams never keeps her from her events.
-        return stream(c, { cursor, patientId, leave: () => undefined, once: true });
+        // poll in a stream's clothes, so a crowd of streams never keeps her from her events. The look is
+        // made here, while admission still holds her place, not after the answer began.
+        const page = await look(medplum, patientId, cursor, MAX_EVENTS_PER_PAGE);
+        return streamSSE(
+          c,
+          async (sse) => {
+            for (const { event, after } of page.events) {
+              await sse.writeSSE({ id: encodeCursor(after), event: event.type, data: JSON.stringify(event) });
+            }
+            await sse.writeSSE({ event: 'reconnect', data: '{}', retry: LOOK_EVERY_MS });
+          },
+          logStreamError,
+        );
       }
       return stream(c, { cursor, patientId, leave: () => waiting.leave(profile) });
     }
@@ -114,54 +125,58 @@ const tooManyWaiting = () =>
  */
 function stream(
   c: Context<AppEnv>,
-  {
-    cursor,
-    patientId,
-    leave,
-    once = false,
-  }: { cursor: FeedCursor; patientId: string; leave: () => void; once?: boolean },
+  { cursor, patientId, leave }: { cursor: FeedCursor; patientId: string; leave: () => void },
 ): Response {
   const medplum = medplumOf(c);
   const admitted = c.get('admitted');
-  return streamSSE(c, async (sse) => {
-    let at = cursor;
-    let open = true;
-    sse.onAbort(() => {
-      open = false;
-    });
-    const ends = once ? 0 : Date.now() + STREAM_MS;
-    try {
-      if (once) {
-        const page = await look(medplum, patientId, at, MAX_EVENTS_PER_PAGE);
-        for (const { event, after } of page.events) {
-          await sse.writeSSE({ id: encodeCursor(after), event: event.type, data: JSON.stringify(event) });
+  return streamSSE(
+    c,
+    async (sse) => {
+      let at = cursor;
+      let open = true;
+      sse.onAbort(() => {
+        open = false;
+      });
+      const ends = Date.now() + STREAM_MS;
+      try {
+        while (open && Date.now() < ends) {
+          const release = admitted ? admitted() : () => undefined;
+          if (release) {
+            let page: Awaited<ReturnType<typeof look>>;
+            try {
+              page = await look(medplum, patientId, at, MAX_EVENTS_PER_PAGE);
+            } finally {
+              release();
+            }
+            for (const { event, after } of page.events) {
+              await sse.writeSSE({ id: encodeCursor(after), event: event.type, data: JSON.stringify(event) });
+            }
+            at = page.next;
+            if (page.events.length === MAX_EVENTS_PER_PAGE) {
+              continue;
+            }
+          }
+          await sse.write(': waiting\n\n');
+          await sse.sleep(LOOK_EVERY_MS);
         }
-        await sse.writeSSE({ event: 'reconnect', data: '{}', retry: LOOK_EVERY_MS });
+      } finally {
+        leave();
       }
-      while (open && Date.now() < ends) {
-        const release = admitted ? admitted() : () => undefined;
-        if (release) {
-          let page: Awaited<ReturnType<typeof look>>;
-          try {
-            page = await look(medplum, patientId, at, MAX_EVENTS_PER_PAGE);
-          } finally {
-            release();
-          }
-          for (const { event, after } of page.events) {
-            await sse.writeSSE({ id: encodeCursor(after), event: event.type, data: JSON.stringify(event) });
-          }
-          at = page.next;
-          if (page.events.length === MAX_EVENTS_PER_PAGE) {
-            continue;
-          }
-        }
-        await sse.write(': waiting\n\n');
-        await sse.sleep(LOOK_EVERY_MS);
-      }
-    } finally {
-      leave();
-    }
-  });
+    },
+    logStreamError,
+  );
+}
+
+/**
+ * A look that failed after the stream began (her token expired, Medplum unavailable): the stream ends,
+ * and what is logged is where, never the error's text (it may hold patient data), as errorResponse does.
+ */
+async function logStreamError(err: Error): Promise<void> {
+  const frames = (err.stack ?? '')
+    .split('\n')
+    .slice(1, 6)
+    .map((l) => l.trim());
+  console.error(JSON.stringify({ level: 'error', error: err.name, where: 'event stream', frames }));
 }
 
 /** Calls waiting (or streaming) now: per caller and in all. */
