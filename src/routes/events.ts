@@ -134,9 +134,20 @@ function stream(
     async (sse) => {
       let at = cursor;
       let open = true;
+      // Her leaving ends the pause between looks at once, so her place is given back at once.
+      let wake: (() => void) | undefined;
       sse.onAbort(() => {
         open = false;
+        wake?.();
       });
+      const pause = (ms: number) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, ms);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
       const ends = Date.now() + STREAM_MS;
       try {
         while (open && Date.now() < ends) {
@@ -157,7 +168,9 @@ function stream(
             }
           }
           await sse.write(': waiting\n\n');
-          await sse.sleep(LOOK_EVERY_MS);
+          if (open) {
+            await pause(LOOK_EVERY_MS);
+          }
         }
       } finally {
         leave();

@@ -71,6 +71,16 @@ describe('a search of several types', () => {
     expect(spent() - before).toBe(20);
   });
 
+  it('pages no deeper than Medplum’s maxSearchOffset (10,000): one type or several', async () => {
+    const one = (offset: number) =>
+      backend.patients.alice.medplum.get(`${backend.baseUrl}fhir/R4/Task?_offset=${offset}`, { cache: 'no-cache' });
+    const invalid = { outcome: { issue: [{ code: 'invalid' }] } };
+    await expect(one(10_001)).rejects.toMatchObject(invalid);
+    expect(((await one(10_000)) as Bundle).entry ?? []).toEqual([]);
+    await expect(search('alice', '_type=Task,Appointment&_offset=10001')).rejects.toMatchObject(invalid);
+    expect((await search('alice', '_type=Task,Appointment&_offset=10000')).entry ?? []).toEqual([]);
+  });
+
   it('refuses as each type’s own search would: Binary 400, a type she may not search 403', async () => {
     await expect(search('alice', '_type=Task,Binary')).rejects.toMatchObject({
       outcome: { issue: [{ code: 'invalid' }] },

@@ -50,7 +50,7 @@ import type { Database } from './database';
 import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
 import { collectReferences, collectTokenKeys, getPatientCompartments } from './indexing';
 import { matchingPolicyEntry } from './policy-match';
-import { runSearch } from './search';
+import { checkedOffset, runSearch } from './search';
 import { validateWrite } from './validation';
 
 /** One committed change, handed to subscribers after COMMIT (never for a rolled-back write). */
@@ -276,7 +276,7 @@ export class SqliteRepository extends FhirRepository {
       );
     }
     const count = Math.min(Math.max(searchRequest.count ?? 20, 0), 1000);
-    const offset = Math.max(searchRequest.offset ?? 0, 0);
+    const offset = checkedOffset(searchRequest.offset);
     const found: WithId<T>[] = [];
     for (const resourceType of types) {
       const page = await this.read(() =>

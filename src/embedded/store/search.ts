@@ -42,6 +42,19 @@ interface Candidates {
   values: string[];
 }
 
+/** Medplum's `maxSearchOffset` (its default, config/utils.ts addDefaults): deeper pages are refused. */
+export const MAX_SEARCH_OFFSET = 10_000;
+
+/** A search's `_offset`, refused past MAX_SEARCH_OFFSET with Medplum's own words (search.ts applyCountAndOffsetLimits). */
+export function checkedOffset(offset: number | undefined): number {
+  if (offset !== undefined && offset > MAX_SEARCH_OFFSET) {
+    throw new OperationOutcomeError(
+      badRequest(`Search offset exceeds maximum (got ${offset}, max ${MAX_SEARCH_OFFSET})`),
+    );
+  }
+  return Math.max(offset ?? 0, 0);
+}
+
 /**
  * FHIR search with Medplum's semantics: @medplum/core's matcher decides what matches (the same code
  * Medplum's clients and MemoryRepository use), while SQLite indexes keep patient- and
@@ -65,7 +78,7 @@ export function runSearch<T extends Resource>(
   const stringFilters = filters.filter((f) => isStringFilter(resourceType, f));
   const otherFilters = filters.filter((f) => !isStringFilter(resourceType, f));
   const count = Math.min(Math.max(searchRequest.count ?? DEFAULT_SEARCH_COUNT, 0), MAX_COUNT);
-  const offset = Math.max(searchRequest.offset ?? 0, 0);
+  const offset = checkedOffset(searchRequest.offset);
   // A count walks the same index within the window's bounds, to its end (the days view counts each day so).
   const counting = searchRequest.total === 'accurate' || searchRequest.total === 'estimate';
   const ordered = scope.builtIn
