@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { streamSSE } from 'hono/streaming';
+import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import {
   DEFAULT_EVENTS_PER_PAGE,
   EventsSchema,
@@ -51,9 +51,7 @@ export function registerEventRoutes(app: App, waitingTotal = WAITING_TOTAL): voi
         return streamSSE(
           c,
           async (sse) => {
-            for (const { event, after } of page.events) {
-              await sse.writeSSE({ id: encodeCursor(after), event: event.type, data: JSON.stringify(event) });
-            }
+            await writeEvents(sse, page);
             await sse.writeSSE({ event: 'reconnect', data: '{}', retry: LOOK_EVERY_MS });
           },
           logStreamError,
@@ -133,24 +131,12 @@ function stream(
     c,
     async (sse) => {
       let at = cursor;
-      let open = true;
       // Her leaving ends the pause between looks at once, so her place is given back at once.
-      let wake: (() => void) | undefined;
-      sse.onAbort(() => {
-        open = false;
-        wake?.();
-      });
-      const pause = (ms: number) =>
-        new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, ms);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
+      const gone = new AbortController();
+      sse.onAbort(() => gone.abort());
       const ends = Date.now() + STREAM_MS;
       try {
-        while (open && Date.now() < ends) {
+        while (!gone.signal.aborted && Date.now() < ends) {
           const release = admitted ? admitted() : () => undefined;
           if (release) {
             let page: Awaited<ReturnType<typeof look>>;
@@ -159,18 +145,14 @@ function stream(
             } finally {
               release();
             }
-            for (const { event, after } of page.events) {
-              await sse.writeSSE({ id: encodeCursor(after), event: event.type, data: JSON.stringify(event) });
-            }
+            await writeEvents(sse, page);
             at = page.next;
             if (page.events.length === MAX_EVENTS_PER_PAGE) {
               continue;
             }
           }
           await sse.write(': waiting\n\n');
-          if (open) {
-            await pause(LOOK_EVERY_MS);
-          }
+          await sleep(LOOK_EVERY_MS, gone.signal);
         }
       } finally {
         leave();
@@ -178,6 +160,13 @@ function stream(
     },
     logStreamError,
   );
+}
+
+/** A look's events as Server-Sent Events: each `id` the cursor right after it, `event` its type, `data` it. */
+async function writeEvents(sse: SSEStreamingApi, page: Awaited<ReturnType<typeof look>>): Promise<void> {
+  for (const { event, after } of page.events) {
+    await sse.writeSSE({ id: encodeCursor(after), event: event.type, data: JSON.stringify(event) });
+  }
 }
 
 /**

@@ -3,9 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBackend, type TestBackend } from '../support/backend';
 
 /**
- * A search of several types at once (`GET /fhir/R4?_type=…`, Medplum's searchMultipleTypes), as Medplum
- * 5.0.10 answers it: one search of the caller's quota, each type checked and filtered by her policy as a
- * search of its own, sorted by `_lastUpdated` across the types. The event feed reads her records so.
+ * A search of several types at once (`GET /fhir/R4?_type=…`), as Medplum 5.0.10 answers it, mirrored from
+ * its source: packages/fhir-router/src/fhirrouter.ts `searchMultipleTypes` (the route),
+ * packages/server/src/fhir/repo.ts `search` (one `recordSearch` of the quota for the whole search),
+ * packages/server/src/fhir/search.ts `validateSearchResourceTypes` (each type checked as a search of its
+ * own: Binary 400, a type she may not search 403), `getBaseSelectQuery` (a union of each type's query with
+ * its own security filters, sorted by `lastUpdated` across the types) and `applyCountAndOffsetLimits`
+ * (`maxSearchOffset`, 10,000 by default: packages/server/src/config/utils.ts). The event feed reads her
+ * records so; the lane checks the same search on a real Medplum.
  */
 let backend: TestBackend;
 const at = (i: number) => new Date(Date.now() + 86_400_000 + i * 3_600_000).toISOString();

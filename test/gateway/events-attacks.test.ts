@@ -1,12 +1,10 @@
 import type { Appointment } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_EVENTS_PER_PAGE } from '../../contracts/events';
-import { createApp } from '../../src/app';
 import { DEFAULT_LIMITS } from '../../src/app-env';
-import { createEdgeSigner } from '../../src/edge/statement';
 import { decodeCursor, encodeCursor } from '../../src/events/feed';
 import type { DemoActor } from '../support/backend';
-import { startTestGateway, type TestGateway } from '../support/gateway';
+import { startTestGateway, type TestGateway, testApp } from '../support/gateway';
 import { freshPatient } from '../support/patients';
 
 /**
@@ -128,7 +126,7 @@ describe('streams when the instance’s waits are all taken', () => {
     const fay = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     let inFlight = 0;
     let most = 0;
-    const app = createApp({
+    const app = testApp(gw.backend, {
       medplum: {
         baseUrl: gw.backend.baseUrl,
         fetch: (async (input: RequestInfo | URL, init?: RequestInit) => {
@@ -147,12 +145,9 @@ describe('streams when the instance’s waits are all taken', () => {
           }
         }) as typeof fetch,
       },
-      issuer: gw.backend.baseUrl,
-      projectId: gw.backend.project.id,
       // One call of hers in flight at once; every stream place on the instance taken (as 1,000 accounts
       // with two streams each would take them: self-registration is open).
       limits: { ...DEFAULT_LIMITS, inFlightPerCaller: 1, eventWaitsTotal: 0 },
-      edgeSigner: createEdgeSigner(gw.backend.edgeStatementKey),
     });
     const responses = await Promise.all(
       Array.from({ length: 10 }, () =>

@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_EVENTS_PER_PAGE } from '../../contracts/events';
-import { createApp } from '../../src/app';
 import { DEFAULT_LIMITS } from '../../src/app-env';
-import { createEdgeSigner } from '../../src/edge/statement';
 import { decodeCursor, encodeCursor, LOOKBACK_MS, nextPage, type Source, type Version } from '../../src/events/feed';
 import { openApiDocument } from '../../src/routes/docs';
 import { createPatientCareClient } from '../../src/sdk';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
-import { createCaller, startTestGateway, type TestGateway } from '../support/gateway';
+import { createCaller, startTestGateway, type TestGateway, testApp } from '../support/gateway';
 import { completeTasks, type StartedAssessment, startAssessment } from '../support/journey';
 import { freshPatient } from '../support/patients';
 
@@ -115,13 +113,7 @@ describe('her feed', () => {
   });
 
   it('any instance continues the same feed from a cursor (nothing is kept in the gateway)', async () => {
-    const other = createApp({
-      medplum: { baseUrl: gw.backend.baseUrl, fetch: gw.backend.fetch },
-      issuer: gw.backend.baseUrl,
-      projectId: gw.backend.project.id,
-      limits: DEFAULT_LIMITS,
-      edgeSigner: createEdgeSigner(gw.backend.edgeStatementKey),
-    });
+    const other = testApp(gw.backend);
     const call = createCaller(other, openApiDocument(other), () => alice.token);
     const first = await feed(alice, '?limit=2');
     const here = await feed(alice, `?limit=3&after=${first.next}`);
@@ -238,13 +230,7 @@ describe('bad input changes nothing and says why', () => {
   });
 
   it('a waiting call holds no place among her calls in flight: with one place, her other calls still go', async () => {
-    const narrow = createApp({
-      medplum: { baseUrl: gw.backend.baseUrl, fetch: gw.backend.fetch },
-      issuer: gw.backend.baseUrl,
-      projectId: gw.backend.project.id,
-      limits: { ...DEFAULT_LIMITS, inFlightPerCaller: 1 },
-      edgeSigner: createEdgeSigner(gw.backend.edgeStatementKey),
-    });
+    const narrow = testApp(gw.backend, { limits: { ...DEFAULT_LIMITS, inFlightPerCaller: 1 } });
     const call = createCaller(narrow, openApiDocument(narrow), () => alice.token);
     const { next } = await all(alice, MAX_EVENTS_PER_PAGE);
     const waiting = call('GET', `/v1/events?after=${next}&wait=2`);
@@ -325,7 +311,7 @@ describe('the same feed as Server-Sent Events', () => {
 
   it('when the instance’s streams are all taken, hers is one look that ends, and a wait answers at once', async () => {
     let looks = 0;
-    const full = createApp({
+    const full = testApp(gw.backend, {
       medplum: {
         baseUrl: gw.backend.baseUrl,
         fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
@@ -333,10 +319,7 @@ describe('the same feed as Server-Sent Events', () => {
           return gw.backend.fetch(input, init);
         }) as typeof fetch,
       },
-      issuer: gw.backend.baseUrl,
-      projectId: gw.backend.project.id,
       limits: { ...DEFAULT_LIMITS, eventWaitsTotal: 1 },
-      edgeSigner: createEdgeSigner(gw.backend.edgeStatementKey),
     });
     const open = (patient: DemoActor) =>
       full.fetch(

@@ -126,13 +126,12 @@ export function createCaller(app: App, doc: OpenApiDoc, defaultToken: () => stri
  */
 export const TEST_LOAD_BALANCER = '192.0.2.10';
 
-export async function startTestGateway(
-  /** Deps of the gateway in place of the defaults; a function of the backend to wrap what it gives. */
-  overrides: Partial<AppDeps> | ((backend: TestBackend) => Partial<AppDeps>) = {},
-  backendOptions: TestBackendOptions = {},
-): Promise<TestGateway> {
-  const backend = await startTestBackend(backendOptions);
-  const app = createApp({
+/**
+ * A gateway app over a test backend, as startTestGateway builds it; `overrides` in place of the defaults
+ * (another instance over the same Medplum, other limits, a fetch that counts).
+ */
+export function testApp(backend: TestBackend, overrides: Partial<AppDeps> = {}): App {
+  return createApp({
     medplum: { baseUrl: backend.baseUrl, fetch: backend.fetch },
     issuer: backend.baseUrl,
     projectId: backend.project.id,
@@ -142,8 +141,17 @@ export async function startTestGateway(
     trustedProxies: [TEST_LOAD_BALANCER],
     peerAddress: () => TEST_LOAD_BALANCER,
     edgeSigner: createEdgeSigner(backend.edgeStatementKey),
-    ...(typeof overrides === 'function' ? overrides(backend) : overrides),
+    ...overrides,
   });
+}
+
+export async function startTestGateway(
+  /** Deps of the gateway in place of the defaults; a function of the backend to wrap what it gives. */
+  overrides: Partial<AppDeps> | ((backend: TestBackend) => Partial<AppDeps>) = {},
+  backendOptions: TestBackendOptions = {},
+): Promise<TestGateway> {
+  const backend = await startTestBackend(backendOptions);
+  const app = testApp(backend, typeof overrides === 'function' ? overrides(backend) : overrides);
   const doc = openApiDocument(app);
   const call = createCaller(app, doc, () => backend.patients.alice.token);
   return { backend, app, doc, call, close: () => backend.close() };
