@@ -1,6 +1,16 @@
 // Her event feed (GET /v1/events) on a real Medplum: the journey's events, only hers, and a wait answered by a change.
 import { createPatientCareClient } from '../../src/sdk';
-import { type AttackContext, message, type Person, PUBLIC_URL, register, row } from './common';
+import {
+  type AttackContext,
+  describe,
+  entriesOf,
+  medplumCall,
+  message,
+  type Person,
+  PUBLIC_URL,
+  register,
+  row,
+} from './common';
 
 interface Feed {
   events: { id: string; type: string; occurredAt: string; subject: string }[];
@@ -17,6 +27,8 @@ const JOURNEY_EVENTS = ['task.ready', 'task.completed', 'offer.answered', 'visit
  * (a) the journey patient's feed, read through the gateway page by page: the journey's events, oldest
  * first, each id once, every page continuing the one before; (b) alice (Northwind) and carol
  * (Southridge) read their own feeds: nothing of hers but what every patient of a tenant reads (agreements);
+ * (d) the feed's one search, made directly on Medplum with each person's own token: hers in order, and
+ * none of her Tasks or Appointments for bob, carol or the other tenant's clinician;
  * (c) a new Northwind patient waits on her feed (`wait=25`) while she starts an assessment through the
  * gateway: the wait answers with her new tasks.
  */
@@ -25,6 +37,7 @@ export async function eventFeed(ctx: AttackContext, people: Map<string, Person>)
   const steps = {
     journey: `${family}: (a) the journey patient's feed through the gateway (GET /v1/events, pages of 20 after each other's cursor): ${JOURNEY_EVENTS.join(', ')} among its events, oldest first, no id twice`,
     others: `${family}: (b) alice (Northwind) and carol (Southridge) read their own feeds through the gateway: no subject of the journey patient's but the agreements every patient of her tenant reads`,
+    direct: `${family}: (d) the feed's search directly on Medplum (GET fhir/R4?_type=Task,Appointment,DocumentReference&_sort=_lastUpdated&_count=1000, each person's own token): the journey patient reads her journey's records in _lastUpdated order (control); bob (Northwind patient), carol (Southridge patient) and the Southridge clinician read none of her Tasks or Appointments`,
     wait: `${family}: (c) a new Northwind patient (registered through Northwind's app, homed) waits on her feed (wait=25) and starts the weight assessment meanwhile: the wait answers with her new tasks (task.ready, their subjects the tasks POST /v1/assessments issued)`,
   };
   const read = async (person: Person, query: string): Promise<Feed> => {
@@ -93,6 +106,47 @@ export async function eventFeed(ctx: AttackContext, people: Map<string, Person>)
     );
   } catch (err) {
     row(steps.others, 'FAILED', message(err));
+  }
+
+  try {
+    const search = async (person: Person) => {
+      const answer = await medplumCall(
+        ctx.baseUrl,
+        person.token,
+        'GET',
+        'fhir/R4?_type=Task,Appointment,DocumentReference&_sort=_lastUpdated&_count=1000',
+      );
+      if (answer.status !== 200) {
+        throw new Error(`${person.who}: ${describe(answer)}`);
+      }
+      return entriesOf(answer.body);
+    };
+    const mine = new Set(
+      hers.filter((e) => e.subject.startsWith('Task/') || e.subject.startsWith('Appointment/')).map((e) => e.subject),
+    );
+    const own = maya ? await search(maya) : [];
+    const ownRefs = own.map((r) => `${r.resourceType}/${r.id}`);
+    const instants = own.map((r) => r.meta?.lastUpdated ?? '');
+    const control =
+      mine.size > 0 && [...mine].every((s) => ownRefs.includes(s)) && instants.join() === [...instants].sort().join();
+    const leaks: string[] = [];
+    const said: string[] = [`the journey patient ${own.length} records, hers all among them: ${control}`];
+    for (const key of ['bob', 'carol', 'southridge-clinician']) {
+      const person = people.get(key);
+      if (!person) {
+        throw new Error(`${key} is not signed in`);
+      }
+      const theirs = (await search(person)).map((r) => `${r.resourceType}/${r.id}`);
+      leaks.push(...theirs.filter((r) => mine.has(r)).map((r) => `${key}: ${r}`));
+      said.push(`${key} ${theirs.length}`);
+    }
+    row(
+      steps.direct,
+      control && leaks.length === 0 ? 'held' : 'FAILED',
+      `${said.join(', ')}; ${leaks.join('; ') || 'none of hers'}`,
+    );
+  } catch (err) {
+    row(steps.direct, 'FAILED', message(err));
   }
 
   try {
