@@ -111,6 +111,14 @@ export const BOT_INPUTS = {
   'materialize-slots': z.unknown(),
   /** A cron run: Medplum's own input, which the reconciler ignores (it derives its work from the data). */
   reconcile: z.unknown(),
+  /**
+   * A subscription delivery: a Task or Appointment of a tenant that takes webhooks (the bot reads the
+   * version itself); or a scheduled run, whose input is the Bot (the work comes from the kept deliveries).
+   */
+  webhooks: z.union([
+    z.object({ resourceType: z.enum(['Task', 'Appointment']), id: ResourceId }).passthrough(),
+    z.object({ resourceType: z.literal('Bot') }).passthrough(),
+  ]),
 } as const;
 
 export type BotName = keyof typeof BOT_INPUTS;

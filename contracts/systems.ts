@@ -37,6 +37,11 @@ export const SYSTEMS = {
    * `<idempotency>|<sha-256 of the key>` (src/edge/idempotency.ts).
    */
   idempotency: `${BASE}/idempotency`,
+  /**
+   * A webhook delivery that failed and waits for its next try (a Basic, code `<webhookDelivery>|pending`,
+   * or `|failed` once its tries are spent): identifier `<webhookDelivery>|<event id>` (bots/webhooks.ts).
+   */
+  webhookDelivery: `${BASE}/webhook-delivery`,
   /** The EpisodeOfCare's own idempotency key: `Patient/<id>;<plan url>` (EpisodeOfCare.identifier). */
   episodeKey: `${BASE}/episode-key`,
   /** Patient-facing tasks carry `<taskAudience>|patient` (spec: "tagged patient"); others are clinicians'. */
@@ -105,6 +110,14 @@ export const EXTENSIONS = {
   idempotencyHolder: `${BASE}/fhir/StructureDefinition/idempotency-holder`,
   /** On an Idempotency-Key record: the first answer, `{status, contentType, body}` as JSON. */
   idempotencyAnswer: `${BASE}/fhir/StructureDefinition/idempotency-answer`,
+  /** On a tenant Organization: the https URL its patients' events are delivered to (valueUrl; contracts/webhooks.ts). */
+  webhookEndpoint: `${BASE}/fhir/StructureDefinition/webhook-endpoint`,
+  /**
+   * On a pending webhook delivery (Basic): complex, `tenant` (valueReference), `payload` (valueString, the
+   * body sent), `attempts` (valueInteger), `next` (valueInstant: not tried again before), `last` (valueString:
+   * how the last try ended, a status code or `unreachable`, never the receiver's answer).
+   */
+  webhookDelivery: `${BASE}/fhir/StructureDefinition/webhook-delivery`,
   /** On a patient ClientApplication: the tenant Organization whose app it is. */
   tenantOrganization: `${BASE}/fhir/StructureDefinition/tenant-organization`,
   /** On a Bot: sha256 of the deployed bundle, so provisioning redeploys only what changed. */

@@ -1,9 +1,13 @@
 import type { MedplumClient } from '@medplum/core';
-import type { Appointment, Bundle, DocumentReference, Resource, Task } from '@medplum/fhirtypes';
-import { isHerTask } from '../../bots/lib/finished';
-import { taskKind } from '../../bots/lib/journey';
+import type { Bundle, Resource } from '@medplum/fhirtypes';
+import {
+  EVENT_RESOURCE_TYPES,
+  type EventReading,
+  type EventResourceType,
+  eventId,
+  eventOf,
+} from '../../bots/lib/events';
 import type { EventType } from '../../contracts/events';
-import { SYSTEMS } from '../../contracts/systems';
 
 /**
  * Her event feed (contracts/events.ts): a changes feed of her own records, derived from what Medplum
@@ -111,70 +115,12 @@ export function decodeCursor(text: string): FeedCursor | undefined {
 
 /** One type of her records, and what each version of one says happened. */
 export interface Source {
-  resourceType: 'Task' | 'Appointment' | 'DocumentReference';
-  eventOf: (resource: Resource, patientId: string) => Omit<PatientEvent, 'id' | 'occurredAt' | 'subject'> | undefined;
+  resourceType: EventResourceType;
+  eventOf: (resource: Resource, patientId: string) => EventReading | undefined;
 }
 
-const TASK_STATES: Partial<Record<NonNullable<Task['status']>, [EventType, EventType]>> = {
-  ready: ['task.ready', 'offer.ready'],
-  cancelled: ['task.withdrawn', 'offer.revoked'],
-  completed: ['task.completed', 'offer.answered'],
-};
-
-const SOURCES: Source[] = [
-  {
-    resourceType: 'Task',
-    eventOf: (resource, patientId) => {
-      const task = resource as Task;
-      // Only what the platform issued her and wrote (its tag, her as its subject, and this version written
-      // by a Bot, as Medplum stamps it: a tag is data).
-      if (!isHerTask(task, patientId) || !task.status || !task.meta?.author?.reference?.startsWith('Bot/')) {
-        return undefined;
-      }
-      const kind = taskKind(task);
-      const types = TASK_STATES[task.status];
-      if (!kind || !types) {
-        return undefined;
-      }
-      return { type: types[kind === 'treatment-offer' ? 1 : 0], kind };
-    },
-  },
-  {
-    resourceType: 'Appointment',
-    eventOf: (resource, patientId) => {
-      const visit = resource as Appointment;
-      if (!visit.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`)) {
-        return undefined;
-      }
-      switch (visit.status) {
-        case 'booked':
-          return { type: 'visit.booked' };
-        case 'arrived':
-          return { type: 'visit.started' };
-        case 'fulfilled':
-          return { type: 'visit.fulfilled' };
-        case 'cancelled':
-          return {
-            type: visit.cancelationReason?.coding?.some(
-              (c) => c.system === SYSTEMS.cancelReason && c.code === 'rescheduled',
-            )
-              ? 'visit.moved'
-              : 'visit.cancelled',
-          };
-        default:
-          return undefined;
-      }
-    },
-  },
-  {
-    // Her care provider's agreements (and the platform's) as her policy lets her read them: published ones.
-    resourceType: 'DocumentReference',
-    eventOf: (resource) =>
-      (resource as DocumentReference).identifier?.some((i) => i.system === SYSTEMS.agreement)
-        ? { type: 'agreements.changed' }
-        : undefined,
-  },
-];
+/** Each type of her records the feed reads, read by the events' one reading (bots/lib/events.ts). */
+const SOURCES: Source[] = EVENT_RESOURCE_TYPES.map((resourceType) => ({ resourceType, eventOf }));
 
 /** How many searches one look makes (the feed's cost, in her FHIR quota: 20 points each). */
 export const SEARCHES_PER_LOOK = 1;
@@ -256,7 +202,7 @@ export function nextPage(
       const { resourceType, id, meta } = version.resource;
       events.push({
         event: {
-          id: `${resourceType}/${id}/_history/${meta.versionId}`,
+          id: eventId(version.resource),
           ...said,
           occurredAt: meta.lastUpdated,
           subject: `${resourceType}/${id}`,

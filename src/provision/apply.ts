@@ -24,7 +24,9 @@ import {
   STORAGE_BASE_SECRET,
   SYSTEMS,
 } from '../../contracts/systems';
+import { allowedWebhookEndpoint, WEBHOOK_SECRET_PATTERN, webhookSecretName } from '../../contracts/webhooks';
 import { retryAfterSeconds } from '../shared/rate-limit';
+import { tenantKeyOf, webhookEndpointOf, webhookSubscriptions } from './bots/webhooks';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
 
 export interface ProvisionReport {
@@ -48,6 +50,11 @@ export interface ProvisionOptions {
   storageBaseUrl?: string;
   /** Run the bots marked `runAfterProvisioning` once at the end (default true; tests that need none skip it). */
   runBots?: boolean;
+  /**
+   * Signing secrets of the tenants that take webhooks (`whsec_…`), by tenant key: stored as the Project
+   * secrets the webhooks bot signs with. A tenant with an endpoint needs one, given here or stored before.
+   */
+  webhookSecrets?: Record<string, string>;
 }
 
 const SUPPORTED_INTERACTION = 'https://medplum.com/fhir/StructureDefinition/subscription-supported-interaction';
@@ -281,6 +288,7 @@ export async function applyDefinition(
   }
 
   const defaultPolicy = keys.get(`policy-${definition.project.defaultPatientAccessPolicy}`);
+  const webhookSecrets = tenantWebhookSecrets(definition, project, options.webhookSecrets ?? {});
   // Secrets the bots read (event.secrets): the edge key and storage base each set only when given; a copy of
   // Medplum's public signing keys always (what bots verify their callers' tokens with, without a fetch).
   const signingKeys = (await medplum.get('.well-known/jwks.json', { cache: 'no-cache' })) as { keys?: unknown[] };
@@ -288,6 +296,7 @@ export async function applyDefinition(
     ...(options.edgeStatementKey ? [{ name: EDGE_STATEMENT.secretName, valueString: options.edgeStatementKey }] : []),
     ...(options.storageBaseUrl ? [{ name: STORAGE_BASE_SECRET, valueString: options.storageBaseUrl }] : []),
     { name: SIGNING_KEYS.secretName, valueString: JSON.stringify({ keys: signingKeys.keys ?? [] }) },
+    ...webhookSecrets,
   ];
   const desiredProject: Project = {
     ...project,
@@ -354,16 +363,34 @@ export async function applyDefinition(
     );
   }
 
-  for (const subscription of definition.subscriptions) {
+  const tenants = definition.resources.flatMap((entry) => {
+    const tenant = tenantKeyOf(entry);
+    return tenant ? [{ tenant, organization: entry.key, endpoint: webhookEndpointOf(entry) }] : [];
+  });
+  const webhookWaking = tenants.flatMap((t) => (t.endpoint ? webhookSubscriptions(t.tenant, t.organization) : []));
+  for (const subscription of [...definition.subscriptions, ...webhookWaking]) {
     const bot = keys.get(`bot-${subscription.bot}`);
     await upsert<Subscription>(`subscription-${subscription.key}`, {
       resourceType: 'Subscription',
       status: 'active',
       reason: subscription.reason,
-      criteria: subscription.criteria,
+      criteria: resolveKeysIn(subscription.criteria, keys),
       channel: { type: 'rest-hook', endpoint: getReferenceString(bot as Reference) },
       extension: [{ url: SUPPORTED_INTERACTION, valueCode: subscription.interaction }],
     });
+  }
+  // A tenant that no longer takes webhooks: what woke the bot for it is turned off (kept, as history).
+  for (const { tenant, organization } of tenants.filter((t) => !t.endpoint)) {
+    const tags = webhookSubscriptions(tenant, organization).map((w) => `${SYSTEMS.provisioning}|subscription-${w.key}`);
+    const left = await medplum.searchResources(
+      'Subscription',
+      { _tag: tags.join(','), status: 'active' },
+      { cache: 'no-cache' },
+    );
+    for (const subscription of left) {
+      await medplum.updateResource({ ...subscription, status: 'off' });
+      report.updated.push(`subscription-${subscription.id}-off`);
+    }
   }
   // Work that must exist before the first cron run (the next weeks' free Slots): each such bot once.
   // A one-off run follows a run that made something (a first one, a new schedule...) or deployed the
@@ -481,6 +508,59 @@ function tagged<T extends Resource>(key: string, resource: T): T {
   const tags = (resource.meta?.tag ?? []).filter((t) => t.system !== SYSTEMS.provisioning || t.code === key);
   return { ...resource, meta: { ...resource.meta, tag: tags.some((t) => t.code === key) ? tags : [...tags, tag] } };
 }
+
+/** Replaces every `key:<key>` in a search (a Subscription's criteria) with the reference applied under that key. */
+function resolveKeysIn(text: string, keys: Map<string, Reference>): string {
+  return text.replace(/key:([A-Za-z0-9-]+)/g, (_, key: string) => {
+    const resolved = keys.get(key)?.reference;
+    if (!resolved) {
+      throw new Error(`Provisioning reference to unknown key key:${key}`);
+    }
+    return resolved;
+  });
+}
+
+/**
+ * The signing secrets of the tenants that take webhooks, as Project secrets: each endpoint must be one
+ * the bot will post to (contracts/webhooks.ts) and have a secret, given now or stored by an earlier run.
+ */
+function tenantWebhookSecrets(
+  definition: ProvisionDefinition,
+  project: Project,
+  given: Record<string, string>,
+): { name: string; valueString: string }[] {
+  const secrets: { name: string; valueString: string }[] = [];
+  for (const entry of definition.resources) {
+    const endpoint = webhookEndpointOf(entry);
+    const tenant = tenantKeyOf(entry);
+    if (!endpoint || !tenant) {
+      continue;
+    }
+    if (!allowedWebhookEndpoint(endpoint)) {
+      throw new Error(
+        `The webhook endpoint of tenant ${tenant} must be https (or http to this machine), with no credentials in it`,
+      );
+    }
+    const name = webhookSecretName(tenant);
+    const secret = given[tenant];
+    if (secret !== undefined && !WEBHOOK_SECRET_PATTERN.test(secret)) {
+      throw new Error(`The webhook secret of tenant ${tenant} must be whsec_ and base64 of 24 to 64 random bytes`);
+    }
+    if (secret === undefined && !project.secret?.some((s) => s.name === name && s.valueString)) {
+      throw new Error(
+        `Tenant ${tenant} has a webhook endpoint but no signing secret: set ${webhookSecretEnv(tenant)} (docs/deploy.md)`,
+      );
+    }
+    if (secret !== undefined) {
+      secrets.push({ name, valueString: secret });
+    }
+  }
+  return secrets;
+}
+
+/** The environment variable `npm run provision` reads a tenant's webhook secret from. */
+export const webhookSecretEnv = (tenant: string): string =>
+  `WEBHOOK_SECRET_${tenant.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}`;
 
 /** Replaces every `{ reference: 'key:<key>' }` with the reference to the resource applied under that key. */
 function resolveKeys<T>(value: T, keys: Map<string, Reference>): T {

@@ -2,15 +2,16 @@ import { writeFileSync } from 'node:fs';
 import { MedplumClient } from '@medplum/core';
 import { CREDENTIAL_HELP, CREDENTIAL_OPTIONS, credentialsFrom, parseCommand } from '../cli/options';
 import { loadFhirSchema } from '../embedded/schema';
-import { applyDefinition, type ProvisionReport } from './apply';
+import { applyDefinition, type ProvisionReport, webhookSecretEnv } from './apply';
+import { tenantKeyOf, webhookEndpointOf } from './bots/webhooks';
 import { readBotBundles } from './bundles';
-import { platformDefinition } from './definition';
+import { type ProvisionDefinition, platformDefinition } from './definition';
 import { demoDefinition } from './demo';
 
 const COMMAND = {
   name: 'provision',
   summary:
-    "Applies the platform definition (access policies, bots, subscriptions, tenants and their patient apps; with --demo the demo people and data) to a Medplum project as its project-admin client. Idempotent: a second run writes nothing. Prints, and with --out writes, what the gateway and the patient apps need (the project id, each tenant's patient-app client id). EDGE_STATEMENT_KEY (the gateway's key, stored as the Project secret the bots check) and STORAGE_BASE_URL (a hosted Medplum's storageBaseUrl) are read from the environment.",
+    "Applies the platform definition (access policies, bots, subscriptions, tenants and their patient apps; with --demo the demo people and data) to a Medplum project as its project-admin client. Idempotent: a second run writes nothing. Prints, and with --out writes, what the gateway and the patient apps need (the project id, each tenant's patient-app client id). EDGE_STATEMENT_KEY (the gateway's key, stored as the Project secret the bots check), STORAGE_BASE_URL (a hosted Medplum's storageBaseUrl) and WEBHOOK_SECRET_<TENANT> (the signing secret of each tenant that takes webhooks) are read from the environment.",
   options: { ...CREDENTIAL_OPTIONS, demo: { type: 'boolean', default: false }, out: { type: 'string' } },
   help: [
     ...CREDENTIAL_HELP,
@@ -51,6 +52,8 @@ async function main(): Promise<void> {
     // Medplum's `storageBaseUrl`, where it is not `<base>storage/` (a hosted Medplum): the bots read
     // presigned attachment URLs with it.
     storageBaseUrl: process.env.STORAGE_BASE_URL || undefined,
+    // Each webhook tenant's signing secret, from the environment as well (WEBHOOK_SECRET_<TENANT>).
+    webhookSecrets: webhookSecretsFromEnv(definition),
   });
   const projectId = (medplum.getActiveLogin()?.project?.reference ?? '').replace('Project/', '');
   const settings = operatorSettings(credentials.baseUrl, projectId, report);
@@ -94,6 +97,17 @@ export function operatorSettings(
     ...apps,
     '',
   ].join('\n');
+}
+
+/** The signing secrets of the definition's webhook tenants that the environment gives. */
+function webhookSecretsFromEnv(definition: ProvisionDefinition): Record<string, string> {
+  return Object.fromEntries(
+    definition.resources.flatMap((entry) => {
+      const tenant = tenantKeyOf(entry);
+      const secret = tenant && webhookEndpointOf(entry) ? process.env[webhookSecretEnv(tenant)] : undefined;
+      return tenant && secret ? [[tenant, secret]] : [];
+    }),
+  );
 }
 
 const envName = (tenant: string) => tenant.toUpperCase().replace(/[^A-Z0-9]+/g, '_');

@@ -157,14 +157,19 @@ function demoClinicianResources(tenant: { key: string; name: string }): KeyedRes
   return [member];
 }
 
-/** The platform definition plus the demo tenants and patients (what `npm start` and the tests use). */
-export function demoDefinition(): ProvisionDefinition {
+/**
+ * The platform definition plus the demo tenants and patients (what `npm start` and the tests use); with
+ * `webhooks`, those tenants' webhook endpoints (by tenant key).
+ */
+export function demoDefinition(options: { webhooks?: Record<string, string> } = {}): ProvisionDefinition {
   return {
     ...platformDefinition,
     resources: [
       ...platformDefinition.resources,
       // Each tenant's demo clinician is a member of its intake-review queue.
-      ...DEMO_TENANTS.flatMap((t) => tenantResources(t.key, t.name, t.appId, demoClinicianResources(t))),
+      ...DEMO_TENANTS.flatMap((t) =>
+        tenantResources(t.key, t.name, t.appId, demoClinicianResources(t), options.webhooks?.[t.key]),
+      ),
       ...DEMO_PATIENTS.flatMap(demoPatientResources),
       ...DEMO_AGREEMENTS.map(agreementDocument),
       ...demoCatalog(),

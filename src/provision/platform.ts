@@ -4,6 +4,7 @@ import { patientHome, reconcile, smsIntegrationAccess, smsOptOut } from './bots/
 import { completeTask, enrollment, requestReview, startAssessment } from './bots/intake';
 import { composeOffer, decideOrder, eligibility } from './bots/spine';
 import { appointments, availability, materializeSlots, visitCompletion, visitReview } from './bots/visits';
+import { webhooks } from './bots/webhooks';
 import { clinicianPolicy } from './policies/clinician';
 import { patientPolicy } from './policies/patient';
 import type { ProvisionDefinition } from './shape';
@@ -11,7 +12,8 @@ import { platformSubscriptions } from './subscriptions';
 
 /**
  * The platform's project: its access policies (the patient's and the clinician's in policies/, each bot's
- * with the bot in bots/, one file per family), its bots, what wakes them (subscriptions.ts), and the
+ * with the bot in bots/, one file per family), its bots, what wakes them (subscriptions.ts; a tenant's
+ * webhooks, bots/webhooks.ts, from its Organization), and the
  * resources every tenant shares. Tenants are tenants.ts; demo data is demo.ts. The order here is the
  * order provisioning applies them.
  */
@@ -51,6 +53,7 @@ export const platformDefinition: ProvisionDefinition = {
     visitReview.access,
     visitCompletion.access,
     decideOrder.access,
+    webhooks.access,
     smsIntegrationAccess,
   ],
   bots: [
@@ -72,6 +75,7 @@ export const platformDefinition: ProvisionDefinition = {
     reconcile.bot,
     materializeSlots.bot,
     patientHome.bot,
+    webhooks.bot,
   ],
   subscriptions: platformSubscriptions,
   resources: [

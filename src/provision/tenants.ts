@@ -20,13 +20,15 @@ export const FULFILMENT_POLICY: { country: string; kind: string; methods: Fulfil
 /**
  * A tenant: its Organization, its staff (people who sign in: applied after the Organization they belong
  * to and before the queues they are members of), its work queues (CareTeams: `participant` are the
- * queue's members, JOURNEY F) and its patient app (whose extension names the tenant).
+ * queue's members, JOURNEY F), its patient app (whose extension names the tenant), and the endpoint its
+ * patients' events are delivered to, when it takes webhooks.
  */
 export function tenantResources(
   key: string,
   name: string,
   appId?: string,
   staff: KeyedResource[] = [],
+  webhook?: string,
 ): KeyedResource[] {
   return [
     {
@@ -36,14 +38,18 @@ export function tenantResources(
         name,
         identifier: [{ system: SYSTEMS.tenant, value: key }],
         active: true,
-        extension: FULFILMENT_POLICY.map(({ country, kind, methods }) => ({
-          url: EXTENSIONS.fulfilmentPolicy,
-          extension: [
-            { url: 'country', valueCode: country },
-            { url: 'kind', valueCode: kind },
-            ...methods.map((method) => ({ url: 'method', valueCode: method })),
-          ],
-        })),
+        extension: [
+          ...FULFILMENT_POLICY.map(({ country, kind, methods }) => ({
+            url: EXTENSIONS.fulfilmentPolicy,
+            extension: [
+              { url: 'country', valueCode: country },
+              { url: 'kind', valueCode: kind },
+              ...methods.map((method) => ({ url: 'method', valueCode: method })),
+            ],
+          })),
+          // Where its patients' events go (contracts/webhooks.ts); its signing secret is given to provisioning.
+          ...(webhook ? [{ url: EXTENSIONS.webhookEndpoint, valueUrl: webhook }] : []),
+        ],
       },
     },
     // Each member of staff works the queue: its participant, and its `queues` policy parameter.

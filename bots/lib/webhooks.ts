@@ -1,0 +1,128 @@
+import { Buffer } from 'node:buffer';
+import { createHmac } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Basic, Extension, Organization } from '@medplum/fhirtypes';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import {
+  allowedWebhookEndpoint,
+  WEBHOOK_RETRY_MINUTES,
+  WEBHOOK_TIMEOUT_MS,
+  webhookSecretName,
+} from '../../contracts/webhooks';
+
+/**
+ * Delivering one webhook (contracts/webhooks.ts): the Standard Webhooks signature, the POST, and the
+ * record of a delivery that waits to be tried again. Node's http client, not `fetch`: Medplum's bot
+ * sandbox has no timers or AbortSignal for a fetch to time out with, and a receiver that never answers
+ * must not hold the run until Medplum ends it.
+ */
+
+/** How a try ended: the receiver's status code, or that it could not be reached (refused, reset, too slow). */
+export type TryOutcome = number | 'unreachable' | 'timeout';
+
+export const delivered = (outcome: TryOutcome): boolean =>
+  typeof outcome === 'number' && outcome >= 200 && outcome < 300;
+
+/** `v1,<base64 HMAC-SHA256>` of `<id>.<timestamp>.<body>`, keyed with the secret's base64 part (Standard Webhooks). */
+export function webhookSignature(secret: string, id: string, timestamp: number, body: string): string {
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+}
+
+/** One signed POST of `body` (no redirect followed, nothing of the answer read but its status). */
+export function postSigned(endpoint: string, secret: string, id: string, body: string, now: Date): Promise<TryOutcome> {
+  if (!allowedWebhookEndpoint(endpoint)) {
+    return Promise.resolve('unreachable');
+  }
+  const timestamp = Math.floor(now.getTime() / 1000);
+  const url = new URL(endpoint);
+  return new Promise((resolve) => {
+    const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(
+      url,
+      {
+        method: 'POST',
+        timeout: WEBHOOK_TIMEOUT_MS,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'user-agent': 'patient-care-webhooks/1',
+          'webhook-id': id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': webhookSignature(secret, id, timestamp, body),
+        },
+      },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
+    // The socket's idle time: a receiver that accepts and then says nothing for this long.
+    request.on('timeout', () => {
+      request.destroy();
+      resolve('timeout');
+    });
+    request.on('error', () => resolve('unreachable'));
+    request.end(body);
+  });
+}
+
+/** Where the tenant's events go and what they are signed with; undefined when it takes none. */
+export function tenantWebhook(
+  tenant: Organization,
+  secrets: Record<string, { valueString?: string }> | undefined,
+): { endpoint: string; secret: string } | undefined {
+  const endpoint = tenant.extension?.find((e) => e.url === EXTENSIONS.webhookEndpoint)?.valueUrl;
+  const key = tenant.identifier?.find((i) => i.system === SYSTEMS.tenant)?.value;
+  const secret = key ? secrets?.[webhookSecretName(key)]?.valueString : undefined;
+  return endpoint && secret && allowedWebhookEndpoint(endpoint) ? { endpoint, secret } : undefined;
+}
+
+/** A delivery that waits for its next try, as stored (a Basic; SYSTEMS.webhookDelivery). */
+export interface Pending {
+  eventId: string;
+  tenant: string;
+  payload: string;
+  attempts: number;
+  next: string;
+  last: string;
+}
+
+/** Tries in all before a delivery is kept as failed. */
+export const MAX_TRIES = WEBHOOK_RETRY_MINUTES.length + 1;
+
+/** When a delivery tried `attempts` times (and failed) is tried next; undefined when its tries are spent. */
+export function nextTry(attempts: number, now: Date): string | undefined {
+  const minutes = WEBHOOK_RETRY_MINUTES[attempts - 1];
+  return minutes === undefined ? undefined : new Date(now.getTime() + minutes * 60_000).toISOString();
+}
+
+export function pendingRecord(pending: Pending, status: 'pending' | 'failed'): Basic {
+  const parts: Extension[] = [
+    { url: 'tenant', valueReference: { reference: pending.tenant } },
+    { url: 'payload', valueString: pending.payload },
+    { url: 'attempts', valueInteger: pending.attempts },
+    { url: 'next', valueInstant: pending.next },
+    { url: 'last', valueString: pending.last },
+  ];
+  return {
+    resourceType: 'Basic',
+    code: { coding: [{ system: SYSTEMS.webhookDelivery, code: status }] },
+    identifier: [{ system: SYSTEMS.webhookDelivery, value: pending.eventId }],
+    extension: [{ url: EXTENSIONS.webhookDelivery, extension: parts }],
+  };
+}
+
+export function readPending(record: Basic): Pending | undefined {
+  const parts = record.extension?.find((e) => e.url === EXTENSIONS.webhookDelivery)?.extension ?? [];
+  const part = (url: string) => parts.find((e) => e.url === url);
+  const eventId = record.identifier?.find((i) => i.system === SYSTEMS.webhookDelivery)?.value;
+  const tenant = part('tenant')?.valueReference?.reference;
+  const payload = part('payload')?.valueString;
+  const attempts = part('attempts')?.valueInteger;
+  const next = part('next')?.valueInstant;
+  if (!eventId || !tenant?.startsWith('Organization/') || !payload || !attempts || !next) {
+    return undefined;
+  }
+  return { eventId, tenant, payload, attempts, next, last: part('last')?.valueString ?? '' };
+}

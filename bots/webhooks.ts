@@ -1,0 +1,167 @@
+import type { BotEvent, MedplumClient } from '@medplum/core';
+import type { Appointment, Basic, Organization, Patient, Task } from '@medplum/fhirtypes';
+import { SYSTEMS } from '../contracts/systems';
+import type { WebhookEvent } from '../contracts/webhooks';
+import { absent } from './lib/absent';
+import { eventId, eventOf, patientOf } from './lib/events';
+import { readInput } from './lib/input';
+import {
+  delivered,
+  MAX_TRIES,
+  nextTry,
+  type Pending,
+  pendingRecord,
+  postSigned,
+  readPending,
+  tenantWebhook,
+} from './lib/webhooks';
+
+/**
+ * Subscription and cron bot: the tenant's webhooks (contracts/webhooks.ts).
+ *
+ * Woken by Medplum's Subscriptions on the Tasks and Appointments of a tenant that takes webhooks (one set
+ * per tenant, `_compartment` of its Organization: src/provision/bots/webhooks.ts), it reads the version
+ * it was told of itself (never the delivery's copy), reads it as her feed does (bots/lib/events.ts: the
+ * same event, the same id), finds her tenant where she is now (her Patient's managingOrganization) and its
+ * endpoint and secret, and POSTs the event signed. A try that fails is kept (a Basic of no patient's: her
+ * policy cannot read it) and tried again on the bot's schedule with backoff, the same id each time.
+ *
+ * Medplum does not try a subscription bot again when its code fails, and its own rest-hook would post
+ * the whole record (her PHI) with a signature of its own scheme: so the bot signs and keeps what failed.
+ * A delivery can come twice (Medplum delivers at least once; a retry may cross a slow answer): receivers
+ * deduplicate by `webhook-id`.
+ */
+export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
+  const input = readInput('webhooks', event.input);
+  if (!input.ok) {
+    return input;
+  }
+  const secrets = event.secrets as Record<string, { valueString?: string }> | undefined;
+  if (input.value.resourceType === 'Bot') {
+    return { ok: true, ...(await tryAgainWhatIsDue(medplum, secrets, new Date())) };
+  }
+  return { ok: true, ...(await deliverChange(medplum, input.value, secrets, new Date())) };
+}
+
+/** One change of a Task or Appointment: its event, delivered to her tenant's endpoint or kept for later. */
+async function deliverChange(
+  medplum: MedplumClient,
+  change: { resourceType: 'Task' | 'Appointment'; id: string; meta?: { versionId?: string } },
+  secrets: Record<string, { valueString?: string }> | undefined,
+  now: Date,
+): Promise<{ delivered: boolean; kept?: boolean }> {
+  const versionId = change.meta?.versionId;
+  const version = (
+    versionId
+      ? await medplum.readVersion(change.resourceType, change.id, versionId).catch(absent)
+      : await medplum.readResource(change.resourceType, change.id).catch(absent)
+  ) as Task | Appointment | undefined;
+  const patientId = version ? patientOf(version) : undefined;
+  const reading = version && patientId ? eventOf(version, patientId) : undefined;
+  if (!version?.id || !version.meta?.versionId || !version.meta.lastUpdated || !patientId || !reading) {
+    return { delivered: false };
+  }
+  const patient = await medplum.readResource('Patient', patientId).catch(absent);
+  const tenant = await tenantOf(medplum, patient);
+  const webhook = tenant ? tenantWebhook(tenant, secrets) : undefined;
+  if (!tenant || !webhook) {
+    return { delivered: false };
+  }
+  const id = eventId(version as Task & { id: string; meta: { versionId: string } });
+  const body: WebhookEvent = {
+    type: reading.type as WebhookEvent['type'],
+    timestamp: version.meta.lastUpdated,
+    data: {
+      id,
+      type: reading.type as WebhookEvent['type'],
+      occurredAt: version.meta.lastUpdated,
+      subject: `${version.resourceType}/${version.id}`,
+      patient: `Patient/${patientId}`,
+    },
+  };
+  const payload = JSON.stringify(body);
+  const outcome = await postSigned(webhook.endpoint, webhook.secret, id, payload, now);
+  if (delivered(outcome)) {
+    return { delivered: true };
+  }
+  const pending: Pending = {
+    eventId: id,
+    tenant: `Organization/${tenant.id}`,
+    payload,
+    attempts: 1,
+    next: nextTry(1, now) as string,
+    last: String(outcome),
+  };
+  // Kept once per event (a second delivery of the same change finds it kept).
+  await medplum.createResourceIfNoneExist(
+    pendingRecord(pending, 'pending'),
+    `identifier=${SYSTEMS.webhookDelivery}|${id}`,
+  );
+  return { delivered: false, kept: true };
+}
+
+async function tenantOf(medplum: MedplumClient, patient: Patient | undefined): Promise<Organization | undefined> {
+  const reference = patient?.managingOrganization?.reference;
+  return reference?.startsWith('Organization/')
+    ? await medplum.readResource('Organization', reference.slice('Organization/'.length)).catch(absent)
+    : undefined;
+}
+
+/** Deliveries tried at once in one run (each waits at most WEBHOOK_TIMEOUT_MS). */
+const TRIES_PER_RUN = 20;
+
+/** A scheduled run: every kept delivery whose time has come, tried again (oldest first). */
+async function tryAgainWhatIsDue(
+  medplum: MedplumClient,
+  secrets: Record<string, { valueString?: string }> | undefined,
+  now: Date,
+): Promise<{ tried: number; delivered: number }> {
+  const kept = await medplum.searchResources('Basic', {
+    code: `${SYSTEMS.webhookDelivery}|pending`,
+    _sort: '_lastUpdated',
+    _count: '100',
+  });
+  const due = kept
+    .map((record) => ({ record, pending: readPending(record) }))
+    .filter(
+      (d): d is { record: Basic & { id: string }; pending: Pending } =>
+        !!d.pending && Date.parse(d.pending.next) <= now.getTime(),
+    )
+    .slice(0, TRIES_PER_RUN);
+  const results = await Promise.all(due.map(({ record, pending }) => tryAgain(medplum, record, pending, secrets, now)));
+  return { tried: due.length, delivered: results.filter(Boolean).length };
+}
+
+async function tryAgain(
+  medplum: MedplumClient,
+  record: Basic & { id: string },
+  pending: Pending,
+  secrets: Record<string, { valueString?: string }> | undefined,
+  now: Date,
+): Promise<boolean> {
+  // The tenant's endpoint and secret as they are now (the operator may have mended them).
+  const tenant = await medplum.readResource('Organization', pending.tenant.slice('Organization/'.length)).catch(absent);
+  const webhook = tenant ? tenantWebhook(tenant, secrets) : undefined;
+  const outcome = webhook
+    ? await postSigned(webhook.endpoint, webhook.secret, pending.eventId, pending.payload, now)
+    : 'unreachable';
+  const ifMatch = { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } };
+  if (delivered(outcome)) {
+    await medplum.deleteResource('Basic', record.id).catch(absent);
+    return true;
+  }
+  const attempts = pending.attempts + 1;
+  const next = nextTry(attempts, now);
+  const status = next && attempts < MAX_TRIES ? 'pending' : 'failed';
+  // Under If-Match: a run that crossed this one (and tried the same delivery) leaves one record of it.
+  await medplum
+    .updateResource(
+      {
+        ...pendingRecord({ ...pending, attempts, next: next ?? now.toISOString(), last: String(outcome) }, status),
+        id: record.id,
+      },
+      ifMatch,
+    )
+    .catch(() => undefined);
+  return false;
+}

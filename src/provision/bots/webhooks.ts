@@ -1,0 +1,72 @@
+import { EXTENSIONS, SYSTEMS } from '../../../contracts/systems';
+import { WEBHOOK_RETRY_TICK_MINUTES } from '../../../contracts/webhooks';
+import type { KeyedResource, PlatformBot, SubscriptionDefinition } from '../shape';
+
+/** The tenants' webhooks (contracts/webhooks.ts): the bot that delivers them, and what wakes it. */
+
+export const WEBHOOK_DELIVERIES = `Basic?code=${SYSTEMS.webhookDelivery}|pending,${SYSTEMS.webhookDelivery}|failed`;
+
+export const webhooks: PlatformBot = {
+  access: {
+    key: 'bot-webhooks',
+    policy: {
+      name: 'Bot: webhooks',
+      resource: [
+        // The version of her task or visit it was told of, read by itself (never the delivery's copy).
+        ...['Task', 'Appointment'].map((resourceType) => ({
+          resourceType,
+          interaction: ['read' as const, 'vread' as const],
+        })),
+        // Her tenant where she is now (managingOrganization), and its endpoint.
+        { resourceType: 'Patient', interaction: ['read'] },
+        { resourceType: 'Organization', interaction: ['read'] },
+        // The deliveries that failed and wait for their next try: kept, tried again, let go.
+        {
+          resourceType: 'Basic',
+          criteria: WEBHOOK_DELIVERIES,
+          interaction: ['create', 'read', 'search', 'update', 'delete'],
+        },
+      ],
+    },
+  },
+  bot: {
+    key: 'webhooks',
+    description: `Delivers each event of a tenant's patients to the tenant's webhook endpoint, signed (Standard Webhooks); every ${WEBHOOK_RETRY_TICK_MINUTES} minutes, tries again the deliveries that failed, with backoff.`,
+    accessPolicy: 'bot-webhooks',
+    cronString: `*/${WEBHOOK_RETRY_TICK_MINUTES} * * * *`,
+  },
+};
+
+/** The webhook endpoint a tenant's Organization names, if it takes webhooks. */
+export const webhookEndpointOf = (entry: KeyedResource): string | undefined =>
+  entry.resource.resourceType === 'Organization'
+    ? entry.resource.extension?.find((e) => e.url === EXTENSIONS.webhookEndpoint)?.valueUrl
+    : undefined;
+
+/** The tenant key of a tenant's Organization (its `SYSTEMS.tenant` identifier). */
+export const tenantKeyOf = (entry: KeyedResource): string | undefined =>
+  entry.resource.resourceType === 'Organization'
+    ? entry.resource.identifier?.find((i) => i.system === SYSTEMS.tenant)?.value
+    : undefined;
+
+const WOKEN_BY: { type: 'Task' | 'Appointment'; interaction: 'create' | 'update' }[] = [
+  { type: 'Task', interaction: 'create' },
+  { type: 'Task', interaction: 'update' },
+  { type: 'Appointment', interaction: 'create' },
+  { type: 'Appointment', interaction: 'update' },
+];
+
+/**
+ * What wakes the webhooks bot for one tenant: each of its Tasks and Appointments written (Medplum files a
+ * patient's records under her tenant: `_compartment` of its Organization), so a tenant without webhooks
+ * costs no run at all. `key:` is the tenant Organization's provisioning key, resolved when applied.
+ */
+export function webhookSubscriptions(tenantKey: string, organizationKey: string): SubscriptionDefinition[] {
+  return WOKEN_BY.map(({ type, interaction }) => ({
+    key: `webhook-${tenantKey}-${type.toLowerCase()}-${interaction}`,
+    bot: 'webhooks',
+    criteria: `${type}?_compartment=key:${organizationKey}`,
+    interaction,
+    reason: `The webhook of tenant ${tenantKey}: its patients' ${type === 'Task' ? 'tasks' : 'visits'} (contracts/webhooks.ts)`,
+  }));
+}
