@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
+import { EVENT_TYPES } from './event-types';
 
 /** How long a call may wait for something new, in seconds. */
 export const MAX_EVENT_WAIT_SECONDS = 30;
@@ -10,33 +11,7 @@ export const DEFAULT_EVENTS_PER_PAGE = 50;
 /** A cursor's length at most (it carries the ids of the events just delivered: see the feed's description). */
 export const MAX_CURSOR_LENGTH = 6_000;
 
-/**
- * What each event says happened, by the state the change left her record in. A record that changes again
- * appears again, with its new state: an event is one version of one of her records.
- */
-export const EVENT_TYPES = [
-  /** A task of hers is ready to do: issued, or changed while ready (its due date, its priority). */
-  'task.ready',
-  /** A task of hers was withdrawn (cancelled) by the platform or her care team. */
-  'task.withdrawn',
-  'task.completed',
-  /** A treatment offer is ready for her answer (a consent bundle composed by her care team). */
-  'offer.ready',
-  /** An offer was withdrawn before she answered (declined, superseded by a revised diagnosis). */
-  'offer.revoked',
-  'offer.answered',
-  'visit.booked',
-  /** A visit was moved: this Appointment is cancelled as `rescheduled`; the new one is its own `visit.booked`. */
-  'visit.moved',
-  'visit.cancelled',
-  /** A visit has begun (she joined, or a segment started). */
-  'visit.started',
-  'visit.fulfilled',
-  /** An agreement of her care provider was published or changed: ask `GET /v1/agreements/requirements`. */
-  'agreements.changed',
-] as const;
-
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType } from './event-types';
 
 const CURSOR = z
   .string()

@@ -1,51 +1,7 @@
-import { z } from '@hono/zod-openapi';
-import { EVENT_TYPES } from './events';
+import { createRoute, z } from '@hono/zod-openapi';
+import { WEBHOOK_EVENT_TYPES, WEBHOOK_RETRY_MINUTES, WEBHOOK_TIMEOUT_MS } from './webhook-rules';
 
-/**
- * Webhooks for a tenant's patient-app backend: every event of the tenant's patients (her feed's events,
- * contracts/events.ts, with the same ids) POSTed to the endpoint the operator set for the tenant, signed
- * as Standard Webhooks (https://www.standardwebhooks.com/) sign: `webhook-id` (the event id: a receiver
- * deduplicates by it), `webhook-timestamp` (seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of
- * "<id>.<timestamp>.<body>">` under the tenant's secret). Delivered by bots/webhooks.ts, woken by
- * Medplum's own Subscriptions; a failed delivery is tried again with backoff (WEBHOOK_RETRY_MINUTES).
- */
-
-/** Agreements are the tenant's, not one patient's: their changes are not delivered (the feed has them). */
-export const WEBHOOK_EVENT_TYPES = EVENT_TYPES.filter((type) => type !== 'agreements.changed') as Exclude<
-  (typeof EVENT_TYPES)[number],
-  'agreements.changed'
->[];
-
-/**
- * Minutes from a failed try to the next: 8 tries over about 46 hours, then the delivery is kept as
- * `failed` for the operator. Tries are made by the bot's own schedule, every WEBHOOK_RETRY_TICK_MINUTES,
- * so each wait is at least what it says and at most one tick more.
- */
-export const WEBHOOK_RETRY_MINUTES = [5, 15, 60, 180, 360, 720, 1440] as const;
-export const WEBHOOK_RETRY_TICK_MINUTES = 5;
-/** How long one delivery waits for the receiver's answer. */
-export const WEBHOOK_TIMEOUT_MS = 5_000;
-
-/** The Project secret holding a tenant's signing secret (`whsec_<base64>`), by the tenant's key. */
-export const webhookSecretName = (tenantKey: string): string => `webhook-secret-${tenantKey}`;
-
-/** A signing secret as Standard Webhooks writes one: `whsec_` and base64 of 24 to 64 random bytes. */
-export const WEBHOOK_SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
-
-/**
- * Where a tenant's events may go: https, or http to this machine only (a receiver beside Medplum, as in
- * tests). No credentials in the URL (they would sit in the Organization for every reader of it).
- */
-export function allowedWebhookEndpoint(text: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return false;
-  }
-  const loopback = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
-  return (url.protocol === 'https:' || (url.protocol === 'http:' && loopback)) && !url.username && !url.password;
-}
+export * from './webhook-rules';
 
 export const WebhookEventSchema = z
   .object({
@@ -84,3 +40,34 @@ export const WEBHOOK_DESCRIPTION = [
   'then kept as failed for the operator. Events come in about the order they happened, not exactly: order',
   "them by `occurredAt`. Her agreements' changes are not delivered (they are the tenant's, in her feed).",
 ].join(' ');
+
+/** The webhook in the OpenAPI document (`webhooks`): what a tenant's backend receives. */
+export const patientEventWebhook = createRoute({
+  method: 'post',
+  path: 'patientEvent',
+  operationId: 'webhooks.patientEvent',
+  tags: ['Events'],
+  summary: "An event of one of the tenant's patients, POSTed to the tenant's endpoint",
+  description: WEBHOOK_DESCRIPTION,
+  security: [{ webhookSignature: [] }],
+  request: {
+    headers: z.object({
+      'webhook-id': z.string().openapi({ description: 'The event id (`data.id`): deduplicate by it.' }),
+      'webhook-timestamp': z.string().openapi({ description: 'When this try was signed, in Unix seconds.' }),
+      'webhook-signature': z.string().openapi({ description: '`v1,<base64 HMAC-SHA256>` (see above).' }),
+    }),
+    body: { content: { 'application/json': { schema: WebhookEventSchema } } },
+  },
+  responses: {
+    200: { description: 'Any 2xx within the timeout: delivered. Anything else is tried again.' },
+  },
+});
+
+/** How a receiver knows a delivery is the platform's: the signature header, checked with the tenant's secret. */
+export const WEBHOOK_SIGNATURE_SCHEME = {
+  type: 'apiKey',
+  in: 'header',
+  name: 'webhook-signature',
+  description:
+    "Standard Webhooks: the receiver checks `webhook-signature` against the tenant's secret (see the webhook's description).",
+} as const;

@@ -1,5 +1,5 @@
 import type { Appointment, DocumentReference, Resource, Task } from '@medplum/fhirtypes';
-import type { EventType } from '../../contracts/events';
+import type { EventType } from '../../contracts/event-types';
 import { SYSTEMS } from '../../contracts/systems';
 import { isHerTask } from './finished';
 import { taskKind } from './journey';

@@ -9,7 +9,7 @@ import {
   WEBHOOK_RETRY_MINUTES,
   WEBHOOK_TIMEOUT_MS,
   webhookSecretName,
-} from '../../contracts/webhooks';
+} from '../../contracts/webhook-rules';
 
 /**
  * Delivering one webhook (contracts/webhooks.ts): the Standard Webhooks signature, the POST, and the

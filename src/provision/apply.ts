@@ -24,7 +24,7 @@ import {
   STORAGE_BASE_SECRET,
   SYSTEMS,
 } from '../../contracts/systems';
-import { allowedWebhookEndpoint, WEBHOOK_SECRET_PATTERN, webhookSecretName } from '../../contracts/webhooks';
+import { allowedWebhookEndpoint, WEBHOOK_SECRET_PATTERN, webhookSecretName } from '../../contracts/webhook-rules';
 import { retryAfterSeconds } from '../shared/rate-limit';
 import { tenantKeyOf, webhookEndpointOf, webhookSubscriptions } from './bots/webhooks';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';

@@ -7,6 +7,7 @@ import {
   MAX_EVENT_WAIT_SECONDS,
   MAX_EVENTS_PER_PAGE,
 } from '../../contracts/events';
+import { patientEventWebhook, WEBHOOK_SIGNATURE_SCHEME } from '../../contracts/webhooks';
 import type { App, AppEnv } from '../app-env';
 import { ApiError } from '../errors';
 import { decodeCursor, encodeCursor, type FeedCursor, look, START } from '../events/feed';
@@ -30,6 +31,9 @@ export const STREAM_MS = 5 * 60_000;
  */
 export function registerEventRoutes(app: App, waitingTotal = WAITING_TOTAL): void {
   const waiting = waitingCount(waitingTotal);
+  // What a tenant's backend receives (sent by the webhooks bot, not served here): in the document's `webhooks`.
+  app.openAPIRegistry.registerComponent('securitySchemes', 'webhookSignature', WEBHOOK_SIGNATURE_SCHEME);
+  app.openAPIRegistry.registerWebhook(patientEventWebhook);
   app.openapi(eventsRoute, async (c) => {
     const query = c.req.valid('query');
     const streaming = (c.req.header('accept') ?? '').includes('text/event-stream');

@@ -1,5 +1,5 @@
 import { EXTENSIONS, SYSTEMS } from '../../../contracts/systems';
-import { WEBHOOK_RETRY_TICK_MINUTES } from '../../../contracts/webhooks';
+import { WEBHOOK_RETRY_TICK_MINUTES } from '../../../contracts/webhook-rules';
 import type { KeyedResource, PlatformBot, SubscriptionDefinition } from '../shape';
 
 /** The tenants' webhooks (contracts/webhooks.ts): the bot that delivers them, and what wakes it. */

@@ -1,0 +1,47 @@
+import { EVENT_TYPES } from './event-types';
+
+/**
+ * Webhooks for a tenant's patient-app backend (the rules; the payload's schema is contracts/webhooks.ts): every event of the tenant's patients (her feed's events,
+ * contracts/events.ts, with the same ids) POSTed to the endpoint the operator set for the tenant, signed
+ * as Standard Webhooks (https://www.standardwebhooks.com/) sign: `webhook-id` (the event id: a receiver
+ * deduplicates by it), `webhook-timestamp` (seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of
+ * "<id>.<timestamp>.<body>">` under the tenant's secret). Delivered by bots/webhooks.ts, woken by
+ * Medplum's own Subscriptions; a failed delivery is tried again with backoff (WEBHOOK_RETRY_MINUTES).
+ */
+
+/** Agreements are the tenant's, not one patient's: their changes are not delivered (the feed has them). */
+export const WEBHOOK_EVENT_TYPES = EVENT_TYPES.filter((type) => type !== 'agreements.changed') as Exclude<
+  (typeof EVENT_TYPES)[number],
+  'agreements.changed'
+>[];
+
+/**
+ * Minutes from a failed try to the next: 8 tries over about 46 hours, then the delivery is kept as
+ * `failed` for the operator. Tries are made by the bot's own schedule, every WEBHOOK_RETRY_TICK_MINUTES,
+ * so each wait is at least what it says and at most one tick more.
+ */
+export const WEBHOOK_RETRY_MINUTES = [5, 15, 60, 180, 360, 720, 1440] as const;
+export const WEBHOOK_RETRY_TICK_MINUTES = 5;
+/** How long one delivery waits for the receiver's answer. */
+export const WEBHOOK_TIMEOUT_MS = 5_000;
+
+/** The Project secret holding a tenant's signing secret (`whsec_<base64>`), by the tenant's key. */
+export const webhookSecretName = (tenantKey: string): string => `webhook-secret-${tenantKey}`;
+
+/** A signing secret as Standard Webhooks writes one: `whsec_` and base64 of 24 to 64 random bytes. */
+export const WEBHOOK_SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
+
+/**
+ * Where a tenant's events may go: https, or http to this machine only (a receiver beside Medplum, as in
+ * tests). No credentials in the URL (they would sit in the Organization for every reader of it).
+ */
+export function allowedWebhookEndpoint(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return false;
+  }
+  const loopback = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
+  return (url.protocol === 'https:' || (url.protocol === 'http:' && loopback)) && !url.username && !url.password;
+}
