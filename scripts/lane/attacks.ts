@@ -16,6 +16,7 @@ import { recordReads } from './record-reads';
 import { terminology } from './terminology';
 import { visitCompleted } from './visit-completed';
 import { whomSheBooksWith } from './visit-team';
+import { webhookDeliveries } from './webhooks';
 import { workForms } from './work-forms';
 
 /** Every family of checks after the journey, in order, with the demo people signed in once. */
@@ -46,4 +47,5 @@ export async function attacks(ctx: AttackContext): Promise<void> {
   await visitCompleted(ctx, people);
   await idempotencyKeys(ctx, people);
   await eventFeed(ctx, people);
+  await webhookDeliveries(ctx);
 }

@@ -1,0 +1,202 @@
+// A tenant's webhooks on a real Medplum: delivered signed by the webhooks bot that Medplum's Subscriptions
+// wake, only the tenant's, kept and tried again after a failure, and turned off again.
+import { MedplumClient } from '@medplum/core';
+import type { Basic, Bot } from '@medplum/fhirtypes';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
+import { WebhookEventSchema } from '../../contracts/webhooks';
+import { applyDefinition } from '../../src/provision/apply';
+import { readBotBundles } from '../../src/provision/bundles';
+import { demoDefinition } from '../../src/provision/demo';
+import { createPatientCareClient } from '../../src/sdk';
+import { newWebhookSecret, startWebhookReceiver, type WebhookReceiver } from '../../test/support/webhook-receiver';
+import { type AttackContext, message, type Person, PUBLIC_URL, pause, register, row } from './common';
+
+const KEPT = `${SYSTEMS.webhookDelivery}|pending,${SYSTEMS.webhookDelivery}|failed`;
+
+/**
+ * (a) provisioning gives Northwind an endpoint (a receiver on this machine) and its secret; a new
+ * Northwind patient starts an assessment: her events reach the receiver, each signature valid under the
+ * Standard Webhooks reference library, each id one of her feed's; (b) a new Southridge patient's events
+ * (no endpoint) reach nobody; (c) the receiver refuses one delivery (503): it is kept, and tried again
+ * when due (a scheduled run, as Medplum's cron makes it) with the same id and body and a valid new
+ * signature, then no longer kept; (d) provisioning without the endpoint turns its Subscriptions off: a
+ * later patient's events reach nobody.
+ */
+export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
+  const family = 'webhooks';
+  const steps = {
+    delivered: `${family}: (a) Northwind given an endpoint by provisioning; a new Northwind patient starts an assessment: her events reach the endpoint (Medplum's Subscription -> the webhooks bot), every signature valid (standardwebhooks), every webhook-id one of her feed's`,
+    others: `${family}: (b) a new Southridge patient (no endpoint) starts an assessment: none of her events is delivered`,
+    retried: `${family}: (c) a delivery answered 503 is kept (a Basic, attempts 1), and tried again once due by the bot's scheduled run: the same id and body, a valid signature, 2xx, no longer kept`,
+    off: `${family}: (d) provisioning without the endpoint turns Northwind's webhook Subscriptions off: a later patient's events reach nobody`,
+  };
+  const secret = newWebhookSecret();
+  let receiver: WebhookReceiver | undefined;
+  const admin = new MedplumClient({ baseUrl: ctx.baseUrl, cacheTime: 0, maxRetries: 4, maxRetryTime: 65_000 });
+  admin.setAccessToken(ctx.adminToken);
+  const provision = async (webhooks: Record<string, string>) => {
+    const definition = demoDefinition({ webhooks });
+    return applyDefinition(admin, definition, {
+      bundles: readBotBundles(definition),
+      edgeStatementKey: ctx.edgeStatementKey,
+      webhookSecrets: webhooks.northwind ? { northwind: secret } : {},
+      runBots: false,
+    });
+  };
+  const newPatientStarts = async (tenant: string): Promise<Person & { patientRef: string }> => {
+    const person = {
+      ...(await register(ctx.baseUrl, ctx.projectId, ctx.appIdOf(tenant))),
+      who: `a new ${tenant} patient`,
+    };
+    const api = createPatientCareClient({ baseUrl: PUBLIC_URL, accessToken: person.token, fetch: ctx.gatewayFetch });
+    const home = (await api.patient.home()) as { patient?: string };
+    const { protocols } = await api.protocols.list();
+    const offering = protocols.find(
+      (p) => p.type === 'assessment' && p.assessment.includes('assessments/weight-intake'),
+    );
+    if (!offering) {
+      throw new Error('no weight assessment among her offerings');
+    }
+    const { unmet } = await api.agreements.requirements({ healthcareService: offering.healthcareService });
+    if (unmet.length > 0) {
+      await api.agreements.accept(unmet);
+    }
+    await api.assessments.start({ healthcareService: offering.healthcareService });
+    const me = (await (
+      await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/profile`, {
+        headers: { authorization: `Bearer ${person.token}` },
+      })
+    ).json()) as { id?: string };
+    return { ...person, patientRef: `Patient/${me.id ?? home.patient ?? ''}` };
+  };
+  /** Deliveries since `from` about this patient, waited for until `count` came or `ms` passed. */
+  const deliveriesOf = async (from: number, patientRef: string, count: number, ms: number) => {
+    const until = Date.now() + ms;
+    for (;;) {
+      const got = (receiver?.deliveries ?? [])
+        .slice(from)
+        .filter((d) => (d.body as { data?: { patient?: string } } | undefined)?.data?.patient === patientRef);
+      if (got.length >= count || Date.now() > until) {
+        return got;
+      }
+      await pause(500);
+    }
+  };
+  const kept = async (): Promise<Basic[]> =>
+    admin.searchResources('Basic', { code: KEPT, _count: '100' }, { cache: 'no-cache' });
+
+  try {
+    receiver = await startWebhookReceiver(secret);
+    await provision({ northwind: receiver.url });
+    const from = receiver.deliveries.length;
+    const nina = await newPatientStarts('northwind');
+    const feed = (await (
+      await ctx.gatewayFetch(`${PUBLIC_URL}/v1/events?limit=100`, {
+        headers: { authorization: `Bearer ${nina.token}` },
+      })
+    ).json()) as { events: { id: string; type: string }[] };
+    const fed = feed.events.filter((e) => e.type !== 'agreements.changed');
+    const got = await deliveriesOf(from, nina.patientRef, fed.length, 30_000);
+    const bad = got.filter((d) => !d.verified || !WebhookEventSchema.safeParse(d.body).success);
+    const ids = new Set(fed.map((e) => e.id));
+    const strangers = got.filter((d) => !ids.has(d.id));
+    row(
+      steps.delivered,
+      got.length > 0 && got.length >= fed.length && bad.length === 0 && strangers.length === 0 ? 'ok' : 'FAILED',
+      `${got.length} deliveries (${got.map((d) => (d.body as { type: string }).type).join(', ')}) for ${fed.length} events of her feed; ${bad.length} unsigned or malformed; ${strangers.length} not in her feed`,
+    );
+  } catch (err) {
+    row(steps.delivered, 'FAILED', message(err));
+  }
+
+  try {
+    if (!receiver) {
+      throw new Error('no receiver');
+    }
+    const from = receiver.deliveries.length;
+    const sam = await newPatientStarts('southridge');
+    await pause(8_000);
+    const got = receiver.deliveries.slice(from).filter((d) => JSON.stringify(d.body).includes(sam.patientRef));
+    row(
+      steps.others,
+      got.length === 0 ? 'held' : 'FAILED',
+      `${got.length} of her events delivered to Northwind's endpoint`,
+    );
+  } catch (err) {
+    row(steps.others, 'FAILED', message(err));
+  }
+
+  try {
+    if (!receiver) {
+      throw new Error('no receiver');
+    }
+    for (const record of await kept()) {
+      await admin.deleteResource('Basic', record.id as string);
+    }
+    receiver.answerNext(503);
+    const from = receiver.deliveries.length;
+    const olga = await newPatientStarts('northwind');
+    const first = await deliveriesOf(from, olga.patientRef, 1, 30_000);
+    const refused = first.find((d) => d.answered === 503);
+    let records: Basic[] = [];
+    for (let i = 0; i < 20 && records.length === 0; i++) {
+      records = await kept();
+      await pause(records.length === 0 ? 500 : 0);
+    }
+    const record = records[0];
+    const parts = record?.extension?.[0]?.extension ?? [];
+    const attempts = parts.find((e) => e.url === 'attempts')?.valueInteger;
+    // Due now, as time passing would make it; then the run Medplum's cron would make (input: the Bot).
+    await admin.updateResource({
+      ...record,
+      extension: [
+        {
+          url: EXTENSIONS.webhookDelivery,
+          extension: parts.map((e) =>
+            e.url === 'next' ? { url: 'next', valueInstant: new Date(Date.now() - 1000).toISOString() } : e,
+          ),
+        },
+      ],
+    });
+    const count = receiver.deliveries.length;
+    const bot = (await admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|webhooks` })) as Bot;
+    const run = (await admin.executeBot({ system: SYSTEMS.bots, value: 'webhooks' }, bot, 'application/fhir+json')) as {
+      tried?: number;
+      delivered?: number;
+    };
+    const again = receiver.deliveries.slice(count);
+    const same =
+      again.length === 1 && again[0].id === refused?.id && again[0].raw === refused?.raw && again[0].verified;
+    const left = await kept();
+    row(
+      steps.retried,
+      refused && records.length === 1 && attempts === 1 && same && again[0].answered === 200 && left.length === 0
+        ? 'ok'
+        : 'FAILED',
+      `refused ${refused ? refused.id : 'none'}; kept ${records.length} (attempts ${attempts}); the scheduled run tried ${run.tried}, delivered ${run.delivered}; ${again.length} delivery again, same id and body: ${same}; kept after: ${left.length}`,
+    );
+  } catch (err) {
+    row(steps.retried, 'FAILED', message(err));
+  }
+
+  try {
+    if (!receiver) {
+      throw new Error('no receiver');
+    }
+    const report = await provision({});
+    const from = receiver.deliveries.length;
+    const pia = await newPatientStarts('northwind');
+    await pause(8_000);
+    const got = receiver.deliveries.slice(from).filter((d) => JSON.stringify(d.body).includes(pia.patientRef));
+    const off = report.updated.filter((k) => k.endsWith('-off')).length;
+    row(
+      steps.off,
+      off === 4 && got.length === 0 ? 'ok' : 'FAILED',
+      `${off} Subscriptions turned off; ${got.length} of her events delivered`,
+    );
+  } catch (err) {
+    row(steps.off, 'FAILED', message(err));
+  } finally {
+    await receiver?.close();
+  }
+}
