@@ -14,6 +14,7 @@ import {
   postSigned,
   readPending,
   tenantWebhook,
+  unanswered,
 } from './lib/webhooks';
 
 /**
@@ -80,18 +81,34 @@ async function deliverChange(
     },
   };
   const payload = JSON.stringify(body);
-  const outcome = await postSigned(webhook.endpoint, webhook.secret, id, payload, now);
-  if (delivered(outcome)) {
+  const tenantRef = `Organization/${tenant.id}`;
+  // A receiver that is down or silent is not waited on again for every event (each wait would hold one of
+  // Medplum's subscription workers, which every tenant's clinical work shares): while its kept deliveries
+  // say it did not answer, new ones are kept untried, and the schedule tries them all together.
+  const backlog = await medplum.searchOne('Basic', {
+    code: `${SYSTEMS.webhookDelivery}|pending`,
+    subject: tenantRef,
+    _sort: '-_lastUpdated',
+  });
+  const stalled = backlog ? readPending(backlog) : undefined;
+  const outcome =
+    stalled && unanswered(stalled.last)
+      ? undefined
+      : await postSigned(webhook.endpoint, webhook.secret, id, payload, now);
+  if (outcome !== undefined && delivered(outcome)) {
     return { delivered: true };
   }
-  const pending: Pending = {
-    eventId: id,
-    tenant: `Organization/${tenant.id}`,
-    payload,
-    attempts: 1,
-    next: nextTry(1, now) as string,
-    last: String(outcome),
-  };
+  const pending: Pending =
+    outcome === undefined
+      ? { eventId: id, tenant: tenantRef, payload, attempts: 0, next: (stalled as Pending).next, last: 'not tried' }
+      : {
+          eventId: id,
+          tenant: tenantRef,
+          payload,
+          attempts: 1,
+          next: nextTry(1, now) as string,
+          last: String(outcome),
+        };
   // Kept once per event (a second delivery of the same change finds it kept).
   await medplum.createResourceIfNoneExist(
     pendingRecord(pending, 'pending'),

@@ -88,6 +88,12 @@ export interface Pending {
   last: string;
 }
 
+/**
+ * A receiver that did not answer at all (refused, reset or silent past the timeout), as opposed to one that
+ * answered with an error: while a tenant's kept deliveries say so, new events are kept without a try.
+ */
+export const unanswered = (last: string): boolean => last === 'unreachable' || last === 'timeout';
+
 /** Tries in all before a delivery is kept as failed. */
 export const MAX_TRIES = WEBHOOK_RETRY_MINUTES.length + 1;
 
@@ -109,6 +115,8 @@ export function pendingRecord(pending: Pending, status: 'pending' | 'failed'): B
     resourceType: 'Basic',
     code: { coding: [{ system: SYSTEMS.webhookDelivery, code: status }] },
     identifier: [{ system: SYSTEMS.webhookDelivery, value: pending.eventId }],
+    // The tenant as the subject: its backlog is found by it (`subject=Organization/<id>`).
+    subject: { reference: pending.tenant },
     extension: [{ url: EXTENSIONS.webhookDelivery, extension: parts }],
   };
 }
@@ -121,7 +129,7 @@ export function readPending(record: Basic): Pending | undefined {
   const payload = part('payload')?.valueString;
   const attempts = part('attempts')?.valueInteger;
   const next = part('next')?.valueInstant;
-  if (!eventId || !tenant?.startsWith('Organization/') || !payload || !attempts || !next) {
+  if (!eventId || !tenant?.startsWith('Organization/') || !payload || attempts === undefined || !next) {
     return undefined;
   }
   return { eventId, tenant, payload, attempts, next, last: part('last')?.valueString ?? '' };

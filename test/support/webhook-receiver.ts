@@ -22,8 +22,10 @@ export interface Delivery {
 export interface WebhookReceiver {
   url: string;
   deliveries: Delivery[];
-  /** The next deliveries are answered with these statuses, in order (then 200 again). */
+  /** The next deliveries are answered with these statuses, in order (then 200 again); 0: never answered. */
   answerNext(...statuses: number[]): void;
+  /** Forgets the statuses still queued: 200 again from the next delivery. */
+  answerNormally(): void;
   /** Resolves once `count` deliveries have come (or rejects after `ms`). */
   waitFor(count: number, ms?: number): Promise<Delivery[]>;
   close(): Promise<void>;
@@ -62,7 +64,9 @@ export async function startWebhookReceiver(secret: string, path = '/hooks/patien
         headers: request.headers,
         answered,
       });
-      response.writeHead(answered).end();
+      if (answered !== 0) {
+        response.writeHead(answered).end();
+      }
       for (const wake of waiters) {
         wake();
       }
@@ -74,6 +78,7 @@ export async function startWebhookReceiver(secret: string, path = '/hooks/patien
     url: `http://127.0.0.1:${port}${path}`,
     deliveries,
     answerNext: (...statuses) => queued.push(...statuses),
+    answerNormally: () => queued.splice(0),
     waitFor: (count, ms = 15_000) =>
       new Promise((resolve, reject) => {
         const check = () => {
