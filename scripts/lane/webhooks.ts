@@ -28,6 +28,7 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     delivered: `${family}: (a) Northwind given an endpoint by provisioning; a new Northwind patient starts an assessment: her events reach the endpoint (Medplum's Subscription -> the webhooks bot), every signature valid (standardwebhooks), every webhook-id one of her feed's`,
     others: `${family}: (b) a new Southridge patient (no endpoint) starts an assessment: none of her events is delivered`,
     retried: `${family}: (c) a delivery answered 503 is kept (a Basic, attempts 1), and tried again once due by the bot's scheduled run: the same id and body, a valid signature, 2xx, no longer kept`,
+    silent: `${family}: (e) the endpoint accepts and never answers: the first deliveries wait out the 5 s timeout and are kept ('timeout'); a later patient's events are kept untried ('not tried', due with them), no POST; once due, the scheduled run delivers them all`,
     off: `${family}: (d) provisioning without the endpoint turns Northwind's webhook Subscriptions off: a later patient's events reach nobody`,
   };
   const secret = newWebhookSecret();
@@ -100,10 +101,11 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     const bad = got.filter((d) => !d.verified || !WebhookEventSchema.safeParse(d.body).success);
     const ids = new Set(fed.map((e) => e.id));
     const strangers = got.filter((d) => !ids.has(d.id));
+    const delays = got.map((d) => d.at - Date.parse((d.body as { data: { occurredAt: string } }).data.occurredAt));
     row(
       steps.delivered,
       got.length > 0 && got.length >= fed.length && bad.length === 0 && strangers.length === 0 ? 'ok' : 'FAILED',
-      `${got.length} deliveries (${got.map((d) => (d.body as { type: string }).type).join(', ')}) for ${fed.length} events of her feed; ${bad.length} unsigned or malformed; ${strangers.length} not in her feed`,
+      `${got.length} deliveries (${got.map((d) => (d.body as { type: string }).type).join(', ')}) for ${fed.length} events of her feed; ${bad.length} unsigned or malformed; ${strangers.length} not in her feed; from the write to the receiver ${delays.map((ms) => `${ms} ms`).join(', ')}`,
     );
   } catch (err) {
     row(steps.delivered, 'FAILED', message(err));
@@ -177,6 +179,75 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     );
   } catch (err) {
     row(steps.retried, 'FAILED', message(err));
+  }
+
+  try {
+    if (!receiver) {
+      throw new Error('no receiver');
+    }
+    for (const record of await kept()) {
+      await admin.deleteResource('Basic', record.id as string);
+    }
+    receiver.answerNext(...Array(8).fill(0));
+    const from = receiver.deliveries.length;
+    const quinn = await newPatientStarts('northwind');
+    const waitKept = async (count: number): Promise<Basic[]> => {
+      for (let i = 0; i < 60; i++) {
+        const records = await kept();
+        if (records.length >= count) {
+          return records;
+        }
+        await pause(500);
+      }
+      return kept();
+    };
+    const tried = await deliveriesOf(from, quinn.patientRef, 1, 30_000);
+    const silent = await waitKept(tried.length);
+    receiver.answerNormally();
+    const lastOf = (r: Basic) => r.extension?.[0]?.extension?.find((e) => e.url === 'last')?.valueString;
+    const between = receiver.deliveries.length;
+    const ruth = await newPatientStarts('northwind');
+    const records = await waitKept(silent.length + 1);
+    await pause(3_000);
+    const all = await kept();
+    const untried = all.filter((r) => lastOf(r) === 'not tried');
+    const postedForRuth = receiver.deliveries
+      .slice(between)
+      .filter((d) => JSON.stringify(d.body).includes(ruth.patientRef));
+    for (const record of all) {
+      const parts = record.extension?.[0]?.extension ?? [];
+      await admin.updateResource({
+        ...record,
+        extension: [
+          {
+            url: EXTENSIONS.webhookDelivery,
+            extension: parts.map((e) =>
+              e.url === 'next' ? { url: 'next', valueInstant: new Date(Date.now() - 1000).toISOString() } : e,
+            ),
+          },
+        ],
+      });
+    }
+    const bot = (await admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|webhooks` })) as Bot;
+    const run = (await admin.executeBot({ system: SYSTEMS.bots, value: 'webhooks' }, bot, 'application/fhir+json')) as {
+      tried?: number;
+      delivered?: number;
+    };
+    const left = await kept();
+    row(
+      steps.silent,
+      silent.length > 0 &&
+        silent.every((r) => lastOf(r) === 'timeout') &&
+        untried.length > 0 &&
+        postedForRuth.length === 0 &&
+        run.delivered === all.length &&
+        left.length === 0
+        ? 'ok'
+        : 'FAILED',
+      `${tried.length} tried and kept as ${silent.map(lastOf).join(', ')}; the next patient's: ${untried.length} kept untried, ${postedForRuth.length} POSTed (${records.length} kept in all); the scheduled run tried ${run.tried}, delivered ${run.delivered}; kept after: ${left.length}`,
+    );
+  } catch (err) {
+    row(steps.silent, 'FAILED', message(err));
   }
 
   try {

@@ -17,6 +17,8 @@ export interface Delivery {
   headers: IncomingHttpHeaders;
   /** What the receiver answered. */
   answered: number;
+  /** When it came (ms since the epoch). */
+  at: number;
 }
 
 export interface WebhookReceiver {
@@ -63,6 +65,7 @@ export async function startWebhookReceiver(secret: string, path = '/hooks/patien
         raw,
         headers: request.headers,
         answered,
+        at: Date.now(),
       });
       if (answered !== 0) {
         response.writeHead(answered).end();
