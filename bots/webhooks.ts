@@ -8,6 +8,7 @@ import { readInput } from './lib/input';
 import {
   delivered,
   MAX_TRIES,
+  NOT_TRIED,
   nextTry,
   type Pending,
   pendingRecord,
@@ -100,7 +101,7 @@ async function deliverChange(
   }
   const pending: Pending =
     outcome === undefined
-      ? { eventId: id, tenant: tenantRef, payload, attempts: 0, next: (stalled as Pending).next, last: 'not tried' }
+      ? { eventId: id, tenant: tenantRef, payload, attempts: 0, next: (stalled as Pending).next, last: NOT_TRIED }
       : {
           eventId: id,
           tenant: tenantRef,

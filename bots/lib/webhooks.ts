@@ -88,11 +88,15 @@ export interface Pending {
   last: string;
 }
 
+/** How a delivery kept without a try (its receiver not answering) says how it ended. */
+export const NOT_TRIED = 'not tried';
+
 /**
  * A receiver that did not answer at all (refused, reset or silent past the timeout), as opposed to one that
- * answered with an error: while a tenant's kept deliveries say so, new events are kept without a try.
+ * answered with an error; or a delivery kept untried for that reason: while a tenant's newest kept
+ * delivery says so, new events are kept without a try.
  */
-export const unanswered = (last: string): boolean => last === 'unreachable' || last === 'timeout';
+export const unanswered = (last: string): boolean => last === 'unreachable' || last === 'timeout' || last === NOT_TRIED;
 
 /** Tries in all before a delivery is kept as failed. */
 export const MAX_TRIES = WEBHOOK_RETRY_MINUTES.length + 1;
