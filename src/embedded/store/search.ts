@@ -69,6 +69,16 @@ export function runSearch<T extends Resource>(
     throw new OperationOutcomeError(badRequest('Searching several types at once is not supported'));
   }
   const { resourceType } = searchRequest;
+  const chained = withChainsResolved(db, searchRequest, scope);
+  if (!chained) {
+    return {
+      resourceType: 'Bundle',
+      type: 'searchset',
+      entry: [],
+      link: pageLinks(searchRequest, scope.baseUrl, 0, 0, 0),
+    };
+  }
+  searchRequest = chained;
   checkSearchable(searchRequest);
   const filters = searchRequest.filters ?? [];
   const candidates = narrowFromFilters(resourceType, filters) ?? narrowFromPolicies(resourceType, scope.policies);
@@ -211,6 +221,56 @@ function orderedSlots(
       }
     },
   };
+}
+
+/** `param:Type.targetParam` (one link: Medplum's chained search of a reference to one type). */
+const CHAIN = /^([a-z][A-Za-z0-9-]*):([A-Z][A-Za-z]+)\.([a-z_][A-Za-z0-9-]*)$/;
+
+/**
+ * The search with each chained filter (`entity:Observation.patient=Patient/x`) replaced by the references
+ * it names: the target type searched with the caller's own access (a target she may not search matches
+ * nothing), every page of it; undefined when a chain names nothing (the search then matches nothing).
+ * Only one link, to a type the reference parameter can point at, as Medplum allows.
+ */
+function withChainsResolved<T extends Resource>(
+  db: DatabaseSync,
+  searchRequest: SearchRequest<T>,
+  scope: SearchScope,
+): SearchRequest<T> | undefined {
+  const filters: Filter[] = [];
+  for (const filter of searchRequest.filters ?? []) {
+    const chain = CHAIN.exec(filter.code);
+    if (!filter.code.includes('.') || filter.code.startsWith('_has:')) {
+      filters.push(filter);
+      continue;
+    }
+    const param = chain ? getSearchParameter(searchRequest.resourceType, chain[1]) : undefined;
+    if (!chain || param?.type !== 'reference' || !param.target?.includes(chain[2] as never)) {
+      throw new OperationOutcomeError(
+        badRequest(`Search parameter not supported by the embedded Medplum: ${filter.code}`),
+      );
+    }
+    const ids: string[] = [];
+    for (let offset = 0; ; offset += MAX_COUNT) {
+      const target: SearchRequest = {
+        resourceType: chain[2] as Resource['resourceType'],
+        filters: [{ ...filter, code: chain[3] }],
+        count: MAX_COUNT,
+        offset,
+        fields: ['id'],
+      };
+      const page = runSearch(db, target, scope);
+      ids.push(...(page.entry ?? []).map((e) => `${chain[2]}/${e.resource?.id}`));
+      if ((page.entry ?? []).length < MAX_COUNT) {
+        break;
+      }
+    }
+    if (ids.length === 0) {
+      return undefined;
+    }
+    filters.push({ code: chain[1], operator: Operator.EQUALS, value: ids.join(',') });
+  }
+  return { ...searchRequest, filters };
 }
 
 /** What @medplum/core's matcher can decide (any type also takes `:missing` and `:present`). */
