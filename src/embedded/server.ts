@@ -23,8 +23,9 @@ import { DEFAULT_FHIR_QUOTA, FhirQuota } from './quota';
 import { DEFAULT_REQUEST_RATE_LIMIT, requestRateLimit } from './rate-limit';
 import { loadFhirSchema } from './schema';
 import { serveStorage } from './storage';
+import { AuditWriter } from './store/audit';
 import { Database } from './store/database';
-import { type ResourceChange, SqliteRepository } from './store/repo';
+import { type RepositoryEnvironment, type ResourceChange, SqliteRepository } from './store/repo';
 import { SubscriptionQueue } from './subscriptions';
 import { registerTerminology } from './terminology';
 import { registerWebSocketSubscriptions, webSocketSubscriptionsEndpoint } from './websocket-subscriptions';
@@ -56,6 +57,12 @@ export interface EmbeddedMedplumOptions {
    * 60,000, or `EMBEDDED_REQUEST_RATE_LIMIT`; -1: off). In-process callers are not counted (rate-limit.ts).
    */
   requestRateLimit?: number;
+  /**
+   * Save an AuditEvent for each successful REST read, history, create, update, patch and delete of a
+   * caller whose policy lets her create one, as Medplum's `saveAuditEvents` server setting does (default
+   * false, as on Medplum; store/repo.ts `audit`). Bot runs' AuditEvents are saved either way.
+   */
+  saveAuditEvents?: boolean;
   /** The bench: told of each bot run's requests to this Medplum, when it ends (bots/operations.ts). */
   onBotRun?: (run: BotRunTrace) => void;
   /**
@@ -113,7 +120,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     options.clock ? () => (options.clock as () => Date)().getTime() : undefined,
   );
   const graphql = new GraphqlGate(options.heapStatistics);
-  const env = {
+  const env: RepositoryEnvironment = {
     db,
     baseUrl,
     attachments,
@@ -129,6 +136,11 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     },
   };
   const systemRepo = new SqliteRepository(env, systemContext(SYSTEM_PROJECT));
+  // One writer for every AuditEvent, bot runs' and REST interactions' alike: they commit in groups.
+  const audits = new AuditWriter(systemRepo);
+  if (options.saveAuditEvents) {
+    env.audits = audits;
+  }
   const key = await loadOrCreateSigningKey(systemRepo);
   const now = options.clock ?? (() => new Date());
   const authDeps = { systemRepo, key, issuer, now, callers };
@@ -205,6 +217,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
 
   bots = new BotRunner({
     systemRepo,
+    audits,
     tokenFor: (membership) => mintTokenForMembership(authDeps, membership),
     baseUrl,
     fetch: fetchImpl,

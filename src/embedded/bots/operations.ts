@@ -22,11 +22,17 @@ import type {
   ProjectSetting,
   Resource,
 } from '@medplum/fhirtypes';
+import { AuditWriter } from '../store/audit';
 import type { ResourceChange, SqliteRepository } from '../store/repo';
 import { runBotBundle } from './vm';
 
+// Where it lived first (test/embedded/bot-runtime.test.ts imports it from here).
+export { AuditWriter };
+
 export interface BotRunnerOptions {
   systemRepo: SqliteRepository;
+  /** Where the runs' AuditEvents are written (default: a writer of the runner's own). */
+  audits?: AuditWriter;
   /** A fresh access token for the bot's own membership. */
   tokenFor: (membership: WithId<ProjectMembership>) => Promise<string>;
   baseUrl: string;
@@ -69,7 +75,7 @@ export class BotRunner {
   private readonly audits: AuditWriter;
 
   constructor(private readonly options: BotRunnerOptions) {
-    this.audits = new AuditWriter(options.systemRepo);
+    this.audits = options.audits ?? new AuditWriter(options.systemRepo);
   }
 
   async run(callerBot: WithId<Bot>, request: BotRunInput): Promise<unknown> {
@@ -184,50 +190,6 @@ export class BotRunner {
     const token = await this.options.tokenFor(membership);
     this.tokens.set(bot.id, { token, expires: Date.now() + 50 * 60 * 1000 });
     return token;
-  }
-}
-
-/**
- * Bot AuditEvents committed in groups: the runs that finish in one turn of the event loop share one
- * transaction (one fsync on a file store) instead of one each. A run still answers only after its
- * AuditEvent is committed, as before. What grouping does not change: the AuditEvent is written after
- * the bot's own transaction, as Medplum writes it after the run (createBotAuditEvent,
- * packages/server/src/bots/execute.ts), so a crash between the two loses that one AuditEvent, never
- * the bot's work; grouping widens that window by at most one turn of the loop. A group that fails
- * is written entry by entry, so one bad event cannot take the others with it; an AuditEvent that
- * cannot be written never fails the run.
- */
-export class AuditWriter {
-  private queue: { audit: AuditEvent; done: () => void }[] = [];
-
-  constructor(private readonly systemRepo: Pick<SqliteRepository, 'withTransaction' | 'createResource'>) {}
-
-  write(audit: AuditEvent): Promise<void> {
-    return new Promise<void>((done) => {
-      this.queue.push({ audit, done });
-      if (this.queue.length === 1) {
-        setImmediate(() => void this.flush());
-      }
-    });
-  }
-
-  private async flush(): Promise<void> {
-    const group = this.queue;
-    this.queue = [];
-    try {
-      await this.systemRepo.withTransaction(async (tx) => {
-        for (const { audit } of group) {
-          await tx.createResource(audit);
-        }
-      });
-    } catch {
-      for (const { audit } of group) {
-        await this.systemRepo.createResource(audit).catch(() => undefined);
-      }
-    }
-    for (const { done } of group) {
-      done();
-    }
   }
 }
 

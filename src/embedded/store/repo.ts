@@ -33,6 +33,7 @@ import type {
 import { FhirRepository, getExtraEntries } from '@medplum/fhir-router';
 import type {
   AccessPolicyResource,
+  AuditEvent,
   Bundle,
   BundleEntry,
   Meta,
@@ -46,6 +47,7 @@ import type { AttachmentUrls } from '../attachments';
 import type { CallerContext } from '../context';
 import { allDefinitions, DEFINITION_TYPES, filtersOf, readDefinition } from '../definitions';
 import { type FhirQuota, QUOTA_POINTS } from '../quota';
+import { type AuditedInteraction, type AuditWriter, restAuditEvent } from './audit';
 import type { Database } from './database';
 import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
 import { collectReferences, collectTokenKeys, getPatientCompartments } from './indexing';
@@ -69,6 +71,11 @@ export interface RepositoryEnvironment {
   /** Medplum's FHIR quota: every interaction of a non-system caller spends points (../quota.ts). */
   quota?: FhirQuota;
   onCommit?: (changes: ResourceChange[]) => void;
+  /**
+   * Set when the server saves the AuditEvents of REST interactions (Medplum's `saveAuditEvents`): each is
+   * decided as a create by the caller (see `audit`) and written here, after the interaction's commit.
+   */
+  audits?: Pick<AuditWriter, 'write'>;
   clock?: () => Date;
   /**
    * Opt-in (tests): emulate Postgres-backed Medplum under concurrency. There a transaction with a
@@ -82,6 +89,8 @@ export interface RepositoryEnvironment {
 
 interface TransactionState {
   changes: ResourceChange[];
+  /** AuditEvents the caller's interactions in it made, written only if it commits. */
+  audits: AuditEvent[];
   depth: number;
 }
 
@@ -119,6 +128,13 @@ export class SqliteRepository extends FhirRepository {
   // ---------------------------------------------------------------- reads
 
   async readResource<T extends Resource>(resourceType: string, id: string): Promise<WithId<T>> {
+    const resource = await this.readUnaudited<T>(resourceType, id);
+    this.audit('read', resource);
+    return resource;
+  }
+
+  /** A read by id, as the caller, that is part of another interaction (Medplum's readResourceImpl): not audited. */
+  private async readUnaudited<T extends Resource>(resourceType: string, id: string): Promise<WithId<T>> {
     this.spend(QUOTA_POINTS.read);
     this.checkTypeInteraction(resourceType, AccessPolicyInteraction.READ);
     const resource = await this.read(() => this.loadCurrent<T>(resourceType, id));
@@ -148,15 +164,13 @@ export class SqliteRepository extends FhirRepository {
    */
   private async checkBinarySecurityContext(resource: Resource): Promise<void> {
     if (resource.resourceType === 'Binary' && resource.securityContext && !this.caller.system) {
-      await this.readReference(resource.securityContext);
+      const [type, id] = referenceParts(resource.securityContext);
+      await this.readUnaudited(type, id);
     }
   }
 
   async readReference<T extends Resource>(reference: Reference<T>): Promise<WithId<T>> {
-    const [type, id, extra] = (reference.reference ?? '').split('/');
-    if (!type || !id || extra !== undefined) {
-      throw new OperationOutcomeError(badRequest('Invalid reference'));
-    }
+    const [type, id] = referenceParts(reference);
     return this.readResource<T>(type, id);
   }
 
@@ -172,7 +186,7 @@ export class SqliteRepository extends FhirRepository {
 
   async readVersion<T extends Resource>(resourceType: string, id: string, vid: string): Promise<WithId<T>> {
     this.checkTypeInteraction(resourceType, AccessPolicyInteraction.VREAD);
-    await this.readResource(resourceType, id);
+    await this.readUnaudited(resourceType, id);
     const row = this.connection()
       .prepare('SELECT content FROM history WHERE type = ? AND id = ? AND version_id = ? AND deleted = 0')
       .get(resourceType, id, vid) as { content: string } | undefined;
@@ -210,6 +224,11 @@ export class SqliteRepository extends FhirRepository {
         ? { request: { method: 'DELETE', url: `${resourceType}/${id}` }, response: { status: '410' } }
         : { resource: this.presentUnchecked(JSON.parse(row.content as string) as WithId<T>) },
     );
+    // Medplum audits the history of a resource that still exists (with its current version).
+    const current = this.env.audits && this.loadCurrent(resourceType, id);
+    if (current) {
+      this.audit('history', current);
+    }
     return { resourceType: 'Bundle', type: 'history', entry };
   }
 
@@ -352,6 +371,23 @@ export class SqliteRepository extends FhirRepository {
     if (this.loadCurrent(resource.resourceType, id)) {
       throw new OperationOutcomeError(badRequest('Assigned ID is already in use'));
     }
+    const { stored, policy } = this.storedCreate(resource, id);
+    this.persist(stored, undefined);
+    this.recordChange({ interaction: 'create', resource: stored });
+    const created = this.present(deepClone(stored), policy);
+    this.audit('create', created);
+    return created;
+  }
+
+  /**
+   * What a create of `resource` by this caller stores, as her policy shapes and allows it: its
+   * readonly fields dropped, server meta stamped, then checked whole (criteria, writeConstraint). Throws
+   * what the create would answer.
+   */
+  private storedCreate<T extends Resource>(
+    resource: T,
+    id: string,
+  ): { stored: WithId<T>; policy: AccessPolicyResource | undefined } {
     const incoming = this.storedForm(resource);
     const policy = this.writePolicy(incoming, AccessPolicyInteraction.CREATE);
     removeFields(incoming, protectedFieldsOf(policy));
@@ -359,9 +395,7 @@ export class SqliteRepository extends FhirRepository {
     const stored = this.stamp({ ...incoming, id }, undefined);
     validateWrite(stored);
     this.assertWritable(stored, AccessPolicyInteraction.CREATE);
-    this.persist(stored, undefined);
-    this.recordChange({ interaction: 'create', resource: stored });
-    return this.present(deepClone(stored), policy);
+    return { stored, policy };
   }
 
   /**
@@ -390,6 +424,15 @@ export class SqliteRepository extends FhirRepository {
   }
 
   async updateResource<T extends Resource>(resource: T, options?: UpdateResourceOptions): Promise<WithId<T>> {
+    return this.update(resource, options, 'update');
+  }
+
+  /** An update, audited as what the caller asked for: an update, or the patch it carries out. */
+  private async update<T extends Resource>(
+    resource: T,
+    options: UpdateResourceOptions | undefined,
+    interaction: 'update' | 'patch',
+  ): Promise<WithId<T>> {
     if (!resource.id) {
       throw new OperationOutcomeError(badRequest('Missing id'));
     }
@@ -397,7 +440,7 @@ export class SqliteRepository extends FhirRepository {
     this.checkTypeInteraction(resource.resourceType, AccessPolicyInteraction.UPDATE);
     const id = resource.id;
     if (!this.tx) {
-      return this.withTransaction((repo) => repo.updateResource(resource, options));
+      return this.withTransaction((repo) => repo.update(resource, options, interaction));
     }
     this.spend(QUOTA_POINTS.write);
     const existing = this.loadCurrent<T>(resource.resourceType, id);
@@ -427,13 +470,15 @@ export class SqliteRepository extends FhirRepository {
     const stored = this.stamp({ ...incoming, id }, existing);
     validateWrite(stored);
     this.assertWritable(stored, AccessPolicyInteraction.UPDATE, existing);
-    if (sameContent(stored, existing)) {
-      // Medplum does not create a new version for a no-op update.
-      return this.present(deepClone(existing), existingPolicy);
+    // Medplum does not create a new version for a no-op update (and audits it all the same).
+    const unchanged = sameContent(stored, existing);
+    if (!unchanged) {
+      this.persist(stored, existing);
+      this.recordChange({ interaction: 'update', resource: stored, previous: existing });
     }
-    this.persist(stored, existing);
-    this.recordChange({ interaction: 'update', resource: stored, previous: existing });
-    return this.present(deepClone(stored), existingPolicy);
+    const updated = this.present(deepClone(unchanged ? existing : stored), existingPolicy);
+    this.audit(interaction, updated);
+    return updated;
   }
 
   async patchResource<T extends Resource>(
@@ -448,12 +493,12 @@ export class SqliteRepository extends FhirRepository {
     if (!this.tx) {
       return this.withTransaction((repo) => repo.patchResource(resourceType, id, patch, options));
     }
-    const resource = await this.readResource<T>(resourceType, id);
+    const resource = await this.readUnaudited<T>(resourceType, id);
     const errors = applyPatch(resource, patch).filter(Boolean);
     if (errors.length > 0) {
       throw new OperationOutcomeError(badRequest(errors.map((e) => (e as Error).message).join('\n')));
     }
-    return this.updateResource(resource, options);
+    return this.update(resource, options, 'patch');
   }
 
   async deleteResource(resourceType: string, id: string, options?: DeleteResourceOptions): Promise<void> {
@@ -480,6 +525,7 @@ export class SqliteRepository extends FhirRepository {
       'INSERT INTO history (type, id, version_id, last_updated, deleted, content) VALUES (?, ?, ?, ?, 1, NULL)',
     ).run(resourceType, id, generateId(), now);
     this.recordChange({ interaction: 'delete', resource: existing, previous: existing });
+    this.audit('delete', existing);
   }
 
   override async conditionalCreate<T extends Resource>(
@@ -513,7 +559,7 @@ export class SqliteRepository extends FhirRepository {
     }
     return this.env.db.withWriteLock(async () => {
       const db = this.env.db.writer;
-      const state: TransactionState = { changes: [], depth: 0 };
+      const state: TransactionState = { changes: [], audits: [], depth: 0 };
       const txRepo = new SqliteRepository(this.env, this.caller, state) as this;
       db.exec('BEGIN IMMEDIATE');
       let result: TResult;
@@ -525,6 +571,9 @@ export class SqliteRepository extends FhirRepository {
         throw err;
       }
       this.env.onCommit?.(state.changes);
+      for (const audit of state.audits) {
+        void this.env.audits?.write(audit);
+      }
       return result;
     });
   }
@@ -534,6 +583,7 @@ export class SqliteRepository extends FhirRepository {
     const name = `sp${++state.depth}`;
     const db = this.env.db.writer;
     const changesBefore = state.changes.length;
+    const auditsBefore = state.audits.length;
     db.exec(`SAVEPOINT ${name}`);
     try {
       const result = await callback(this);
@@ -543,6 +593,7 @@ export class SqliteRepository extends FhirRepository {
       db.exec(`ROLLBACK TO ${name}`);
       db.exec(`RELEASE ${name}`);
       state.changes.length = changesBefore;
+      state.audits.length = auditsBefore;
       throw err;
     } finally {
       state.depth--;
@@ -728,6 +779,53 @@ export class SqliteRepository extends FhirRepository {
     db.prepare('DELETE FROM token WHERE type = ? AND id = ?').run(resourceType, id);
   }
 
+  // ---------------------------------------------------------------- audit
+
+  /**
+   * Medplum's save of a REST AuditEvent (packages/server/src/fhir/repo.ts Repository.logEvent, with
+   * `saveAuditEvents`): for a successful interaction that names a resource, never for the system's own
+   * work nor for an AuditEvent. The save is a create by the caller herself: her policy must allow
+   * AuditEvent `create`, and the event, stamped as hers, must meet that entry's criteria and
+   * writeConstraint; otherwise it is dropped without a word, as Medplum drops a refused save. Inside a
+   * transaction it is written only once that commits (Medplum saves writes' events after the commit).
+   */
+  private audit(interaction: AuditedInteraction, resource: WithId<Resource>): void {
+    const audits = this.env.audits;
+    if (!audits || this.caller.system || resource.resourceType === 'AuditEvent') {
+      return;
+    }
+    const event = restAuditEvent({
+      interaction,
+      resource,
+      who: this.caller.profile,
+      address: this.caller.login?.remoteAddress,
+      baseUrl: this.env.baseUrl,
+      project: this.caller.project.id as string,
+      recorded: this.now(),
+    });
+    if (this.tx) {
+      const allowed = this.allowedAudit(event);
+      if (allowed) {
+        this.tx.audits.push(allowed);
+      }
+      return;
+    }
+    // Not awaited, as on Medplum: the interaction's answer does not wait for its AuditEvent.
+    void this.read(() => this.allowedAudit(event))
+      .then((allowed) => allowed && audits.write(allowed))
+      .catch(() => undefined);
+  }
+
+  /** The event as the caller's own create of it would store it, or undefined if her policy refuses that. */
+  private allowedAudit(event: AuditEvent): AuditEvent | undefined {
+    try {
+      this.checkTypeInteraction('AuditEvent', AccessPolicyInteraction.CREATE);
+      return this.storedCreate(event, generateId()).stored;
+    } catch {
+      return undefined;
+    }
+  }
+
   // ---------------------------------------------------------------- access policy
 
   private get policy() {
@@ -840,6 +938,15 @@ export class SqliteRepository extends FhirRepository {
  */
 /** The most definitions one search answers (its `next` link pages on). */
 export const MAX_DEFINITIONS_PAGE = 20;
+
+/** `Type/id` of a reference to read; anything else is 400. */
+function referenceParts(reference: Reference): [string, string] {
+  const [type, id, extra] = (reference.reference ?? '').split('/');
+  if (!type || !id || extra !== undefined) {
+    throw new OperationOutcomeError(badRequest('Invalid reference'));
+  }
+  return [type, id];
+}
 
 function sameContent(a: Resource, b: Resource): boolean {
   return deepEquals(JSON.parse(JSON.stringify(a)), JSON.parse(JSON.stringify(b)));
