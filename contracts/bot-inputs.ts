@@ -54,6 +54,16 @@ export const BOT_INPUTS = {
     .object({ agreements: z.array(Coordinate).min(1).max(20), edge: EdgeStatementToken.optional() })
     .strict(),
   'withdraw-agreement': WithdrawalRequestSchema.strict(),
+  /** Her access log's page: before an instant (exclusive), so many entries (the gateway checked both). */
+  'access-log': z
+    .object({
+      before: z
+        .string()
+        .regex(/^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,12}Z$/)
+        .optional(),
+      limit: z.number().int().min(1).max(100),
+    })
+    .strict(),
   /** One of her uploads, by the Binary's id (from the path). */
   'read-document': z.object({ document: ResourceId }).strict(),
   'start-assessment': StartAssessmentRequestSchema.strict(),

@@ -1,5 +1,6 @@
 import { ELIGIBILITY_ENGINE_VERSION, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 import { acceptAgreements, readDocument, withdrawAgreement } from './bots/agreements';
+import { accessLog, withOwnAuditTrail } from './bots/audit';
 import { patientHome, reconcile, smsIntegrationAccess, smsOptOut } from './bots/housekeeping';
 import { completeTask, enrollment, requestReview, startAssessment } from './bots/intake';
 import { composeOffer, decideOrder, eligibility } from './bots/spine';
@@ -22,6 +23,7 @@ export const platformDefinition: ProvisionDefinition = {
     features: ['bots', 'transaction-bundles', 'cron'],
     defaultPatientAccessPolicy: 'patient',
   },
+  // Each bot keeps its own audit trail of what it reads and changes (bots/audit.ts), as members do.
   accessPolicies: [
     { key: 'patient', policy: { name: 'Patient (default)', resource: patientPolicy() } },
     {
@@ -54,8 +56,9 @@ export const platformDefinition: ProvisionDefinition = {
     visitCompletion.access,
     decideOrder.access,
     webhooks.access,
+    accessLog.access,
     smsIntegrationAccess,
-  ],
+  ].map((policy) => (policy.key.startsWith('bot-') ? withOwnAuditTrail(policy) : policy)),
   bots: [
     acceptAgreements.bot,
     readDocument.bot,
@@ -76,6 +79,7 @@ export const platformDefinition: ProvisionDefinition = {
     materializeSlots.bot,
     patientHome.bot,
     webhooks.bot,
+    accessLog.bot,
   ],
   subscriptions: platformSubscriptions,
   resources: [

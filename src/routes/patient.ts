@@ -1,3 +1,4 @@
+import { AccessLogSchema, accessLogRoute, DEFAULT_ACCESS_LOG_ENTRIES } from '../../contracts/access-log';
 import { homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
@@ -10,6 +11,20 @@ export function registerPatientRoutes(app: App): void {
   app.openapi(profileRoute, async (c) => {
     const { patientId } = c.get('session');
     return routeResponse(await readThrough(c.get('upstream'), 'Patient', patientId));
+  });
+
+  app.openapi(accessLogRoute, async (c) => {
+    const { before, limit } = c.req.valid('query');
+    // The bot reads her entries for the caller her token names; the page is all the input says.
+    const result = await callBot(
+      medplumOf(c),
+      { system: SYSTEMS.bots, value: 'access-log' },
+      {
+        ...(before ? { before: new Date(before).toISOString() } : {}),
+        limit: limit ? Number(limit) : DEFAULT_ACCESS_LOG_ENTRIES,
+      },
+    );
+    return c.json(AccessLogSchema.parse(result), 200);
   });
 
   app.openapi(homeRoute, async (c) => {

@@ -1,5 +1,6 @@
 import type { z } from '@hono/zod-openapi';
 import type { Bundle, Patient, QuestionnaireResponse, Resource } from '@medplum/fhirtypes';
+import { AccessLogQuerySchema, AccessLogSchema, accessLogRoute } from '../../contracts/access-log';
 import {
   AcceptanceRequestSchema,
   AcceptancesSchema,
@@ -220,6 +221,10 @@ export function createPatientCareClient(options: ClientOptions) {
     patient: {
       profile: async () => (await call(profileRoute)) as Patient,
       home: async () => PatientHomeSchema.parse(await call(homeRoute)),
+      /** Who opened or changed her records, newest first (`before`: the `next` of the page before). */
+      accessLog: takes(AccessLogQuerySchema)(async (query = {}) =>
+        AccessLogSchema.parse(await call(accessLogRoute, { query })),
+      ),
     },
     protocols: {
       list: async () => ProtocolsSchema.parse(await call(protocolsRoute)),

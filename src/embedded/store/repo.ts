@@ -256,6 +256,7 @@ export class SqliteRepository extends FhirRepository {
       runSearch<T>(this.connection(), request, {
         project: this.caller.system ? undefined : this.caller.project.id,
         policies: this.policiesFor(searchRequest.resourceType, AccessPolicyInteraction.SEARCH),
+        policiesOf: (resourceType) => this.policiesFor(resourceType, AccessPolicyInteraction.SEARCH),
         baseUrl: this.env.baseUrl,
         builtIn: definitions ? allDefinitions(searchRequest.resourceType) : undefined,
       }),

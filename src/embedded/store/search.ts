@@ -26,6 +26,8 @@ export interface SearchScope {
   project: string | undefined;
   /** The caller's applicable policy entries, OR'ed; undefined means unrestricted. */
   policies: AccessPolicyResource[] | undefined;
+  /** Her entries for searching another type (a chain's target); without it a restricted caller finds none there. */
+  policiesOf?: (resourceType: string) => AccessPolicyResource[] | undefined;
   baseUrl: string;
   /** Resources every project sees besides its own (FHIR's definitions: ../definitions.ts), matched as rows are. */
   builtIn?: readonly WithId<Resource>[];
@@ -259,7 +261,8 @@ function withChainsResolved<T extends Resource>(
         offset,
         fields: ['id'],
       };
-      const page = runSearch(db, target, scope);
+      const policies = scope.policiesOf ? scope.policiesOf(chain[2]) : scope.policies && [];
+      const page = runSearch(db, target, { ...scope, policies, builtIn: undefined });
       ids.push(...(page.entry ?? []).map((e) => `${chain[2]}/${e.resource?.id}`));
       if ((page.entry ?? []).length < MAX_COUNT) {
         break;

@@ -1,5 +1,6 @@
 import type { AccessPolicyResource } from '@medplum/fhirtypes';
 import { MEDPLUM_R4_PROJECT, QUEUES_PARAMETER, SYSTEMS, TENANT_PARAMETER } from '../../../contracts/systems';
+import { OWN_AUDIT_TRAIL } from '../bots/audit';
 import {
   CATALOG_TYPES,
   catalogReads,
@@ -295,6 +296,9 @@ export const OWN_ANSWERS_ONLY = {
  */
 export function clinicianPolicy(): AccessPolicyResource[] {
   return [
+    // Medplum's record of what she reads and changes, kept through her own access: entries that name her
+    // and are filed in her tenant only (her patients' access logs, bots/audit.ts); never read or changed.
+    { ...OWN_AUDIT_TRAIL, writeConstraint: [...(OWN_AUDIT_TRAIL.writeConstraint ?? []), ONLY_OWN_TENANT] },
     // Her tenant's charts and work: she records and works them, each write bounded by its constraints
     // (tenancy and journey keys server-owned; queue work as issued; a segment by its practitioner).
     ...CLINICIAN_WRITABLE_TYPES.map((resourceType) => ({

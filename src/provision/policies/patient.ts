@@ -1,6 +1,7 @@
 import type { AccessPolicyResource } from '@medplum/fhirtypes';
 import { DOCUMENT_TYPES } from '../../../contracts/attachments';
 import { BOT_AUDIENCE, CATALOG, SYSTEMS } from '../../../contracts/systems';
+import { OWN_AUDIT_TRAIL } from '../bots/audit';
 import {
   CATALOG_TYPES,
   catalogReads,
@@ -79,6 +80,9 @@ export const ANSWERS_FROZEN_ONCE_SUBMITTED = {
 
 export function patientPolicy(): AccessPolicyResource[] {
   return [
+    // Medplum's record of what she reads and changes herself, kept through her own access: entries that
+    // name her only (her access log, bots/audit.ts); never read, changed or deleted by her.
+    OWN_AUDIT_TRAIL,
     // Own demographics: readable and updatable; tenancy and identity stay server-owned.
     {
       resourceType: 'Patient',

@@ -1,0 +1,14 @@
+/** Her access log's rules (contracts/access-log.ts), zod-free: the access-log bot reads them. */
+
+export const MAX_ACCESS_LOG_ENTRIES = 100;
+export const DEFAULT_ACCESS_LOG_ENTRIES = 50;
+
+/** What an entry says was done: Medplum's REST interaction, as a patient reads it. */
+export const ACCESS_ACTIONS = ['viewed', 'created', 'changed', 'deleted'] as const;
+
+/** Who did it, as she is shown them. */
+export const ACCESSOR_KINDS = ['you', 'clinician', 'platform', 'application'] as const;
+
+/** What the log can show and what it cannot: said with every answer, for her app to show her. */
+export const ACCESS_LOG_SCOPE =
+  'Who opened one of your records or changed it, as the platform records it: each time a record of yours was read by itself, its history looked at, or it was created, changed or deleted. Lists and searches that show your records (a care team’s task list, the tabs of your chart) are not recorded one by one, so they are not here; opening your chart is.';

@@ -1,0 +1,70 @@
+import type { AccessPolicyResource } from '@medplum/fhirtypes';
+import { BOT_CODE } from '../policies/bots';
+import { CLIENT_SECRETS } from '../policies/common';
+import type { AccessPolicyDefinition, PlatformBot } from '../shape';
+
+/**
+ * Her access log (contracts/access-log.ts): the bot that reads it for her, and what lets Medplum keep its
+ * AuditEvents of everyone who reads or changes her records.
+ *
+ * Medplum (with `saveAuditEvents`) writes the AuditEvent of an interaction through the caller's own
+ * access: a member whose policy cannot create AuditEvents leaves no entry at all (docs/medplum-auditevents.md).
+ * So every member who touches her records may create them, but only ones that name herself as the one who
+ * did it: an entry that names someone else is refused (and the log also leaves out any entry whose author,
+ * as Medplum stamps it, is not the one it names). None of them may read, change or delete one.
+ */
+export const OWN_AUDIT_TRAIL: AccessPolicyResource = {
+  resourceType: 'AuditEvent',
+  interaction: ['create'],
+  writeConstraint: [{ language: 'text/fhirpath', expression: "%after.agent.all(who.reference = '%profile')" }],
+};
+
+/** Every policy of a member who reads or changes her records keeps its own audit trail (bots included). */
+export function withOwnAuditTrail(definition: AccessPolicyDefinition): AccessPolicyDefinition {
+  const resource = definition.policy.resource ?? [];
+  return resource.some((r) => r.resourceType === 'AuditEvent')
+    ? definition
+    : { ...definition, policy: { ...definition.policy, resource: [...resource, OWN_AUDIT_TRAIL] } };
+}
+
+export const accessLog: PlatformBot = {
+  access: {
+    key: 'bot-access-log',
+    policy: {
+      name: 'Bot: access log',
+      resource: [
+        // Medplum's record of every interaction: read, never written (her entries picked by the bot).
+        { resourceType: 'AuditEvent', interaction: ['read', 'search'] },
+        // Who each entry names: a member of staff's name, an application's name (never its secret), a
+        // workflow's purpose (never its code).
+        { resourceType: 'Practitioner', interaction: ['read'] },
+        { resourceType: 'ClientApplication', interaction: ['read'], hiddenFields: CLIENT_SECRETS },
+        { resourceType: 'Bot', interaction: ['read'], hiddenFields: BOT_CODE },
+        // The records of hers its searches go through (`entity:Observation.patient=`...): found, not read.
+        ...[
+          'Observation',
+          'Condition',
+          'Task',
+          'Appointment',
+          'Encounter',
+          'QuestionnaireResponse',
+          'CarePlan',
+          'DocumentReference',
+          'MedicationRequest',
+          'ServiceRequest',
+          'Consent',
+          'EpisodeOfCare',
+          'RequestGroup',
+          'DetectedIssue',
+          'Communication',
+        ].map((resourceType) => ({ resourceType, interaction: ['search' as const] })),
+      ],
+    },
+  },
+  bot: {
+    key: 'access-log',
+    patient: true,
+    description: 'GET /v1/patient/access-log: who opened or changed her records, from Medplum’s AuditEvents.',
+    accessPolicy: 'bot-access-log',
+  },
+};

@@ -1,0 +1,209 @@
+import type { AuditEvent, Task } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ACCESS_LOG_SCOPE } from '../../contracts/access-log';
+import { createPatientCareClient } from '../../src/sdk';
+import type { DemoActor } from '../support/backend';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { startAssessment } from '../support/journey';
+import { freshPatient } from '../support/patients';
+
+/**
+ * Her access log (GET /v1/patient/access-log), from the AuditEvents Medplum keeps with `saveAuditEvents`:
+ * who opened or changed her records, clinicians by name, the platform by purpose, herself; nothing of
+ * anyone else's, nothing a member wrote in someone else's name.
+ */
+interface Entry {
+  at: string;
+  action: string;
+  resourceType: string;
+  by: { kind: string; name?: string; purpose?: string };
+  count: number;
+}
+interface Log {
+  entries: Entry[];
+  next?: string;
+  scope: string;
+}
+
+let gw: TestGateway;
+let alice: DemoActor;
+let bob: DemoActor;
+let aliceTask: Task & { id: string };
+
+async function logOf(patient: DemoActor, query = ''): Promise<Log> {
+  const res = await gw.call('GET', `/v1/patient/access-log${query}`, { token: patient.token });
+  expect(res.status, res.text).toBe(200);
+  return res.body as Log;
+}
+
+/** Every entry of hers, page by page of `limit`. */
+async function wholeLog(patient: DemoActor, limit: number): Promise<Entry[]> {
+  const entries: Entry[] = [];
+  let before: string | undefined;
+  for (let page = 0; page < 100; page++) {
+    const got = await logOf(patient, `?limit=${limit}${before ? `&before=${before}` : ''}`);
+    entries.push(...got.entries);
+    if (!got.next) {
+      return entries;
+    }
+    before = got.next;
+  }
+  throw new Error('the log did not end');
+}
+
+const NORTHWIND_CLINICIAN = 'Dr. Demo Clinician of Northwind Health';
+
+beforeAll(async () => {
+  gw = await startTestGateway({}, { saveAuditEvents: true });
+  alice = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  bob = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  await startAssessment(gw, alice, 'assessments/weight-intake');
+  await gw.backend.subscriptions.idle();
+  aliceTask = (await gw.backend.admin.searchOne('Task', { patient: `Patient/${alice.patient.id}` })) as Task & {
+    id: string;
+  };
+  // Her care team's clinician opens her chart and one of her tasks (reads by id, as the Provider app does).
+  const clinician = gw.backend.clinicians.northwind.medplum;
+  await clinician.readResource('Patient', alice.patient.id);
+  await clinician.readResource('Task', aliceTask.id);
+  // She reads her own profile through the record plane.
+  expect((await gw.call('GET', '/v1/patient/profile', { token: alice.token })).status).toBe(200);
+  // Medplum saves an AuditEvent after it answers (not awaited): wait until the clinician's last one is kept.
+  const clinicianRef = `Practitioner/${gw.backend.clinicians.northwind.practitioner.id}`;
+  for (let i = 0; i < 100; i++) {
+    const kept = await gw.backend.admin.searchResources('AuditEvent', {
+      entity: `Task/${aliceTask.id}`,
+      agent: clinicianRef,
+    });
+    if (kept.length > 0) {
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+});
+afterAll(() => gw?.close());
+
+describe('her access log', () => {
+  it('names her care team’s clinician, the platform by purpose, and herself', async () => {
+    const log = await logOf(alice, '?limit=100');
+    expect(log.scope).toBe(ACCESS_LOG_SCOPE);
+    const clinician = log.entries.filter((e) => e.by.kind === 'clinician');
+    expect(clinician.map((e) => `${e.by.name} ${e.action} ${e.resourceType}`)).toEqual(
+      expect.arrayContaining([`${NORTHWIND_CLINICIAN} viewed Patient`, `${NORTHWIND_CLINICIAN} viewed Task`]),
+    );
+    // The assessment's bots created her records: the platform, by the workflow's purpose.
+    const platform = log.entries.filter((e) => e.by.kind === 'platform');
+    expect(platform.some((e) => e.action === 'created' && e.resourceType === 'Task' && e.by.purpose)).toBe(true);
+    expect(log.entries.some((e) => e.by.kind === 'you' && e.action === 'viewed' && e.resourceType === 'Patient')).toBe(
+      true,
+    );
+    // Newest first, never a record's content.
+    const at = log.entries.map((e) => Date.parse(e.at));
+    expect(at).toEqual([...at].sort((a, b) => b - a));
+    expect(JSON.stringify(log)).not.toContain(aliceTask.id);
+  });
+
+  it('pages back in time with `before`, each entry once', async () => {
+    const whole = (await logOf(alice, '?limit=100')).entries;
+    const paged = await wholeLog(alice, 2);
+    const total = (entries: Entry[]) => entries.reduce((n, e) => n + e.count, 0);
+    expect(total(paged)).toBe(total(whole));
+    expect(paged.map((e) => e.at)).toEqual([...paged.map((e) => e.at)].sort().reverse());
+  });
+
+  it('shows nothing of another patient’s: bob’s log has none of what was done to hers', async () => {
+    const log = await wholeLog(bob, 100);
+    expect(log.filter((e) => e.by.kind === 'clinician')).toEqual([]);
+    expect(log.filter((e) => e.by.kind === 'platform' && e.resourceType === 'Task')).toEqual([]);
+  });
+
+  it('leaves out what anyone wrote in someone else’s name, and a patient’s entries about her', async () => {
+    const before = await wholeLog(alice, 100);
+    const forged = (who: string, what: string): AuditEvent => ({
+      resourceType: 'AuditEvent',
+      type: { system: 'http://terminology.hl7.org/CodeSystem/audit-event-type', code: 'rest' },
+      subtype: [{ system: 'http://hl7.org/fhir/restful-interaction', code: 'read' }],
+      action: 'R',
+      recorded: new Date().toISOString(),
+      outcome: '0',
+      agent: [{ who: { reference: who }, requestor: true }],
+      source: { observer: { reference: who } },
+      entity: [{ what: { reference: what } }],
+    });
+    const northwind = gw.backend.clinicians.northwind;
+    const southridge = gw.backend.clinicians.southridge;
+    // In another's name: refused on Medplum itself (the clinician's own, and a patient's).
+    await expect(
+      northwind.medplum.createResource(
+        forged(`Practitioner/${southridge.practitioner.id}`, `Patient/${alice.patient.id}`),
+      ),
+    ).rejects.toThrow(/Forbidden/);
+    await expect(
+      bob.medplum.createResource(forged(`Patient/${alice.patient.id}`, `Patient/${alice.patient.id}`)),
+    ).rejects.toThrow(/Forbidden/);
+    // In her own name about a patient of another tenant: refused (filed outside her tenant).
+    await expect(
+      southridge.medplum.createResource(
+        forged(`Practitioner/${southridge.practitioner.id}`, `Patient/${alice.patient.id}`),
+      ),
+    ).rejects.toThrow(/Forbidden/);
+    // Bob in his own name about her: Medplum keeps it, the log leaves it out (only her own entries are "you").
+    await bob.medplum.createResource(forged(`Patient/${bob.patient.id}`, `Patient/${alice.patient.id}`));
+    const after = await wholeLog(alice, 100);
+    expect(after.filter((e) => e.by.kind === 'you').length).toBe(before.filter((e) => e.by.kind === 'you').length);
+    expect(after.filter((e) => e.by.kind === 'clinician')).toEqual(before.filter((e) => e.by.kind === 'clinician'));
+  });
+
+  it('is hers only: patients cannot read AuditEvents on Medplum, clinicians cannot call it', async () => {
+    const found = await alice.medplum
+      .searchResources('AuditEvent', { entity: `Patient/${alice.patient.id}` })
+      .catch((err: Error) => err);
+    expect(found instanceof Error ? found.message : `found ${found.length}`).toMatch(/Forbidden|found 0/);
+    const clinician = await gw.call('GET', '/v1/patient/access-log', {
+      token: gw.backend.clinicians.northwind.token,
+    });
+    expect(clinician.status).toBe(403);
+    // Nor can a patient run its bot for someone else: it reads the log of whoever her token names.
+    const direct = (await alice.medplum.executeBot(
+      { system: 'https://patient-care.example/bots', value: 'access-log' },
+      { limit: 100, patient: `Patient/${bob.patient.id}` },
+      'application/json',
+    )) as { ok: boolean; error?: { status: number } };
+    expect(direct.ok).toBe(false);
+    expect(direct.error?.status).toBe(400);
+  });
+
+  it('refuses a bad page with 400 and the envelope', async () => {
+    for (const query of ['?limit=0', '?limit=101', '?before=yesterday', '?before=2026-13-40T00:00:00Z', '?who=bob']) {
+      const res = await gw.call('GET', `/v1/patient/access-log${query}`, { token: alice.token });
+      expect(res.status, query).toBe(400);
+      expect((res.body as { error: { code: string } }).error.code, query).toBe('invalid_request');
+    }
+  });
+
+  it('the SDK reads it', async () => {
+    const api = createPatientCareClient({
+      baseUrl: 'http://gateway.test',
+      accessToken: alice.token,
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) => gw.app.fetch(new Request(input, init))) as typeof fetch,
+    });
+    const log = await api.patient.accessLog({ limit: '5' });
+    expect(log.entries.length).toBeGreaterThan(0);
+    expect(log.scope).toBe(ACCESS_LOG_SCOPE);
+  });
+});
+
+describe('without saveAuditEvents', () => {
+  it('the log is empty, and says what it covers', async () => {
+    const plain = await startTestGateway();
+    try {
+      const carol = await freshPatient(plain.backend, { tenant: 'southridge', state: 'CA' });
+      await plain.backend.clinicians.southridge.medplum.readResource('Patient', carol.patient.id);
+      const res = await plain.call('GET', '/v1/patient/access-log', { token: carol.token });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ entries: [], scope: ACCESS_LOG_SCOPE });
+    } finally {
+      await plain.close();
+    }
+  });
+});
