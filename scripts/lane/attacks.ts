@@ -1,3 +1,4 @@
+import { accessLog } from './access-log';
 import { asyncVisitReviewed } from './async-review';
 import { attackKit, signInDemoPeople } from './attack-kit';
 import { botsAndBotOnlyWrites } from './bots';
@@ -48,4 +49,5 @@ export async function attacks(ctx: AttackContext): Promise<void> {
   await idempotencyKeys(ctx, people);
   await eventFeed(ctx, people);
   await webhookDeliveries(ctx);
+  await accessLog(ctx, people);
 }

@@ -1,0 +1,217 @@
+// Her access log on a real Medplum (its saveAuditEvents on): who opened or changed her records, only hers,
+// nothing written in someone else's name.
+import type { AuditEvent } from '@medplum/fhirtypes';
+import {
+  type AttackContext,
+  describe,
+  medplumCall,
+  message,
+  type Person,
+  PUBLIC_URL,
+  pause,
+  register,
+  row,
+} from './common';
+
+interface Entry {
+  at: string;
+  action: string;
+  resourceType: string;
+  by: { kind: string; name?: string; purpose?: string };
+  count: number;
+}
+interface Log {
+  entries: Entry[];
+  next?: string;
+  scope: string;
+}
+
+/**
+ * (a) the journey patient's log through the gateway: her care team's clinicians by name, the platform by
+ * purpose, herself; (b) a new Northwind patient's log names no clinician until the Northwind clinician
+ * opens her chart (her Patient, by id, on Medplum), then does, once; another new patient's log still names
+ * none; (c) on Medplum itself: she cannot read AuditEvents; the Northwind clinician cannot write one in a
+ * colleague's name, the Southridge clinician not even in her own about a Northwind patient, a patient not
+ * in another's name; bob's own entry about her is kept by Medplum and left out of her log; (d) her log
+ * page by page (limit 1) is her whole log.
+ */
+export async function accessLog(ctx: AttackContext, people: Map<string, Person>): Promise<void> {
+  const family = 'access log';
+  const steps = {
+    journey: `${family}: (a) the journey patient's log through the gateway (GET /v1/patient/access-log): entries by her care team's clinicians by name, by the platform with a purpose, and by herself, newest first`,
+    opened: `${family}: (b) a new Northwind patient's log names no clinician; the Northwind clinician reads her Patient by id on Medplum; her log then names that clinician (viewed Patient); another new patient's log still names none`,
+    forged: `${family}: (c) on Medplum: she cannot search AuditEvent; POST AuditEvent in a colleague's name (Northwind clinician), about a Northwind patient (Southridge clinician, in her own name), in her name (bob): refused; bob's entry in his own name about her is kept and left out of her log`,
+    paged: `${family}: (d) her log page by page (limit=1, each page's next as before) is her whole log`,
+  };
+  const read = async (person: Person, query = ''): Promise<Log> => {
+    const res = await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/access-log${query}`, {
+      headers: { authorization: `Bearer ${person.token}` },
+    });
+    if (res.status !== 200) {
+      throw new Error(`GET /v1/patient/access-log${query}: ${res.status} ${(await res.text()).slice(0, 300)}`);
+    }
+    return (await res.json()) as Log;
+  };
+  const summary = (log: Log) => {
+    const kinds = new Map<string, number>();
+    for (const e of log.entries) {
+      kinds.set(e.by.kind, (kinds.get(e.by.kind) ?? 0) + e.count);
+    }
+    return [...kinds].map(([k, n]) => `${k} ${n}`).join(', ');
+  };
+
+  try {
+    const maya = people.get('maya');
+    if (!maya) {
+      throw new Error('the journey left no patient');
+    }
+    const log = await read(maya, '?limit=100');
+    const clinicians = [...new Set(log.entries.filter((e) => e.by.kind === 'clinician').map((e) => e.by.name))];
+    const purposes = log.entries.filter((e) => e.by.kind === 'platform' && e.by.purpose).length;
+    const herself = log.entries.filter((e) => e.by.kind === 'you').length;
+    const at = log.entries.map((e) => Date.parse(e.at));
+    const newestFirst = at.every((t, i) => i === 0 || at[i - 1] >= t);
+    row(
+      steps.journey,
+      clinicians.length > 0 && clinicians.every(Boolean) && purposes > 0 && herself > 0 && newestFirst
+        ? 'ok'
+        : 'FAILED',
+      `${log.entries.length} entries (${summary(log)}); clinicians ${clinicians.join(', ')}; newest first: ${newestFirst}`,
+    );
+  } catch (err) {
+    row(steps.journey, 'FAILED', message(err));
+  }
+
+  let zoe: (Person & { id: string }) | undefined;
+  try {
+    const clinician = people.get('northwind-clinician');
+    if (!clinician) {
+      throw new Error('the Northwind clinician is not signed in');
+    }
+    const newPatient = async (who: string) => {
+      const person = { ...(await register(ctx.baseUrl, ctx.projectId, ctx.appIdOf('northwind'))), who };
+      await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/home`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${person.token}` },
+      });
+      const me = (await (
+        await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/profile`, {
+          headers: { authorization: `Bearer ${person.token}` },
+        })
+      ).json()) as { id: string };
+      return { ...person, id: me.id };
+    };
+    zoe = await newPatient('a new Northwind patient');
+    const yan = await newPatient('another new Northwind patient');
+    const before = (await read(zoe, '?limit=100')).entries.filter((e) => e.by.kind === 'clinician').length;
+    const opened = await medplumCall(ctx.baseUrl, clinician.token, 'GET', `fhir/R4/Patient/${zoe.id}`);
+    let after: Entry[] = [];
+    for (let i = 0; i < 20; i++) {
+      after = (await read(zoe, '?limit=100')).entries.filter((e) => e.by.kind === 'clinician');
+      if (after.length > 0) {
+        break;
+      }
+      await pause(250);
+    }
+    const others = (await read(yan, '?limit=100')).entries.filter((e) => e.by.kind === 'clinician').length;
+    const named = after.map((e) => `${e.by.name} ${e.action} ${e.resourceType} x${e.count}`);
+    row(
+      steps.opened,
+      opened.status === 200 &&
+        before === 0 &&
+        after.length === 1 &&
+        after[0].action === 'viewed' &&
+        after[0].resourceType === 'Patient' &&
+        after[0].by.name &&
+        others === 0
+        ? 'ok'
+        : 'FAILED',
+      `before ${before}; the clinician's read ${describe(opened)}; after: ${named.join('; ') || 'none'}; the other new patient's clinician entries: ${others}`,
+    );
+  } catch (err) {
+    row(steps.opened, 'FAILED', message(err));
+  }
+
+  try {
+    const nw = people.get('northwind-clinician');
+    const sr = people.get('southridge-clinician');
+    const bob = people.get('bob');
+    if (!nw || !sr || !bob || !zoe) {
+      throw new Error('someone is not signed in');
+    }
+    const forged = (who: string, what: string): AuditEvent => ({
+      resourceType: 'AuditEvent',
+      type: { system: 'http://terminology.hl7.org/CodeSystem/audit-event-type', code: 'rest' },
+      subtype: [{ system: 'http://hl7.org/fhir/restful-interaction', code: 'read' }],
+      action: 'R',
+      recorded: new Date().toISOString(),
+      outcome: '0',
+      agent: [{ who: { reference: who }, requestor: true }],
+      source: { observer: { reference: who } },
+      entity: [{ what: { reference: what } }],
+    });
+    const zoeRef = `Patient/${zoe.id}`;
+    const search = await medplumCall(ctx.baseUrl, zoe.token, 'GET', `fhir/R4/AuditEvent?entity=${zoeRef}`);
+    const searchRefused = search.status === 403 || ((search.body as { entry?: unknown[] })?.entry ?? []).length === 0;
+    const colleague = await medplumCall(ctx.baseUrl, nw.token, 'POST', 'fhir/R4/AuditEvent', {
+      body: forged(sr.profile, zoeRef),
+    });
+    const otherTenant = await medplumCall(ctx.baseUrl, sr.token, 'POST', 'fhir/R4/AuditEvent', {
+      body: forged(sr.profile, zoeRef),
+    });
+    const inHerName = await medplumCall(ctx.baseUrl, bob.token, 'POST', 'fhir/R4/AuditEvent', {
+      body: forged(zoeRef, zoeRef),
+    });
+    const youBefore = (await read(zoe, '?limit=100')).entries
+      .filter((e) => e.by.kind === 'you')
+      .reduce((n, e) => n + e.count, 0);
+    const bobsOwn = await medplumCall(ctx.baseUrl, bob.token, 'POST', 'fhir/R4/AuditEvent', {
+      body: forged(bob.profile, zoeRef),
+    });
+    const youAfter = (await read(zoe, '?limit=100')).entries
+      .filter((e) => e.by.kind === 'you')
+      .reduce((n, e) => n + e.count, 0);
+    const refused = (a: { status: number }) => a.status === 403;
+    row(
+      steps.forged,
+      searchRefused &&
+        refused(colleague) &&
+        refused(otherTenant) &&
+        refused(inHerName) &&
+        bobsOwn.status === 201 &&
+        youAfter === youBefore
+        ? 'held'
+        : 'FAILED',
+      `her AuditEvent search: ${describe(search)}; in a colleague's name: ${colleague.status}; the other tenant's clinician about her: ${otherTenant.status}; bob in her name: ${inHerName.status}; bob in his own name: ${bobsOwn.status}, her "you" entries ${youBefore} -> ${youAfter}`,
+    );
+  } catch (err) {
+    row(steps.forged, 'FAILED', message(err));
+  }
+
+  try {
+    const maya = people.get('maya');
+    if (!maya) {
+      throw new Error('the journey left no patient');
+    }
+    const whole = (await read(maya, '?limit=100')).entries;
+    const paged: Entry[] = [];
+    let before: string | undefined;
+    for (let page = 0; page < 200; page++) {
+      const got = await read(maya, `?limit=1${before ? `&before=${before}` : ''}`);
+      paged.push(...got.entries);
+      if (!got.next) {
+        break;
+      }
+      before = got.next;
+    }
+    const total = (entries: Entry[]) => entries.reduce((n, e) => n + e.count, 0);
+    const firstPage = whole.length < 100;
+    row(
+      steps.paged,
+      firstPage && total(paged) === total(whole) ? 'ok' : 'FAILED',
+      `${paged.length} pages of 1 hold ${total(paged)} interactions; the whole log (limit 100) ${total(whole)} in ${whole.length} entries`,
+    );
+  } catch (err) {
+    row(steps.paged, 'FAILED', message(err));
+  }
+}
