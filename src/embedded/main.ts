@@ -13,6 +13,8 @@ async function main(): Promise<void> {
     baseUrl,
     definition: demoDefinition(),
     corsOrigins: parseOrigins(process.env.CORS_ORIGINS ?? LOOPBACK_ORIGINS),
+    // As a Medplum set up for the platform keeps them (docs/deploy.md): her access log reads them.
+    saveAuditEvents: true,
   });
   serve({ fetch: medplum.app.fetch, port });
   console.log(

@@ -21,6 +21,8 @@ async function main(): Promise<void> {
     baseUrl: options.baseUrl,
     definition: demoDefinition(),
     corsOrigins: options.corsOrigins,
+    // As a Medplum set up for the platform keeps them (docs/deploy.md): her access log reads them.
+    saveAuditEvents: true,
   });
   let httpPort: number | undefined;
   if (options.httpPort !== undefined) {
