@@ -85,7 +85,7 @@ export const accessLogRoute = createRoute({
     'each interaction (Medplum’s AuditEvents), which nobody using the platform can alter or remove; entries',
     'that do not name their true author are left out. Reads of one record, its history, and changes are',
     'recorded; lists and searches are not (`scope` says so with every answer). Only she reads hers. Needs the',
-    'server to keep AuditEvents (docs/deploy.md): without it the log is empty.',
+    'server to keep AuditEvents (docs/deploy.md; Medplum 5.0.10 cannot, safely): without them the log is empty.',
   ].join(' '),
   security: secured,
   request: { query: AccessLogQuerySchema },
