@@ -1,7 +1,7 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { AuditEvent, Bot, ClientApplication, Practitioner } from '@medplum/fhirtypes';
 import type { AccessLog } from '../contracts/access-log';
-import { ACCESS_LOG_SCOPE } from '../contracts/access-log-rules';
+import { ACCESS_LOG_RECORD_TYPES, ACCESS_LOG_SCOPE } from '../contracts/access-log-rules';
 import { absent } from './lib/absent';
 import type { BotResult } from './lib/result';
 import { patientWorkflow } from './lib/trust';
@@ -85,23 +85,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
 /** Her Patient, then each type of record of hers (the chained search through its `patient` parameter). */
 const SEARCHES: { param: string }[] = [
   { param: 'entity' },
-  ...[
-    'Observation',
-    'Condition',
-    'Task',
-    'Appointment',
-    'Encounter',
-    'QuestionnaireResponse',
-    'CarePlan',
-    'DocumentReference',
-    'MedicationRequest',
-    'ServiceRequest',
-    'Consent',
-    'EpisodeOfCare',
-    'RequestGroup',
-    'DetectedIssue',
-    'Communication',
-  ].map((type) => ({ param: `entity:${type}.patient` })),
+  ...ACCESS_LOG_RECORD_TYPES.map((type) => ({ param: `entity:${type}.patient` })),
 ];
 
 /** Medplum's REST interactions, as she reads them. */

@@ -12,3 +12,25 @@ export const ACCESSOR_KINDS = ['you', 'clinician', 'platform', 'application'] as
 /** What the log can show and what it cannot: said with every answer, for her app to show her. */
 export const ACCESS_LOG_SCOPE =
   'Who opened one of your records or changed it, as the platform records it: each time a record of yours was read by itself, its history looked at, or it was created, changed or deleted. Lists and searches that show your records (a care team’s task list, the tabs of your chart) are not recorded one by one, so they are not here; opening your chart is.';
+
+/**
+ * The types of her records whose AuditEvents her log reads (each by a chained search through its `patient`
+ * parameter), besides her Patient itself: what the platform and her care team keep of hers.
+ */
+export const ACCESS_LOG_RECORD_TYPES = [
+  'Observation',
+  'Condition',
+  'Task',
+  'Appointment',
+  'Encounter',
+  'QuestionnaireResponse',
+  'CarePlan',
+  'DocumentReference',
+  'MedicationRequest',
+  'ServiceRequest',
+  'Consent',
+  'EpisodeOfCare',
+  'RequestGroup',
+  'DetectedIssue',
+  'Communication',
+] as const;

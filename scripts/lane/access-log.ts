@@ -1,6 +1,7 @@
 // Her access log on a real Medplum (its saveAuditEvents on): who opened or changed her records, only hers,
 // nothing written in someone else's name.
 import type { AuditEvent } from '@medplum/fhirtypes';
+import type { AccessLog } from '../../contracts/access-log';
 import {
   type AttackContext,
   describe,
@@ -13,18 +14,8 @@ import {
   row,
 } from './common';
 
-interface Entry {
-  at: string;
-  action: string;
-  resourceType: string;
-  by: { kind: string; name?: string; purpose?: string };
-  count: number;
-}
-interface Log {
-  entries: Entry[];
-  next?: string;
-  scope: string;
-}
+type Log = AccessLog;
+type Entry = AccessLog['entries'][number];
 
 /**
  * (a) the journey patient's log through the gateway: her care team's clinicians by name, the platform by

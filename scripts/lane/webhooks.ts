@@ -83,6 +83,30 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
       await pause(500);
     }
   };
+  /** Kept deliveries made due now, as time passing would make them. */
+  const makeDue = async (records: Basic[]) => {
+    for (const record of records) {
+      const parts = record.extension?.[0]?.extension ?? [];
+      const now = new Date(Date.now() - 1000).toISOString();
+      await admin.updateResource({
+        ...record,
+        extension: [
+          {
+            url: EXTENSIONS.webhookDelivery,
+            extension: parts.map((e) => (e.url === 'next' ? { url: 'next', valueInstant: now } : e)),
+          },
+        ],
+      });
+    }
+  };
+  /** The run Medplum's cron makes (its input: the Bot), made by the admin. */
+  const scheduledRun = async () => {
+    const bot = (await admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|webhooks` })) as Bot;
+    return (await admin.executeBot({ system: SYSTEMS.bots, value: 'webhooks' }, bot, 'application/fhir+json')) as {
+      tried?: number;
+      delivered?: number;
+    };
+  };
   const kept = async (): Promise<Basic[]> =>
     admin.searchResources('Basic', { code: KEPT, _count: '100' }, { cache: 'no-cache' });
 
@@ -149,23 +173,9 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     const parts = record?.extension?.[0]?.extension ?? [];
     const attempts = parts.find((e) => e.url === 'attempts')?.valueInteger;
     // Due now, as time passing would make it; then the run Medplum's cron would make (input: the Bot).
-    await admin.updateResource({
-      ...record,
-      extension: [
-        {
-          url: EXTENSIONS.webhookDelivery,
-          extension: parts.map((e) =>
-            e.url === 'next' ? { url: 'next', valueInstant: new Date(Date.now() - 1000).toISOString() } : e,
-          ),
-        },
-      ],
-    });
+    await makeDue([record]);
     const count = receiver.deliveries.length;
-    const bot = (await admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|webhooks` })) as Bot;
-    const run = (await admin.executeBot({ system: SYSTEMS.bots, value: 'webhooks' }, bot, 'application/fhir+json')) as {
-      tried?: number;
-      delivered?: number;
-    };
+    const run = await scheduledRun();
     const again = receiver.deliveries.slice(count);
     const same =
       again.length === 1 && again[0].id === refused?.id && again[0].raw === refused?.raw && again[0].verified;
@@ -214,25 +224,8 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     const postedForRuth = receiver.deliveries
       .slice(between)
       .filter((d) => JSON.stringify(d.body).includes(ruth.patientRef));
-    for (const record of all) {
-      const parts = record.extension?.[0]?.extension ?? [];
-      await admin.updateResource({
-        ...record,
-        extension: [
-          {
-            url: EXTENSIONS.webhookDelivery,
-            extension: parts.map((e) =>
-              e.url === 'next' ? { url: 'next', valueInstant: new Date(Date.now() - 1000).toISOString() } : e,
-            ),
-          },
-        ],
-      });
-    }
-    const bot = (await admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|webhooks` })) as Bot;
-    const run = (await admin.executeBot({ system: SYSTEMS.bots, value: 'webhooks' }, bot, 'application/fhir+json')) as {
-      tried?: number;
-      delivered?: number;
-    };
+    await makeDue(all);
+    const run = await scheduledRun();
     const left = await kept();
     row(
       steps.silent,

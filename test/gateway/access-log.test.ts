@@ -1,6 +1,6 @@
 import type { AuditEvent, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCESS_LOG_SCOPE } from '../../contracts/access-log';
+import { ACCESS_LOG_SCOPE, type AccessLog } from '../../contracts/access-log';
 import { createPatientCareClient } from '../../src/sdk';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
@@ -12,18 +12,8 @@ import { freshPatient } from '../support/patients';
  * who opened or changed her records, clinicians by name, the platform by purpose, herself; nothing of
  * anyone else's, nothing a member wrote in someone else's name.
  */
-interface Entry {
-  at: string;
-  action: string;
-  resourceType: string;
-  by: { kind: string; name?: string; purpose?: string };
-  count: number;
-}
-interface Log {
-  entries: Entry[];
-  next?: string;
-  scope: string;
-}
+type Log = AccessLog;
+type Entry = AccessLog['entries'][number];
 
 let gw: TestGateway;
 let alice: DemoActor;

@@ -1,4 +1,5 @@
 import type { AccessPolicyResource } from '@medplum/fhirtypes';
+import { ACCESS_LOG_RECORD_TYPES } from '../../../contracts/access-log-rules';
 import { BOT_CODE } from '../policies/bots';
 import { CLIENT_SECRETS } from '../policies/common';
 import type { AccessPolicyDefinition, PlatformBot } from '../shape';
@@ -41,23 +42,7 @@ export const accessLog: PlatformBot = {
         { resourceType: 'ClientApplication', interaction: ['read'], hiddenFields: CLIENT_SECRETS },
         { resourceType: 'Bot', interaction: ['read'], hiddenFields: BOT_CODE },
         // The records of hers its searches go through (`entity:Observation.patient=`...): found, not read.
-        ...[
-          'Observation',
-          'Condition',
-          'Task',
-          'Appointment',
-          'Encounter',
-          'QuestionnaireResponse',
-          'CarePlan',
-          'DocumentReference',
-          'MedicationRequest',
-          'ServiceRequest',
-          'Consent',
-          'EpisodeOfCare',
-          'RequestGroup',
-          'DetectedIssue',
-          'Communication',
-        ].map((resourceType) => ({ resourceType, interaction: ['search' as const] })),
+        ...ACCESS_LOG_RECORD_TYPES.map((resourceType) => ({ resourceType, interaction: ['search' as const] })),
       ],
     },
   },
