@@ -30,9 +30,9 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
   const family = 'access log';
   const steps = {
     journey: `${family}: (a) the journey patient's log through the gateway (GET /v1/patient/access-log): entries by her care team's clinicians by name, by the platform with a purpose, and by herself, newest first`,
-    opened: `${family}: (b) a new Northwind patient's log names no clinician; the Northwind clinician reads her Patient by id on Medplum; her log then names that clinician (viewed Patient); another new patient's log still names none`,
+    opened: `${family}: (b) a new Northwind patient's log names no clinician; the Northwind clinician reads her Patient by id on Medplum, and she reads it herself (on a Medplum process that keeps AuditEvents); her log then names that clinician (viewed Patient) and herself; another new patient's log still names no clinician`,
     forged: `${family}: (c) on Medplum: she cannot search AuditEvent; POST AuditEvent in a colleague's name (Northwind clinician), about a Northwind patient (Southridge clinician, in her own name), in her name (bob): refused; bob's entry in his own name about her is kept and left out of her log`,
-    paged: `${family}: (d) her log page by page (limit=1, each page's next as before) is her whole log`,
+    paged: `${family}: (d) the new patient's log page by page (limit=1, each page's next as before) is her whole log`,
   };
   const read = async (person: Person, query = ''): Promise<Log> => {
     const res = await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/access-log${query}`, {
@@ -53,15 +53,21 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
 
   // Whether this Medplum keeps AuditEvents at all (its saveAuditEvents): Medplum 5.0.10 must not, since with
   // it every `_include` or GraphQL reference read leaves a database connection in a transaction until the
-  // server stops answering (docs/medplum-auditevents.md). Without it the log is rightly empty.
+  // server stops answering (docs/medplum-auditevents.md). Without it the journey's log is rightly empty.
+  // MEDPLUM_AUDITING_BASE_URL: a second Medplum process over the same database that keeps them, its own
+  // Redis database (docs/real-medplum.md): plain reads by id made there are kept, and her log (read through
+  // the gateway, its bot on the lane's Medplum) must show them.
   const maya = people.get('maya');
   const kept = maya ? (await read(maya, '?limit=1').catch(() => undefined))?.entries.length !== 0 : false;
+  const auditing = process.env.MEDPLUM_AUDITING_BASE_URL || (kept ? ctx.baseUrl : undefined);
   const NOT_KEPT =
     'this Medplum keeps no AuditEvents (saveAuditEvents off: on Medplum 5.0.10 it leaks a database connection with every _include or GraphQL reference read, docs/medplum-auditevents.md); her log is empty, as it should be';
   if (!kept) {
     row(steps.journey, 'not reached', NOT_KEPT);
-    row(steps.opened, 'not reached', NOT_KEPT);
-    row(steps.paged, 'not reached', NOT_KEPT);
+  }
+  if (!auditing) {
+    row(steps.opened, 'not reached', `${NOT_KEPT}; no MEDPLUM_AUDITING_BASE_URL`);
+    row(steps.paged, 'not reached', `${NOT_KEPT}; no MEDPLUM_AUDITING_BASE_URL`);
   }
 
   try {
@@ -110,16 +116,20 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
       return { ...person, id: me.id };
     };
     zoe = await newPatient('a new Northwind patient');
-    if (!kept) {
+    if (!auditing) {
       throw new Skip();
     }
     const yan = await newPatient('another new Northwind patient');
     const before = (await read(zoe, '?limit=100')).entries.filter((e) => e.by.kind === 'clinician').length;
-    const opened = await medplumCall(ctx.baseUrl, clinician.token, 'GET', `fhir/R4/Patient/${zoe.id}`);
+    const opened = await medplumCall(auditing, clinician.token, 'GET', `fhir/R4/Patient/${zoe.id}`);
+    const own = await medplumCall(auditing, zoe.token, 'GET', `fhir/R4/Patient/${zoe.id}`);
     let after: Entry[] = [];
+    let herself: Entry[] = [];
     for (let i = 0; i < 20; i++) {
-      after = (await read(zoe, '?limit=100')).entries.filter((e) => e.by.kind === 'clinician');
-      if (after.length > 0) {
+      const entries = (await read(zoe, '?limit=100')).entries;
+      after = entries.filter((e) => e.by.kind === 'clinician');
+      herself = entries.filter((e) => e.by.kind === 'you');
+      if (after.length > 0 && herself.length > 0) {
         break;
       }
       await pause(250);
@@ -129,6 +139,8 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     row(
       steps.opened,
       opened.status === 200 &&
+        own.status === 200 &&
+        herself.some((e) => e.action === 'viewed' && e.resourceType === 'Patient') &&
         before === 0 &&
         after.length === 1 &&
         after[0].action === 'viewed' &&
@@ -137,7 +149,7 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
         others === 0
         ? 'ok'
         : 'FAILED',
-      `before ${before}; the clinician's read ${describe(opened)}; after: ${named.join('; ') || 'none'}; the other new patient's clinician entries: ${others}`,
+      `before ${before}; the clinician's read ${describe(opened)}, hers ${describe(own)} (at ${auditing}); after: ${named.join('; ') || 'none'}, and ${herself.map((e) => `you ${e.action} ${e.resourceType} x${e.count}`).join('; ') || 'nothing of hers'}; the other new patient's clinician entries: ${others}`,
     );
   } catch (err) {
     if (!(err instanceof Skip)) {
@@ -202,17 +214,17 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
   }
 
   try {
-    if (!kept) {
+    if (!auditing) {
       throw new Skip();
     }
-    if (!maya) {
-      throw new Error('the journey left no patient');
+    if (!zoe) {
+      throw new Error('no new patient');
     }
-    const whole = (await read(maya, '?limit=100')).entries;
+    const whole = (await read(zoe, '?limit=100')).entries;
     const paged: Entry[] = [];
     let before: string | undefined;
     for (let page = 0; page < 200; page++) {
-      const got = await read(maya, `?limit=1${before ? `&before=${before}` : ''}`);
+      const got = await read(zoe, `?limit=1${before ? `&before=${before}` : ''}`);
       paged.push(...got.entries);
       if (!got.next) {
         break;
@@ -223,7 +235,7 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     const firstPage = whole.length < 100;
     row(
       steps.paged,
-      firstPage && total(paged) === total(whole) ? 'ok' : 'FAILED',
+      firstPage && whole.length >= 2 && total(paged) === total(whole) ? 'ok' : 'FAILED',
       `${paged.length} pages of 1 hold ${total(paged)} interactions; the whole log (limit 100) ${total(whole)} in ${whole.length} entries`,
     );
   } catch (err) {
