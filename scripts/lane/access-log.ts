@@ -2,16 +2,19 @@
 // nothing written in someone else's name.
 import type { AuditEvent } from '@medplum/fhirtypes';
 import type { AccessLog } from '../../contracts/access-log';
+import { demoEmail } from '../../src/provision/demo';
 import {
   type AttackContext,
   describe,
   medplumCall,
   message,
+  NEWCOMER_PASSWORD,
   type Person,
   PUBLIC_URL,
   pause,
   register,
   row,
+  signIn,
 } from './common';
 
 type Log = AccessLog;
@@ -96,7 +99,7 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     }
   }
 
-  let zoe: (Person & { id: string }) | undefined;
+  let zoe: (Person & { id: string; email: string }) | undefined;
   try {
     const clinician = people.get('northwind-clinician');
     if (!clinician) {
@@ -121,8 +124,16 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     }
     const yan = await newPatient('another new Northwind patient');
     const before = (await read(zoe, '?limit=100')).entries.filter((e) => e.by.kind === 'clinician').length;
-    const opened = await medplumCall(auditing, clinician.token, 'GET', `fhir/R4/Patient/${zoe.id}`);
-    const own = await medplumCall(auditing, zoe.token, 'GET', `fhir/R4/Patient/${zoe.id}`);
+    // Signed in there (a Medplum process keeps its sign-ins in its own Redis database).
+    const clinicianThere = await signIn(
+      auditing,
+      ctx.projectId,
+      'the Northwind clinician',
+      demoEmail('clinician', 'northwind'),
+    );
+    const zoeThere = await signIn(auditing, ctx.projectId, zoe.who, zoe.email, NEWCOMER_PASSWORD);
+    const opened = await medplumCall(auditing, clinicianThere.token, 'GET', `fhir/R4/Patient/${zoe.id}`);
+    const own = await medplumCall(auditing, zoeThere.token, 'GET', `fhir/R4/Patient/${zoe.id}`);
     let after: Entry[] = [];
     let herself: Entry[] = [];
     for (let i = 0; i < 20; i++) {

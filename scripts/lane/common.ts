@@ -126,9 +126,15 @@ export interface Person {
 }
 
 /** Signs a demo person in through Medplum's own login (email and password, then the code). */
-export async function signIn(baseUrl: string, projectId: string, who: string, email: string): Promise<Person> {
+export async function signIn(
+  baseUrl: string,
+  projectId: string,
+  who: string,
+  email: string,
+  password = DEMO_PASSWORD,
+): Promise<Person> {
   const client = new MedplumClient({ baseUrl, cacheTime: 0 });
-  const login = await client.startLogin({ email, password: DEMO_PASSWORD, projectId });
+  const login = await client.startLogin({ email, password, projectId });
   if (!login.code) {
     throw new Error(`${email}: Medplum asked for more than a password`);
   }
@@ -137,14 +143,22 @@ export async function signIn(baseUrl: string, projectId: string, who: string, em
   return { who, token: client.getAccessToken() as string, profile: `${profile?.resourceType}/${profile?.id}` };
 }
 
+/** The password of the patients the lane registers. */
+export const NEWCOMER_PASSWORD = 'a long enough lane password';
+
 /** A new patient registered through a tenant's app (`auth/newuser` -> `auth/newpatient`), never homed. */
-export async function register(baseUrl: string, projectId: string, clientId: string): Promise<Person> {
+export async function register(
+  baseUrl: string,
+  projectId: string,
+  clientId: string,
+): Promise<Person & { email: string }> {
   const client = new MedplumClient({ baseUrl, cacheTime: 0 });
+  const email = `newcomer.${Date.now()}.${Math.random().toString(36).slice(2, 8)}@example.com`;
   const user = await client.startNewUser({
     firstName: 'Nina',
     lastName: 'Newcomer',
-    email: `newcomer.${Date.now()}@example.com`,
-    password: 'a long enough lane password',
+    email,
+    password: NEWCOMER_PASSWORD,
     projectId,
     clientId,
     recaptchaToken: '',
@@ -154,6 +168,7 @@ export async function register(baseUrl: string, projectId: string, clientId: str
   const profile = client.getProfile();
   return {
     who: 'a new patient, not yet homed',
+    email,
     token: client.getAccessToken() as string,
     profile: `${profile?.resourceType}/${profile?.id}`,
   };
