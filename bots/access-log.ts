@@ -34,6 +34,12 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
         'AuditEvent',
         {
           [entity.param]: patient,
+          // Only what her log can show: an entry it would leave out must not fill the page in place of
+          // hers (a member may write entries in her own name: failed ones, searches...).
+          outcome: '0',
+          subtype: Object.keys(ACTIONS)
+            .map((code) => `${RESTFUL}|${code}`)
+            .join(','),
           ...(before ? { date: `lt${before}` } : {}),
           _sort: '-date',
           _count: String(perSearch),
@@ -88,6 +94,8 @@ const SEARCHES: { param: string }[] = [
   ...ACCESS_LOG_RECORD_TYPES.map((type) => ({ param: `entity:${type}.patient` })),
 ];
 
+const RESTFUL = 'http://hl7.org/fhir/restful-interaction';
+
 /** Medplum's REST interactions, as she reads them. */
 const ACTIONS: Record<string, AccessLog['entries'][number]['action']> = {
   read: 'viewed',
@@ -99,23 +107,28 @@ const ACTIONS: Record<string, AccessLog['entries'][number]['action']> = {
 };
 
 /**
- * Written by Medplum for the member it names (its author stamp is the agent), about a REST interaction
- * that succeeded; a patient's own entries count only when they are hers.
+ * Written by Medplum for the member it names (its author stamp is every agent), about a REST interaction
+ * that succeeded; a patient's own entries count only when they are hers. Whatever else a member may
+ * write in her own name counts too (it shows against herself): an entry left out here could fill a
+ * search's page and push her true entries off it.
  */
 function genuine(e: AuditEvent, patient: string): boolean {
   const who = e.agent?.[0]?.who?.reference;
-  const interaction = e.subtype?.find((s) => s.system === 'http://hl7.org/fhir/restful-interaction')?.code;
+  const interaction = e.subtype?.find((s) => s.system === RESTFUL)?.code;
   return (
     !!who &&
     e.meta?.author?.reference === who &&
-    (e.agent?.length ?? 0) === 1 &&
+    (e.agent ?? []).every((a) => a.who?.reference === who) &&
     e.outcome === '0' &&
     !!interaction &&
     interaction in ACTIONS &&
-    !!e.entity?.[0]?.what?.reference &&
+    !!whatOf(e) &&
     (!who.startsWith('Patient/') || who === patient)
   );
 }
+
+/** What the entry is about: its first entity that names a record. */
+const whatOf = (e: AuditEvent): string | undefined => e.entity?.find((x) => x.what?.reference)?.what?.reference;
 
 type Names = Map<string, { kind: AccessLog['entries'][number]['by']['kind']; name?: string; purpose?: string }>;
 
@@ -152,8 +165,8 @@ async function actorsOf(medplum: MedplumClient, events: AuditEvent[]): Promise<N
 function entryOf(e: AuditEvent, patient: string, names: Names): AccessLog['entries'][number] | undefined {
   const who = e.agent?.[0]?.who?.reference as string;
   const by = who === patient ? { kind: 'you' as const } : names.get(who);
-  const interaction = e.subtype?.find((s) => s.system === 'http://hl7.org/fhir/restful-interaction')?.code as string;
-  const resourceType = (e.entity?.[0]?.what?.reference ?? '').split('/')[0];
+  const interaction = e.subtype?.find((s) => s.system === RESTFUL)?.code as string;
+  const resourceType = (whatOf(e) ?? '').split('/')[0];
   return by ? { at: e.recorded, action: ACTIONS[interaction], resourceType, by, count: 1 } : undefined;
 }
 

@@ -133,7 +133,16 @@ export function readPending(record: Basic): Pending | undefined {
   const payload = part('payload')?.valueString;
   const attempts = part('attempts')?.valueInteger;
   const next = part('next')?.valueInstant;
-  if (!eventId || !tenant?.startsWith('Organization/') || !payload || attempts === undefined || !next) {
+  // The tenant is also the record's subject, as this bot keeps it: a Basic that names anyone else (a
+  // patient's own, whose subject her policy forces to her) is not a delivery, whatever code it carries.
+  if (
+    !eventId ||
+    !tenant?.startsWith('Organization/') ||
+    record.subject?.reference !== tenant ||
+    !payload ||
+    attempts === undefined ||
+    !next
+  ) {
     return undefined;
   }
   return { eventId, tenant, payload, attempts, next, last: part('last')?.valueString ?? '' };

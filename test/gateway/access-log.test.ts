@@ -137,8 +137,11 @@ describe('her access log', () => {
         forged(`Practitioner/${southridge.practitioner.id}`, `Patient/${alice.patient.id}`),
       ),
     ).rejects.toThrow(/Forbidden/);
-    // Bob in his own name about her: Medplum keeps it, the log leaves it out (only her own entries are "you").
-    await bob.medplum.createResource(forged(`Patient/${bob.patient.id}`, `Patient/${alice.patient.id}`));
+    // Bob in his own name about her: refused too (a patient's entries name no other patient; had it been
+    // kept, the log would leave it out: only her own entries are "you").
+    await expect(
+      bob.medplum.createResource(forged(`Patient/${bob.patient.id}`, `Patient/${alice.patient.id}`)),
+    ).rejects.toThrow(/Forbidden/);
     const after = await wholeLog(alice, 100);
     expect(after.filter((e) => e.by.kind === 'you').length).toBe(before.filter((e) => e.by.kind === 'you').length);
     expect(after.filter((e) => e.by.kind === 'clinician')).toEqual(before.filter((e) => e.by.kind === 'clinician'));

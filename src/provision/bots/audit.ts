@@ -20,6 +20,21 @@ export const OWN_AUDIT_TRAIL: AccessPolicyResource = {
   writeConstraint: [{ language: 'text/fhirpath', expression: "%after.agent.all(who.reference = '%profile')" }],
 };
 
+/**
+ * A patient's own trail: also about no other patient (her entries about another's Patient would fill
+ * that patient's log's searches with entries it leaves out, pushing her true ones off the page).
+ */
+export const OWN_PATIENT_AUDIT_TRAIL: AccessPolicyResource = {
+  ...OWN_AUDIT_TRAIL,
+  writeConstraint: [
+    ...(OWN_AUDIT_TRAIL.writeConstraint ?? []),
+    {
+      language: 'text/fhirpath',
+      expression: "%after.entity.all(what.reference.startsWith('Patient/').not() or what.reference = '%profile')",
+    },
+  ],
+};
+
 /** Every policy of a member who reads or changes her records keeps its own audit trail (bots included). */
 export function withOwnAuditTrail(definition: AccessPolicyDefinition): AccessPolicyDefinition {
   const resource = definition.policy.resource ?? [];

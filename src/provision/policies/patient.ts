@@ -1,7 +1,7 @@
 import type { AccessPolicyResource } from '@medplum/fhirtypes';
 import { DOCUMENT_TYPES } from '../../../contracts/attachments';
 import { BOT_AUDIENCE, CATALOG, SYSTEMS } from '../../../contracts/systems';
-import { OWN_AUDIT_TRAIL } from '../bots/audit';
+import { OWN_PATIENT_AUDIT_TRAIL } from '../bots/audit';
 import {
   CATALOG_TYPES,
   catalogReads,
@@ -60,6 +60,15 @@ export const ONLY_SELF_REFERENCES = {
 };
 
 /**
+ * Her Basics are her Idempotency-Key records and nothing else: no other code rides along (a Basic that
+ * also carried a webhook delivery's code would be found by the webhooks bot's search of its deliveries).
+ */
+export const ONLY_IDEMPOTENCY_CODE = {
+  language: 'text/fhirpath' as const,
+  expression: `%after.code.coding.all(system = '${SYSTEMS.idempotency}' and code = 'request')`,
+};
+
+/**
  * A patient never answers a clinician's work form (contracts/work-forms.ts): answers to one wake the
  * eligibility and compose-offer bots when completed, so a patient's would spend those bots' quota, which
  * every patient shares, for nothing (self-registration is open).
@@ -81,8 +90,8 @@ export const ANSWERS_FROZEN_ONCE_SUBMITTED = {
 export function patientPolicy(): AccessPolicyResource[] {
   return [
     // Medplum's record of what she reads and changes herself, kept through her own access: entries that
-    // name her only (her access log, bots/audit.ts); never read, changed or deleted by her.
-    OWN_AUDIT_TRAIL,
+    // name her only, about no other patient (her access log, bots/audit.ts); never read, changed or deleted by her.
+    OWN_PATIENT_AUDIT_TRAIL,
     // Own demographics: readable and updatable; tenancy and identity stay server-owned.
     {
       resourceType: 'Patient',
@@ -115,7 +124,7 @@ export function patientPolicy(): AccessPolicyResource[] {
       resourceType: 'Basic',
       criteria: `Basic?subject=%patient&code=${SYSTEMS.idempotency}|request`,
       interaction: ['create', 'read', 'search', 'update', 'delete'],
-      writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS, JOURNEY_KEYS],
+      writeConstraint: [ONLY_SELF_REFERENCES, SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_IDEMPOTENCY_CODE],
     },
     // The published catalog (her tenant's and the platform's): what she may start, agree to and be offered.
     ...CATALOG_TYPES.flatMap(catalogReads),
