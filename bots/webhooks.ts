@@ -134,18 +134,24 @@ async function tryAgainWhatIsDue(
   secrets: Record<string, { valueString?: string }> | undefined,
   now: Date,
 ): Promise<{ tried: number; delivered: number }> {
-  const kept = await medplum.searchResources('Basic', {
+  // Page by page until enough are due: the order written is not the order due (one tried long ago may
+  // wait a day, one tried minutes ago only five), so the first page alone could hold none that is.
+  const due: { record: Basic & { id: string }; pending: Pending }[] = [];
+  for await (const page of medplum.searchResourcePages('Basic', {
     code: `${SYSTEMS.webhookDelivery}|pending`,
     _sort: '_lastUpdated',
     _count: '100',
-  });
-  const due = kept
-    .map((record) => ({ record, pending: readPending(record) }))
-    .filter(
-      (d): d is { record: Basic & { id: string }; pending: Pending } =>
-        !!d.pending && Date.parse(d.pending.next) <= now.getTime(),
-    )
-    .slice(0, TRIES_PER_RUN);
+  })) {
+    for (const record of page) {
+      const pending = readPending(record);
+      if (pending && Date.parse(pending.next) <= now.getTime() && due.length < TRIES_PER_RUN) {
+        due.push({ record: record as Basic & { id: string }, pending });
+      }
+    }
+    if (due.length >= TRIES_PER_RUN) {
+      break;
+    }
+  }
   const results = await Promise.all(due.map(({ record, pending }) => tryAgain(medplum, record, pending, secrets, now)));
   return { tried: due.length, delivered: results.filter(Boolean).length };
 }

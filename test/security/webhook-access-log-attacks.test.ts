@@ -175,4 +175,45 @@ describe('the webhooks bot believes only the deliveries it kept', () => {
     expect(receiver.deliveries.map((d) => d.raw)).not.toContain(forged);
     expect(receiver.deliveries.map((d) => d.id)).not.toContain('Appointment/forged/_history/1');
   });
+
+  it('a delivery that is due is tried even behind a hundred kept ones that wait longer', async () => {
+    const northwind = (await gw.backend.admin.searchOne('Organization', {
+      identifier: `${SYSTEMS.tenant}|northwind`,
+    })) as Organization;
+    const kept = (eventId: string, next: string): Basic => ({
+      resourceType: 'Basic',
+      code: { coding: [{ system: SYSTEMS.webhookDelivery, code: 'pending' }] },
+      identifier: [{ system: SYSTEMS.webhookDelivery, value: eventId }],
+      subject: { reference: `Organization/${northwind.id}` },
+      extension: [
+        {
+          url: EXTENSIONS.webhookDelivery,
+          extension: [
+            { url: 'tenant', valueReference: { reference: `Organization/${northwind.id}` } },
+            { url: 'payload', valueString: JSON.stringify({ id: eventId }) },
+            { url: 'attempts', valueInteger: 7 },
+            { url: 'next', valueInstant: next },
+            { url: 'last', valueString: '500' },
+          ],
+        },
+      ],
+    });
+    // Tried long ago and waiting a day (the oldest written), then one tried a few minutes ago, due now.
+    const waiting = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        gw.backend.admin.createResource(kept(`Task/waiting-${i}/_history/1`, FAR_FUTURE)),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const due = await gw.backend.admin.createResource({
+      ...kept('Task/due/_history/1', new Date(Date.now() - 1000).toISOString()),
+    });
+    const bot = (await gw.backend.admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|webhooks` })) as Bot;
+    const run = (await gw.backend.admin.executeBot(WEBHOOKS_BOT, bot, 'application/fhir+json')) as { tried: number };
+    expect(run.tried).toBe(1);
+    expect(receiver.deliveries.map((d) => d.id)).toContain('Task/due/_history/1');
+    for (const record of [...waiting, due]) {
+      await gw.backend.admin.deleteResource('Basic', record.id as string).catch(() => undefined);
+    }
+  });
 });
