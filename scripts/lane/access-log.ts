@@ -34,7 +34,7 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
   const steps = {
     journey: `${family}: (a) the journey patient's log through the gateway (GET /v1/patient/access-log): entries by her care team's clinicians by name, by the platform with a purpose, and by herself, newest first`,
     opened: `${family}: (b) a new Northwind patient's log names no clinician; the Northwind clinician reads her Patient by id on Medplum, and she reads it herself (on a Medplum process that keeps AuditEvents); her log then names that clinician (viewed Patient) and herself; another new patient's log still names no clinician`,
-    forged: `${family}: (c) on Medplum: she cannot search AuditEvent; POST AuditEvent in a colleague's name (Northwind clinician), about a Northwind patient (Southridge clinician, in her own name), in her name (bob): refused; bob's entry in his own name about her is kept and left out of her log`,
+    forged: `${family}: (c) on Medplum: she cannot search AuditEvent; POST AuditEvent in a colleague's name (Northwind clinician), about a Northwind patient (Southridge clinician, in her own name), in her name (bob), and bob in his own name about her Patient: refused; her log unchanged`,
     paged: `${family}: (d) the new patient's log page by page (limit=1, each page's next as before) is her whole log`,
   };
   const read = async (person: Person, query = ''): Promise<Log> => {
@@ -214,7 +214,7 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
         refused(colleague) &&
         refused(otherTenant) &&
         refused(inHerName) &&
-        bobsOwn.status === 201 &&
+        refused(bobsOwn) &&
         youAfter === youBefore
         ? 'held'
         : 'FAILED',
