@@ -127,6 +127,8 @@ async function tenantOf(medplum: MedplumClient, patient: Patient | undefined): P
 
 /** Deliveries tried at once in one run (each waits at most WEBHOOK_TIMEOUT_MS). */
 const TRIES_PER_RUN = 20;
+/** Pages of 100 kept deliveries a run reads at most looking for due ones (50 searches, 1,000 points). */
+const MAX_PAGES_PER_RUN = 50;
 
 /** A scheduled run: every kept delivery whose time has come, tried again (oldest first). */
 async function tryAgainWhatIsDue(
@@ -137,6 +139,7 @@ async function tryAgainWhatIsDue(
   // Page by page until enough are due: the order written is not the order due (one tried long ago may
   // wait a day, one tried minutes ago only five), so the first page alone could hold none that is.
   const due: { record: Basic & { id: string }; pending: Pending }[] = [];
+  let pages = 0;
   for await (const page of medplum.searchResourcePages('Basic', {
     code: `${SYSTEMS.webhookDelivery}|pending`,
     _sort: '_lastUpdated',
@@ -148,7 +151,9 @@ async function tryAgainWhatIsDue(
         due.push({ record: record as Basic & { id: string }, pending });
       }
     }
-    if (due.length >= TRIES_PER_RUN) {
+    // Enough, or as deep as a run reads (Medplum refuses `_offset` past 10,000, which would fail the run
+    // and every run after it while the backlog stands): what lies deeper waits for its turn.
+    if (due.length >= TRIES_PER_RUN || ++pages >= MAX_PAGES_PER_RUN) {
       break;
     }
   }
