@@ -95,7 +95,7 @@ async function deliverChange(
   const outcome =
     stalled && unanswered(stalled.last)
       ? undefined
-      : await postSigned(webhook.endpoint, webhook.secret, id, payload, now);
+      : await postSigned(webhook.endpoint, webhook.secrets, id, payload, now);
   if (outcome !== undefined && delivered(outcome)) {
     return { delivered: true };
   }
@@ -172,7 +172,7 @@ async function tryAgain(
   const tenant = await medplum.readResource('Organization', pending.tenant.slice('Organization/'.length)).catch(absent);
   const webhook = tenant ? tenantWebhook(tenant, secrets) : undefined;
   const outcome = webhook
-    ? await postSigned(webhook.endpoint, webhook.secret, pending.eventId, pending.payload, now)
+    ? await postSigned(webhook.endpoint, webhook.secrets, pending.eventId, pending.payload, now)
     : 'unreachable';
   const ifMatch = { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } };
   if (delivered(outcome)) {

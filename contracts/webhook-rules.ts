@@ -32,6 +32,17 @@ export const webhookSecretName = (tenantKey: string): string => `webhook-secret-
 export const WEBHOOK_SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/;
 
 /**
+ * A tenant's secrets: one, or two separated by a space while it rotates them (the new one first). Every
+ * delivery is then signed with each (`webhook-signature: v1,<one> v1,<other>`, as Standard Webhooks
+ * rotates), so the receiver can move to the new secret before the old one is dropped. Undefined when the
+ * text is not one or two secrets.
+ */
+export function webhookSecrets(text: string): string[] | undefined {
+  const secrets = text.trim().split(/ +/);
+  return secrets.length <= 2 && secrets.every((s) => WEBHOOK_SECRET_PATTERN.test(s)) ? secrets : undefined;
+}
+
+/**
  * Where a tenant's events may go: https, or http to this machine only (a receiver beside Medplum, as in
  * tests). No credentials in the URL (they would sit in the Organization for every reader of it).
  */

@@ -9,6 +9,7 @@ import {
   WEBHOOK_RETRY_MINUTES,
   WEBHOOK_TIMEOUT_MS,
   webhookSecretName,
+  webhookSecrets,
 } from '../../contracts/webhook-rules';
 
 /**
@@ -24,14 +25,27 @@ export type TryOutcome = number | 'unreachable' | 'timeout';
 export const delivered = (outcome: TryOutcome): boolean =>
   typeof outcome === 'number' && outcome >= 200 && outcome < 300;
 
-/** `v1,<base64 HMAC-SHA256>` of `<id>.<timestamp>.<body>`, keyed with the secret's base64 part (Standard Webhooks). */
-export function webhookSignature(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
-  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+/**
+ * `v1,<base64 HMAC-SHA256>` of `<id>.<timestamp>.<body>`, keyed with each secret's base64 part, separated by
+ * spaces (Standard Webhooks; two while the tenant rotates its secret: contracts/webhook-rules.ts).
+ */
+export function webhookSignature(secrets: string[], id: string, timestamp: number, body: string): string {
+  return secrets
+    .map((secret) => {
+      const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+      return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+    })
+    .join(' ');
 }
 
 /** One signed POST of `body` (no redirect followed, nothing of the answer read but its status). */
-export function postSigned(endpoint: string, secret: string, id: string, body: string, now: Date): Promise<TryOutcome> {
+export function postSigned(
+  endpoint: string,
+  secrets: string[],
+  id: string,
+  body: string,
+  now: Date,
+): Promise<TryOutcome> {
   if (!allowedWebhookEndpoint(endpoint)) {
     return Promise.resolve('unreachable');
   }
@@ -49,7 +63,7 @@ export function postSigned(endpoint: string, secret: string, id: string, body: s
           'user-agent': 'patient-care-webhooks/1',
           'webhook-id': id,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': webhookSignature(secret, id, timestamp, body),
+          'webhook-signature': webhookSignature(secrets, id, timestamp, body),
         },
       },
       (response) => {
@@ -71,11 +85,12 @@ export function postSigned(endpoint: string, secret: string, id: string, body: s
 export function tenantWebhook(
   tenant: Organization,
   secrets: Record<string, { valueString?: string }> | undefined,
-): { endpoint: string; secret: string } | undefined {
+): { endpoint: string; secrets: string[] } | undefined {
   const endpoint = tenant.extension?.find((e) => e.url === EXTENSIONS.webhookEndpoint)?.valueUrl;
   const key = tenant.identifier?.find((i) => i.system === SYSTEMS.tenant)?.value;
-  const secret = key ? secrets?.[webhookSecretName(key)]?.valueString : undefined;
-  return endpoint && secret && allowedWebhookEndpoint(endpoint) ? { endpoint, secret } : undefined;
+  const text = key ? secrets?.[webhookSecretName(key)]?.valueString : undefined;
+  const signing = text ? webhookSecrets(text) : undefined;
+  return endpoint && signing && allowedWebhookEndpoint(endpoint) ? { endpoint, secrets: signing } : undefined;
 }
 
 /** A delivery that waits for its next try, as stored (a Basic; SYSTEMS.webhookDelivery). */

@@ -24,7 +24,7 @@ import {
   STORAGE_BASE_SECRET,
   SYSTEMS,
 } from '../../contracts/systems';
-import { allowedWebhookEndpoint, WEBHOOK_SECRET_PATTERN, webhookSecretName } from '../../contracts/webhook-rules';
+import { allowedWebhookEndpoint, webhookSecretName, webhookSecrets } from '../../contracts/webhook-rules';
 import { retryAfterSeconds } from '../shared/rate-limit';
 import { tenantKeyOf, webhookEndpointOf, webhookSubscriptions } from './bots/webhooks';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
@@ -543,8 +543,10 @@ function tenantWebhookSecrets(
     }
     const name = webhookSecretName(tenant);
     const secret = given[tenant];
-    if (secret !== undefined && !WEBHOOK_SECRET_PATTERN.test(secret)) {
-      throw new Error(`The webhook secret of tenant ${tenant} must be whsec_ and base64 of 24 to 64 random bytes`);
+    if (secret !== undefined && !webhookSecrets(secret)) {
+      throw new Error(
+        `The webhook secret of tenant ${tenant} must be whsec_ and base64 of 24 to 64 random bytes (or two such, new and old, separated by a space)`,
+      );
     }
     if (secret === undefined && !project.secret?.some((s) => s.name === name && s.valueString)) {
       throw new Error(
@@ -552,7 +554,7 @@ function tenantWebhookSecrets(
       );
     }
     if (secret !== undefined) {
-      secrets.push({ name, valueString: secret });
+      secrets.push({ name, valueString: (webhookSecrets(secret) as string[]).join(' ') });
     }
   }
   return secrets;

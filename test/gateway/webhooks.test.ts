@@ -1,4 +1,5 @@
 import type { Basic, Bot, Subscription } from '@medplum/fhirtypes';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { WEBHOOK_RETRY_MINUTES, WebhookEventSchema } from '../../contracts/webhooks';
@@ -271,6 +272,31 @@ describe('webhooks', () => {
     await expect(
       provisionWebhooks({ southridge: 'https://example.test/hooks' }, { southridge: 'not-a-secret' }),
     ).rejects.toThrow(/whsec_/);
+  });
+
+  it('rotates its secret: while it holds two, every delivery is signed with both', async () => {
+    const next = newWebhookSecret();
+    await provisionWebhooks({ northwind: receiver.url }, { northwind: `${next} ${secret}` });
+    const before = receiver.deliveries.length;
+    const ivy = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    await startAssessment(gw, ivy, 'assessments/weight-intake');
+    await gw.backend.subscriptions.idle();
+    const got = receiver.deliveries.slice(before);
+    expect(got.length).toBeGreaterThan(0);
+    for (const delivery of got) {
+      // The receiver still on the old secret accepts it (its own check), and so does one on the new.
+      expect(delivery.verified).toBe(true);
+      expect(() => new Webhook(next).verify(delivery.raw, delivery.headers as Record<string, string>)).not.toThrow();
+      expect(String(delivery.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    }
+    // Three at once, or one that is not a secret, is refused; back to the old one alone.
+    await expect(
+      provisionWebhooks({ northwind: receiver.url }, { northwind: `${next} ${secret} ${newWebhookSecret()}` }),
+    ).rejects.toThrow(/two such/);
+    await expect(provisionWebhooks({ northwind: receiver.url }, { northwind: `${next} nope` })).rejects.toThrow(
+      /whsec_/,
+    );
+    await provisionWebhooks({ northwind: receiver.url }, { northwind: secret });
   });
 
   it('a tenant that stops taking webhooks is no longer delivered to', async () => {
