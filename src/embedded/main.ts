@@ -13,8 +13,9 @@ async function main(): Promise<void> {
     baseUrl,
     definition: demoDefinition(),
     corsOrigins: parseOrigins(process.env.CORS_ORIGINS ?? LOOPBACK_ORIGINS),
-    // As a Medplum set up for the platform keeps them (docs/deploy.md): her access log reads them.
-    saveAuditEvents: true,
+    // Off, as Medplum's own default and as a Medplum 5.0.10 must run (docs/medplum-auditevents.md); on with
+    // EMBEDDED_SAVE_AUDIT_EVENTS=1 to see her access log fill (docs/configuration.md).
+    saveAuditEvents: process.env.EMBEDDED_SAVE_AUDIT_EVENTS === '1',
   });
   serve({ fetch: medplum.app.fetch, port });
   console.log(

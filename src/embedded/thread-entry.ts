@@ -21,8 +21,9 @@ async function main(): Promise<void> {
     baseUrl: options.baseUrl,
     definition: demoDefinition(),
     corsOrigins: options.corsOrigins,
-    // As a Medplum set up for the platform keeps them (docs/deploy.md): her access log reads them.
-    saveAuditEvents: true,
+    // Off, as Medplum's own default and as a Medplum 5.0.10 must run (docs/medplum-auditevents.md); on with
+    // EMBEDDED_SAVE_AUDIT_EVENTS=1 to see her access log fill (docs/configuration.md).
+    saveAuditEvents: process.env.EMBEDDED_SAVE_AUDIT_EVENTS === '1',
   });
   let httpPort: number | undefined;
   if (options.httpPort !== undefined) {
