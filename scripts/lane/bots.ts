@@ -61,12 +61,26 @@ export async function botsAndBotOnlyWrites(ctx: AttackContext, kit: AttackKit): 
       ? `Bot/${requirementsBot.id} has the identifier ${SYSTEMS.bots}|agreement-requirements (a project provisioned before 082b830?)`
       : `no Bot with the identifier ${SYSTEMS.bots}|agreement-requirements`,
   );
-  for (const key of ['eligibility', 'compose-offer', 'reconcile', 'materialize-slots', 'sms-opt-out']) {
+  for (const key of ['eligibility', 'compose-offer', 'reconcile', 'materialize-slots', 'sms-opt-out', 'webhooks']) {
     const bot = await botOf(key);
     await attack(
       `bob (Northwind patient) runs the ${key} bot ($execute), not a patient's`,
       { attacker: 'bob', target: bot?.id ? `Bot/${bot.id}` : undefined },
       (a, t) => direct(a, 'POST', `${t}/$execute`, {}),
+    );
+  }
+  // Clinicians run no bot directly: not the webhooks bot (a delivery of her choosing), not a patient's log.
+  for (const [who, key] of [
+    ['northwind-clinician', 'webhooks'],
+    ['southridge-clinician', 'webhooks'],
+    ['northwind-clinician', 'access-log'],
+  ] as const) {
+    const bot = await botOf(key);
+    await attack(
+      `the ${who.replace('-clinician', '')} clinician runs the ${key} bot ($execute)`,
+      { attacker: who, target: bot?.id ? `Bot/${bot.id}` : undefined },
+      (a, t) =>
+        direct(a, 'POST', `${t}/$execute`, key === 'webhooks' ? { resourceType: 'Task', id: 'x' } : { limit: 1 }),
     );
   }
 

@@ -1,7 +1,7 @@
 import { MedplumClient } from '@medplum/core';
 import type { AuditEvent, Bundle, Condition, Resource, Task, TaskOutput } from '@medplum/fhirtypes';
 import { DEMO_PASSWORD } from '../../src/provision/demo';
-import { PatientCareApiError } from '../../src/sdk';
+import { type createPatientCareClient, PatientCareApiError } from '../../src/sdk';
 import type { JourneyProgress } from '../demo';
 import type { GatewayInstance, MadeCall } from './gateways';
 import type { OrderProbe } from './orders';
@@ -248,4 +248,21 @@ export interface BotError {
   code?: string;
   message?: string;
   details?: Record<string, unknown>;
+}
+
+/**
+ * What a patient app does to start an assessment of her catalog (the offering whose canonical contains
+ * `path`) through the gateway: accept what its requirements ask, then start it. Its answer: her tasks.
+ */
+export async function startAssessmentThroughGateway(api: ReturnType<typeof createPatientCareClient>, path: string) {
+  const { protocols } = await api.protocols.list();
+  const offering = protocols.find((p) => p.type === 'assessment' && p.assessment.includes(path));
+  if (!offering) {
+    throw new Error(`no ${path} among her offerings`);
+  }
+  const { unmet } = await api.agreements.requirements({ healthcareService: offering.healthcareService });
+  if (unmet.length > 0) {
+    await api.agreements.accept(unmet);
+  }
+  return api.assessments.start({ healthcareService: offering.healthcareService });
 }

@@ -10,6 +10,7 @@ import {
   PUBLIC_URL,
   register,
   row,
+  startAssessmentThroughGateway,
 } from './common';
 
 interface Feed {
@@ -156,18 +157,7 @@ export async function eventFeed(ctx: AttackContext, people: Map<string, Person>)
     const { next } = await readAllNext(read, person, await read(person, '?limit=100'));
     const started = Date.now();
     const waiting = read(person, `?after=${next}&wait=25`);
-    const { protocols } = await api.protocols.list();
-    const offering = protocols.find(
-      (p) => p.type === 'assessment' && p.assessment.includes('assessments/weight-intake'),
-    );
-    if (!offering) {
-      throw new Error('no weight assessment among her offerings');
-    }
-    const { unmet } = await api.agreements.requirements({ healthcareService: offering.healthcareService });
-    if (unmet.length > 0) {
-      await api.agreements.accept(unmet);
-    }
-    const assessment = await api.assessments.start({ healthcareService: offering.healthcareService });
+    const assessment = await startAssessmentThroughGateway(api, 'assessments/weight-intake');
     const woke = await waiting;
     const issued = assessment.tasks.map((t) => t.task).sort();
     const heard = woke.events.filter((e) => e.type === 'task.ready').map((e) => e.subject);

@@ -9,7 +9,16 @@ import { readBotBundles } from '../../src/provision/bundles';
 import { demoDefinition } from '../../src/provision/demo';
 import { createPatientCareClient } from '../../src/sdk';
 import { newWebhookSecret, startWebhookReceiver, type WebhookReceiver } from '../../test/support/webhook-receiver';
-import { type AttackContext, message, type Person, PUBLIC_URL, pause, register, row } from './common';
+import {
+  type AttackContext,
+  message,
+  type Person,
+  PUBLIC_URL,
+  pause,
+  register,
+  row,
+  startAssessmentThroughGateway,
+} from './common';
 
 const KEPT = `${SYSTEMS.webhookDelivery}|pending,${SYSTEMS.webhookDelivery}|failed`;
 
@@ -51,18 +60,7 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     };
     const api = createPatientCareClient({ baseUrl: PUBLIC_URL, accessToken: person.token, fetch: ctx.gatewayFetch });
     const home = (await api.patient.home()) as { patient?: string };
-    const { protocols } = await api.protocols.list();
-    const offering = protocols.find(
-      (p) => p.type === 'assessment' && p.assessment.includes('assessments/weight-intake'),
-    );
-    if (!offering) {
-      throw new Error('no weight assessment among her offerings');
-    }
-    const { unmet } = await api.agreements.requirements({ healthcareService: offering.healthcareService });
-    if (unmet.length > 0) {
-      await api.agreements.accept(unmet);
-    }
-    await api.assessments.start({ healthcareService: offering.healthcareService });
+    await startAssessmentThroughGateway(api, 'assessments/weight-intake');
     const me = (await (
       await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/profile`, {
         headers: { authorization: `Bearer ${person.token}` },

@@ -26,7 +26,7 @@ import {
 } from '../../contracts/systems';
 import { allowedWebhookEndpoint, webhookSecretName, webhookSecrets } from '../../contracts/webhook-rules';
 import { retryAfterSeconds } from '../shared/rate-limit';
-import { tenantKeyOf, webhookEndpointOf, webhookSubscriptions } from './bots/webhooks';
+import { webhookSecretEnv, webhookSubscriptions, webhookTenants } from './bots/webhooks';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
 
 export interface ProvisionReport {
@@ -288,7 +288,8 @@ export async function applyDefinition(
   }
 
   const defaultPolicy = keys.get(`policy-${definition.project.defaultPatientAccessPolicy}`);
-  const webhookSecrets = tenantWebhookSecrets(definition, project, options.webhookSecrets ?? {});
+  const tenants = webhookTenants(definition);
+  const webhookSecrets = tenantWebhookSecrets(tenants, project, options.webhookSecrets ?? {});
   // Secrets the bots read (event.secrets): the edge key and storage base each set only when given; a copy of
   // Medplum's public signing keys always (what bots verify their callers' tokens with, without a fetch).
   const signingKeys = (await medplum.get('.well-known/jwks.json', { cache: 'no-cache' })) as { keys?: unknown[] };
@@ -363,10 +364,6 @@ export async function applyDefinition(
     );
   }
 
-  const tenants = definition.resources.flatMap((entry) => {
-    const tenant = tenantKeyOf(entry);
-    return tenant ? [{ tenant, organization: entry.key, endpoint: webhookEndpointOf(entry) }] : [];
-  });
   const webhookWaking = tenants.flatMap((t) => (t.endpoint ? webhookSubscriptions(t.tenant, t.organization) : []));
   for (const subscription of [...definition.subscriptions, ...webhookWaking]) {
     const bot = keys.get(`bot-${subscription.bot}`);
@@ -525,15 +522,13 @@ function resolveKeysIn(text: string, keys: Map<string, Reference>): string {
  * the bot will post to (contracts/webhooks.ts) and have a secret, given now or stored by an earlier run.
  */
 function tenantWebhookSecrets(
-  definition: ProvisionDefinition,
+  tenants: ReturnType<typeof webhookTenants>,
   project: Project,
   given: Record<string, string>,
 ): { name: string; valueString: string }[] {
   const secrets: { name: string; valueString: string }[] = [];
-  for (const entry of definition.resources) {
-    const endpoint = webhookEndpointOf(entry);
-    const tenant = tenantKeyOf(entry);
-    if (!endpoint || !tenant) {
+  for (const { tenant, endpoint } of tenants) {
+    if (!endpoint) {
       continue;
     }
     if (!allowedWebhookEndpoint(endpoint)) {
@@ -542,27 +537,24 @@ function tenantWebhookSecrets(
       );
     }
     const name = webhookSecretName(tenant);
-    const secret = given[tenant];
-    if (secret !== undefined && !webhookSecrets(secret)) {
+    const text = given[tenant];
+    const signing = text === undefined ? undefined : webhookSecrets(text);
+    if (text !== undefined && !signing) {
       throw new Error(
         `The webhook secret of tenant ${tenant} must be whsec_ and base64 of 24 to 64 random bytes (or two such, new and old, separated by a space)`,
       );
     }
-    if (secret === undefined && !project.secret?.some((s) => s.name === name && s.valueString)) {
+    if (!signing && !project.secret?.some((s) => s.name === name && s.valueString)) {
       throw new Error(
         `Tenant ${tenant} has a webhook endpoint but no signing secret: set ${webhookSecretEnv(tenant)} (docs/deploy.md)`,
       );
     }
-    if (secret !== undefined) {
-      secrets.push({ name, valueString: (webhookSecrets(secret) as string[]).join(' ') });
+    if (signing) {
+      secrets.push({ name, valueString: signing.join(' ') });
     }
   }
   return secrets;
 }
-
-/** The environment variable `npm run provision` reads a tenant's webhook secret from. */
-export const webhookSecretEnv = (tenant: string): string =>
-  `WEBHOOK_SECRET_${tenant.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}`;
 
 /** Replaces every `{ reference: 'key:<key>' }` with the reference to the resource applied under that key. */
 function resolveKeys<T>(value: T, keys: Map<string, Reference>): T {

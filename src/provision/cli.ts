@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { MedplumClient } from '@medplum/core';
 import { CREDENTIAL_HELP, CREDENTIAL_OPTIONS, credentialsFrom, parseCommand } from '../cli/options';
 import { loadFhirSchema } from '../embedded/schema';
-import { applyDefinition, type ProvisionReport, webhookSecretEnv } from './apply';
-import { tenantKeyOf, webhookEndpointOf } from './bots/webhooks';
+import { applyDefinition, type ProvisionReport } from './apply';
+import { tenantEnvName, webhookSecretEnv, webhookTenants } from './bots/webhooks';
 import { readBotBundles } from './bundles';
 import { type ProvisionDefinition, platformDefinition } from './definition';
 import { demoDefinition } from './demo';
@@ -88,7 +88,10 @@ export function operatorSettings(
 ): string {
   const apps = Object.entries(report.references)
     .filter(([key, reference]) => key.startsWith('app-') && reference.startsWith('ClientApplication/'))
-    .map(([key, reference]) => `PATIENT_APP_CLIENT_ID_${envName(key.slice('app-'.length))}=${reference.split('/')[1]}`);
+    .map(
+      ([key, reference]) =>
+        `PATIENT_APP_CLIENT_ID_${tenantEnvName(key.slice('app-'.length))}=${reference.split('/')[1]}`,
+    );
   return [
     '# The gateway (docs/deploy.md); EDGE_STATEMENT_KEY is also required and is not written here.',
     `MEDPLUM_REMOTE_BASE_URL=${baseUrl}`,
@@ -102,15 +105,12 @@ export function operatorSettings(
 /** The signing secrets of the definition's webhook tenants that the environment gives. */
 function webhookSecretsFromEnv(definition: ProvisionDefinition): Record<string, string> {
   return Object.fromEntries(
-    definition.resources.flatMap((entry) => {
-      const tenant = tenantKeyOf(entry);
-      const secret = tenant && webhookEndpointOf(entry) ? process.env[webhookSecretEnv(tenant)] : undefined;
-      return tenant && secret ? [[tenant, secret]] : [];
+    webhookTenants(definition).flatMap(({ tenant, endpoint }) => {
+      const secret = endpoint ? process.env[webhookSecretEnv(tenant)] : undefined;
+      return secret ? [[tenant, secret]] : [];
     }),
   );
 }
-
-const envName = (tenant: string) => tenant.toUpperCase().replace(/[^A-Z0-9]+/g, '_');
 
 main().catch((err: unknown) => {
   console.error(err instanceof Error ? err.message : String(err));

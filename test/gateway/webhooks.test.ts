@@ -16,6 +16,14 @@ import { newWebhookSecret, startWebhookReceiver, type WebhookReceiver } from '..
  * A tenant's webhooks (contracts/webhooks.ts): every event of its patients POSTed to its endpoint, signed
  * as Standard Webhooks (checked here with the reference library), tried again with backoff after a
  * failure, the same id each time; nothing of another tenant's, nothing of her record but ids.
+ *
+ * Medplum behaviour relied on, as the embedded Medplum mirrors it: a Subscription's criteria
+ * `Task?_compartment=Organization/<tenant>` matches on the written version's `meta.compartment`
+ * (packages/server/src/workers/subscription.ts `matchesCriteria` -> @medplum/core
+ * `resourceMatchesSubscriptionCriteria`, packages/core/src/search/match.ts; the compartment is stamped
+ * before the job is queued, packages/server/src/fhir/repo.ts `updateResourceImpl`); a cron run's input is
+ * the Bot itself (packages/server/src/workers/cron.ts `executeBot({ bot, runAs, input: bot })`); a
+ * subscription bot whose code fails is not run again (workers/subscription.ts `execBot`).
  */
 let gw: TestGateway;
 let receiver: WebhookReceiver;

@@ -1,6 +1,6 @@
 import { EXTENSIONS, SYSTEMS } from '../../../contracts/systems';
 import { WEBHOOK_RETRY_TICK_MINUTES } from '../../../contracts/webhook-rules';
-import type { KeyedResource, PlatformBot, SubscriptionDefinition } from '../shape';
+import type { KeyedResource, PlatformBot, ProvisionDefinition, SubscriptionDefinition } from '../shape';
 
 /** The tenants' webhooks (contracts/webhooks.ts): the bot that delivers them, and what wakes it. */
 
@@ -38,16 +38,32 @@ export const webhooks: PlatformBot = {
 };
 
 /** The webhook endpoint a tenant's Organization names, if it takes webhooks. */
-export const webhookEndpointOf = (entry: KeyedResource): string | undefined =>
+const webhookEndpointOf = (entry: KeyedResource): string | undefined =>
   entry.resource.resourceType === 'Organization'
     ? entry.resource.extension?.find((e) => e.url === EXTENSIONS.webhookEndpoint)?.valueUrl
     : undefined;
 
 /** The tenant key of a tenant's Organization (its `SYSTEMS.tenant` identifier). */
-export const tenantKeyOf = (entry: KeyedResource): string | undefined =>
+const tenantKeyOf = (entry: KeyedResource): string | undefined =>
   entry.resource.resourceType === 'Organization'
     ? entry.resource.identifier?.find((i) => i.system === SYSTEMS.tenant)?.value
     : undefined;
+
+/** Each tenant of a definition (its Organization's key and tenant key) and its webhook endpoint, if any. */
+export function webhookTenants(
+  definition: Pick<ProvisionDefinition, 'resources'>,
+): { tenant: string; organization: string; endpoint?: string }[] {
+  return definition.resources.flatMap((entry) => {
+    const tenant = tenantKeyOf(entry);
+    return tenant ? [{ tenant, organization: entry.key, endpoint: webhookEndpointOf(entry) }] : [];
+  });
+}
+
+/** The environment variable provisioning reads a tenant's webhook secret from (`WEBHOOK_SECRET_<TENANT>`). */
+export const webhookSecretEnv = (tenant: string): string => `WEBHOOK_SECRET_${tenantEnvName(tenant)}`;
+
+/** A tenant key as an environment variable's name part (`northwind` -> `NORTHWIND`). */
+export const tenantEnvName = (tenant: string): string => tenant.toUpperCase().replace(/[^A-Z0-9]+/g, '_');
 
 const WOKEN_BY: { type: 'Task' | 'Appointment'; interaction: 'create' | 'update' }[] = [
   { type: 'Task', interaction: 'create' },
