@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { peerAddress } from './auth/routes';
-import { addressBucket, requestsHeader, throttled, WindowCounters } from './auth/throttle';
+import { addressBucket, rateLimited, requestsHeader, WindowCounters } from './auth/throttle';
 
 /** Medplum's `DEFAULT_RATE_LIMIT_PER_MINUTE` (packages/server/src/ratelimit.ts): requests per client IP. */
 export const DEFAULT_REQUEST_RATE_LIMIT = 60_000;
@@ -8,7 +8,7 @@ export const DEFAULT_REQUEST_RATE_LIMIT = 60_000;
 /**
  * Medplum's general rate limit: every request from a connected client counts against its
  * address (IPv6 by its /64), at most `limit` a minute; beyond it 429 with Medplum's `tooManyRequests`
- * outcome, `Retry-After` and its `RateLimit: "requests";r=;t=` header. The auth URLs have their own,
+ * outcome (the limiter's state in its diagnostics) and its `RateLimit: "requests";r=;t=` header, as 5.1 answers. The auth URLs have their own,
  * stricter limit (auth/routes.ts), and count there instead, as on Medplum. An in-process call (the
  * gateway's, on `npm start`) counts against the address its last `X-Forwarded-For` entry names, as
  * Medplum, trusting one proxy hop, counts a proxy's calls: the gateway sends the patient's address. One
@@ -29,10 +29,8 @@ export function requestRateLimit(limit: number, now: () => number, maxEntries = 
     const window = windows.hit(addressBucket(address), at);
     const header = requestsHeader(limit, window, at);
     if (window.count > limit) {
-      const waitMs = window.resetAt - at;
-      const refused = Response.json(throttled(waitMs).outcome, { status: 429 });
+      const refused = Response.json(rateLimited(window.resetAt - at, limit, window).outcome, { status: 429 });
       refused.headers.set('RateLimit', header);
-      refused.headers.set('Retry-After', String(Math.max(1, Math.ceil(waitMs / 1000))));
       return refused;
     }
     await next();

@@ -13,6 +13,7 @@ import { CallerCache, foreignCommitCounter } from './auth/cache';
 import type { SigningKey } from './auth/keys';
 import { loadOrCreateSigningKey } from './auth/keys';
 import { createAuthRoutes, mintTokenForMembership } from './auth/routes';
+import { AUTH_THROTTLE_LIMITS } from './auth/throttle';
 import { BotRunner, type BotRunTrace, registerBotOperations } from './bots/operations';
 import { medplumCors } from './cors';
 import { CronScheduler } from './cron';
@@ -57,6 +58,12 @@ export interface EmbeddedMedplumOptions {
    * 60,000, or `EMBEDDED_REQUEST_RATE_LIMIT`; -1: off). In-process callers are not counted (rate-limit.ts).
    */
   requestRateLimit?: number;
+  /**
+   * Sign-ins and registrations (`auth/login`, `auth/newuser`, `auth/newproject`) per client address and
+   * minute, as Medplum 5.1's `defaultLoginRateLimit` (default 5, or `EMBEDDED_LOGIN_RATE_LIMIT`).
+   * In-process callers are not counted (auth/routes.ts).
+   */
+  loginRateLimit?: number;
   /**
    * Save an AuditEvent for each successful REST read, history, create, update, patch and delete of a
    * caller whose policy lets her create one, as Medplum's `saveAuditEvents` server setting does (default
@@ -143,7 +150,19 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   }
   const key = await loadOrCreateSigningKey(systemRepo);
   const now = options.clock ?? (() => new Date());
-  const authDeps = { systemRepo, key, issuer, now, callers };
+  const loginFromEnv = Number(process.env.EMBEDDED_LOGIN_RATE_LIMIT);
+  const loginRateLimit =
+    options.loginRateLimit ?? (Number.isInteger(loginFromEnv) && loginFromEnv > 0 ? loginFromEnv : undefined);
+  const authDeps = {
+    systemRepo,
+    key,
+    issuer,
+    now,
+    callers,
+    throttleLimits: loginRateLimit
+      ? { ...AUTH_THROTTLE_LIMITS, signIns: { ...AUTH_THROTTLE_LIMITS.signIns, limit: loginRateLimit } }
+      : AUTH_THROTTLE_LIMITS,
+  };
 
   const app = new Hono();
   // The bots' operations are registered on it below: the bots need the in-process fetch, which needs it.

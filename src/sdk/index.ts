@@ -1,5 +1,5 @@
 import type { z } from '@hono/zod-openapi';
-import type { Bundle, Patient, QuestionnaireResponse, Resource } from '@medplum/fhirtypes';
+import type { Bundle, OperationOutcome, Patient, QuestionnaireResponse, Resource } from '@medplum/fhirtypes';
 import { AccessLogQuerySchema, AccessLogSchema, accessLogRoute } from '../../contracts/access-log';
 import {
   AcceptanceRequestSchema,
@@ -58,6 +58,7 @@ import {
   listTasksRoute,
   PatientTasksSchema,
 } from '../../contracts/tasks';
+import { msBeforeNext } from '../shared/rate-limit';
 
 /** How many times a POST is sent again, with its Idempotency-Key, when no answer came back. */
 const RETRIES = 2;
@@ -392,3 +393,76 @@ export function createPatientCareClient(options: ClientOptions) {
 }
 
 export type PatientCareClient = ReturnType<typeof createPatientCareClient>;
+
+// ------------------------------------------------------------------ signing in at Medplum
+
+/**
+ * Medplum's sign-in limit, as a patient app meets it. Medplum (since 5.1) lets each client address make 5
+ * sign-ins a minute (`POST auth/login`, `auth/newuser`, `auth/newproject`; packages/server/src/ratelimit.ts)
+ * and answers the sixth `429` with the `tooManyRequests` OperationOutcome, its `issue[0].diagnostics` a
+ * JSON object whose `_msBeforeNext` says when the window ends (milliseconds), and the header
+ * `RateLimit: "requests";r=0;t=<seconds>`.
+ * These helpers read that answer; they never guess a wait Medplum did not give.
+ */
+
+const SIGN_IN_PATHS = ['auth/login', 'auth/newuser', 'auth/newproject'];
+
+/** Whether a request goes to one of Medplum's sign-in paths that the 5-a-minute limit counts. */
+export function isLimitedSignIn(url: string): boolean {
+  const { pathname } = new URL(url);
+  return SIGN_IN_PATHS.some((path) => pathname.endsWith(`/${path}`));
+}
+
+/**
+ * Milliseconds until Medplum takes another sign-in from this address, from a `429` it answered: the
+ * OperationOutcome's `msBeforeNext` (or its `rate-limit-reset` extension, in seconds), else the `RateLimit`
+ * header's `t`. Undefined when the answer is not a 429 or says nothing about when.
+ */
+export async function signInRetryAfterMs(response: Response): Promise<number | undefined> {
+  if (response.status !== 429) {
+    return undefined;
+  }
+  let fromBody: number | undefined;
+  try {
+    fromBody = msBeforeNext(JSON.parse(await response.clone().text()) as OperationOutcome);
+  } catch {
+    // not an OperationOutcome
+  }
+  if (fromBody !== undefined) {
+    return fromBody;
+  }
+  const seconds = /(?:^|[;,\s])t=(\d+)/.exec(response.headers.get('ratelimit') ?? '')?.[1];
+  return seconds === undefined ? undefined : Number(seconds) * 1000;
+}
+
+export interface SignInWaitOptions {
+  /** The longest single wait accepted (default 65 s: Medplum's window is a minute); beyond it the 429 is returned. */
+  maxWaitMs?: number;
+  /** Told before each wait (a spinner's text: "try again in N s"). */
+  onWait?: (ms: number) => void;
+}
+
+/**
+ * A fetch for `@medplum/core`'s MedplumClient (its `fetch` option) that, when Medplum refuses a sign-in with
+ * its sign-in limit, waits as long as Medplum says and asks again; any other answer passes through as it
+ * came. For scripts and servers that sign several people in from one address; an app in a patient's hands
+ * would rather show `signInRetryAfterMs` to her.
+ */
+export function waitingOnSignInLimit(fetchImpl: typeof fetch, options: SignInWaitOptions = {}): typeof fetch {
+  const maxWaitMs = options.maxWaitMs ?? 65_000;
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (!isLimitedSignIn(url) || input instanceof Request) {
+      return fetchImpl(input, init);
+    }
+    for (;;) {
+      const response = await fetchImpl(input, init);
+      const wait = await signInRetryAfterMs(response);
+      if (wait === undefined || wait > maxWaitMs) {
+        return response;
+      }
+      options.onWait?.(wait);
+      await new Promise((resolve) => setTimeout(resolve, wait + 250));
+    }
+  }) as typeof fetch;
+}

@@ -4,17 +4,19 @@ import { getRateLimitReset } from '@medplum/core';
 import type { OperationOutcome } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_THROTTLE_LIMITS, AuthThrottle, addressBucket } from '../../src/embedded/auth/throttle';
+import { signInRetryAfterMs } from '../../src/sdk';
 import { startTestBackend, type TestBackend } from '../support/backend';
 
 /** The embedded Medplum's clock runs with real time plus this offset: a test moves time on, never sleeps. */
 let offsetMs = 0;
 let backend: TestBackend;
 beforeAll(async () => {
-  backend = await startTestBackend({ clock: () => new Date(Date.now() + offsetMs) });
+  // The failed-secret rules are tested apart from Medplum 5.1's 5 sign-ins a minute (tested below, on its own server).
+  backend = await startTestBackend({ clock: () => new Date(Date.now() + offsetMs), loginRateLimit: 100_000 });
 });
 afterAll(() => backend?.close());
 
-const { identity, address, requests } = AUTH_THROTTLE_LIMITS;
+const { identity, address, requests, signIns } = AUTH_THROTTLE_LIMITS;
 const PASSWORD = 'correct horse battery';
 
 interface Answer {
@@ -27,16 +29,22 @@ interface Answer {
  * A call as @hono/node-server hands it to the app: the connection's socket in `env.incoming`, from which
  * the embedded Medplum takes the peer address. Without an address: the in-process fetch (no connection).
  */
-async function post(path: string, body: unknown, from?: string, headers: Record<string, string> = {}): Promise<Answer> {
+async function post(
+  path: string,
+  body: unknown,
+  from?: string,
+  headers: Record<string, string> = {},
+  on: TestBackend = backend,
+): Promise<Answer> {
   const form = path === 'oauth2/token';
-  const request = new Request(new URL(path, backend.baseUrl), {
+  const request = new Request(new URL(path, on.baseUrl), {
     method: 'POST',
     headers: { 'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json', ...headers },
     body: form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body),
   });
   const response = from
-    ? await backend.app.fetch(request, { incoming: { socket: { remoteAddress: from } } })
-    : await backend.fetch(request);
+    ? await on.app.fetch(request, { incoming: { socket: { remoteAddress: from } } })
+    : await on.fetch(request);
   return {
     status: response.status,
     headers: response.headers,
@@ -189,22 +197,100 @@ describe('failed-login throttling (stricter than Medplum: packages/server/src/oa
   });
 });
 
-describe("Medplum's per-address auth request limit (packages/server/src/ratelimit.ts)", () => {
-  it('counts every /auth and /oauth2 request of a connected client: 160 a minute, then 429 with RateLimit and Retry-After', async () => {
-    for (let i = 0; i < requests.limit; i++) {
-      const answer = await post('auth/login', {}, '192.0.2.50');
+describe("Medplum 5.1's per-address sign-in and auth request limits (packages/server/src/ratelimit.ts)", () => {
+  /** A server with Medplum 5.1's default limits. */
+  let limited: TestBackend;
+  beforeAll(async () => {
+    limited = await startTestBackend({ clock: () => new Date(Date.now() + offsetMs) });
+  });
+  afterAll(() => limited?.close());
+  const postLimited = (path: string, body: unknown, from?: string) => post(path, body, from, {}, limited);
+  /** Medplum 5.1's 429 of a rate limit: `tooManyRequests`, the limiter's state in its diagnostics, `RateLimit`. */
+  async function expectRateLimited(answer: Answer, limit: number): Promise<void> {
+    expect(answer.status).toBe(429);
+    expect(answer.headers.get('ratelimit')).toMatch(/^"requests";r=0;t=\d+$/);
+    expect(answer.headers.get('retry-after')).toBeNull();
+    const outcome = answer.body as unknown as OperationOutcome;
+    expect(outcome).toMatchObject({
+      resourceType: 'OperationOutcome',
+      id: 'too-many-requests',
+      issue: [{ severity: 'error', code: 'throttled', details: { text: 'Too Many Requests' } }],
+    });
+    const diagnostics = JSON.parse(outcome.issue?.[0]?.diagnostics ?? '{}');
+    expect(Object.keys(diagnostics)).toEqual([
+      '_remainingPoints',
+      '_msBeforeNext',
+      '_consumedPoints',
+      '_isFirstInDuration',
+      'limit',
+    ]);
+    expect(diagnostics).toMatchObject({ _remainingPoints: 0, _isFirstInDuration: false, limit });
+    expect(diagnostics._msBeforeNext).toBeGreaterThan(0);
+    expect(diagnostics._msBeforeNext).toBeLessThanOrEqual(60_000);
+    // What a patient app reads of it (the SDK's helper), the same wait.
+    const response = Response.json(answer.body, { status: 429, headers: answer.headers });
+    expect(await signInRetryAfterMs(response)).toBe(diagnostics._msBeforeNext);
+  }
+
+  it('sign-ins and registrations: 5 a minute from one address (auth/login and auth/newuser together), then 429 as Medplum 5.1 answers it', async () => {
+    const from = '192.0.2.60';
+    for (let i = 0; i < signIns.limit; i++) {
+      const answer =
+        i % 2 === 0
+          ? await postLimited('auth/login', {}, from)
+          : await postLimited('auth/newuser', { projectId: 'x' }, from);
       expect(answer.status).toBe(400);
-      expect(answer.headers.get('ratelimit')).toMatch(new RegExp(`^"requests";r=${requests.limit - i - 1};t=\\d+$`));
+      expect(answer.headers.get('ratelimit')).toMatch(new RegExp(`^"requests";r=${signIns.limit - i - 1};t=\\d+$`));
     }
-    const refused = await post('auth/login', {}, '192.0.2.50');
-    expectThrottled(refused, requests.windowMs / 1000);
-    expect(refused.headers.get('ratelimit')).toMatch(/^"requests";r=0;t=\d+$/);
+    await expectRateLimited(await postLimited('auth/login', {}, from), signIns.limit);
+    await expectRateLimited(await postLimited('auth/newuser', {}, from), signIns.limit);
+    await expectRateLimited(await postLimited('auth/newproject', {}, from), signIns.limit);
+    // Another address, the rest of auth from this one, and in-process callers go on.
+    expect((await postLimited('auth/login', {}, '192.0.2.61')).status).toBe(400);
+    expect((await postLimited('auth/newpatient', {}, from)).status).toBe(400);
+    expect((await postLimited('oauth2/token', { grant_type: 'password' }, from)).status).toBe(400);
+    expect((await postLimited('auth/login', {})).status).toBe(400);
+    // The window is a minute from its first sign-in.
+    offsetMs += signIns.windowMs;
+    expect((await postLimited('auth/login', {}, from)).status).toBe(400);
+  });
+
+  it("the server's setting raises it (Medplum's defaultLoginRateLimit)", async () => {
+    const raised = await startTestBackend({ loginRateLimit: 7 });
+    try {
+      const call = () =>
+        raised.app.fetch(
+          new Request(new URL('auth/login', raised.baseUrl), {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{}',
+          }),
+          { incoming: { socket: { remoteAddress: '192.0.2.62' } } },
+        );
+      for (let i = 0; i < 7; i++) {
+        expect((await call()).status).toBe(400);
+      }
+      expect((await call()).status).toBe(429);
+    } finally {
+      raised.close();
+    }
+  });
+
+  it('counts every other /auth and /oauth2 request of a connected client: 1,200 a minute, then 429 as Medplum 5.1 answers it', async () => {
+    for (let i = 0; i < requests.limit; i++) {
+      const answer = await postLimited('auth/newpatient', {}, '192.0.2.50');
+      expect(answer.status).toBe(400);
+      if (i % 200 === 0) {
+        expect(answer.headers.get('ratelimit')).toMatch(new RegExp(`^"requests";r=${requests.limit - i - 1};t=\\d+$`));
+      }
+    }
+    await expectRateLimited(await postLimited('auth/newpatient', {}, '192.0.2.50'), requests.limit);
     offsetMs += requests.windowMs;
-    expect((await post('auth/login', {}, '192.0.2.50')).status).toBe(400);
+    expect((await postLimited('auth/newpatient', {}, '192.0.2.50')).status).toBe(400);
   });
 
   it('over HTTP the address is the connection peer: X-Forwarded-For is not believed', async () => {
-    const server = serve({ fetch: backend.app.fetch, port: 0, hostname: '127.0.0.1' });
+    const server = serve({ fetch: limited.app.fetch, port: 0, hostname: '127.0.0.1' });
     await new Promise((resolve) => server.once('listening', resolve));
     try {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
@@ -215,7 +301,7 @@ describe("Medplum's per-address auth request limit (packages/server/src/ratelimi
           body: JSON.stringify({
             email: `http${i}@example.test`,
             password: 'Winter2025!',
-            projectId: backend.project.id,
+            projectId: limited.project.id,
           }),
         });
         return {
@@ -224,12 +310,12 @@ describe("Medplum's per-address auth request limit (packages/server/src/ratelimi
           body: (await response.json()) as Record<string, unknown>,
         };
       };
-      for (let i = 0; i < address.limit; i++) {
+      for (let i = 0; i < signIns.limit; i++) {
         const answer = await call(i);
         expectWrongPassword(answer);
         expect(answer.headers.get('ratelimit')).toMatch(/^"requests";/);
       }
-      expectThrottled(await call(address.limit), address.windowMs / 1000);
+      await expectRateLimited(await call(signIns.limit), signIns.limit);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

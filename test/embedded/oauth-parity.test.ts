@@ -111,6 +111,54 @@ describe('the token endpoint, as Medplum answers it', () => {
     expect(me.status).toBe(401);
   });
 
+  it("refuses SMART resource scopes, which Medplum applies to the login's policy and this server does not (packages/server/src/fhir/accesspolicy.ts applySmartScopes; 5.1.12 #9123 holds patient/ scopes to her compartment): never a login granted more than Medplum would", async () => {
+    const email = `sam-${randomUUID()}@example.test`;
+    const password = 'correct horse battery';
+    const signUp = await post('auth/newuser', {
+      firstName: 'Sam',
+      lastName: 'Scope',
+      email,
+      password,
+      projectId: backend.project.id as string,
+      clientId: appId,
+    });
+    expect(signUp.status).toBe(200);
+    expect(
+      (await post('auth/newpatient', { login: signUp.json.login as string, projectId: backend.project.id as string }))
+        .status,
+    ).toBe(200);
+    for (const scope of ['openid patient/*.read', 'openid user/Observation.rs', 'system/*.*']) {
+      const asked = { projectId: backend.project.id as string, clientId: appId, scope };
+      for (const [path, body] of [
+        [
+          'auth/newuser',
+          { ...asked, firstName: 'Sam', lastName: 'Scope', email: `s-${randomUUID()}@example.test`, password },
+        ],
+        ['auth/login', { ...asked, email, password }],
+      ] as const) {
+        const answer = await post(path, body);
+        expect(answer.status, `${path} ${scope}`).toBe(400);
+        expect(answer.text).toContain('SMART resource scopes');
+      }
+    }
+    // The refused registrations made no account: the same email registers once it asks for no such scope.
+    const refusedEmail = `refused-${randomUUID()}@example.test`;
+    const refused = {
+      firstName: 'Sam',
+      lastName: 'Scope',
+      email: refusedEmail,
+      password,
+      projectId: backend.project.id as string,
+    };
+    expect((await post('auth/newuser', { ...refused, scope: 'openid patient/*.read' })).status).toBe(400);
+    expect(
+      (await post('auth/login', { email: refusedEmail, password, projectId: backend.project.id as string })).status,
+    ).toBe(400);
+    expect((await post('auth/newuser', refused)).status).toBe(200);
+    // What the platform's apps ask for still works.
+    expect((await registerForCode(appId, { pkce: true, scope: 'openid offline' })).code).toBeTruthy();
+  });
+
   it('issues a refresh token only for the offline scope', async () => {
     const online = await registerForCode(appId, { pkce: true });
     const onlineTokens = await exchange(online.code, online.verifier);

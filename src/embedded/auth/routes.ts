@@ -28,7 +28,7 @@ import { authenticate, contextForLogin } from './authenticate';
 import type { CallerCache } from './cache';
 import type { SigningKey } from './keys';
 import { jwks } from './keys';
-import { AuthThrottle, addressBucket, type SecretAttempt, throttled, userIdentity } from './throttle';
+import { AuthThrottle, type AuthThrottleLimits, addressBucket, type SecretAttempt, userIdentity } from './throttle';
 import { ACCESS_TOKEN_SECONDS, issueAccessToken, issueRefreshToken, verifyToken } from './tokens';
 
 export interface AuthDeps {
@@ -37,6 +37,8 @@ export interface AuthDeps {
   issuer: string;
   now: () => Date;
   callers: CallerCache;
+  /** The auth throttle's limits (default AUTH_THROTTLE_LIMITS; the sign-in limit is Medplum's `defaultLoginRateLimit`). */
+  throttleLimits?: AuthThrottleLimits;
 }
 
 const CODE_TTL_MS = 5 * 60 * 1000;
@@ -58,20 +60,21 @@ type SecretCheck = (identity: string | undefined) => SecretAttempt;
 /** Medplum's auth surface: JWKS, /oauth2/token, registration, password login, /auth/me, logout. */
 export function createAuthRoutes(deps: AuthDeps): Hono {
   const app = new Hono();
-  const throttle = new AuthThrottle(deps.now);
+  const throttle = new AuthThrottle(deps.now, deps.throttleLimits);
   const secretCheck =
     (c: Context): SecretCheck =>
     (identity) =>
       throttle.beginSecretCheck(identity, addressBucket(peerAddress(c)));
-  // Medplum's per-address auth rate limit (`packages/server/src/ratelimit.ts`), for callers with a connection.
+  // Medplum 5.1's per-address sign-in and auth rate limits (`packages/server/src/ratelimit.ts`), for callers
+  // with a connection.
   const authRateLimit: MiddlewareHandler = async (c, next) => {
     const address = peerAddress(c);
     if (address === undefined || c.req.path === '/auth/me') {
       return next();
     }
-    const { waitMs, rateLimit } = throttle.countRequest(addressBucket(address));
-    if (waitMs > 0) {
-      const refused = errorResponse(throttled(waitMs));
+    const { refusal, rateLimit } = throttle.countRequest(addressBucket(address), c.req.path);
+    if (refusal) {
+      const refused = errorResponse(refusal);
       refused.headers.set('RateLimit', rateLimit);
       return refused;
     }
@@ -167,6 +170,23 @@ function requireString(body: Record<string, unknown>, name: string): string {
 
 const optionalString = (body: Record<string, unknown>, name: string): string | undefined =>
   typeof body[name] === 'string' ? (body[name] as string) : undefined;
+
+/**
+ * The scope a sign-in asks for, `openid` by default. SMART resource scopes (`patient/...`, `user/...`,
+ * `system/...`) narrow a login's access policy on Medplum (packages/server/src/fhir/accesspolicy.ts
+ * `applySmartScopes`; since 5.1.12, #9123, `patient/` scopes also hold it to the patient's compartment).
+ * The embedded Medplum does not apply them, so it refuses them rather than grant a login more than Medplum
+ * would: nothing of the platform asks for them (patients and clinicians are held by their access policies).
+ */
+function loginScope(body: Record<string, unknown>): string {
+  const scope = optionalString(body, 'scope') ?? 'openid';
+  if (scope.split(/\s+/).some((s) => /^(patient|user|system)\//.test(s))) {
+    throw new OperationOutcomeError(
+      badRequest('SMART resource scopes (patient/, user/, system/) are not supported by this server', 'scope'),
+    );
+  }
+  return scope;
+}
 
 // ------------------------------------------------------------------ passwords and codes
 
@@ -421,6 +441,7 @@ async function userByEmail(deps: AuthDeps, email: string, projectId: string | un
 }
 
 async function newUser(body: Record<string, unknown>, deps: AuthDeps, secretCheck: SecretCheck): Promise<unknown> {
+  const scope = loginScope(body);
   const email = requireString(body, 'email').toLowerCase();
   const password = requireString(body, 'password');
   if (password.length < 8) {
@@ -450,7 +471,7 @@ async function newUser(body: Record<string, unknown>, deps: AuthDeps, secretChec
     client: client ? createReference(client) : undefined,
     authMethod: 'password',
     // Medplum's tryLogin: the scope asked for (a refresh token needs `offline`), `openid` by default.
-    scope: optionalString(body, 'scope') ?? 'openid',
+    scope,
     codeChallenge: optionalString(body, 'codeChallenge'),
     codeChallengeMethod: optionalString(body, 'codeChallengeMethod') as Login['codeChallengeMethod'],
   });
@@ -500,6 +521,7 @@ async function passwordLogin(
   deps: AuthDeps,
   secretCheck: SecretCheck,
 ): Promise<unknown> {
+  const scope = loginScope(body);
   const email = requireString(body, 'email').toLowerCase();
   const password = requireString(body, 'password');
   // Reserved before anything is looked up: while throttled the answer is 429 whatever the password,
@@ -525,7 +547,7 @@ async function passwordLogin(
     project: membership.project,
     authMethod: 'password',
     // Medplum's tryLogin: the scope asked for (a refresh token needs `offline`), `openid` by default.
-    scope: optionalString(body, 'scope') ?? 'openid',
+    scope,
     code,
     codeChallenge: optionalString(body, 'codeChallenge'),
     codeChallengeMethod: optionalString(body, 'codeChallengeMethod') as Login['codeChallengeMethod'],

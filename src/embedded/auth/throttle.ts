@@ -5,9 +5,10 @@ import { deepClone, OperationOutcomeError, setRateLimitReset, tooManyRequests } 
 /**
  * Throttling of the embedded Medplum's auth endpoints.
  *
- * Real Medplum (`packages/server/src/ratelimit.ts`) counts every request to `/auth/*` and `/oauth2/*`
- * (but `/auth/me`) per client IP: 160 a minute, then 429 with the `tooManyRequests` OperationOutcome and
- * a `RateLimit` header. Its password check (`packages/server/src/oauth/utils.ts` `authenticate`) has no
+ * Real Medplum 5.1 (`packages/server/src/ratelimit.ts`) counts, per client IP, sign-ins (`/auth/login`,
+ * `/auth/newuser`, `/auth/newproject`): 5 a minute (`defaultLoginRateLimit`), and every other request to
+ * `/auth/*` and `/oauth2/*` (but `/auth/me`): 1,200 a minute; beyond either, 429 with the
+ * `tooManyRequests` OperationOutcome (its diagnostics the limiter's state) and a `RateLimit` header. Its password check (`packages/server/src/oauth/utils.ts` `authenticate`) has no
  * failure counter of its own; only MFA codes do (`packages/server/src/auth/mfalimit.ts`: an attempt is
  * reserved before the check, per login and per user, and refused with 429 and the `rate-limit-reset`
  * extension while over the limit). The embedded Medplum does both and is stricter: a password check
@@ -30,7 +31,9 @@ export interface AuthThrottleLimits {
   identity: WindowRule;
   /** Failed secret checks per client address, across identities (password spraying). */
   address: WindowRule;
-  /** All auth requests per client address, HTTP callers only (Medplum's `DEFAULT_AUTH_RATE_LIMIT_PER_MINUTE`). */
+  /** Sign-ins and registrations per client address, HTTP callers only (Medplum 5.1's `defaultLoginRateLimit`). */
+  signIns: WindowRule;
+  /** Other auth requests per client address, HTTP callers only (Medplum 5.1's `defaultAuthRateLimit`). */
   requests: WindowRule;
   /** Keys kept per table; beyond it the least recently used are dropped (bounded memory). */
   maxEntries: number;
@@ -41,9 +44,15 @@ const FIFTEEN_MINUTES = 15 * 60 * 1000;
 export const AUTH_THROTTLE_LIMITS: AuthThrottleLimits = {
   identity: { limit: 10, windowMs: FIFTEEN_MINUTES },
   address: { limit: 50, windowMs: FIFTEEN_MINUTES },
-  requests: { limit: 160, windowMs: 60 * 1000 },
+  signIns: { limit: 5, windowMs: 60 * 1000 },
+  requests: { limit: 1200, windowMs: 60 * 1000 },
   maxEntries: 10_000,
 };
+
+/** The paths Medplum 5.1 counts as sign-ins (ratelimit.ts, its `login` category). */
+const SIGN_IN_PATHS = new Set(['/auth/login', '/auth/newuser', '/auth/newproject']);
+
+export const isSignInPath = (path: string): boolean => SIGN_IN_PATHS.has(path);
 
 /**
  * The bucket of callers without a connection: the in-process fetch (the gateway's thread, tests) has no
@@ -126,7 +135,24 @@ export function requestsHeader(limit: number, window: { count: number; resetAt: 
   return `"requests";r=${Math.max(0, limit - window.count)};t=${Math.ceil((window.resetAt - now) / 1000)}`;
 }
 
-/** The answer while throttled: Medplum's `tooManyRequests`, with its `rate-limit-reset` extension. */
+/**
+ * Medplum 5.1's answer past a rate limit (ratelimit.ts `blockRequest`): `tooManyRequests`, its diagnostics the
+ * rate-limiter-flexible result spread into an object, so its fields come out with their backing names
+ * (`_msBeforeNext`...), plus the limit. No `Retry-After`: Medplum sends only the `RateLimit` header.
+ */
+export function rateLimited(waitMs: number, limit: number, window: { count: number }): OperationOutcomeError {
+  const outcome = deepClone(tooManyRequests);
+  outcome.issue[0].diagnostics = JSON.stringify({
+    _remainingPoints: 0,
+    _msBeforeNext: waitMs,
+    _consumedPoints: window.count,
+    _isFirstInDuration: false,
+    limit,
+  });
+  return new OperationOutcomeError(outcome);
+}
+
+/** The answer while a secret check is throttled: Medplum's `tooManyRequests`, with its `rate-limit-reset` extension. */
 export function throttled(waitMs: number): OperationOutcomeError {
   const outcome = deepClone(tooManyRequests);
   setRateLimitReset(outcome, waitMs);
@@ -173,6 +199,7 @@ export class AuthThrottle {
   private readonly identities: WindowCounters;
   private readonly addresses: WindowCounters;
   private readonly requests: WindowCounters;
+  private readonly signIns: WindowCounters;
 
   constructor(
     private readonly now: () => Date,
@@ -181,6 +208,7 @@ export class AuthThrottle {
     this.identities = new WindowCounters(limits.identity, limits.maxEntries);
     this.addresses = new WindowCounters(limits.address, limits.maxEntries);
     this.requests = new WindowCounters(limits.requests, limits.maxEntries);
+    this.signIns = new WindowCounters(limits.signIns, limits.maxEntries);
   }
 
   /**
@@ -216,15 +244,17 @@ export class AuthThrottle {
   }
 
   /**
-   * Counts one auth request from a connected client (Medplum's per-IP auth rate limit). `waitMs` > 0:
-   * over the limit, refuse. `rateLimit`: Medplum's `RateLimit` header for the answer.
+   * Counts one auth request from a connected client against its category (a sign-in, or any other auth
+   * request), as Medplum 5.1's per-IP limits do. Over the limit: `refusal`, Medplum's 429 outcome.
+   * `rateLimit`: Medplum's `RateLimit` header for the answer.
    */
-  countRequest(address: string): { waitMs: number; rateLimit: string } {
+  countRequest(address: string, path: string): { refusal?: OperationOutcomeError; rateLimit: string } {
     const now = this.now().getTime();
-    const window = this.requests.hit(address, now);
-    const { limit } = this.limits.requests;
+    const signIn = isSignInPath(path);
+    const window = (signIn ? this.signIns : this.requests).hit(address, now);
+    const { limit } = signIn ? this.limits.signIns : this.limits.requests;
     return {
-      waitMs: window.count > limit ? window.resetAt - now : 0,
+      refusal: window.count > limit ? rateLimited(window.resetAt - now, limit, window) : undefined,
       rateLimit: requestsHeader(limit, window, now),
     };
   }
