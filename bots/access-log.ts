@@ -1,5 +1,5 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { AuditEvent, Bot, ClientApplication, Practitioner } from '@medplum/fhirtypes';
+import type { AuditEvent, AuditEventAgent, Bot, ClientApplication, Practitioner } from '@medplum/fhirtypes';
 import type { AccessLog } from '../contracts/access-log';
 import { ACCESS_LOG_RECORD_TYPES, ACCESS_LOG_SCOPE } from '../contracts/access-log-rules';
 import { absent } from './lib/absent';
@@ -106,8 +106,13 @@ const ACTIONS: Record<string, AccessLog['entries'][number]['action']> = {
   delete: 'deleted',
 };
 
+/** Medplum 5.1's second agent: the application she signed in through, never a requestor (auditevent.ts). */
+const viaApplication = (a: AuditEventAgent): boolean =>
+  a.requestor === false && !!a.who?.reference?.startsWith('ClientApplication/');
+
 /**
- * Written by Medplum for the member it names (its author stamp is every agent), about a REST interaction
+ * Written by Medplum for the member it names (its author stamp is the requestor, any other agent the
+ * application she used), about a REST interaction
  * that succeeded; a patient's own entries count only when they are hers. Whatever else a member may
  * write in her own name counts too (it shows against herself): an entry left out here could fill a
  * search's page and push her true entries off it.
@@ -118,7 +123,8 @@ function genuine(e: AuditEvent, patient: string): boolean {
   return (
     !!who &&
     e.meta?.author?.reference === who &&
-    (e.agent ?? []).every((a) => a.who?.reference === who) &&
+    e.agent?.[0]?.requestor === true &&
+    (e.agent ?? []).slice(1).every(viaApplication) &&
     e.outcome === '0' &&
     !!interaction &&
     interaction in ACTIONS &&

@@ -16,6 +16,7 @@ import {
   row,
   signIn,
 } from './common';
+import { OUTSIDER } from './queues';
 
 type Log = AccessLog;
 type Entry = AccessLog['entries'][number];
@@ -32,7 +33,7 @@ type Entry = AccessLog['entries'][number];
 export async function accessLog(ctx: AttackContext, people: Map<string, Person>): Promise<void> {
   const family = 'access log';
   const steps = {
-    journey: `${family}: (a) the journey patient's log through the gateway (GET /v1/patient/access-log): entries by her care team's clinicians by name, by the platform with a purpose, and by herself, newest first`,
+    journey: `${family}: (a) the journey patient's log through the gateway (GET /v1/patient/access-log): entries by her care team's clinicians by name (at least two), by the Northwind clinician outside her care team who opened her records (the queue outsider), by the platform with a purpose, and by herself (signed in through her tenant's app), newest first`,
     opened: `${family}: (b) a new Northwind patient's log names no clinician; the Northwind clinician reads her Patient by id on Medplum, and she reads it herself (on a Medplum process that keeps AuditEvents); her log then names that clinician (viewed Patient) and herself; another new patient's log still names no clinician`,
     forged: `${family}: (c) on Medplum: she cannot search AuditEvent; POST AuditEvent in a colleague's name (Northwind clinician), about a Northwind patient (Southridge clinician, in her own name), in her name (bob), and bob in his own name about her Patient: refused; her log unchanged`,
     paged: `${family}: (d) the new patient's log page by page (limit=1, each page's next as before) is her whole log`,
@@ -86,12 +87,22 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     const herself = log.entries.filter((e) => e.by.kind === 'you').length;
     const at = log.entries.map((e) => Date.parse(e.at));
     const newestFirst = at.every((t, i) => i === 0 || at[i - 1] >= t);
+    // An honest log names everyone of her tenant who opened her records: her care team (the clinician who
+    // reviewed her intake, the visit's practitioner) and the lane's queue outsider, who read her review Task
+    // while attacking it (queues.ts).
+    const outsider = `${OUTSIDER.firstName} ${OUTSIDER.lastName}`;
+    const careTeam = clinicians.filter((name) => name !== outsider);
     row(
       steps.journey,
-      clinicians.length > 0 && clinicians.every(Boolean) && purposes > 0 && herself > 0 && newestFirst
+      careTeam.length >= 2 &&
+        clinicians.every(Boolean) &&
+        clinicians.includes(outsider) &&
+        purposes > 0 &&
+        herself > 0 &&
+        newestFirst
         ? 'ok'
         : 'FAILED',
-      `${log.entries.length} entries (${summary(log)}); clinicians ${clinicians.join(', ')}; newest first: ${newestFirst}`,
+      `${log.entries.length} entries (${summary(log)}); her care team ${careTeam.join(', ') || 'none'}; outside it ${clinicians.includes(outsider) ? outsider : 'nobody (the queue outsider is missing)'}; platform purposes ${purposes}; her own ${herself}; newest first: ${newestFirst}`,
     );
   } catch (err) {
     if (!(err instanceof Skip)) {

@@ -11,6 +11,9 @@ import { type AttackContext, describe, medplumCall, message, type Person, row, s
  * add to, and the one who works it claims, may not move elsewhere, and unclaims. What later checks need:
  * the Northwind intake queue and the Northwind Organization.
  */
+/** The Northwind clinician the lane invites who works no queue (her access log shows her, where she read). */
+export const OUTSIDER = { firstName: 'Olive', lastName: 'Outsider' };
+
 export async function queueWork(
   ctx: AttackContext,
   kit: AttackKit,
@@ -89,8 +92,8 @@ export async function queueWork(
         'POST',
         `admin/projects/${projectId}/invite`,
         clinicianInvite({
-          firstName: 'Olive',
-          lastName: 'Outsider',
+          firstName: OUTSIDER.firstName,
+          lastName: OUTSIDER.lastName,
           email,
           password: DEMO_PASSWORD,
           policy: `AccessPolicy/${clinicianPolicy.id}`,

@@ -1,7 +1,10 @@
-import type { AuditEvent, Task } from '@medplum/fhirtypes';
+import { randomUUID } from 'node:crypto';
+import type { AuditEvent, Organization, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCESS_LOG_SCOPE, type AccessLog } from '../../contracts/access-log';
+import { SYSTEMS } from '../../contracts/systems';
 import { createPatientCareClient } from '../../src/sdk';
+import { registerPatient, tenantApp } from '../support/attack-registration';
 import type { DemoActor } from '../support/backend';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { startAssessment } from '../support/journey';
@@ -91,6 +94,36 @@ describe('her access log', () => {
     const at = log.entries.map((e) => Date.parse(e.at));
     expect(at).toEqual([...at].sort((a, b) => b - a));
     expect(JSON.stringify(log)).not.toContain(aliceTask.id);
+  });
+
+  it('keeps her own reads when she signed in through her tenant’s app: Medplum 5.1 names the app as a second agent (packages/server/src/util/auditevent.ts createAuditEvent), which her policy lets her write', async () => {
+    const northwind = (await gw.backend.admin.searchOne('Organization', {
+      identifier: `${SYSTEMS.tenant}|northwind`,
+    })) as Organization;
+    const app = tenantApp(gw.backend, `Organization/${northwind.id}`);
+    const { token, patientId } = await registerPatient(gw.backend, `app-${randomUUID()}@example.test`, app);
+    expect((await gw.call('POST', '/v1/patient/home', { token })).status).toBe(200);
+    expect((await gw.call('GET', '/v1/patient/profile', { token })).status).toBe(200);
+    const her = `Patient/${patientId}`;
+    let kept: AuditEvent[] = [];
+    for (let i = 0; i < 50 && kept.length === 0; i++) {
+      kept = (await gw.backend.admin.searchResources('AuditEvent', { entity: her })).filter(
+        (e) => e.agent?.[0]?.who?.reference === her,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept[0].agent).toEqual([
+      expect.objectContaining({ who: expect.objectContaining({ reference: her }), requestor: true }),
+      expect.objectContaining({
+        who: expect.objectContaining({ reference: `ClientApplication/${app}` }),
+        requestor: false,
+        type: { coding: [expect.objectContaining({ code: '110150' })] },
+      }),
+    ]);
+    expect(kept[0].meta?.author?.reference).toBe(her);
+    const log = await logOf({ token } as DemoActor, '?limit=100');
+    expect(log.entries.some((e) => e.by.kind === 'you' && e.resourceType === 'Patient')).toBe(true);
   });
 
   it('pages back in time with `before`, each entry once', async () => {

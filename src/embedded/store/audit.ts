@@ -7,6 +7,13 @@ import type { SqliteRepository } from './repo';
  * auditevent.ts AuditEventActionLookup). vread and search are audited too, but only ever logged, never
  * saved, since they name no resource (Repository.logEvent saves only when given one).
  */
+/** Medplum's agent type of an application (auditevent.ts `ApplicationAgentType`). */
+const APPLICATION_AGENT = {
+  system: 'http://dicom.nema.org/resources/ontology/DCM',
+  code: '110150',
+  display: 'Application',
+};
+
 const ACTIONS = { read: 'R', history: 'R', create: 'C', update: 'U', patch: 'U', delete: 'D' } as const;
 
 export type AuditedInteraction = keyof typeof ACTIONS;
@@ -19,6 +26,8 @@ export interface RestAccess {
   who: Reference;
   /** Where the caller signed in from (Login.remoteAddress), when known. */
   address?: string;
+  /** The ClientApplication she signed in through (Login.client), when any. */
+  client?: Reference;
   /** The server's base URL: the event's observer. */
   baseUrl: string;
   project: string;
@@ -26,8 +35,10 @@ export interface RestAccess {
 }
 
 /**
- * One successful REST interaction as Medplum records it (packages/server/src/util/auditevent.ts
- * createAuditEvent). Medplum also adds tracing ids and the duration as extensions; this server has neither.
+ * One successful REST interaction as Medplum 5.1 records it (packages/server/src/util/auditevent.ts
+ * createAuditEvent): the caller as the requestor, and the ClientApplication she signed in through, when it is
+ * not the caller herself, as a second agent, not a requestor, of the application type. Medplum also adds
+ * tracing ids and the duration as extensions; this server has neither.
  */
 export function restAuditEvent(access: RestAccess): AuditEvent {
   const { interaction } = access;
@@ -49,6 +60,9 @@ export function restAuditEvent(access: RestAccess): AuditEvent {
         requestor: true,
         ...(access.address ? { network: { address: access.address, type: '2' as const } } : {}),
       },
+      ...(access.client?.reference && access.client.reference !== access.who.reference
+        ? [{ who: access.client as AuditEventAgent['who'], requestor: false, type: { coding: [APPLICATION_AGENT] } }]
+        : []),
     ],
     outcome: '0',
     entity: [{ what: createReference(access.resource) }],

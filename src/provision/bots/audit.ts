@@ -10,6 +10,8 @@ import type { AccessPolicyDefinition, PlatformBot } from '../shape';
  *
  * Medplum (with `saveAuditEvents`) writes the AuditEvent of an interaction through the caller's own
  * access: a member whose policy cannot create AuditEvents leaves no entry at all (docs/medplum-auditevents.md).
+ * (5.1.29 too: it saves them on a clone of the caller's repository, under her policy; a patient's 5.1 entries
+ * were refused, "Failed to save AuditEvent: Forbidden", until the application agent below was allowed.)
  * So every member who touches her records may create them, but only ones that name herself as the one who
  * did it: an entry that names someone else is refused (and the log also leaves out any entry whose author,
  * as Medplum stamps it, is not the one it names). None of them may read, change or delete one.
@@ -17,7 +19,16 @@ import type { AccessPolicyDefinition, PlatformBot } from '../shape';
 export const OWN_AUDIT_TRAIL: AccessPolicyResource = {
   resourceType: 'AuditEvent',
   interaction: ['create'],
-  writeConstraint: [{ language: 'text/fhirpath', expression: "%after.agent.all(who.reference = '%profile')" }],
+  // Medplum 5.1 names the ClientApplication she signed in through as a second agent, not a requestor
+  // (packages/server/src/util/auditevent.ts createAuditEvent): allowed, and nothing else beside her.
+  writeConstraint: [
+    {
+      language: 'text/fhirpath',
+      expression:
+        "%after.agent.first().who.reference = '%profile' and %after.agent.first().requestor = true and " +
+        "%after.agent.skip(1).all(requestor = false and who.reference.startsWith('ClientApplication/'))",
+    },
+  ],
 };
 
 /**
