@@ -427,20 +427,28 @@ export async function whenQuotaAllows<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The oldest Medplum server this project is tested on (the real-Medplum lane, docs/real-medplum.md). */
-export const OLDEST_TESTED_MEDPLUM = '5.0.10';
+/**
+ * The oldest Medplum release this project runs on (docs/deploy.md, "Supported Medplum releases"; tested on
+ * 5.1.29 by the real-Medplum lane, docs/real-medplum.md). Its safety rests on two things older releases lack:
+ * a Binary is read only by whoever may read its `securityContext` (5.1.18: clinicians read her uploads
+ * themselves, and nobody else does), and keeping AuditEvents, which her access log needs, does not leak a
+ * database connection per `_include` or GraphQL read (5.1.24).
+ */
+export const OLDEST_SUPPORTED_MEDPLUM = '5.1.24';
 
 /**
- * Refuses a Medplum older than the oldest tested: `/healthcheck` answers `{ok, version}` (e.g.
- * `5.0.10-e9bc9bcf4`; packages/server/src/healthcheck.ts). An older server may lack what the bots and
- * policies rely on, and would fail in odd ways later.
+ * Refuses a Medplum older than the oldest supported, before anything is written: `/healthcheck` answers
+ * `{ok, version}` (e.g. `5.1.29-f5d2946`; packages/server/src/healthcheck.ts).
  */
 async function requireTestedMedplum(medplum: MedplumClient): Promise<void> {
   const health = (await medplum.get('healthcheck', { cache: 'no-cache' })) as { version?: unknown };
   const version = typeof health.version === 'string' ? health.version : undefined;
-  if (!version || compareVersions(version, OLDEST_TESTED_MEDPLUM) < 0) {
+  if (!version || compareVersions(version, OLDEST_SUPPORTED_MEDPLUM) < 0) {
     throw new Error(
-      `Medplum ${version ?? '(version unknown)'} is older than ${OLDEST_TESTED_MEDPLUM}, the oldest this project is tested on: upgrade the server first`,
+      `Medplum ${version ?? '(version unknown)'} is older than ${OLDEST_SUPPORTED_MEDPLUM}, the oldest release this project supports: ` +
+        "before 5.1.18 Medplum reads any Binary by id whatever its securityContext (clinicians read patients' uploads as Binaries), " +
+        'and before 5.1.24 keeping AuditEvents (her access log) leaks a database connection per _include or GraphQL read. ' +
+        'Upgrade the server (tested on 5.1.29; docs/deploy.md). Nothing was written.',
     );
   }
 }

@@ -1,6 +1,5 @@
 import type { DocumentReference, Media, QuestionnaireResponse } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVIDENCE_INLINE_BYTES } from '../../bots/lib/evidence';
 import { SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import { direct, fhirPath } from '../support/attack';
@@ -12,10 +11,11 @@ import { freshPatient } from '../support/patients';
 
 /**
  * The evidence a patient sends, shown to her tenant's clinicians and nobody else (bots/lib/evidence.ts):
- * her checked uploads copied into her record (a Media for a photo, a DocumentReference for a PDF) as
- * `data:` URLs, so that Medplum's apps render them with no Binary grant to clinicians (Medplum 5.0.10
- * reads any Binary by id whatever its securityContext: packages/server/src/fhir/binary.ts, and access
- * policies cannot restrict Binary: packages/core/src/access.ts).
+ * each checked upload recorded in her record (a Media for a photo, a DocumentReference for a PDF) pointing
+ * at her upload itself, `Binary/<id>`, at full size: her tenant's clinicians read that Binary (presigned in
+ * the record, or by id), since Medplum >= 5.1.18 lets a Binary be read only by whoever may read its
+ * securityContext, her Patient (packages/server/src/fhir/repo.ts authorizeBinarySecurityContext); access
+ * policies cannot restrict Binary otherwise (packages/core/src/access.ts). No `data:` copies.
  */
 let gw: TestGateway;
 let northwind: Clinician;
@@ -82,25 +82,34 @@ const evidenceOf = <T extends Media | DocumentReference>(type: T['resourceType']
 
 const tokenOf = (clinician: Clinician) => clinician.medplum.getAccessToken() as string;
 
+/** The bytes behind a presigned URL (Medplum's storage route), as her clinician's browser would fetch them. */
+async function bytesAt(url: string | undefined): Promise<Uint8Array> {
+  expect(url).toMatch(/^http.*\/storage\/[^?]+\?Expires=\d+&Signature=/);
+  const response = await gw.backend.fetch(new Request(url as string));
+  expect(response.status).toBe(200);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
 describe('her uploads, as her clinicians see them', () => {
-  it('a photo becomes a Media of her record holding its bytes (a data: URL), marked with the upload it copies and part of her answers', async () => {
+  it('a photo becomes a Media of her record pointing at her upload itself (Binary/<id>), marked with the upload and part of her answers; no data: copy', async () => {
     const { patient, uploads, response } = await intakeWith([
       { bytes: JPEG, contentType: 'image/jpeg', filename: 'reading.jpg' },
     ]);
     const [media] = await evidenceOf<Media>('Media', patient);
+    expect(uploads[0].url).toMatch(/^Binary\/[0-9a-f-]+$/);
     expect(media).toMatchObject({
       status: 'completed',
       subject: { reference: `Patient/${patient.patient.id}` },
       identifier: [{ system: SYSTEMS.evidence, value: uploads[0].url }],
       partOf: [{ reference: `QuestionnaireResponse/${response.id}/_history/${response.meta?.versionId}` }],
-      content: { contentType: 'image/jpeg', size: JPEG.byteLength, hash: uploads[0].hash },
+      content: { contentType: 'image/jpeg', url: uploads[0].url, size: JPEG.byteLength, hash: uploads[0].hash },
     });
-    expect(media.content.url).toBe(`data:image/jpeg;base64,${Buffer.from(JPEG).toString('base64')}`);
+    expect(JSON.stringify(media)).not.toContain('data:');
     expect(media.meta?.author?.reference).toMatch(/^Bot\//);
     expect(media.meta?.accounts).toEqual([patient.patient.managingOrganization]);
   });
 
-  it('her tenant’s clinician reads it as stored; the other tenant’s clinician, another patient and she herself directly do not; no clinician reads the Binary', async () => {
+  it('her tenant’s clinician opens it (presigned in the Media, and the Binary by id); the other tenant’s clinician, another patient and she herself directly do not', async () => {
     const { patient, uploads } = await intakeWith([
       { bytes: JPEG, contentType: 'image/jpeg', filename: 'reading.jpg' },
     ]);
@@ -108,7 +117,7 @@ describe('her uploads, as her clinicians see them', () => {
     const path = fhirPath(`Media/${media.id}`);
     const mine = await direct(gw.backend, tokenOf(northwind), 'GET', path);
     expect(mine.status).toBe(200);
-    expect((mine.body as Media).content.url).toBe(media.content.url);
+    expect(await bytesAt((mine.body as Media).content.url)).toEqual(JPEG);
     const searched = await direct(
       gw.backend,
       tokenOf(northwind),
@@ -116,23 +125,28 @@ describe('her uploads, as her clinicians see them', () => {
       fhirPath(`Media?subject=Patient/${patient.patient.id}`),
     );
     expect(JSON.stringify(searched.body)).toContain(media.id);
+    const binary = fhirPath(uploads[0].url);
+    const byId = await gw.backend.fetch(
+      new Request(new URL(binary, gw.backend.baseUrl), { headers: { authorization: `Bearer ${tokenOf(northwind)}` } }),
+    );
+    expect(byId.status).toBe(200);
+    expect(new Uint8Array(await byId.arrayBuffer())).toEqual(JPEG);
+    // The other tenant's clinician: neither the Media nor the Binary, nor a presigned URL anywhere.
     expect((await direct(gw.backend, tokenOf(southridge), 'GET', path)).status).toBe(404);
     const southridgeSearch = await direct(gw.backend, tokenOf(southridge), 'GET', fhirPath('Media'));
     expect(JSON.stringify(southridgeSearch.body)).not.toContain(media.id);
+    expect((await direct(gw.backend, tokenOf(southridge), 'GET', binary)).status).toBe(404);
     for (const reader of [gw.backend.patients.bob.token, patient.token]) {
       expect([403, 404]).toContain((await direct(gw.backend, reader, 'GET', path)).status);
+      expect([403, 404]).toContain((await direct(gw.backend, reader, 'GET', binary)).status);
     }
-    // Through the gateway: the record plane serves no Media.
-    const viaGateway = await gw.call('GET', `/v1/fhir/Media/${media.id}`, { token: gw.backend.patients.bob.token });
-    expect([403, 404]).toContain(viaGateway.status);
-    // Clinicians are given no Binary at all (a read grant would open every tenant's uploads by id).
-    const binary = fhirPath(uploads[0].url);
-    for (const clinician of [northwind, southridge]) {
-      expect((await direct(gw.backend, tokenOf(clinician), 'GET', binary)).status).toBe(403);
-    }
+    // Through the gateway: the record plane serves no Media; another patient's document is not found.
+    const bob = gw.backend.patients.bob.token;
+    expect([403, 404]).toContain((await gw.call('GET', `/v1/fhir/Media/${media.id}`, { token: bob })).status);
+    expect((await gw.call('GET', `/v1/documents/${uploads[0].url.split('/')[1]}`, { token: bob })).status).toBe(404);
   });
 
-  it('a PDF becomes a DocumentReference; nobody but the completing bot writes or changes one', async () => {
+  it('a PDF becomes a DocumentReference pointing at her upload; nobody but the completing bot writes or changes one', async () => {
     const { patient, uploads } = await intakeWith([
       { bytes: PDF, contentType: 'application/pdf', filename: 'labs.pdf' },
     ]);
@@ -141,7 +155,8 @@ describe('her uploads, as her clinicians see them', () => {
     );
     expect(document.content[0].attachment).toMatchObject({
       contentType: 'application/pdf',
-      url: `data:application/pdf;base64,${Buffer.from(PDF).toString('base64')}`,
+      url: uploads[0].url,
+      size: PDF.byteLength,
     });
     expect(document.identifier).toEqual([{ system: SYSTEMS.evidence, value: uploads[0].url }]);
     const before = storeSnapshot(gw.backend);
@@ -168,25 +183,28 @@ describe('her uploads, as her clinicians see them', () => {
     expect(storeSnapshot(gw.backend)).toEqual(before);
   });
 
-  it('a file past the inline budget is recorded without its bytes, and says so', async () => {
-    // A JPEG just over the budget (its signature first: the upload checks the bytes).
-    const big = new Uint8Array(EVIDENCE_INLINE_BYTES + 1);
-    big.set(JPEG.subarray(0, 4));
-    const { patient, uploads } = await intakeWith([{ bytes: big, contentType: 'image/jpeg', filename: 'big.jpg' }]);
+  it('a phone photo of 6 MB and a PDF of 10 MB reach her clinician whole', async () => {
+    const photo = new Uint8Array(6 * 1000 * 1000);
+    photo.set(JPEG.subarray(0, 4));
+    photo[photo.length - 1] = 0xd9;
+    const pdf = new Uint8Array(10 * 1000 * 1000);
+    pdf.set(PDF.subarray(0, 9));
+    // The intake's photo question takes one file: one patient sends the photo, another the PDF.
+    const { patient } = await intakeWith([{ bytes: photo, contentType: 'image/jpeg', filename: 'phone.jpg' }]);
+    const { patient: other } = await intakeWith([{ bytes: pdf, contentType: 'application/pdf', filename: 'labs.pdf' }]);
     const [media] = await evidenceOf<Media>('Media', patient);
-    expect(media.content).toMatchObject({ contentType: 'image/jpeg', size: big.byteLength });
-    expect(media.content.url).toBeUndefined();
-    expect(media.note?.[0]?.text).toBe(
-      `Too large to show here (${big.byteLength} bytes); the patient's upload is ${uploads[0].url}.`,
+    const [document] = (await evidenceOf<DocumentReference>('DocumentReference', other)).filter((d) =>
+      d.identifier?.some((i) => i.system === SYSTEMS.evidence),
     );
-  });
-
-  it('one at the budget is shown', async () => {
-    const edge = new Uint8Array(EVIDENCE_INLINE_BYTES);
-    edge.set(JPEG.subarray(0, 4));
-    const { patient } = await intakeWith([{ bytes: edge, contentType: 'image/jpeg', filename: 'edge.jpg' }]);
-    const [media] = await evidenceOf<Media>('Media', patient);
-    expect(media.content.url?.startsWith('data:image/jpeg;base64,/9j/')).toBe(true);
-    expect(media.note).toBeUndefined();
-  });
+    expect(media.content.size).toBe(photo.byteLength);
+    expect(document.content[0].attachment.size).toBe(pdf.byteLength);
+    const read = async (path: string) => (await direct(gw.backend, tokenOf(northwind), 'GET', fhirPath(path))).body;
+    const shownPhoto = await bytesAt(((await read(`Media/${media.id}`)) as Media).content.url);
+    expect(shownPhoto.byteLength).toBe(photo.byteLength);
+    expect(Buffer.from(shownPhoto).equals(Buffer.from(photo))).toBe(true);
+    const shownPdf = await bytesAt(
+      ((await read(`DocumentReference/${document.id}`)) as DocumentReference).content[0].attachment.url,
+    );
+    expect(Buffer.from(shownPdf).equals(Buffer.from(pdf))).toBe(true);
+  }, 120_000);
 });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { direct, fhirPath } from '../support/attack';
 import { startTestBackend, type TestBackend } from '../support/backend';
 
-/** The Medplum behaviours POST /v1/documents relies on for "readable by the patient and her clinicians only". */
+/** The Medplum behaviours POST /v1/documents relies on for "readable by her tenant's clinicians only" (and by her through the gateway). */
 let backend: TestBackend;
 beforeAll(async () => {
   backend = await startTestBackend();
@@ -43,21 +43,47 @@ describe('Binary access, as on Medplum', () => {
     expect((await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` })).status).toBe(201);
   });
 
-  it('no patient or clinician reads a Binary by id, her own upload included: their policies grant no Binary read', async () => {
+  it("no patient reads a Binary by id, her own upload included; her tenant's clinicians read hers by id and by version, the other tenant's do not, and no clinician lists a Binary's history or searches Binaries", async () => {
     const { alice, bob } = backend.patients;
     const res = await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` });
-    const path = fhirPath(`Binary/${(res.body as Binary).id}`);
-    for (const token of [
-      alice.token,
-      bob.token,
-      backend.clinicians.northwind.token,
-      backend.clinicians.southridge.token,
-    ]) {
+    const stored = res.body as Binary;
+    const path = fhirPath(`Binary/${stored.id}`);
+    for (const token of [alice.token, bob.token]) {
       expect((await direct(backend, token, 'GET', path)).status).toBe(403);
+    }
+    const northwind = backend.clinicians.northwind.token;
+    const mine = await direct(backend, northwind, 'GET', path);
+    expect(mine.status).toBe(200);
+    expect(mine.text).toBe('%PDF-1.7 test');
+    expect((await direct(backend, northwind, 'GET', `${path}/_history/${stored.meta?.versionId}`)).status).toBe(200);
+    const southridge = backend.clinicians.southridge.token;
+    expect((await direct(backend, southridge, 'GET', path)).status).toBe(404);
+    expect((await direct(backend, southridge, 'GET', `${path}/_history/${stored.meta?.versionId}`)).status).toBe(404);
+    for (const token of [northwind, southridge]) {
+      expect((await direct(backend, token, 'GET', `${path}/_history`)).status).toBe(403);
+      expect([400, 403]).toContain((await direct(backend, token, 'GET', fhirPath('Binary'))).status);
     }
   });
 
-  it('for a caller whose policy does read Binaries, a Binary is read only by whoever may read its securityContext (stricter than 5.0.10; packages/server/src/fhir/binary-utils.ts, readAuthorizedBinary, after it)', async () => {
+  it('a securityContext that names another Binary is read by nobody (packages/server/src/fhir/repo.ts authorizeBinarySecurityContext, 5.1.18)', async () => {
+    const alice = backend.patients.alice;
+    const first = (await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` })).body as Binary;
+    const chained = await backend.systemRepo.createResource<Binary>({
+      resourceType: 'Binary',
+      meta: { project: backend.project.id },
+      contentType: 'application/pdf',
+      securityContext: { reference: `Binary/${first.id}` },
+    });
+    // Her clinician reads the first; the one whose context is that Binary is not found, for her too.
+    expect(
+      (await direct(backend, backend.clinicians.northwind.token, 'GET', fhirPath(`Binary/${first.id}`))).status,
+    ).toBe(200);
+    expect(
+      (await direct(backend, backend.clinicians.northwind.token, 'GET', fhirPath(`Binary/${chained.id}`))).status,
+    ).toBe(404);
+  });
+
+  it('for a caller whose policy does read Binaries, a Binary is read only by whoever may read its securityContext (Medplum >= 5.1.18: packages/server/src/fhir/repo.ts authorizeBinarySecurityContext)', async () => {
     const { alice, bob } = backend.patients;
     const res = await upload(alice.token, { 'x-security-context': `Patient/${alice.patient.id}` });
     const path = fhirPath(`Binary/${(res.body as Binary).id}`);

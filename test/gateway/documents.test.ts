@@ -244,7 +244,7 @@ describe("a patient's document: hers alone, and never a Binary read by id", () =
     }
   });
 
-  it('nobody reads a Binary by id directly on Medplum, not even its owner or her clinician (Medplum 5.0.10 does not check securityContext on GET Binary/:id)', async () => {
+  it("directly on Medplum only her tenant's clinicians read her upload by id; other patients, the other tenant's clinician and she herself do not (Medplum >= 5.1.18 checks its securityContext: packages/server/src/fhir/repo.ts authorizeBinarySecurityContext)", async () => {
     for (const role of [
       'patient of the same tenant',
       'patient of the other tenant',
@@ -257,11 +257,16 @@ describe("a patient's document: hers alone, and never a Binary read by id", () =
         expect(res.text).not.toContain('JFIF');
       }
     }
-    for (const reader of [patientActor(gw.backend, 'bob'), clinicianActor(gw.backend, 'northwind')]) {
-      const res = await direct(gw.backend, reader.token, 'GET', fhirPath(url), { headers: { accept: '*/*' } });
-      expect(res.status, reader.label).toBe(403);
-      expect(res.text).not.toContain('JFIF');
-    }
+    // The owner herself: no Binary read (she reads it through GET /v1/documents/{id}).
+    const bob = patientActor(gw.backend, 'bob');
+    const own = await direct(gw.backend, bob.token, 'GET', fhirPath(url), { headers: { accept: '*/*' } });
+    expect(own.status).toBe(403);
+    expect(own.text).not.toContain('JFIF');
+    // Her tenant's clinician: the bytes.
+    const carer = clinicianActor(gw.backend, 'northwind');
+    const read = await direct(gw.backend, carer.token, 'GET', fhirPath(url), { headers: { accept: '*/*' } });
+    expect(read.status, carer.label).toBe(200);
+    expect(read.text).toContain('JFIF');
   });
 
   it('a patient cannot store active content directly on Medplum: HTML, SVG and scripts are refused, nothing written', async () => {

@@ -157,13 +157,17 @@ export class SqliteRepository extends FhirRepository {
   }
 
   /**
-   * A Binary is readable only to whoever can read its `securityContext` (Medplum's readAuthorizedBinary,
-   * packages/server/src/fhir/binary-utils.ts): policy criteria do not apply to Binary (@medplum/core's
-   * satisfiedAccessPolicy matches any Binary entry), so the context is what ties it to a record. Medplum
-   * checks it on `GET Binary/:id`; here every read of a Binary checks it (batch, vread, history too).
+   * A Binary is readable only to whoever can read its `securityContext` (Medplum >= 5.1.18:
+   * packages/server/src/fhir/repo.ts authorizeBinarySecurityContext, on read, vread and readReferences; a
+   * context naming another Binary is not found): policy criteria do not apply to Binary (@medplum/core's
+   * satisfiedAccessPolicy matches any Binary entry), so the context is what ties it to a record. Here every
+   * read of a Binary checks it (batch, vread, history too: stricter than Medplum's history).
    */
   private async checkBinarySecurityContext(resource: Resource): Promise<void> {
     if (resource.resourceType === 'Binary' && resource.securityContext && !this.caller.system) {
+      if (resource.securityContext.reference?.startsWith('Binary/')) {
+        throw new OperationOutcomeError(notFound);
+      }
       const [type, id] = referenceParts(resource.securityContext);
       await this.readUnaudited(type, id);
     }
@@ -800,6 +804,7 @@ export class SqliteRepository extends FhirRepository {
       resource,
       who: this.caller.profile,
       address: this.caller.login?.remoteAddress,
+      client: this.caller.login?.client,
       baseUrl: this.env.baseUrl,
       project: this.caller.project.id as string,
       recorded: this.now(),

@@ -373,7 +373,13 @@ export function clinicianPolicy(): AccessPolicyResource[] {
       criteria: `${resourceType}?_project=${MEDPLUM_R4_PROJECT}`,
       readonly: true,
     })),
-    // No Binary: on Medplum 5.0.10 a read grant opens every Binary of the project by id, whatever its
-    // securityContext (see the patient policy). Patients' uploads stay out of clinicians' direct reach.
+    // Her uploads at full size, where her chart points at them (bots/lib/evidence.ts): a Binary read by id
+    // and by version. Policy criteria do not apply to Binary (@medplum/core satisfiedAccessPolicy); Medplum
+    // (>= 5.1.18, which provisioning requires) lets a Binary be read only by whoever may read its
+    // `securityContext` (packages/server/src/fhir/repo.ts authorizeBinarySecurityContext, on read, vread and
+    // readReferences): a patient's upload is hers (the patient policy's OWN_SECURITY_CONTEXT), so only her
+    // tenant's clinicians read it, and bot code (the Project's) nobody. Never search (not checked) and never
+    // history (a deleted Binary's versions are listed unchecked).
+    { resourceType: 'Binary', interaction: ['read', 'vread'] },
   ];
 }
