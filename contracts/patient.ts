@@ -60,7 +60,10 @@ export const ConfigSchema = z
       .object({
         steps: z.array(z.string()),
       })
-      .openapi({ description: "Signing in a registered patient, in order (Medplum's password login with PKCE)." }),
+      .openapi({
+        description:
+          "Signing in a registered patient, in order (Medplum's password login with PKCE). Medplum takes 5 sign-ins and registrations (`auth/login`, `auth/newuser`) a minute from one client address; the sixth is 429, its OperationOutcome's diagnostics naming the wait (`_msBeforeNext`, milliseconds) and its header `RateLimit: \"requests\";r=0;t=<seconds>`: show it and try again then (the SDK's `signInRetryAfterMs`).",
+      }),
   })
   .openapi('Config');
 
