@@ -15,9 +15,9 @@ export async function recordReads(ctx: AttackContext, kit: AttackKit): Promise<v
     : undefined;
   const observationRef = observation ? `Observation/${observation.id}` : undefined;
   const maya = people.get('maya');
-
   // The journey patient's uploaded document (Binary.securityContext = her Patient): hers through
-  // GET /v1/documents/{id} alone; nobody reads a Binary by id on Medplum (5.0.10 does not check its context).
+  // GET /v1/documents/{id}; on Medplum no patient reads a Binary by id, nor another tenant's clinician
+  // (Medplum >= 5.1.18 checks its context); her tenant's clinicians do (evidence.ts).
   const documentPath = `/v1/documents/${binary?.split('/')[1]}`;
   await control('the journey patient reads her own document through GET /v1/documents/{id}', maya, binary, () =>
     gateway(maya as Person, documentPath),
