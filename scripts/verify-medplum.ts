@@ -132,7 +132,8 @@ async function main(): Promise<void> {
     return;
   }
   console.error(`Medplum ${version} at ${baseUrl}, project ${projectId}\n`);
-  const adminGet = (path: string) => medplumCall(baseUrl, adminToken, 'GET', path, { waitOutQuota: true, extended: true });
+  const adminGet = (path: string) =>
+    medplumCall(baseUrl, adminToken, 'GET', path, { waitOutQuota: true, extended: true });
 
   // 1. Provisioning, twice: the second run writes nothing.
   const definition = demoDefinition();
