@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { roundTripTable } from '../../scripts/round-trips';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
@@ -259,6 +260,10 @@ async function printRealMedplumBench(): Promise<void> {
     },
   });
   const out = lane.stdout ?? '';
+  // The lane's whole table, for docs/real-medplum.md (this section prints only its summary).
+  if (env('LANE_OUT')) {
+    writeFileSync(env('LANE_OUT') as string, out);
+  }
   const summary =
     /\d+ rows: [^\n]*?(?=\.?$)/m.exec(out)?.[0] ??
     `the lane did not finish (exit ${lane.status}): ${lane.stderr?.slice(-500)}`;

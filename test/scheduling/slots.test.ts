@@ -1,7 +1,7 @@
 import type { ProjectMembership, Slot } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addDays, localDate, workingSlots, zonedInstant } from '../../bots/lib/slots';
-import { HORIZON_DAYS, SLOTS_PER_RUN } from '../../bots/materialize-slots';
+import { CREATE_POINTS, HORIZON_DAYS, SLOTS_PER_RUN } from '../../bots/materialize-slots';
 import { SYSTEMS } from '../../contracts/systems';
 import { VISIT_PRACTITIONERS } from '../../src/provision/schedules';
 import { startTestBackend, type TestBackend } from '../support/backend';
@@ -174,30 +174,165 @@ describe('materialised free Slots', () => {
     expect((await read(free, theirs)).status).toBe(404);
   });
 
-  it('a run whose writes are refused fails loudly, naming how many, and the next run makes them', async () => {
-    const made = await slots();
-    const gone = made.filter((s) => s.start > new Date(Date.now() + 5 * 86_400_000).toISOString()).slice(0, 3);
-    for (const slot of gone) {
-      await backend.systemRepo.deleteResource('Slot', slot.id as string);
-    }
-    // The bot's own quota spent (as other runs or a flood can leave it): every write is refused 429.
+  /** A client signed in as the bot's own membership: what it spends is the bot's quota. */
+  const asBot = async () => {
     const bot = await backend.admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|materialize-slots` });
     const membership = await backend.systemRepo.searchOne<ProjectMembership>({
       resourceType: 'ProjectMembership',
       filters: [{ code: 'profile', operator: 'eq', value: `Bot/${bot?.id}` }],
     });
-    const { medplum: asBot } = await backend.login(membership as ProjectMembership);
+    return (await backend.login(membership as ProjectMembership)).medplum;
+  };
+  const run = () =>
+    backend.admin.executeBot({ system: SYSTEMS.bots, value: 'materialize-slots' }, {}, 'application/json') as Promise<{
+      ok: boolean;
+      slots: number;
+      remaining: number;
+    }>;
+
+  it('two runs at once share the bot’s quota and neither overdraws it: both succeed, the soonest Slots made, each once, a booked Slot untouched; the next run the rest', async () => {
+    // 300 lost: each run alone would send 300 creates (42,000 points), both 84,000 of the one 50,000.
+    const { a, b, lost } = await twoRunsAtOnce(backend, nextMinute, 300);
+    expect(a.slots + b.slots).toBeGreaterThan(0);
+    expect(a.slots + b.slots).toBeLessThanOrEqual(50_000 / CREATE_POINTS);
+    nextMinute();
+    await backend.cron.tick(new Date('2026-11-26T04:00:00Z'));
+    const keys = new Set((await slots()).map((s) => s.identifier?.[0]?.value));
+    expect(lost.every((s) => keys.has(s.identifier?.[0]?.value))).toBe(true);
+  });
+
+  it('a run writes no more than its quota has left (as Medplum says, each create costing what Medplum charges): part of it spent, it makes the soonest that fit, without a 429, and the next run the rest', async () => {
+    const made = await slots();
+    const later = new Date(Date.now() + 2 * 86_400_000).toISOString();
+    const gone = made.filter((s) => s.start > later).sort((a, b) => a.start.localeCompare(b.start));
+    gone.splice(300);
+    for (const slot of gone) {
+      await backend.systemRepo.deleteResource('Slot', slot.id as string);
+    }
+    // 30,000 of its 50,000 points spent this minute (as a run a little earlier, or a flood, can leave them).
+    const bot = await asBot();
+    nextMinute();
+    for (let i = 0; i < 30_000 / 20; i++) {
+      await bot.search('Schedule', { _count: '1' });
+    }
+    // Sent as one batch of all 300 (42,000 points), its tail would be refused 429 and the run fail.
+    const result = await run();
+    expect(result.ok).toBe(true);
+    expect(result.slots).toBeGreaterThan(100);
+    expect(result.slots).toBeLessThanOrEqual(20_000 / CREATE_POINTS);
+    expect(result.remaining).toBe(gone.length - result.slots);
+    const key = (s: Slot) => s.identifier?.[0]?.value;
+    const back = new Set((await slots()).map(key));
+    expect(gone.filter((s) => back.has(key(s)))).toEqual(gone.slice(0, result.slots));
+    nextMinute();
+    await backend.cron.tick(new Date('2026-11-26T04:00:00Z'));
+    expect((await slots()).length).toBe(made.length);
+  });
+
+  it('a run whose quota is already spent fails loudly, naming how many, and the next run makes them', async () => {
+    const made = await slots();
+    const gone = made.filter((s) => s.start > new Date(Date.now() + 5 * 86_400_000).toISOString()).slice(0, 3);
+    for (const slot of gone) {
+      await backend.systemRepo.deleteResource('Slot', slot.id as string);
+    }
+    // The bot's own quota spent (as other runs or a flood can leave it): it has not enough left for a write.
+    const bot = await asBot();
     nextMinute();
     for (let i = 0; i < 49_900 / 20; i++) {
-      await asBot.search('Schedule', { _count: '1' });
+      await bot.search('Schedule', { _count: '1' });
     }
-    const answer = await backend.admin
-      .executeBot({ system: SYSTEMS.bots, value: 'materialize-slots' }, {}, 'application/json')
-      .catch((err: unknown) => err);
-    expect(String(answer)).toMatch(/materialize-slots: 3 of 3 slot writes failed \(429\)|Too Many Requests/);
+    const answer = await run().catch((err: unknown) => err);
+    expect(String(answer)).toMatch(
+      /materialize-slots: 3 of 3 slot writes not sent: its FHIR quota is spent|Too Many Requests/,
+    );
     expect((await slots()).length).toBe(made.length - gone.length);
     nextMinute();
     await backend.cron.tick(new Date('2026-11-26T04:00:00Z'));
     expect((await slots()).length).toBe(made.length);
   });
 });
+
+describe('two runs at once, on a store that answers 409 as Postgres-backed Medplum does', () => {
+  // On Medplum each conditional create is a SERIALIZABLE transaction, and Postgres refuses one that
+  // overlaps another Slot write (Medplum retries once, then answers 409), even of a Slot nobody made. Here
+  // a create that finds what another transaction made in the last minute is answered 409
+  // (`overlapConflictMs`); a quota large enough for both runs, so that only the 409s are in play.
+  let backend: TestBackend;
+  let offset = 0;
+  beforeAll(async () => {
+    backend = await startTestBackend({
+      runBots: true,
+      overlapConflictMs: 60_000,
+      fhirQuota: 1_000_000,
+      clock: () => new Date(Date.now() + offset),
+    });
+  });
+  afterAll(() => backend?.close());
+
+  it('a create answered 409 is read again: what the other run made counts as made; both succeed, every Slot once, a booked Slot untouched', async () => {
+    const { a, b, lost } = await twoRunsAtOnce(
+      backend,
+      () => {
+        offset += 61_000;
+      },
+      100,
+    );
+    // Provisioning's run made the soonest 350: these two make the lost ones and the next after them.
+    expect(a.slots + b.slots).toBeGreaterThanOrEqual(lost.length);
+    // They overlapped: each met Slots the other had just made, answered 409.
+    expect(a.conflicts + b.conflicts).toBeGreaterThan(0);
+    expect(a.madeElsewhere + b.madeElsewhere).toBeGreaterThan(0);
+  });
+});
+
+interface RunResult {
+  ok: boolean;
+  slots: number;
+  madeElsewhere: number;
+  conflicts: number;
+}
+
+/**
+ * One Slot booked and the next `count` lost, then two runs of the bot at once: both succeed, between them
+ * they make the soonest of the lost Slots (all, if their quota affords it), each once, and the booked one
+ * is as it was.
+ */
+async function twoRunsAtOnce(
+  backend: TestBackend,
+  nextMinute: () => void,
+  count: number,
+): Promise<{ a: RunResult; b: RunResult; lost: Slot[] }> {
+  const all = () =>
+    (backend.db.reader.prepare("SELECT content FROM resource WHERE type = 'Slot'").all() as { content: string }[]).map(
+      (row) => JSON.parse(row.content) as Slot,
+    );
+  const made = all();
+  const later = made
+    .filter((s) => s.start > new Date(Date.now() + 86_400_000).toISOString())
+    .sort((a, b) => a.start.localeCompare(b.start));
+  const booked = await backend.systemRepo.updateResource<Slot>({ ...(later[0] as Slot), status: 'busy' });
+  const lost = later.slice(1, 1 + count);
+  for (const slot of lost) {
+    await backend.systemRepo.deleteResource('Slot', slot.id as string);
+  }
+  nextMinute();
+  const run = () =>
+    backend.admin.executeBot(
+      { system: SYSTEMS.bots, value: 'materialize-slots' },
+      {},
+      'application/json',
+    ) as Promise<RunResult>;
+  const [a, b] = await Promise.all([run(), run()]);
+  expect([a.ok, b.ok]).toEqual([true, true]);
+  const now = all();
+  const keys = now.map((s) => s.identifier?.[0]?.value);
+  expect(new Set(keys).size).toBe(now.length);
+  expect(now.length).toBe(made.length - lost.length + a.slots + b.slots);
+  // Soonest first: what is back of the lost Slots is their soonest.
+  const back = new Set(keys);
+  expect(lost.filter((s) => back.has(s.identifier?.[0]?.value))).toEqual(lost.slice(0, a.slots + b.slots));
+  const bookedNow = await backend.systemRepo.readResource<Slot>('Slot', booked.id as string);
+  expect(bookedNow.meta?.versionId).toBe(booked.meta?.versionId);
+  expect(bookedNow.status).toBe('busy');
+  return { a, b, lost };
+}
