@@ -627,11 +627,12 @@ function plainReference<T extends Resource>(resource: WithId<T>): Reference<T> {
 }
 
 /**
- * A bot's code is readable by project admins only: its Binary's securityContext is the Project, which no
- * patient or clinician may read, and Medplum lets a Binary be read only by whoever can read its context
- * (packages/server/src/fhir/binary-utils.ts). `$deploy` writes the code without one, and patients and
- * clinicians may read Binaries (uploads, POST /v1/documents), so unsealed code would be theirs to read
- * by its id. Sealing an already sealed Binary writes nothing.
+ * A bot's code is readable by project admins only: each Binary it names (its deployed `executableCode`, and
+ * the `sourceCode` Medplum's bot creation makes from its template) gets the Project as its securityContext,
+ * which no patient or clinician may read, and Medplum lets a Binary be read only by whoever can read its
+ * context (packages/server/src/fhir/repo.ts authorizeBinarySecurityContext). `$deploy` and bot creation
+ * write code without one, and clinicians may read Binaries by id (her uploads), so unsealed code would be
+ * theirs to read. Sealing an already sealed Binary writes nothing.
  */
 async function sealBotCode(
   medplum: MedplumClient,
@@ -641,18 +642,21 @@ async function sealBotCode(
 ): Promise<void> {
   const bot = await medplum.readResource('Bot', botId, { cache: 'no-cache' });
   // Medplum hands a project admin the presigned storage URL in place of `Binary/<id>` (fhir/rewrite.ts).
-  const id = binaryIdOf(bot.executableCode?.url, { baseUrl: medplum.getBaseUrl(), storageBaseUrl });
+  const origins = { baseUrl: medplum.getBaseUrl(), storageBaseUrl };
+  const id = binaryIdOf(bot.executableCode?.url, origins);
   if (!id) {
     throw new Error(`Bot ${botId}: its code names no Binary of this Medplum, so it cannot be sealed`);
   }
-  const binary = await medplum.readResource('Binary', id, { cache: 'no-cache' });
-  if (binary.securityContext?.reference === context) {
-    return;
+  const source = bot.sourceCode?.url ? binaryIdOf(bot.sourceCode.url, origins) : undefined;
+  for (const binaryId of source ? [id, source] : [id]) {
+    const binary = await medplum.readResource('Binary', binaryId, { cache: 'no-cache' });
+    if (binary.securityContext?.reference !== context) {
+      // A patch, not the whole Binary: its bytes stay where they are (a bundle may exceed the body limit).
+      await medplum.patchResource('Binary', binary.id, [
+        { op: 'add', path: '/securityContext', value: { reference: context } },
+      ]);
+    }
   }
-  // A patch, not the whole Binary: its bytes stay where they are (a bundle may exceed the body limit).
-  await medplum.patchResource('Binary', binary.id, [
-    { op: 'add', path: '/securityContext', value: { reference: context } },
-  ]);
 }
 
 /** A membership whose every access entry carries the `queues` parameter (unchanged when `queues` is undefined). */

@@ -110,14 +110,25 @@ describe('Binary access, as on Medplum', () => {
     expect((await direct(backend, await readerOf(bob.patient.id), 'GET', path)).status).toBe(404);
   });
 
-  it("so a bot's code is sealed with the Project as its context, which no patient or clinician reads", async () => {
-    const [bot] = await backend.systemRepo.searchResources<Bot>({ resourceType: 'Bot' });
-    const code = bot.executableCode?.url as string;
-    expect(code).toMatch(/^Binary\//);
-    const binary = await backend.systemRepo.readResource<Binary>('Binary', code.split('/')[1]);
-    expect(binary.securityContext?.reference).toBe(`Project/${backend.project.id}`);
-    for (const token of [backend.patients.alice.token, backend.clinicians.northwind.token]) {
-      expect((await direct(backend, token, 'GET', fhirPath(code))).status).toBeGreaterThanOrEqual(400);
+  it("so every bot's code, deployed and source (Medplum 5.1's bot creation makes a template source Binary with no context: packages/server/src/fhir/operations/botinit.ts), is sealed with the Project as its context, which no patient or clinician reads", async () => {
+    const bots = await backend.systemRepo.searchResources<Bot>({ resourceType: 'Bot' });
+    expect(bots.length).toBeGreaterThan(10);
+    for (const bot of bots) {
+      for (const code of [bot.executableCode?.url, bot.sourceCode?.url] as string[]) {
+        expect(code, bot.name).toMatch(/^Binary\//);
+        const binary = await backend.systemRepo.readResource<Binary>('Binary', code.split('/')[1]);
+        expect(binary.securityContext?.reference, `${bot.name} ${code}`).toBe(`Project/${backend.project.id}`);
+      }
+    }
+    const [bot] = bots;
+    for (const code of [bot.executableCode?.url, bot.sourceCode?.url] as string[]) {
+      for (const token of [
+        backend.patients.alice.token,
+        backend.clinicians.northwind.token,
+        backend.clinicians.southridge.token,
+      ]) {
+        expect((await direct(backend, token, 'GET', fhirPath(code))).status).toBeGreaterThanOrEqual(400);
+      }
     }
   });
 });
