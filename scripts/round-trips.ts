@@ -98,13 +98,16 @@ export function botRunsOf(lines: ServedLine[], bots: Bot[], audits: AuditEvent[]
   // A run's requests fall within its period (give or take the clocks' and the log's rounding).
   const SLACK_MS = 100;
   for (const line of lines) {
-    if (!line.profile || !names.has(line.profile)) {
+    // Medplum 5.0 names the caller of each request (`profile`); 5.1's log does not, so a line without one is
+    // a bot's when it falls in a run of the same trace, and is not the `$execute` that started the run.
+    const anonymous = !line.profile && !line.path.includes('$execute');
+    if (!anonymous && (!line.profile || !names.has(line.profile))) {
       continue;
     }
     const candidates = runs
       .filter(
         (r) =>
-          r.profile === line.profile &&
+          (anonymous ? true : r.profile === line.profile) &&
           r.traceId === line.traceId &&
           line.start >= r.from - SLACK_MS &&
           line.start <= r.to + SLACK_MS,
@@ -112,6 +115,9 @@ export function botRunsOf(lines: ServedLine[], bots: Bot[], audits: AuditEvent[]
       .sort((a, b) => b.from - a.from);
     // Two runs of one bot in one trace: the latest that had started by then.
     const run = candidates.find((r) => r.from <= line.start) ?? candidates.at(-1);
+    if (run) {
+      BOT_LINES.add(line);
+    }
     run?.trace.requests.push({
       method: line.method,
       url: `http://medplum${line.path}`,
@@ -122,9 +128,14 @@ export function botRunsOf(lines: ServedLine[], bots: Bot[], audits: AuditEvent[]
   return runs.map((r) => r.trace).filter((t) => t.requests.length > 0);
 }
 
+/** The lines botRunsOf put in a bot's run (Medplum 5.1's lines name no caller, so a bot's are known only so). */
+const BOT_LINES = new WeakSet<ServedLine>();
+
 /** What the callers (not the bots) spent of the server's time: the sum of their requests' durations. */
 export function topLevelServerMs(lines: ServedLine[]): number {
-  return lines.filter((l) => !l.profile?.startsWith('Bot/')).reduce((sum, l) => sum + (l.end - l.start), 0);
+  return lines
+    .filter((l) => !l.profile?.startsWith('Bot/') && !BOT_LINES.has(l))
+    .reduce((sum, l) => sum + (l.end - l.start), 0);
 }
 
 /** Per bot: its runs, its busiest run's requests and its longest chain of round trips. */

@@ -425,7 +425,7 @@ async function printRoundTrips(
   const audits = entriesOf(
     (
       await adminGet(
-        `fhir/R4/AuditEvent?date=ge${new Date(from.getTime() - 2_000).toISOString()}&_count=1000&_sort=-_lastUpdated`,
+        `fhir/R4/AuditEvent?type=execute&date=ge${new Date(from.getTime() - 2_000).toISOString()}&_count=1000&_sort=-_lastUpdated`,
       )
     ).body,
   ) as AuditEvent[];

@@ -89,4 +89,30 @@ describe("a real Medplum's request log", () => {
     // The callers' own requests: the $execute and the clinician's write (the early healthcheck is outside).
     expect(topLevelServerMs(lines)).toBe(80);
   });
+
+  it("Medplum 5.1's lines name no caller: a bot's requests are known by their run's trace and period, the $execute that started it stays the caller's", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'medplum-log-'));
+    const log = join(dir, 'medplum.log');
+    writeFileSync(
+      log,
+      [
+        served(0, 50, '/fhir/R4/Bot/$execute', 't1', undefined, 'POST'),
+        served(1, 4, '/fhir/R4/Patient/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e', 't1'),
+        served(7, 3, '/fhir/R4/EpisodeOfCare?identifier=y', 't1'),
+        served(11, 20, '/fhir/R4', 't1', undefined, 'POST'),
+        // Another trace at the same time: a patient's own read, not the bot's.
+        served(5, 6, '/fhir/R4/Patient/0d2c8a57-5b0e-4b4c-9a45-5bfe8c1a5f3e', 't9'),
+      ].join('\n'),
+    );
+    const lines = servedLines(log, new Date(T0 - 1_000), new Date(T0 + 1_000));
+    const runs = botRunsOf(
+      lines,
+      [{ resourceType: 'Bot', id: 'a', identifier: [{ value: 'start-assessment' }] }],
+      [audit('Bot/a', 't1', 0, 32)],
+    );
+    expect(runs.map((r) => [r.bot, r.requests.length])).toEqual([['start-assessment', 3]]);
+    expect(roundTripsByBot(runs)[0].maxSequential).toBe(3);
+    // The callers': the $execute (50) and the other trace's read (6).
+    expect(topLevelServerMs(lines)).toBe(56);
+  });
 });
