@@ -84,6 +84,39 @@ describe('her access log cannot be emptied by entries it leaves out', () => {
   const clinicianViewedHer = (log: AccessLog['entries']) =>
     log.some((e) => e.by.kind === 'clinician' && e.action === 'viewed' && e.resourceType === 'Patient');
 
+  it("beside herself an entry may name only the application she signed in through, never as a requestor (the OWN_AUDIT_TRAIL writeConstraint; Medplum 5.1's createAuditEvent in packages/server/src/util/auditevent.ts): patients and clinicians alike", async () => {
+    const carer = gw.backend.clinicians.northwind;
+    for (const [writer, me, about] of [
+      [bob.medplum, `Patient/${bob.patient.id}`, `Patient/${bob.patient.id}`],
+      [carer.medplum, `Practitioner/${carer.practitioner.id}`, `Patient/${alice.patient.id}`],
+    ] as const) {
+      const app = { who: { reference: 'ClientApplication/any-app' }, requestor: false };
+      const refused: AuditEvent['agent'][] = [
+        [
+          { who: { reference: me }, requestor: true },
+          { who: { reference: `Practitioner/${carer.practitioner.id}x` }, requestor: false },
+        ],
+        [
+          { who: { reference: me }, requestor: true },
+          { who: { reference: `Patient/${alice.patient.id}` }, requestor: false },
+        ],
+        [
+          { who: { reference: me }, requestor: true },
+          { ...app, requestor: true },
+        ],
+        [{ who: { reference: me }, requestor: false }, app],
+        [app, { who: { reference: me }, requestor: true }],
+      ];
+      for (const agent of refused) {
+        await expect(writer.createResource(entry(me, about, { agent })), JSON.stringify(agent)).rejects.toThrow();
+      }
+      const kept = await writer.createResource(
+        entry(me, about, { agent: [{ who: { reference: me }, requestor: true }, app] }),
+      );
+      expect(kept.id).toBeDefined();
+    }
+  });
+
   it('another patient’s flood of entries about her does not push her care team’s reads off her log', async () => {
     const carer = gw.backend.clinicians.northwind;
     await carer.medplum.readResource('Patient', alice.patient.id);
