@@ -471,29 +471,53 @@ async function patientRecord(medplum: MedplumClient, patient: Patient & { id: st
 
 export interface Finding {
   option: Option;
-  fired: { code: string; kind: string; description: string }[];
+  fired: FiredRule[];
 }
 
-/** Every rule of every option, evaluated over her record: the rules that fire. */
+/** A rule that fires, or that cannot be decided: `missing` names the facts her record lacks for it. */
+export interface FiredRule {
+  code: string;
+  kind: string;
+  description: string;
+  missing?: string[];
+}
+
+/**
+ * Every rule of every option, evaluated over her record: the rules that fire, and the rules that cannot be
+ * decided because a fact they need is not on her record (its `requires`: each a named fact and a FHIRPath
+ * expression true when the record has it). A rule that cannot be decided is a finding too, never "clear":
+ * its option is "not determined", with the missing facts named.
+ */
 export function assess(options: Option[], record: Bundle): Finding[] {
   return options.map((option) => ({
     option,
     fired: (option.option.extension ?? [])
       .filter((e) => e.url === EXTENSIONS.eligibilityRule)
       .map(ruleOf)
-      .flatMap((rule) => {
+      .flatMap((rule): FiredRule[] => {
         const verdict = evaluate(rule.expression, record);
-        if (verdict === 'clear') {
-          return [];
+        const { expression: _expression, requires, ...fired } = rule;
+        if (verdict === 'unevaluable') {
+          return [{ ...fired, description: `${rule.description} ${UNEVALUABLE}`.trim() }];
         }
-        const { expression: _expression, ...fired } = rule;
-        return [verdict === 'applies' ? fired : { ...fired, description: `${rule.description} ${UNEVALUABLE}`.trim() }];
+        if (verdict === 'applies') {
+          return [fired];
+        }
+        // Clear on what is known: decided only when every fact it needs is on her record.
+        const missing = requires.filter((fact) => evaluate(fact.expression, record) !== 'applies').map((f) => f.fact);
+        return missing.length > 0
+          ? [{ ...fired, description: `${rule.description} ${notDetermined(missing)}`, missing }]
+          : [];
       }),
   }));
 }
 
 /** What a finding says when its rule could not be evaluated (it then counts as applying: fail closed). */
 export const UNEVALUABLE = '(This rule could not be evaluated on the record, so it is treated as applying.)';
+
+/** What a finding says when a fact its rule needs is not on her record. */
+export const notDetermined = (missing: string[]): string =>
+  `Not determined: her record has no ${missing.join(', no ')}. Record ${missing.length === 1 ? 'it' : 'them'}, or give your reason to proceed without.`;
 
 function ruleOf(extension: Extension) {
   const part = (url: string) => extension.extension?.find((e) => e.url === url);
@@ -502,6 +526,12 @@ function ruleOf(extension: Extension) {
     kind: part('kind')?.valueCode ?? 'contraindication',
     description: part('description')?.valueString ?? '',
     expression: part('expression')?.valueExpression?.expression ?? '',
+    requires: (extension.extension ?? [])
+      .filter((e) => e.url === 'requires')
+      .map((e) => ({
+        fact: e.valueExpression?.description ?? 'a fact the rule needs',
+        expression: e.valueExpression?.expression ?? '',
+      })),
   };
 }
 
@@ -630,6 +660,7 @@ function findingsBundle({
           { name: 'option', valueCanonical: f.option.canonical },
           { name: 'protocol', valueCanonical: `${f.option.protocol.url}|${f.option.protocol.version}` },
           { name: 'eligible', valueBoolean: f.fired.length === 0 },
+          { name: 'determined', valueBoolean: f.fired.every((r) => !r.missing) },
           { name: 'preferred', valueBoolean: f.option.preferred },
           ...f.fired.map((r) => ({ name: 'issue', valueCode: r.code })),
         ],
@@ -652,7 +683,11 @@ function findingsBundle({
       canonical: f.option.canonical,
       title: f.option.option.title ?? f.option.option.name ?? f.option.canonical,
       preferred: f.option.preferred,
-      findings: f.fired.map(({ code, description }) => ({ code, description })),
+      findings: f.fired.map(({ code, description, missing }) => ({
+        code,
+        description,
+        ...(missing ? { missing } : {}),
+      })),
     })),
   );
   const inputs: TaskInput[] = findings.map((f) => ({

@@ -99,7 +99,7 @@ export const ProtocolsSchema = z
           healthcareService: 'HealthcareService/5b0e8c1a-0d2c-4b4c-9a45-5fe8c1a5f3e1',
           name: 'Hypertension treatment',
           type: 'clinical-protocol',
-          protocol: 'https://patient-care.example/northwind/protocols/hypertension-treatment|1',
+          protocol: 'https://patient-care.example/northwind/protocols/hypertension-treatment|2',
           start: 'POST /v1/requests',
         },
       ],

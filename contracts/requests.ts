@@ -43,7 +43,7 @@ const TreatmentOptionProposalSchema = z
   .object({
     treatmentOption: Canonical.openapi({
       description: "A treatment option of the patient's catalog (an ActivityDefinition), `url|version`.",
-      example: 'https://patient-care.example/northwind/treatment-options/lisinopril-10|1',
+      example: 'https://patient-care.example/northwind/treatment-options/lisinopril-10|2',
     }),
     note,
   })
@@ -54,7 +54,7 @@ const ProtocolProposalSchema = z
   .object({
     protocol: Canonical.openapi({
       description: 'A protocol `GET /v1/protocols` lists to the patient (its `protocol`), `url|version`.',
-      example: 'https://patient-care.example/northwind/protocols/hypertension-treatment|1',
+      example: 'https://patient-care.example/northwind/protocols/hypertension-treatment|2',
     }),
     note,
   })
@@ -64,7 +64,7 @@ const ProtocolProposalSchema = z
 export const PatientRequestSchema = z
   .union([MedicationProposalSchema, TreatmentOptionProposalSchema, ProtocolProposalSchema])
   .openapi('PatientRequest', {
-    example: { protocol: 'https://patient-care.example/northwind/protocols/hypertension-treatment|1' },
+    example: { protocol: 'https://patient-care.example/northwind/protocols/hypertension-treatment|2' },
   });
 
 export const PatientRequestAnswerSchema = z

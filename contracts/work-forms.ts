@@ -80,7 +80,21 @@ export interface FormOption {
   canonical: string;
   title: string;
   preferred: boolean;
-  findings: { code: string; description: string }[];
+  /** What the engine found against it; `missing`: a rule it could not decide, the facts her record lacks. */
+  findings: { code: string; description: string; missing?: string[] }[];
+}
+
+/** The facts her record lacks for an option's undecided rules, each once. */
+const missingFacts = (option: FormOption): string[] => [...new Set(option.findings.flatMap((f) => f.missing ?? []))];
+
+/** An option's state in words: eligible, not eligible (a rule fires), or not determined (facts missing). */
+function eligibilityOf(option: FormOption): string {
+  const fires = option.findings.filter((f) => !f.missing).length;
+  const missing = missingFacts(option);
+  return [
+    ...(fires > 0 ? ['not eligible'] : []),
+    ...(missing.length > 0 ? [`not determined: no ${missing.join(', no ')} on record`] : []),
+  ].join('; ');
 }
 
 /** The choice that stands for an option: its canonical as the code, a label that says what is known of it. */
@@ -88,7 +102,9 @@ export function optionCoding(option: FormOption): Coding {
   const labels = [
     ...(option.preferred ? ['guideline-preferred'] : []),
     ...(option.findings.length > 0
-      ? [`not eligible: ${option.findings.length} finding${option.findings.length === 1 ? '' : 's'} to mitigate`]
+      ? [
+          `${eligibilityOf(option)}: ${option.findings.length} finding${option.findings.length === 1 ? '' : 's'} to mitigate`,
+        ]
       : []),
   ];
   return {
@@ -154,7 +170,12 @@ export function eligibilityInWords(options: FormOption[]): string[] {
       return `${option.title}: eligible${preferred}.`;
     }
     const findings = option.findings.map((f) => f.description).join('; ');
-    return `${option.title}: not eligible${preferred}. Findings: ${findings}. Choosing it asks for a mitigation of each.`;
+    const missing = missingFacts(option);
+    const record =
+      missing.length > 0
+        ? ` To decide it, record on her chart: ${missing.join('; ')}; or give your reason as its mitigation.`
+        : '';
+    return `${option.title}: ${eligibilityOf(option)}${preferred}. Findings: ${findings}. Choosing it asks for a mitigation of each.${record}`;
   });
   return ['Eligibility, computed by the platform (advisory: the choice is yours):', ...lines];
 }

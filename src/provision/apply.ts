@@ -182,6 +182,25 @@ export async function applyDefinition(
     return result;
   };
 
+  /** A superseded published version, where it exists: its status `retired`, nothing else changed. */
+  const retire = async (key: string, resourceType: Resource['resourceType']): Promise<void> => {
+    const existing = (await medplum.searchOne(
+      resourceType,
+      { _tag: `${SYSTEMS.provisioning}|${key}` },
+      { cache: 'no-cache' },
+    )) as (Resource & { status?: string }) | undefined;
+    if (!existing) {
+      return;
+    }
+    if (existing.status === 'retired') {
+      report.unchanged.push(key);
+      return;
+    }
+    const write = existing.meta?.accounts ? EXTENDED : undefined;
+    await medplum.updateResource({ ...existing, status: 'retired' } as Resource, write);
+    report.updated.push(key);
+  };
+
   /**
    * The membership of a profile (bot, client, person), found by profile and changed only through
    * `POST /admin/projects/:projectId/members/:membershipId` (packages/server/src/admin/project.ts).
@@ -250,6 +269,8 @@ export async function applyDefinition(
     }
     if (isMember(entry)) {
       await member(entry);
+    } else if (entry.retire) {
+      await retire(entry.key, entry.resource.resourceType);
     } else {
       await upsert(entry.key, entry.resource, { writeOnce: entry.writeOnce, seed: entry.seed });
     }

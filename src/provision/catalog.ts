@@ -14,6 +14,7 @@ import type {
   Quantity,
   Questionnaire,
   QuestionnaireItem,
+  Resource,
   Timing,
   ValueSet,
 } from '@medplum/fhirtypes';
@@ -244,6 +245,17 @@ interface RuleSpec {
   kind: 'contraindication' | 'interaction' | 'prerequisite';
   description: string;
   expression: string;
+  /**
+   * The facts the rule needs to be decided: each a name (what the clinician would record) and a FHIRPath
+   * expression true when her record has it. A rule that does not fire while one of them is missing is
+   * "not determined", never clear (issue 48).
+   */
+  requires?: Fact[];
+}
+
+interface Fact {
+  fact: string;
+  known: string;
 }
 
 interface TreatmentSpec {
@@ -253,6 +265,8 @@ interface TreatmentSpec {
   product: string;
   dosage: string;
   rules: RuleSpec[];
+  /** Its published version ('1' when absent); a later one is published under its own key. */
+  version?: string;
 }
 
 const ICD10CM = 'http://hl7.org/fhir/sid/icd-10-cm';
@@ -269,9 +283,41 @@ const takes = (...codes: string[]): string =>
     .map((c) => `code = '${c}'`)
     .join(' or ')})).exists()).exists()`;
 
-/** No systolic blood pressure reading of hers is on record. */
+/** No systolic blood pressure reading of hers is on record (alone, as before, or in a blood pressure panel). */
 const NO_BLOOD_PRESSURE =
-  "entry.resource.ofType(Observation).where(code.coding.where(code = '8480-6').exists()).exists().not()";
+  "entry.resource.ofType(Observation).where(code.coding.where(code = '8480-6').exists() or component.code.coding.where(code = '8480-6').exists()).exists().not()";
+
+/** A final result of hers for one of these LOINC codes. */
+const hasResult = (...codes: string[]): string =>
+  `entry.resource.ofType(Observation).where(status in ('final' | 'amended' | 'corrected') and code.coding.where(system = '${LOINC}' and (${codes
+    .map((c) => `code = '${c}'`)
+    .join(' or ')})).exists()).exists()`;
+
+/** A final result of hers for this LOINC code whose value (in this UCUM unit) satisfies the comparison. */
+const resultWhere = (codes: string[], unit: string, comparison: string): string =>
+  `entry.resource.ofType(Observation).where(status in ('final' | 'amended' | 'corrected') and code.coding.where(system = '${LOINC}' and (${codes
+    .map((c) => `code = '${c}'`)
+    .join(
+      ' or ',
+    )})).exists() and value.ofType(Quantity).where(code = '${unit}' and value ${comparison}).exists()).exists()`;
+
+const PREGNANCY_STATUS = '82810-3';
+const PREGNANT = 'LA15173-0';
+const POTASSIUM = '2823-3';
+const EGFR = ['33914-3', '62238-1', '98979-8'];
+
+const SEX: Fact = { fact: 'sex (administrative gender)', known: 'entry.resource.ofType(Patient).gender.exists()' };
+const BIRTH_DATE: Fact = { fact: 'date of birth', known: 'entry.resource.ofType(Patient).birthDate.exists()' };
+/** Known for a man (by his record's gender); for anyone else, a pregnancy status result (LOINC 82810-3). */
+const PREGNANCY: Fact = {
+  fact: `pregnancy status (LOINC ${PREGNANCY_STATUS}; not needed for a male patient)`,
+  known: `entry.resource.ofType(Patient).where(gender = 'male').exists() or ${hasResult(PREGNANCY_STATUS)}`,
+};
+const KIDNEY_FUNCTION: Fact = {
+  fact: `kidney function (an eGFR result, LOINC ${EGFR.join(' or ')})`,
+  known: hasResult(...EGFR),
+};
+const POTASSIUM_LEVEL: Fact = { fact: `serum potassium (LOINC ${POTASSIUM})`, known: hasResult(POTASSIUM) };
 
 const RECENT_READING: RuleSpec = {
   code: 'blood-pressure-on-record',
@@ -288,6 +334,10 @@ function eligibilityRule(rule: RuleSpec): Extension {
       { url: 'kind', valueCode: rule.kind },
       { url: 'description', valueString: rule.description },
       { url: 'expression', valueExpression: { language: 'text/fhirpath', expression: rule.expression } },
+      ...(rule.requires ?? []).map((f) => ({
+        url: 'requires',
+        valueExpression: { language: 'text/fhirpath' as const, description: f.fact, expression: f.known },
+      })),
     ],
   };
 }
@@ -299,7 +349,7 @@ function treatmentOption(tenant: Publisher, spec: TreatmentSpec): Definition {
     resourceType: 'ActivityDefinition',
     meta: published(tenant),
     url,
-    version: '1',
+    version: spec.version ?? '1',
     name: spec.title.replace(/[^A-Za-z0-9]/g, ''),
     title: spec.title,
     status: 'active',
@@ -315,8 +365,24 @@ function treatmentOption(tenant: Publisher, spec: TreatmentSpec): Definition {
       },
     ],
   };
-  const key = keyOf(tenant, `option-${spec.name}`);
-  return { key, canonical: `${url}|1`, title: spec.title, resources: [{ key, resource, writeOnce: true }] };
+  const version = spec.version ?? '1';
+  const first = keyOf(tenant, `option-${spec.name}`);
+  const key = version === '1' ? first : `${first}-v${version}`;
+  return {
+    key,
+    canonical: `${url}|${version}`,
+    title: spec.title,
+    resources: [...superseded(first, version, resource), { key, resource, writeOnce: true }],
+  };
+}
+
+/** The entries that retire a definition's earlier versions (published under the keys before this one's). */
+function superseded(key: string, version: string, resource: Resource): KeyedResource[] {
+  return Array.from({ length: Number(version) - 1 }, (_, i) => ({
+    key: i === 0 ? key : `${key}-v${i + 1}`,
+    resource: { resourceType: resource.resourceType } as Resource,
+    retire: true,
+  }));
 }
 
 // ------------------------------------------------------------------ plans and offerings
@@ -366,15 +432,18 @@ interface OfferingSpec {
   treats?: string[];
   /** Keys kept from before this file existed (tests and stores know them). */
   keys?: { plan: string; service: string };
+  /** The plan's published version ('1' when absent); a later one is published under its own key. */
+  version?: string;
 }
 
 function offering(tenant: Publisher, spec: OfferingSpec): KeyedResource[] {
   const url = urlOf(tenant, spec.path);
+  const version = spec.version ?? '1';
   const plan: PlanDefinition = {
     resourceType: 'PlanDefinition',
     meta: published(tenant),
     url,
-    version: '1',
+    version,
     name: spec.title.replace(/[^A-Za-z0-9]/g, ''),
     title: spec.title,
     status: 'active',
@@ -414,10 +483,12 @@ function offering(tenant: Publisher, spec: OfferingSpec): KeyedResource[] {
     comment: spec.comment,
     ...(tenant ? { providedBy: keyRef<Organization>(`org-${tenant}`) } : {}),
     ...(spec.coverage ? { coverageArea: spec.coverage.map((key) => keyRef<Location>(key)) } : {}),
-    extension: [{ url: EXTENSIONS.frontsPlan, valueCanonical: `${url}|1` }],
+    extension: [{ url: EXTENSIONS.frontsPlan, valueCanonical: `${url}|${version}` }],
   };
+  const planKey = spec.keys?.plan ?? keyOf(tenant, `plan-${spec.name}`);
   return [
-    { key: spec.keys?.plan ?? keyOf(tenant, `plan-${spec.name}`), resource: plan, writeOnce: true },
+    ...superseded(planKey, version, plan),
+    { key: version === '1' ? planKey : `${planKey}-v${version}`, resource: plan, writeOnce: true },
     { key: spec.keys?.service ?? keyOf(tenant, `service-${spec.name}`), resource: service },
   ];
 }
@@ -507,6 +578,7 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
   const options = [
     treatmentOption(tenant, {
       name: 'lisinopril-10',
+      version: '2',
       title: 'Lisinopril 10 mg daily',
       rxnorm: '314076',
       product: 'lisinopril 10 MG Oral Tablet',
@@ -516,7 +588,22 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
           code: 'pregnancy',
           kind: 'contraindication',
           description: 'ACE inhibitors are contraindicated in pregnancy.',
-          expression: hasCondition('Z33.1', 'O*'),
+          expression: `${hasCondition('Z33.1', 'O*')} or entry.resource.ofType(Observation).where(status in ('final' | 'amended' | 'corrected') and code.coding.where(system = '${LOINC}' and code = '${PREGNANCY_STATUS}').exists() and value.ofType(CodeableConcept).coding.where(code = '${PREGNANT}').exists()).exists()`,
+          requires: [SEX, BIRTH_DATE, PREGNANCY],
+        },
+        {
+          code: 'hyperkalaemia',
+          kind: 'contraindication',
+          description: 'ACE inhibitors raise potassium: not started with serum potassium above 5.0 mmol/L.',
+          expression: resultWhere([POTASSIUM], 'mmol/L', '> 5.0'),
+          requires: [POTASSIUM_LEVEL],
+        },
+        {
+          code: 'renal-impairment',
+          kind: 'contraindication',
+          description: 'ACE inhibitors need a lower dose and close monitoring with eGFR below 30 mL/min/1.73m2.',
+          expression: resultWhere(EGFR, 'mL/min/{1.73_m2}', '< 30'),
+          requires: [KIDNEY_FUNCTION],
         },
         {
           code: 'potassium-sparing-diuretic',
@@ -529,6 +616,7 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
     }),
     treatmentOption(tenant, {
       name: 'amlodipine-5',
+      version: '2',
       title: 'Amlodipine 5 mg daily',
       rxnorm: '197361',
       product: 'amlodipine 5 MG Oral Tablet',
@@ -577,6 +665,7 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
     }),
     ...offering(tenant, {
       name: 'hypertension-treatment',
+      version: '2',
       path: 'protocols/hypertension-treatment',
       type: 'clinical-protocol',
       title: 'Hypertension treatment',

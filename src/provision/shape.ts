@@ -67,6 +67,11 @@ export interface KeyedResource {
   /** Published once, never changed (agreement versions): a change must be a new key and version. */
   writeOnce?: boolean;
   /**
+   * A version superseded by a newer one under another key: where it was published, its status becomes
+   * `retired` (nothing else of it changes; what pinned it keeps reading it); where it never was, nothing.
+   */
+  retire?: boolean;
+  /**
    * Fields written only when the resource is created: what its owner edits afterwards (a patient's
    * demographics), which a later run must not overwrite. What `resource` sets stays the definition's.
    */

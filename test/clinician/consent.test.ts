@@ -275,22 +275,22 @@ describe('what cannot be accepted', () => {
 
   it('versions published after the offer change neither the offer nor the plan: both keep the pinned versions', async () => {
     const { patient, offer, group } = await offered(gw, clinician);
-    // The tenant publishes version 2 of the protocol and of the option (catalog versions are new resources).
+    // The tenant publishes version 3 of the protocol and of the option (catalog versions are new resources).
     for (const canonical of [PROTOCOL, AMLODIPINE]) {
-      const [url] = canonical.split('|');
+      const [url, pinned] = canonical.split('|');
       const type = canonical.includes('/protocols/') ? 'PlanDefinition' : 'ActivityDefinition';
       const [v1] = await repo().searchResources<PlanDefinition | ActivityDefinition>({
         resourceType: type,
         filters: [
           { code: 'url', operator: 'eq', value: url },
-          { code: 'version', operator: 'eq', value: '1' },
+          { code: 'version', operator: 'eq', value: pinned },
         ],
       });
       const { id: _id, meta, ...rest } = v1;
       await repo().createResource({
         ...rest,
         meta: { project: meta?.project, accounts: meta?.accounts, tag: meta?.tag },
-        version: '2',
+        version: String(Number(pinned) + 1),
         title: `${v1.title} (revised)`,
       } as WithId<PlanDefinition>);
     }

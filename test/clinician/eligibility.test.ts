@@ -5,7 +5,9 @@ import type {
   Device,
   GuidanceResponse,
   MedicationRequest,
+  Observation,
   Parameters,
+  Patient,
   Provenance,
   Reference,
   RequestGroup,
@@ -20,6 +22,7 @@ import { startTestGateway, type TestGateway } from '../support/gateway';
 import {
   AMLODIPINE,
   assignedCondition,
+  formOf,
   LISINOPRIL,
   RXNORM,
   reviewedIntake as reviewedIntakeOf,
@@ -133,6 +136,68 @@ describe('eligibility after review', () => {
     expect(issues[0].author?.reference).toMatch(/^Device\//);
   });
 
+  it('never calls an option eligible on facts her record lacks: "not determined", naming them, in the form and on the record (issue 48)', async () => {
+    // No sex, date of birth, pregnancy status, potassium or kidney function on her record.
+    const { patient, review } = await reviewedIntakeOf(gw, clinician, undefined, { baseline: false });
+    await assign(review, patient, 'I10');
+    const [selection] = await selectionFor(review);
+    expect(option(selection, LISINOPRIL)).toEqual({ eligible: false, preferred: true });
+    // Amlodipine's rules need nothing she lacks: decided, eligible.
+    expect(option(selection, AMLODIPINE)).toEqual({ eligible: true, preferred: false });
+    const results = selection.contained?.find((r) => r.resourceType === 'Parameters') as Parameters;
+    const part = (canonical: string, name: string) =>
+      results.parameter
+        ?.find((p) => p.part?.some((q) => q.valueCanonical === canonical))
+        ?.part?.find((q) => q.name === name)?.valueBoolean;
+    expect([part(LISINOPRIL, 'eligible'), part(LISINOPRIL, 'determined')]).toEqual([false, false]);
+    expect([part(AMLODIPINE, 'eligible'), part(AMLODIPINE, 'determined')]).toEqual([true, true]);
+    // One finding per undecided rule, each naming what is missing.
+    const issues = await issuesOf(patient);
+    expect(issues.map((i) => i.code?.coding?.[0]?.code).sort()).toEqual([
+      'hyperkalaemia',
+      'pregnancy',
+      'renal-impairment',
+    ]);
+    const detail = (code: string) => issues.find((i) => i.code?.coding?.[0]?.code === code)?.detail ?? '';
+    expect(detail('pregnancy')).toContain(
+      'Not determined: her record has no sex (administrative gender), no date of birth, no pregnancy status',
+    );
+    expect(detail('hyperkalaemia')).toContain('no serum potassium (LOINC 2823-3)');
+    expect(detail('renal-impairment')).toContain('no kidney function (an eGFR result');
+    // The form says it in words and what to record; the choice's label too.
+    const stored = await formOf(gw, selection);
+    const words = stored?.item?.find((i) => i.text?.startsWith('Lisinopril'))?.text ?? '';
+    expect(words).toMatch(
+      /^Lisinopril 10 mg daily: not determined: no sex \(administrative gender\), no date of birth/,
+    );
+    expect(words).not.toMatch(/: eligible/);
+    expect(words).toContain('To decide it, record on her chart: sex (administrative gender); date of birth;');
+    const choice = stored?.item?.find((i) => i.linkId === 'option')?.answerOption?.[0]?.valueCoding?.display;
+    expect(choice).toMatch(/\(guideline-preferred; not determined: no sex .*: 3 findings to mitigate\)$/);
+  });
+
+  it('decides the rules once the facts are on her record: a high potassium fires, a man needs no pregnancy status', async () => {
+    const { patient, review } = await reviewedIntake();
+    const repo = gw.backend.systemRepo;
+    const her = await repo.readResource<Patient>('Patient', patient.patient.id as string);
+    await repo.updateResource<Patient>({ ...her, gender: 'male' });
+    await repo.createResource<Observation>({
+      resourceType: 'Observation',
+      meta: { project: gw.backend.project.id },
+      status: 'final',
+      code: { coding: [{ system: 'http://loinc.org', code: '2823-3' }] },
+      subject: { reference: `Patient/${patient.patient.id}` },
+      valueQuantity: { value: 5.9, unit: 'mmol/L', system: 'http://unitsofmeasure.org', code: 'mmol/L' },
+    });
+    await assign(review, patient, 'I10');
+    const [selection] = await selectionFor(review);
+    expect(option(selection, LISINOPRIL)).toEqual({ eligible: false, preferred: true });
+    const issues = await issuesOf(patient);
+    expect(issues.map((i) => [i.code?.coding?.[0]?.code, i.detail])).toEqual([
+      ['hyperkalaemia', 'ACE inhibitors raise potassium: not started with serum potassium above 5.0 mmol/L.'],
+    ]);
+  });
+
   it('answers a review once, whatever the deliveries; a condition outside the catalog is offered nothing', async () => {
     const { patient, review } = await reviewedIntake();
     await assign(review, patient, 'I10');
@@ -176,7 +241,7 @@ describe('selection and the consent bundle', () => {
       status: 'active',
       intent: 'proposal',
       author: { reference: clinician.profile.reference },
-      instantiatesCanonical: ['https://patient-care.example/northwind/protocols/hypertension-treatment|1', AMLODIPINE],
+      instantiatesCanonical: ['https://patient-care.example/northwind/protocols/hypertension-treatment|2', AMLODIPINE],
       reasonReference: [{ reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` }],
     });
     const medication = await gw.backend.systemRepo.readReference<MedicationRequest>(

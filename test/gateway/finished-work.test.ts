@@ -408,7 +408,7 @@ describe('a request for review again', () => {
     // An item her catalog does not offer (another tenant's option) is the bot's to refuse.
     const foreign = await runs(() =>
       request(patient, {
-        treatmentOption: 'https://patient-care.example/southridge/treatment-options/lisinopril-10|1',
+        treatmentOption: 'https://patient-care.example/southridge/treatment-options/lisinopril-10|2',
       }),
     );
     expect(foreign).toMatchObject({ runs: 1, answer: { status: 400, body: { error: { code: 'invalid_request' } } } });

@@ -29,7 +29,7 @@ const tenantOffers = (tenant: string, treatment: boolean) => [
   `https://patient-care.example/${tenant}/assessments/blood-pressure-check|1`,
   WEIGHT_INTAKE,
   `https://patient-care.example/${tenant}/programs/blood-pressure-monitoring|1`,
-  ...(treatment ? [`https://patient-care.example/${tenant}/protocols/hypertension-treatment|1`] : []),
+  ...(treatment ? [`https://patient-care.example/${tenant}/protocols/hypertension-treatment|2`] : []),
 ];
 
 /** The stored resource behind a `Type/id` answered by the gateway. */
@@ -102,7 +102,7 @@ describe('GET /v1/protocols', () => {
   });
 
   it('filters by where the patient is now: moving out of the licensed state drops the treatment, moving in adds it', async () => {
-    const treatment = 'https://patient-care.example/northwind/protocols/hypertension-treatment|1';
+    const treatment = 'https://patient-care.example/northwind/protocols/hypertension-treatment|2';
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     expect((await catalogOf(patient)).map(canonicalOf)).toContain(treatment);
     const move = async (address: Patient['address']) => {

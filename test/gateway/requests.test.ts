@@ -15,9 +15,9 @@ beforeAll(async () => {
 afterAll(() => gw?.close());
 
 const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
-const NORTHWIND_PROTOCOL = 'https://patient-care.example/northwind/protocols/hypertension-treatment|1';
-const NORTHWIND_OPTION = 'https://patient-care.example/northwind/treatment-options/lisinopril-10|1';
-const SOUTHRIDGE_OPTION = 'https://patient-care.example/southridge/treatment-options/lisinopril-10|1';
+const NORTHWIND_PROTOCOL = 'https://patient-care.example/northwind/protocols/hypertension-treatment|2';
+const NORTHWIND_OPTION = 'https://patient-care.example/northwind/treatment-options/lisinopril-10|2';
+const SOUTHRIDGE_OPTION = 'https://patient-care.example/southridge/treatment-options/lisinopril-10|2';
 
 interface Answer {
   request: string;

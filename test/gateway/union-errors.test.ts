@@ -25,7 +25,7 @@ describe('union-shaped bodies', () => {
     expect(empty.slice(1).map((i) => i.path)).toEqual(['medication', 'treatmentOption', 'protocol']);
     const both = await issuesOf('/v1/requests', {
       medication: 'http://www.nlm.nih.gov/research/umls/rxnorm|197361',
-      protocol: 'https://patient-care.example/northwind/protocols/hypertension-treatment|1',
+      protocol: 'https://patient-care.example/northwind/protocols/hypertension-treatment|2',
     });
     const text = both.map((i) => i.message).join(' ');
     expect(text).toContain('"protocol"');

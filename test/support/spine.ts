@@ -4,6 +4,8 @@ import type {
   Attachment,
   Condition,
   MedicationRequest,
+  Observation,
+  Patient,
   Questionnaire,
   Reference,
   RequestGroup,
@@ -25,9 +27,9 @@ import { freshPatient } from './patients';
  */
 
 export const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
-export const PROTOCOL = 'https://patient-care.example/northwind/protocols/hypertension-treatment|1';
-export const LISINOPRIL = 'https://patient-care.example/northwind/treatment-options/lisinopril-10|1';
-export const AMLODIPINE = 'https://patient-care.example/northwind/treatment-options/amlodipine-5|1';
+export const PROTOCOL = 'https://patient-care.example/northwind/protocols/hypertension-treatment|2';
+export const LISINOPRIL = 'https://patient-care.example/northwind/treatment-options/lisinopril-10|2';
+export const AMLODIPINE = 'https://patient-care.example/northwind/treatment-options/amlodipine-5|2';
 
 /** A northwind patient who did the blood-pressure check; the review it issued, as her clinician sees it. */
 export async function reviewedIntake(
@@ -35,8 +37,13 @@ export async function reviewedIntake(
   clinician: Clinician,
   /** A PNG she uploads as the photo of her reading (`POST /v1/documents`), when given. */
   photo?: Uint8Array<ArrayBuffer>,
+  /** Whether her record has what the lisinopril option's rules need (else it is "not determined"). */
+  { baseline = true }: { baseline?: boolean } = {},
 ): Promise<{ patient: DemoActor; review: WithId<Task> }> {
   const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+  if (baseline) {
+    await baselineOnRecord(gw, patient);
+  }
   const attached = photo ? [{ linkId: 'reading-photo', valueAttachment: await uploaded(gw, patient, photo) }] : [];
   const { tasks } = await startAssessment(gw, patient, 'northwind/assessments/blood-pressure-check');
   await completeTasks(gw, patient, tasks, { 'http://loinc.org|8480-6': 150, 'http://loinc.org|8462-4': 95 }, [
@@ -59,6 +66,33 @@ async function uploaded(gw: TestGateway, patient: DemoActor, png: Uint8Array<Arr
   assert.equal(response.status, 201, await response.clone().text());
   return (await response.json()) as Attachment;
 }
+
+/**
+ * What the lisinopril option's rules need to be decided, on her record as an import would bring it: her
+ * sex and date of birth, a negative pregnancy status, serum potassium and an eGFR, all unremarkable.
+ */
+export async function baselineOnRecord(gw: TestGateway, patient: DemoActor): Promise<void> {
+  const repo = gw.backend.systemRepo;
+  const her = await repo.readResource<Patient>('Patient', patient.patient.id as string);
+  await repo.updateResource<Patient>({ ...her, gender: 'female', birthDate: '1980-04-02' });
+  const result = (code: string, value: Observation['valueQuantity'] | Observation['valueCodeableConcept']) =>
+    repo.createResource<Observation>({
+      resourceType: 'Observation',
+      meta: { project: gw.backend.project.id },
+      status: 'final',
+      category: [{ coding: [{ system: OBSERVATION_CATEGORY, code: 'laboratory' }] }],
+      code: { coding: [{ system: 'http://loinc.org', code }] },
+      subject: { reference: `Patient/${patient.patient.id}` },
+      effectiveDateTime: new Date().toISOString(),
+      ...(value && 'coding' in value ? { valueCodeableConcept: value } : { valueQuantity: value }),
+    });
+  await result('82810-3', { coding: [{ system: 'http://loinc.org', code: 'LA26683-5', display: 'Not pregnant' }] });
+  await result('2823-3', { value: 4.2, unit: 'mmol/L', system: UCUM, code: 'mmol/L' });
+  await result('62238-1', { value: 88, unit: 'mL/min/{1.73_m2}', system: UCUM, code: 'mL/min/{1.73_m2}' });
+}
+
+const OBSERVATION_CATEGORY = 'http://terminology.hl7.org/CodeSystem/observation-category';
+const UCUM = 'http://unitsofmeasure.org';
 
 /**
  * A prior order on record for her (as an import would bring it): spironolactone, which the lisinopril
