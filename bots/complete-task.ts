@@ -1,14 +1,17 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type {
   Attachment,
   Bundle,
   BundleEntry,
+  Coding,
   EpisodeOfCare,
   Observation,
   Patient,
   Questionnaire,
   QuestionnaireResponse,
+  QuestionnaireResponseItem,
   Reference,
   Task,
 } from '@medplum/fhirtypes';
@@ -30,10 +33,10 @@ import {
 import { conditionForm } from '../contracts/work-forms';
 import { absent } from './lib/absent';
 import { activeAcceptances, contextNotFound, freshCatalog, requireAgreements } from './lib/agreements';
-import { answerProblems } from './lib/answers';
+import { answerProblems, readableItems } from './lib/answers';
 import { conditionCatalogs } from './lib/catalog';
 import { payloadDigest } from './lib/digest';
-import { evidenceEntries } from './lib/evidence';
+import { type CheckedUpload, evidenceEntries } from './lib/evidence';
 import { type CompletedTask, completedTask, completionDigest, isHerTask, isPatientTask } from './lib/finished';
 import {
   episodePlan,
@@ -222,10 +225,11 @@ async function taskCompletion(
   if (gate) {
     return gate;
   }
-  const work = await working;
-  if (!work.ok) {
-    return work;
+  const answered = await working;
+  if (!answered.ok) {
+    return answered;
   }
+  const work = answered.answers ? { ...answered, ...(await pinAnswers(medplum, answered.answers)) } : answered;
   return { ok: true, bundle: await completionBundle(medplum, { task, patient, episode, digest, work }) };
 }
 
@@ -299,7 +303,19 @@ function askWhatItsWorkReads(medplum: MedplumClient, task: Task, payload: Payloa
 }
 
 type Work =
-  | { ok: true; output: Task['output']; entries: BundleEntry[]; critical: Reference<Observation>[] }
+  | {
+      ok: true;
+      output: Task['output'];
+      entries: BundleEntry[];
+      critical: Reference<Observation>[];
+      /** A questionnaire task's answers, to be pinned (pinAnswers) once the gate has let the completion through. */
+      answers?: {
+        response: QuestionnaireResponse;
+        items: QuestionnaireResponseItem[];
+        uploads: CheckedUpload[];
+        tags: Coding[];
+      };
+    }
   | ReturnType<typeof fail>;
 
 /** A questionnaire task: her own completed answers to exactly the pinned Questionnaire. */
@@ -374,16 +390,75 @@ async function answersWork(
       issues: attachments,
     });
   }
-  const pinnedAnswers = `QuestionnaireResponse/${answers.id}/_history/${answers.meta?.versionId}`;
   // What she uploaded, shown to her tenant's clinicians in their apps (bots/lib/evidence.ts).
   const uploads = checked.flatMap(({ attachment, found }) =>
     found.bytes && found.binary ? [{ attachment, bytes: found.bytes, binary: found.binary }] : [],
   );
+  // Her answers as clinicians read them: written (after the gate) before the completion pins them.
+  const files = new Map(
+    uploads.map(({ attachment, bytes, binary }): [string, Attachment] => [
+      attachment.url as string,
+      {
+        contentType: attachment.contentType,
+        url: binary,
+        size: bytes.byteLength,
+        title: attachment.title ?? 'Upload',
+        ...(attachment.hash ? { hash: attachment.hash } : {}),
+        ...(attachment.creation ? { creation: attachment.creation } : {}),
+      },
+    ]),
+  );
+  const items = readableItems(questionnaire, answers.item ?? [], files);
   return {
     ok: true,
-    output: [{ type: { text: 'questionnaire-response' }, valueReference: { reference: pinnedAnswers } }],
-    entries: evidenceEntries(uploads, own, pinnedAnswers, tagsOf(task), new Date().toISOString()),
+    output: [],
+    entries: [],
     critical: [],
+    answers: { response: answers, items, uploads, tags: tagsOf(task) },
+  };
+}
+
+/**
+ * Her answers made readable (each question's text, her files as the uploads they are) when they are not
+ * yet, under If-Match on the version she completed; then the completion's output and her evidence, pinned to
+ * the version that now stands. Another run that made them readable first is taken as it stands.
+ */
+async function pinAnswers(
+  medplum: MedplumClient,
+  { response, items, uploads, tags }: NonNullable<Extract<Work, { ok: true }>['answers']>,
+): Promise<Pick<Extract<Work, { ok: true }>, 'output' | 'entries'>> {
+  let pinned = response;
+  if (!isDeepStrictEqual(response.item ?? [], items)) {
+    try {
+      const written = await medplum.executeBatch({
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: [
+          {
+            resource: { ...response, item: items },
+            request: {
+              method: 'PUT',
+              url: `QuestionnaireResponse/${response.id}`,
+              ifMatch: `W/"${response.meta?.versionId}"`,
+            },
+          },
+        ],
+      });
+      pinned = written.entry?.[0]?.resource as QuestionnaireResponse;
+    } catch (err) {
+      if (!lostRace(err)) {
+        throw err;
+      }
+      pinned = (await medplum.readResource('QuestionnaireResponse', response.id as string, {
+        cache: 'no-cache',
+      })) as QuestionnaireResponse;
+    }
+  }
+  const reference = `QuestionnaireResponse/${pinned.id}/_history/${pinned.meta?.versionId}`;
+  return {
+    output: [{ type: { text: 'questionnaire-response' }, valueReference: { reference } }],
+    // Her own answers (answersWork checked the subject), so the evidence is about her.
+    entries: evidenceEntries(uploads, response.subject?.reference as string, reference, tags, new Date().toISOString()),
   };
 }
 

@@ -1,4 +1,10 @@
-import type { Coding, Questionnaire, QuestionnaireItem, QuestionnaireResponseItem } from '@medplum/fhirtypes';
+import type {
+  Attachment,
+  Coding,
+  Questionnaire,
+  QuestionnaireItem,
+  QuestionnaireResponseItem,
+} from '@medplum/fhirtypes';
 import { optionMatching } from '../../contracts/work-forms';
 
 /** The answer value a Questionnaire item type takes (R4 `Questionnaire.item.type` -> `answer.value[x]`). */
@@ -106,4 +112,62 @@ function valueProblem(item: QuestionnaireItem, answer: Answer): string | undefin
     }
   }
   return undefined;
+}
+
+/**
+ * Her answers as clinicians read them (issue 48): each item with its question's text from the pinned
+ * Questionnaire, whatever her app sent (Medplum's apps show a response's own `item.text` as the question,
+ * never loading the Questionnaire); a choice's coding with its option's display; and each file she attached
+ * as the checked upload it is (`checked`, by the url she gave: `Binary/<id>`, its type, size and title), so
+ * an app renders it as what it is. Answers themselves are unchanged; items must already fit (answerProblems).
+ */
+export function readableItems(
+  questionnaire: Questionnaire,
+  items: readonly QuestionnaireResponseItem[],
+  checked: ReadonlyMap<string, Attachment>,
+): QuestionnaireResponseItem[] {
+  return readable(questionnaire.item ?? [], items, checked);
+}
+
+function readable(
+  defined: readonly QuestionnaireItem[],
+  given: readonly QuestionnaireResponseItem[],
+  checked: ReadonlyMap<string, Attachment>,
+): QuestionnaireResponseItem[] {
+  const byLinkId = new Map(defined.map((item) => [item.linkId, item]));
+  return given.map((answered) => {
+    const item = byLinkId.get(answered.linkId);
+    if (!item) {
+      return answered;
+    }
+    const { text: _text, answer, item: nested, ...rest } = answered;
+    return {
+      ...rest,
+      ...(item.text ? { text: item.text } : {}),
+      ...(answer
+        ? {
+            answer: answer.map((a) => {
+              const { item: below, ...value } = a;
+              return {
+                ...readableValue(item, value, checked),
+                ...(below ? { item: readable(item.item ?? [], below, checked) } : {}),
+              };
+            }),
+          }
+        : {}),
+      ...(nested ? { item: readable(item.item ?? [], nested, checked) } : {}),
+    };
+  });
+}
+
+function readableValue(item: QuestionnaireItem, answer: Answer, checked: ReadonlyMap<string, Attachment>): Answer {
+  if (answer.valueCoding && !answer.valueCoding.display) {
+    const option = optionMatching(item.answerOption ?? [], answer.valueCoding);
+    return option?.display ? { ...answer, valueCoding: { ...answer.valueCoding, display: option.display } } : answer;
+  }
+  if (answer.valueAttachment?.url) {
+    const upload = checked.get(answer.valueAttachment.url);
+    return upload ? { ...answer, valueAttachment: upload } : answer;
+  }
+  return answer;
 }

@@ -71,7 +71,9 @@ async function intakeWith(files: { bytes: Uint8Array; contentType: string; filen
     body: { questionnaireResponse: `QuestionnaireResponse/${response.id}` },
   });
   expect(done.status, done.text).toBe(200);
-  return { patient, uploads, response };
+  // Her answers as the completion pinned them: made readable (issue 48).
+  const pinned = (done.body as { questionnaireResponse: string }).questionnaireResponse;
+  return { patient, uploads, response, pinned };
 }
 
 const evidenceOf = <T extends Media | DocumentReference>(type: T['resourceType'], patient: DemoActor) =>
@@ -92,16 +94,35 @@ async function bytesAt(url: string | undefined): Promise<Uint8Array> {
 
 describe('her uploads, as her clinicians see them', () => {
   it('a photo becomes a Media of her record pointing at her upload itself (Binary/<id>), marked with the upload and part of her answers; no data: copy', async () => {
-    const { patient, uploads, response } = await intakeWith([
+    const { patient, uploads, response, pinned } = await intakeWith([
       { bytes: JPEG, contentType: 'image/jpeg', filename: 'reading.jpg' },
     ]);
     const [media] = await evidenceOf<Media>('Media', patient);
     expect(uploads[0].url).toMatch(/^Binary\/[0-9a-f-]+$/);
+    expect(pinned).toMatch(new RegExp(`^QuestionnaireResponse/${response.id}/_history/`));
+    // Her answers as clinicians read them: each question's text, the photo as the upload it is.
+    const readable = await gw.backend.systemRepo.readVersion<QuestionnaireResponse>(
+      'QuestionnaireResponse',
+      pinned.split('/')[1],
+      pinned.split('/')[3],
+    );
+    expect(readable.item?.map((i) => i.text)).toEqual([
+      'Has a clinician ever told you that you have high blood pressure?',
+      'Do you take medicine for your blood pressure?',
+      expect.stringMatching(/photo/i),
+    ]);
+    expect(readable.item?.[2].answer?.[0].valueAttachment).toEqual({
+      contentType: 'image/jpeg',
+      url: uploads[0].url,
+      size: JPEG.byteLength,
+      title: uploads[0].title ?? 'Upload',
+      hash: uploads[0].hash,
+    });
     expect(media).toMatchObject({
       status: 'completed',
       subject: { reference: `Patient/${patient.patient.id}` },
       identifier: [{ system: SYSTEMS.evidence, value: uploads[0].url }],
-      partOf: [{ reference: `QuestionnaireResponse/${response.id}/_history/${response.meta?.versionId}` }],
+      partOf: [{ reference: pinned }],
       content: { contentType: 'image/jpeg', url: uploads[0].url, size: JPEG.byteLength, hash: uploads[0].hash },
     });
     expect(JSON.stringify(media)).not.toContain('data:');

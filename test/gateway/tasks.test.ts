@@ -82,11 +82,34 @@ describe('questionnaire tasks', () => {
       questionnaireResponse: `QuestionnaireResponse/${submitted.id}`,
     });
     expect(done.status).toBe(200);
+    // Pinned as clinicians read it (issue 48): the next version of her answers, the same answers with
+    // the question's text from the pinned Questionnaire, which her app did not send.
+    const pinnedAnswers = (done.body as { questionnaireResponse: string }).questionnaireResponse;
     expect(done.body).toEqual({
       task: questionnaireTask.task,
       status: 'completed',
-      questionnaireResponse: `QuestionnaireResponse/${submitted.id}/_history/${submitted.meta?.versionId}`,
+      questionnaireResponse: expect.stringMatching(new RegExp(`^QuestionnaireResponse/${submitted.id}/_history/`)),
     });
+    expect(pinnedAnswers).not.toBe(`QuestionnaireResponse/${submitted.id}/_history/${submitted.meta?.versionId}`);
+    const readable = await gw.backend.systemRepo.readVersion<QuestionnaireResponse>(
+      'QuestionnaireResponse',
+      pinnedAnswers.split('/')[1],
+      pinnedAnswers.split('/')[3],
+    );
+    expect(readable.item).toEqual([
+      {
+        linkId: 'previous-programs',
+        text: 'Have you taken part in a weight-management program before?',
+        answer: [{ valueBoolean: false }],
+      },
+    ]);
+    expect([readable.status, readable.author, readable.source, readable.authored, readable.subject]).toEqual([
+      submitted.status,
+      submitted.author,
+      submitted.source,
+      submitted.authored,
+      submitted.subject,
+    ]);
     // The same again replays; other answers after completion are a conflict.
     expect(
       (

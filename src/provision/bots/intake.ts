@@ -1,5 +1,5 @@
 import type { AccessPolicyResource } from '@medplum/fhirtypes';
-import { SLOT_STATUS_ONLY, VISIT_PLANS_ONLY } from '../policies/bots';
+import { READABLE_ANSWERS_ONLY, SLOT_STATUS_ONLY, VISIT_PLANS_ONLY } from '../policies/bots';
 import { EVIDENCE_ONLY, WORK_FORM_CREATES } from '../policies/clinician';
 import { PROPOSALS_ONLY } from '../policies/common';
 import { agreementReads } from '../policies/patient';
@@ -51,8 +51,13 @@ export const completeTask: PlatformBot = {
         ...agreementReads(),
         // Her task completed, the next issued (reviews, orders, visits to book); history: an offer as a bot issued it.
         { resourceType: 'Task', interaction: ['read', 'search', 'create', 'update', 'history'] },
-        // Her answers, checked to be her own and to fit the task's pinned Questionnaire.
-        { resourceType: 'QuestionnaireResponse', interaction: ['read'] },
+        // Her answers, checked to be her own and to fit the task's pinned Questionnaire; then made readable
+        // (each question's text, her files as the checked uploads), nothing else of them changed.
+        {
+          resourceType: 'QuestionnaireResponse',
+          interaction: ['read', 'update'],
+          writeConstraint: [READABLE_ANSWERS_ONLY],
+        },
         // The tenant's condition catalogs: the choices of the intake review's form.
         ...['ObservationDefinition', 'ActivityDefinition', 'Questionnaire', 'Condition', 'ValueSet'].map(
           (resourceType) => ({

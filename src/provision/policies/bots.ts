@@ -7,6 +7,18 @@ import { CLIENT_SECRETS, CONSENT_ONLY_STATUS_CHANGES, unchanged } from './common
 /** A plan's visit request (JOURNEY E): `intent` plan, since no practitioner orders it; never an order. */
 export const VISIT_PLANS_ONLY = { language: 'text/fhirpath' as const, expression: "%after.intent = 'plan'" };
 
+/**
+ * Her completed answers made readable (issue 48: each question's text, her files as the uploads they are):
+ * completed before and after, about and by the same people, answering the same form, the same items.
+ */
+export const READABLE_ANSWERS_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%before.exists() and %before.status = 'completed' and %after.status = 'completed' and " +
+    '%after.item.linkId = %before.item.linkId and ' +
+    unchanged(['subject', 'questionnaire', 'authored', 'author', 'source', 'basedOn', 'partOf', 'encounter']),
+};
+
 /** A visit reviewed: an Appointment fulfilled, a segment finished; who and what it was for unchanged. */
 export const FULFILMENT_ONLY = {
   language: 'text/fhirpath' as const,
