@@ -46,7 +46,7 @@ import {
   taskObservationDefinitions,
   taskQuestionnaire,
 } from './lib/journey';
-import { checkReadings, interpret, isCritical, observationFor, type Reading } from './lib/measurements';
+import { checkReadings, interpret, observationsFor, type Reading } from './lib/measurements';
 import { offerWork } from './lib/offers';
 import { clinicianTask, tenantQueue } from './lib/queues';
 import { lostRace } from './lib/races';
@@ -476,15 +476,16 @@ async function readingsWork(
   }
   const entries: BundleEntry[] = [];
   const critical: Reference<Observation>[] = [];
-  for (const reading of checked.readings) {
-    const interpretation = interpret(reading.definition, patient, reading.value);
+  // Vital signs as FHIR records them: a blood pressure one panel (bots/lib/measurements.ts).
+  const recorded = observationsFor(checked.readings, patient, (r) => interpret(r.definition, patient, r.value));
+  for (const { observation, critical: urgent } of recorded) {
     const fullUrl = `urn:uuid:${randomUUID()}`;
     entries.push({
       fullUrl,
-      resource: { ...observationFor(reading, patient, interpretation), meta: { tag: tagsOf(task) } },
+      resource: { ...observation, meta: { ...observation.meta, tag: tagsOf(task) } },
       request: { method: 'POST', url: 'Observation' },
     });
-    if (isCritical(interpretation)) {
+    if (urgent) {
       critical.push({ reference: fullUrl });
     }
   }

@@ -82,6 +82,10 @@ export const SYSTEMS = {
   evidence: `${BASE}/evidence`,
   /** A treatment option as a choice (Coding): its code is the option's canonical `url|version`. */
   treatmentOption: `${BASE}/treatment-option`,
+  /** How a reading was taken: `patient-reported` (she measured it and reported it), on Observation.method. */
+  readingMethod: `${BASE}/reading-method`,
+  /** A vital-sign panel made from readings stored before panels (src/provision/migrations.ts): `Observation/<systolic>`. */
+  migratedReading: `${BASE}/migrated-reading`,
 } as const;
 
 /** The kinds of plan the catalog fronts (PlanDefinition.type under SYSTEMS.planType). */

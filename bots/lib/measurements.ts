@@ -230,22 +230,51 @@ export function interpret(definition: ObservationDefinition, patient: Patient, v
 export const isCritical = (interpretation: Coding | undefined): boolean =>
   interpretation?.code === 'LL' || interpretation?.code === 'HH';
 
-/** The Observation the platform writes for an accepted reading (JOURNEY B: final, by the patient). */
-export function observationFor(
-  reading: AcceptedReading,
-  patient: Patient & { id: string },
-  interpretation: Coding | undefined,
-): Observation {
+const LOINC = 'http://loinc.org';
+const VITAL_SIGNS: CodeableConcept = {
+  coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs' }],
+};
+
+/**
+ * The panels FHIR's vital signs profile (and US Core's) records some readings as: a blood pressure is one
+ * Observation, the panel, whose components are the systolic and diastolic readings, never two Observations
+ * (clinicians' tools read it so: the Provider app's Vitals looks for the panel). A measurement whose
+ * readings are all of one panel's components is recorded as that panel.
+ */
+export const VITAL_SIGN_PANELS = [
+  {
+    code: { system: LOINC, code: '85354-9', display: 'Blood pressure panel with all children optional' },
+    text: 'Blood pressure',
+    components: ['8480-6', '8462-4'],
+    profiles: [
+      'http://hl7.org/fhir/StructureDefinition/bp',
+      'http://hl7.org/fhir/us/core/StructureDefinition/us-core-blood-pressure',
+    ],
+  },
+] as const;
+
+/** The FHIR and US Core vital-sign profiles of a single reading's LOINC code. */
+const SINGLE_PROFILES: Record<string, string[]> = {
+  '29463-7': [
+    'http://hl7.org/fhir/StructureDefinition/bodyweight',
+    'http://hl7.org/fhir/us/core/StructureDefinition/us-core-body-weight',
+  ],
+};
+
+/** How the platform tells her own readings from a clinician's: she measured them and reported them. */
+export const PATIENT_REPORTED: CodeableConcept = {
+  coding: [
+    { system: SYSTEMS.readingMethod, code: 'patient-reported', display: 'Measured and reported by the patient' },
+  ],
+  text: 'Measured and reported by the patient',
+};
+
+const loincOf = (definition: ObservationDefinition): string | undefined =>
+  definition.code.coding?.find((c) => c.system === LOINC)?.code;
+
+/** A reading's value as an Observation (or one of its components) states it. */
+function readingValue(reading: AcceptedReading, interpretation: Coding | undefined) {
   return {
-    resourceType: 'Observation',
-    status: 'final',
-    category: reading.definition.category?.length
-      ? reading.definition.category
-      : [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs' }] }],
-    code: reading.definition.code,
-    subject: { reference: `Patient/${patient.id}` },
-    performer: [{ reference: `Patient/${patient.id}` }],
-    effectiveDateTime: reading.effective,
     valueQuantity: { value: reading.value, unit: reading.unit, system: UCUM, code: reading.unit },
     ...(interpretation ? { interpretation: [{ coding: [interpretation] }] } : {}),
     ...(reading.entered
@@ -264,4 +293,59 @@ export function observationFor(
         }
       : {}),
   };
+}
+
+/**
+ * The Observations the platform writes for a measurement's accepted readings (JOURNEY B: final, by the
+ * patient, told apart from a clinician's by its performer and method), each with its interpretation: the
+ * readings of a vital-sign panel as that panel (its components in the panel's order), any other reading
+ * alone. `critical` is whether one of its values calls for a clinician now.
+ */
+export function observationsFor(
+  readings: readonly AcceptedReading[],
+  patient: Patient & { id: string },
+  interpretation: (reading: AcceptedReading) => Coding | undefined,
+): { observation: Observation; critical: boolean }[] {
+  const byCode = new Map(readings.map((r) => [loincOf(r.definition), r]));
+  const panel = VITAL_SIGN_PANELS.find(
+    (p) => readings.length === p.components.length && p.components.every((code) => byCode.has(code)),
+  );
+  const common = (effective: string) => ({
+    resourceType: 'Observation' as const,
+    status: 'final' as const,
+    subject: { reference: `Patient/${patient.id}` },
+    performer: [{ reference: `Patient/${patient.id}` }],
+    method: PATIENT_REPORTED,
+    effectiveDateTime: effective,
+  });
+  if (panel) {
+    const parts = panel.components.map((code) => byCode.get(code) as AcceptedReading);
+    const interpreted = parts.map((r) => interpretation(r));
+    return [
+      {
+        observation: {
+          meta: { profile: [...panel.profiles] },
+          ...common(parts[0].effective),
+          category: [VITAL_SIGNS],
+          code: { coding: [{ ...panel.code }], text: panel.text },
+          component: parts.map((r, i) => ({ code: r.definition.code, ...readingValue(r, interpreted[i]) })),
+        },
+        critical: interpreted.some(isCritical),
+      },
+    ];
+  }
+  return readings.map((reading) => {
+    const interpreted = interpretation(reading);
+    const profiles = SINGLE_PROFILES[loincOf(reading.definition) ?? ''];
+    return {
+      observation: {
+        ...(profiles ? { meta: { profile: profiles } } : {}),
+        ...common(reading.effective),
+        category: reading.definition.category?.length ? reading.definition.category : [VITAL_SIGNS],
+        code: reading.definition.code,
+        ...readingValue(reading, interpreted),
+      },
+      critical: isCritical(interpreted),
+    };
+  });
 }

@@ -28,6 +28,7 @@ import { allowedWebhookEndpoint, webhookSecretName, webhookSecrets } from '../..
 import { retryAfterSeconds } from '../shared/rate-limit';
 import { webhookSecretEnv, webhookSubscriptions, webhookTenants } from './bots/webhooks';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
+import { migrateReadings } from './migrations';
 
 export interface ProvisionReport {
   created: string[];
@@ -420,6 +421,11 @@ export async function applyDefinition(
     for (const bot of due) {
       await whenQuotaAllows(() => medplum.executeBot({ system: SYSTEMS.bots, value: bot.key }, {}, 'application/json'));
     }
+  }
+  // Records stored before the platform wrote them as it does now (src/provision/migrations.ts).
+  const { panels } = await migrateReadings(medplum);
+  if (panels > 0) {
+    report.updated.push(`migration-blood-pressure-panels-${panels}`);
   }
   report.references = Object.fromEntries([...keys].map(([key, reference]) => [key, reference.reference as string]));
   return report;

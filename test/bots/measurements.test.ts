@@ -6,7 +6,8 @@ import {
   definitionCode,
   interpret,
   isCritical,
-  observationFor,
+  observationsFor,
+  PATIENT_REPORTED,
 } from '../../bots/lib/measurements';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 
@@ -155,7 +156,7 @@ describe('measurement readings', () => {
       throw new Error('expected the reading to pass');
     }
     const alice = patient('US');
-    const observation = observationFor(result.readings[0], alice, interpret(weight, alice, result.readings[0].value));
+    const [{ observation }] = observationsFor(result.readings, alice, (r) => interpret(weight, alice, r.value));
     expect(observation).toMatchObject({
       status: 'final',
       code: weight.code,
@@ -165,6 +166,90 @@ describe('measurement readings', () => {
       interpretation: [{ coding: [{ code: 'N' }] }],
       extension: [{ url: EXTENSIONS.enteredQuantity, valueQuantity: { value: 180, code: '[lb_av]' } }],
     });
+  });
+});
+
+describe('vital signs as FHIR records them (issue 48)', () => {
+  const systolic: ObservationDefinition = {
+    resourceType: 'ObservationDefinition',
+    category: [
+      { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs' }] },
+    ],
+    code: { coding: [{ system: 'http://loinc.org', code: '8480-6', display: 'Systolic blood pressure' }] },
+    permittedDataType: ['Quantity'],
+    quantitativeDetails: { unit: { coding: [{ system: UCUM, code: 'mm[Hg]' }] }, decimalPrecision: 1 },
+    qualifiedInterval: [
+      { category: 'absolute', range: { low: { value: 50, unit: 'mm[Hg]' }, high: { value: 300, unit: 'mm[Hg]' } } },
+      { category: 'reference', range: { high: { value: 120, unit: 'mm[Hg]' } } },
+      { category: 'critical', range: { low: { value: 180, unit: 'mm[Hg]' } } },
+    ],
+  };
+  const diastolic: ObservationDefinition = {
+    ...systolic,
+    code: { coding: [{ system: 'http://loinc.org', code: '8462-4', display: 'Diastolic blood pressure' }] },
+    qualifiedInterval: [
+      { category: 'absolute', range: { low: { value: 30, unit: 'mm[Hg]' }, high: { value: 200, unit: 'mm[Hg]' } } },
+      { category: 'reference', range: { high: { value: 80, unit: 'mm[Hg]' } } },
+    ],
+  };
+
+  it('a blood pressure is one panel (85354-9) with systolic and diastolic components, patient-reported, US Core profiled', () => {
+    const result = checkReadings(
+      [
+        { code: 'http://loinc.org|8462-4', value: 96, unit: 'mm[Hg]' },
+        { code: 'http://loinc.org|8480-6', value: 152, unit: 'mm[Hg]' },
+      ],
+      [systolic, diastolic],
+      NOW,
+    );
+    if (!result.ok) {
+      throw new Error('expected the readings to pass');
+    }
+    const her = patient('US');
+    const recorded = observationsFor(result.readings, her, (r) => interpret(r.definition, her, r.value));
+    expect(recorded).toHaveLength(1);
+    const [{ observation, critical }] = recorded;
+    expect(critical).toBe(false);
+    expect(observation).toMatchObject({
+      meta: {
+        profile: [
+          'http://hl7.org/fhir/StructureDefinition/bp',
+          'http://hl7.org/fhir/us/core/StructureDefinition/us-core-blood-pressure',
+        ],
+      },
+      status: 'final',
+      category: [{ coding: [{ code: 'vital-signs' }] }],
+      code: { coding: [{ system: 'http://loinc.org', code: '85354-9' }], text: 'Blood pressure' },
+      subject: { reference: 'Patient/p1' },
+      performer: [{ reference: 'Patient/p1' }],
+      method: PATIENT_REPORTED,
+      component: [
+        {
+          code: systolic.code,
+          valueQuantity: { value: 152, unit: 'mm[Hg]', system: UCUM, code: 'mm[Hg]' },
+          interpretation: [{ coding: [{ code: 'H' }] }],
+        },
+        {
+          code: diastolic.code,
+          valueQuantity: { value: 96, unit: 'mm[Hg]', system: UCUM, code: 'mm[Hg]' },
+          interpretation: [{ coding: [{ code: 'H' }] }],
+        },
+      ],
+    });
+    expect(observation.valueQuantity).toBeUndefined();
+    // A critical component makes the panel critical.
+    const high = checkReadings(
+      [
+        { code: 'http://loinc.org|8480-6', value: 190, unit: 'mm[Hg]' },
+        { code: 'http://loinc.org|8462-4', value: 96, unit: 'mm[Hg]' },
+      ],
+      [systolic, diastolic],
+      NOW,
+    );
+    if (!high.ok) {
+      throw new Error('expected the readings to pass');
+    }
+    expect(observationsFor(high.readings, her, (r) => interpret(r.definition, her, r.value))[0].critical).toBe(true);
   });
 });
 
@@ -348,7 +433,7 @@ describe('measurement rules at their edges', () => {
     if (!result.ok) {
       throw new Error('expected the reading to pass');
     }
-    const observation = observationFor(result.readings[0], patient('US'), undefined);
+    const [{ observation }] = observationsFor(result.readings, patient('US'), () => undefined);
     expect(observation.resourceType).toBe('Observation');
     expect(observation.category).toEqual([
       { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs' }] },
@@ -356,10 +441,10 @@ describe('measurement rules at their edges', () => {
     expect(observation.extension).toBeUndefined();
     expect(observation.interpretation).toBeUndefined();
     const laboratory = [{ coding: [{ code: 'laboratory' }] }];
-    const own = observationFor(
-      { ...result.readings[0], definition: { ...heartRate, category: laboratory } },
+    const [{ observation: own }] = observationsFor(
+      [{ ...result.readings[0], definition: { ...heartRate, category: laboratory } }],
       patient('US'),
-      undefined,
+      () => undefined,
     );
     expect(own.category).toEqual(laboratory);
   });

@@ -396,8 +396,15 @@ describe('measurement tasks', () => {
       resourceType: 'Observation',
       filters: [{ code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` }],
     });
-    expect(stored).toHaveLength(2);
-    expect(stored.map((o) => o.interpretation?.[0]?.coding?.[0]?.code).sort()).toEqual(['H', 'HH']);
+    // One blood pressure panel (issue 48), its components interpreted: systolic critical, diastolic high.
+    expect(stored).toHaveLength(1);
+    expect(stored[0].code?.coding?.[0]?.code).toBe('85354-9');
+    expect(
+      stored[0].component?.map((c) => [c.code.coding?.[0]?.code, c.interpretation?.[0]?.coding?.[0]?.code]),
+    ).toEqual([
+      ['8480-6', 'HH'],
+      ['8462-4', 'H'],
+    ]);
     const urgent = await reviewTasks(assessment.episodeOfCare, 'review-reading');
     expect(urgent).toHaveLength(1);
     expect(urgent[0].priority).toBe('urgent');
@@ -428,7 +435,7 @@ describe('measurement tasks', () => {
         resourceType: 'Observation',
         filters: [{ code: 'subject', operator: 'eq', value: `Patient/${patient.patient.id}` }],
       });
-      return observations.map((o) => o.interpretation?.[0]?.coding?.[0]?.code);
+      return observations.flatMap((o) => (o.component ?? []).map((c) => c.interpretation?.[0]?.coding?.[0]?.code));
     };
     // ACC/AHA (US): 130/85 is high; elsewhere (under 140/90) it is normal.
     expect(await interpretations('US')).toEqual(['H', 'H']);

@@ -1,5 +1,6 @@
-import type { Project } from '@medplum/fhirtypes';
+import type { Observation, PlanDefinition, Project } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
 import { applyDefinition } from '../../src/provision/apply';
 import { readBotBundles } from '../../src/provision/bundles';
 import { platformDefinition } from '../../src/provision/definition';
@@ -57,5 +58,109 @@ describe('provisioning', () => {
     const report = await applyDefinition(backend.admin, changed, { bundles: readBotBundles(changed) });
     expect(report.updated).toEqual(['policy-bot-patient-home']);
     expect(report.created).toEqual([]);
+  });
+});
+
+describe('what provisioning brings stored records and published versions to (issue 48)', () => {
+  // A backend of its own: provisioning runs cost the admin's FHIR quota (a minute's 50,000 points).
+  let backend: TestBackend;
+  beforeAll(async () => {
+    backend = await startTestBackend();
+  });
+  afterAll(() => backend?.close());
+
+  it('a blood pressure stored as two Observations gets its panel, derived from them, once; the two stay as they were', async () => {
+    const patient = backend.patients.alice.patient;
+    const subject = { reference: `Patient/${patient.id}` };
+    const effectiveDateTime = '2026-11-20T08:15:00.000Z';
+    const reading = (code: string, value: number) =>
+      backend.systemRepo.createResource<Observation>({
+        resourceType: 'Observation',
+        meta: { project: backend.project.id },
+        status: 'final',
+        category: [
+          { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs' }] },
+        ],
+        code: { coding: [{ system: 'http://loinc.org', code }] },
+        subject,
+        performer: [subject],
+        effectiveDateTime,
+        valueQuantity: { value, unit: 'mm[Hg]', system: 'http://unitsofmeasure.org', code: 'mm[Hg]' },
+        interpretation: [{ coding: [{ code: 'H' }] }],
+      });
+    const systolic = await reading('8480-6', 152);
+    const diastolic = await reading('8462-4', 96);
+    // A lone systolic of another time has no pair: nothing is made of it.
+    await backend.systemRepo.createResource<Observation>({
+      ...systolic,
+      id: undefined,
+      effectiveDateTime: '2026-11-21T08:15:00.000Z',
+    } as Observation);
+    const definition = demoDefinition();
+    const first = await applyDefinition(backend.admin, definition, {
+      bundles: readBotBundles(definition),
+      runBots: false,
+    });
+    expect(first.updated).toContain('migration-blood-pressure-panels-1');
+    const panels = await backend.systemRepo.searchResources<Observation>({
+      resourceType: 'Observation',
+      filters: [
+        { code: 'subject', operator: 'eq', value: subject.reference },
+        { code: 'code', operator: 'eq', value: 'http://loinc.org|85354-9' },
+      ],
+    });
+    expect(panels).toHaveLength(1);
+    expect(panels[0]).toMatchObject({
+      status: 'final',
+      effectiveDateTime,
+      performer: [subject],
+      method: { coding: [{ code: 'patient-reported' }] },
+      component: [
+        { code: { coding: [{ code: '8480-6' }] }, valueQuantity: { value: 152 } },
+        { code: { coding: [{ code: '8462-4' }] }, valueQuantity: { value: 96 } },
+      ],
+      derivedFrom: [{ reference: `Observation/${systolic.id}` }, { reference: `Observation/${diastolic.id}` }],
+    });
+    expect((await backend.systemRepo.readResource<Observation>('Observation', systolic.id)).meta?.versionId).toBe(
+      systolic.meta?.versionId,
+    );
+    const second = await applyDefinition(backend.admin, definition, {
+      bundles: readBotBundles(definition),
+      runBots: false,
+    });
+    expect(second.updated).toEqual([]);
+  });
+
+  it('a superseded catalog version is retired where it was published, nothing else of it changed', async () => {
+    const [url] = 'https://patient-care.example/northwind/protocols/hypertension-treatment'.split('|');
+    const current = await backend.systemRepo.searchOne<PlanDefinition>({
+      resourceType: 'PlanDefinition',
+      filters: [{ code: 'url', operator: 'eq', value: url }],
+    });
+    // Version 1 as an older provisioning published it, under the key version 2 supersedes.
+    const { id: _id, meta, ...rest } = current as PlanDefinition;
+    const v1 = await backend.systemRepo.createResource<PlanDefinition>({
+      ...rest,
+      meta: {
+        project: meta?.project,
+        accounts: meta?.accounts,
+        tag: [{ system: SYSTEMS.provisioning, code: 'catalog-northwind-plan-hypertension-treatment' }],
+      },
+      version: '1',
+    } as PlanDefinition);
+    const definition = demoDefinition();
+    const report = await applyDefinition(backend.admin, definition, {
+      bundles: readBotBundles(definition),
+      runBots: false,
+    });
+    expect(report.updated).toEqual(['catalog-northwind-plan-hypertension-treatment']);
+    const retired = await backend.systemRepo.readResource<PlanDefinition>('PlanDefinition', v1.id);
+    expect(retired.status).toBe('retired');
+    expect({ ...retired, status: 'active', meta: undefined }).toEqual({ ...v1, meta: undefined });
+    const again = await applyDefinition(backend.admin, definition, {
+      bundles: readBotBundles(definition),
+      runBots: false,
+    });
+    expect(again.updated).toEqual([]);
   });
 });
