@@ -84,6 +84,11 @@ export const SYSTEMS = {
   treatmentOption: `${BASE}/treatment-option`,
   /** How a reading was taken: `patient-reported` (she measured it and reported it), on Observation.method. */
   readingMethod: `${BASE}/reading-method`,
+  /**
+   * The queue a clinician task waits in, on its `performerType` (code `CareTeam/<id>`, display the queue's
+   * name): unowned until a clinician takes it, so the Provider app takes it by picking her as assignee.
+   */
+  queue: `${BASE}/queue`,
   /** A vital-sign panel made from readings stored before panels (src/provision/migrations.ts): `Observation/<systolic>`. */
   migratedReading: `${BASE}/migrated-reading`,
 } as const;
@@ -215,6 +220,18 @@ export const QUEUES_PARAMETER = 'queues';
 /** The `queues` parameter's value for these CareTeam references. */
 export const queuesValue = (queues: readonly string[]): string =>
   queues.length === 0 ? '{}' : queues.map((q) => `'${q.replaceAll("'", '')}'`).join(' | ');
+
+/**
+ * The clinician access-policy parameter that lists who works each of her queues, as a FHIRPath collection
+ * of string literals `'CareTeam/<queue> Practitioner/<member>'` (or `{}`): a task of a queue she works is
+ * handed only to a colleague of that queue (`%queueStaff`). Every clinician membership carries it;
+ * provisioning derives it, with `queues`, from the one list of who works which queue.
+ */
+export const QUEUE_STAFF_PARAMETER = 'queueStaff';
+
+/** The `queueStaff` parameter's value: each queue with each of its members. */
+export const queueStaffValue = (staff: readonly { queue: string; member: string }[]): string =>
+  queuesValue(staff.map(({ queue, member }) => `${queue} ${member}`));
 
 /** Tags that publish catalog items to patients (the patient policy grants exactly these). */
 export const CATALOG = {

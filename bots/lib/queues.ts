@@ -22,7 +22,7 @@ import { taskHandingIn } from './work-forms';
 
 /**
  * Clinicians' work (JOURNEY C, F): a Task for the tenant's queue, a CareTeam of the patient's
- * organization, `ready` and owned by the team until a clinician claims it. Every bot that hands work to
+ * organization, `ready`, waiting in the queue (its `performerType`) with no owner until a clinician takes it. Every bot that hands work to
  * clinicians issues it here, so the queue's conventions live in one place.
  */
 
@@ -75,15 +75,23 @@ const TITLES: Record<string, string> = {
 };
 
 /**
- * The queue as a performer type: the Provider app's task board filters by it, so her team's work is one
- * click away (its `Task.performerType` filter), not a typed search.
+ * The queue as a performer type: which queue's work it is (SYSTEMS.queue, `CareTeam/<id>`: what the
+ * clinician policy checks) and its kind (the queue's category: the Provider app's task board filters by
+ * the first coding, so her team's work is one click away), named as the queue is.
  */
-const queueType = (queue: CareTeam): Task['performerType'] => [
+export const queueType = (queue: CareTeam): Task['performerType'] => [
   {
-    coding: (queue.category ?? []).flatMap((c) => c.coding ?? []).filter((c) => c.system === SYSTEMS.careQueue),
+    coding: [
+      ...(queue.category ?? []).flatMap((c) => c.coding ?? []).filter((c) => c.system === SYSTEMS.careQueue),
+      { system: SYSTEMS.queue, code: `CareTeam/${queue.id}`, ...(queue.name ? { display: queue.name } : {}) },
+    ],
     text: queue.name,
   },
 ];
+
+/** The queue a task waits in (`CareTeam/<id>`), when it is a queue's work. */
+export const queueOfTask = (task: Task): string | undefined =>
+  task.performerType?.flatMap((t) => t.coding ?? []).find((c) => c.system === SYSTEMS.queue)?.code;
 
 /** The transaction entry that issues the work (a POST the bot's transaction carries). */
 export function clinicianTask(work: ClinicianWork): BundleEntry {
@@ -97,7 +105,8 @@ export function clinicianTask(work: ClinicianWork): BundleEntry {
     description: work.description,
     for: { reference: `Patient/${work.patient.id}` },
     authoredOn: new Date().toISOString(),
-    ...(work.queue ? { owner: { reference: `CareTeam/${work.queue.id}` }, performerType: queueType(work.queue) } : {}),
+    // Waiting in the queue, owned by nobody until a clinician of the queue takes it.
+    ...(work.queue ? { performerType: queueType(work.queue) } : {}),
     ...(work.form
       ? {
           focus: { reference: work.form.reference },

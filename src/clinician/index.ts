@@ -13,7 +13,14 @@ import type {
   Task,
   TaskOutput,
 } from '@medplum/fhirtypes';
-import { QUEUES_PARAMETER, queuesValue, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
+import {
+  QUEUE_STAFF_PARAMETER,
+  QUEUES_PARAMETER,
+  queueStaffValue,
+  queuesValue,
+  SYSTEMS,
+  TENANT_PARAMETER,
+} from '../../contracts/systems';
 import { CONDITION_ITEM, formReference, OPTION_ITEM, PROVIDER_APP_OUTPUT } from '../../contracts/work-forms';
 
 /**
@@ -26,7 +33,9 @@ import { CONDITION_ITEM, formReference, OPTION_ITEM, PROVIDER_APP_OUTPUT } from 
 /**
  * What a project admin sends to Medplum's `POST admin/projects/:projectId/invite` to add a clinician of a
  * tenant, as provisioning invites the demo clinicians: the clinician policy with her tenant as its
- * organization and the work queues she works (`queues`: what lets her claim their work).
+ * organization, the work queues she works (`queues`: what lets her take their work) and who works them
+ * (`queueStaff`: whom she may hand their work to; absent, her own queues with herself alone). Her
+ * colleagues' memberships name her once provisioning (or an admin) adds her to theirs.
  */
 export function clinicianInvite(clinician: {
   firstName: string;
@@ -36,6 +45,8 @@ export function clinicianInvite(clinician: {
   policy: string;
   organization: string;
   queues: readonly string[];
+  /** Who works her queues (each queue with each member), herself included once her id is known. */
+  staff?: readonly { queue: string; member: string }[];
 }) {
   return {
     resourceType: 'Practitioner' as const,
@@ -52,6 +63,7 @@ export function clinicianInvite(clinician: {
           parameter: [
             { name: TENANT_PARAMETER, valueReference: { reference: clinician.organization } },
             { name: QUEUES_PARAMETER, valueString: queuesValue(clinician.queues) },
+            { name: QUEUE_STAFF_PARAMETER, valueString: queueStaffValue(clinician.staff ?? []) },
           ],
         },
       ],
@@ -68,10 +80,12 @@ export interface Clinician {
   queue(): Promise<WithId<Task>[]>;
   /** The work she has claimed and not finished (`in-progress`, owned by her). */
   claimed(): Promise<WithId<Task>[]>;
-  /** Owner queue -> herself, ready -> in-progress. A concurrent claim that got there first: 412. */
+  /** Unowned queue work -> herself, ready -> in-progress. A concurrent claim that got there first: 412. */
   claim(taskId: string): Promise<WithId<Task>>;
-  /** Back to the queue it was claimed from, in-progress -> ready. */
+  /** Back to its queue (no owner), in-progress -> ready. */
   unclaim(taskId: string): Promise<WithId<Task>>;
+  /** Unowned queue work, or work of hers, handed to a colleague of its queue (the owner changes, nothing else). */
+  handOver(taskId: string, colleague: Reference<Practitioner>): Promise<WithId<Task>>;
   /** in-progress -> completed with its outputs; she must own it. */
   complete(taskId: string, outputs: TaskOutput[]): Promise<WithId<Task>>;
   /** The stored form a task points at (contracts/work-forms.ts), as she reads it; undefined when none. */
@@ -161,7 +175,7 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
       throw new Error(`Task/${task.id} cannot be ${what}: it is ${task.status}, owned by ${current || 'nobody'}`);
     }
   };
-  const isQueue = (reference: string) => reference.startsWith('CareTeam/');
+  const unowned = (reference: string) => reference === '';
 
   const queues = () => medplum.searchResources('CareTeam', { participant: mine, status: 'active' }, fresh);
 
@@ -174,11 +188,17 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
       if (teams.length === 0) {
         return [];
       }
-      const tasks = await medplum.searchResources(
+      const waiting = await medplum.searchResources(
         'Task',
-        { owner: teams.map(getReferenceString).join(','), status: 'ready', _count: '100' },
+        {
+          performer: teams.map((team) => `${SYSTEMS.queue}|${getReferenceString(team)}`).join(','),
+          status: 'ready',
+          _count: '100',
+        },
         fresh,
       );
+      // Waiting means taken by nobody yet.
+      const tasks = waiting.filter((t) => !t.owner);
       return tasks.sort(
         (a, b) =>
           PRIORITY.indexOf(a.priority ?? 'routine') - PRIORITY.indexOf(b.priority ?? 'routine') ||
@@ -188,7 +208,7 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
     claimed: () => medplum.searchResources('Task', { owner: mine, status: 'in-progress', _count: '100' }, fresh),
     async claim(taskId) {
       const task = await read(taskId);
-      expectState(task, 'ready', isQueue, 'claimed');
+      expectState(task, 'ready', unowned, 'claimed');
       return write(task, {
         owner: profile,
         status: 'in-progress',
@@ -198,15 +218,19 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
     async unclaim(taskId) {
       const task = await read(taskId);
       expectState(task, 'in-progress', (owner) => owner === mine, 'unclaimed');
-      // The queue it came from: the last version a team owned (history is a plain read in Medplum's app).
-      const history = await medplum.readHistory('Task', taskId, undefined, fresh);
-      const queue = history.entry
-        ?.map((entry) => entry.resource?.owner)
-        .find((owner) => owner?.reference && isQueue(owner.reference));
-      if (!queue) {
-        throw new Error(`Task/${taskId} was never in a queue`);
+      const { owner: _owner, ...rest } = task;
+      return medplum.updateResource<Task>(
+        { ...rest, status: 'ready', lastModified: new Date().toISOString() },
+        { headers: { 'If-Match': `W/"${task.meta?.versionId}"` } },
+      ) as Promise<WithId<Task>>;
+    },
+    async handOver(taskId, colleague) {
+      const task = await read(taskId);
+      const owner = task.owner?.reference ?? '';
+      if (!['ready', 'in-progress'].includes(task.status) || !(owner === '' || owner === mine)) {
+        throw new Error(`Task/${taskId} cannot be handed over: it is ${task.status}, owned by ${owner || 'nobody'}`);
       }
-      return write(task, { owner: { reference: queue.reference }, status: 'ready' });
+      return write(task, { owner: colleague });
     },
     async complete(taskId, outputs) {
       const task = await read(taskId);

@@ -18,7 +18,9 @@ import {
   BOT_AUDIENCE,
   EDGE_STATEMENT,
   EXTENSIONS,
+  QUEUE_STAFF_PARAMETER,
   QUEUES_PARAMETER,
+  queueStaffValue,
   queuesValue,
   SIGNING_KEYS,
   STORAGE_BASE_SECRET,
@@ -28,7 +30,7 @@ import { allowedWebhookEndpoint, webhookSecretName, webhookSecrets } from '../..
 import { retryAfterSeconds } from '../shared/rate-limit';
 import { webhookSecretEnv, webhookSubscriptions, webhookTenants } from './bots/webhooks';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
-import { migrateReadings } from './migrations';
+import { migrateQueueWork, migrateReadings } from './migrations';
 
 export interface ProvisionReport {
   created: string[];
@@ -278,15 +280,27 @@ export async function applyDefinition(
   }
 
   // Clinicians' queues, now that every queue exists: one membership write each, or none when unchanged.
-  for (const { entry, profile, invited } of withQueuesLater) {
-    const queues = (entry.member.queues ?? []).map((key) => {
+  // Each also carries who works each of her queues (her colleagues there), from the same list.
+  const queuesOf = (entry: MemberResource) =>
+    (entry.member.queues ?? []).map((key) => {
       const queue = keys.get(key)?.reference;
       if (!queue) {
         throw new Error(`Provisioning reference to unknown queue key ${key}`);
       }
       return queue;
     });
-    await membership(`membership-${entry.key}`, profile, withQueues(entry.member.membership, queues), invited);
+  const staff = withQueuesLater.flatMap(({ entry, profile }) =>
+    queuesOf(entry).map((queue) => ({ queue, member: profile.reference as string })),
+  );
+  for (const { entry, profile, invited } of withQueuesLater) {
+    const queues = queuesOf(entry);
+    const colleagues = staff.filter((s) => queues.includes(s.queue));
+    await membership(
+      `membership-${entry.key}`,
+      profile,
+      withQueues(entry.member.membership, queues, colleagues),
+      invited,
+    );
   }
 
   // Machine clients: ClientApplication + membership (packages/server/src/admin/client.ts): 201 with it.
@@ -426,6 +440,10 @@ export async function applyDefinition(
   const { panels } = await migrateReadings(medplum);
   if (panels > 0) {
     report.updated.push(`migration-blood-pressure-panels-${panels}`);
+  }
+  const { tasks } = await migrateQueueWork(medplum);
+  if (tasks > 0) {
+    report.updated.push(`migration-queue-work-${tasks}`);
   }
   report.references = Object.fromEntries([...keys].map(([key, reference]) => [key, reference.reference as string]));
   return report;
@@ -687,7 +705,11 @@ async function sealBotCode(
 }
 
 /** A membership whose every access entry carries the `queues` parameter (unchanged when `queues` is undefined). */
-function withQueues<T extends Pick<ProjectMembership, 'access'>>(membership: T, queues: string[] | undefined): T {
+function withQueues<T extends Pick<ProjectMembership, 'access'>>(
+  membership: T,
+  queues: string[] | undefined,
+  staff: { queue: string; member: string }[] = [],
+): T {
   if (!queues) {
     return membership;
   }
@@ -696,8 +718,9 @@ function withQueues<T extends Pick<ProjectMembership, 'access'>>(membership: T, 
     access: membership.access?.map((entry) => ({
       ...entry,
       parameter: [
-        ...(entry.parameter ?? []).filter((p) => p.name !== QUEUES_PARAMETER),
+        ...(entry.parameter ?? []).filter((p) => p.name !== QUEUES_PARAMETER && p.name !== QUEUE_STAFF_PARAMETER),
         { name: QUEUES_PARAMETER, valueString: queuesValue(queues) },
+        { name: QUEUE_STAFF_PARAMETER, valueString: queueStaffValue(staff) },
       ],
     })),
   };

@@ -1,6 +1,7 @@
 import type { MedplumClient } from '@medplum/core';
-import type { Observation, ObservationComponent } from '@medplum/fhirtypes';
+import type { CareTeam, Observation, ObservationComponent, Task } from '@medplum/fhirtypes';
 import { PATIENT_REPORTED, VITAL_SIGN_PANELS } from '../../bots/lib/measurements';
+import { queueOfTask, queueType } from '../../bots/lib/queues';
 import { SYSTEMS } from '../../contracts/systems';
 
 /**
@@ -82,3 +83,51 @@ async function all(medplum: MedplumClient, query: Record<string, string>): Promi
   }
   return found;
 }
+
+/**
+ * Queue work written before queues were named on the task (issue 48): a task a queue (a CareTeam) owned
+ * now waits in it unowned, its queue on its `performerType`, so a clinician takes it by picking herself;
+ * open work a clinician took from a queue names that queue too (so she may release or hand it over).
+ */
+export async function migrateQueueWork(medplum: MedplumClient): Promise<{ tasks: number }> {
+  let tasks = 0;
+  const teams = await medplum.searchResources(
+    'CareTeam',
+    { category: `${SYSTEMS.careQueue}|`, _count: '1000' },
+    {
+      cache: 'no-cache',
+    },
+  );
+  const queues = teams.filter((t) => t.category?.some((c) => c.coding?.some((x) => x.system === SYSTEMS.careQueue)));
+  for (const team of queues) {
+    const queue = `CareTeam/${team.id}`;
+    const owned = await medplum.searchResources('Task', { owner: queue, _count: '1000' }, { cache: 'no-cache' });
+    const kinds = (team.category ?? []).flatMap((c) => c.coding ?? []).filter((c) => c.system === SYSTEMS.careQueue);
+    const taken = (
+      await Promise.all(
+        kinds.map((kind) =>
+          medplum.searchResources(
+            'Task',
+            { performer: `${kind.system}|${kind.code}`, status: 'ready,in-progress,on-hold', _count: '1000' },
+            { cache: 'no-cache' },
+          ),
+        ),
+      )
+    )
+      .flat()
+      .filter((t) => !queueOfTask(t) && sameTenant(t, team));
+    for (const task of [...owned, ...taken.filter((t) => t.owner?.reference !== queue)]) {
+      const { owner, ...rest } = task;
+      await medplum.updateResource({
+        ...rest,
+        ...(owner && owner.reference !== queue ? { owner } : {}),
+        performerType: queueType(team),
+      });
+      tasks++;
+    }
+  }
+  return { tasks };
+}
+
+const sameTenant = (task: Task, team: CareTeam): boolean =>
+  (task.meta?.accounts ?? []).some((a) => team.managingOrganization?.some((o) => o.reference === a.reference));

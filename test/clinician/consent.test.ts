@@ -160,7 +160,8 @@ describe('declining or countering an offer', () => {
     expect(await treatmentConsents(patient)).toEqual([]);
     const [review] = await workAbout(gw, patient, 'review-response');
     expect(review).toMatchObject({ status: 'ready', priority: 'routine' });
-    expect(review.owner?.reference).toMatch(/^CareTeam\//);
+    expect(review.owner).toBeUndefined();
+    expect(review.performerType?.[0]?.coding?.map((c) => c.code)).toContainEqual(expect.stringMatching(/^CareTeam\//));
     const inputs = Object.fromEntries((review.input ?? []).map((i) => [i.type.text, i]));
     expect(inputs.decision?.valueCode).toBe('decline');
     expect(inputs.reason?.valueString).toBe('I would rather wait');

@@ -84,7 +84,8 @@ describe('eligibility after review', () => {
       for: { reference: `Patient/${patient.patient.id}` },
       reasonReference: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
     });
-    expect(selection.owner?.reference).toMatch(/^CareTeam\//);
+    expect(selection.owner).toBeUndefined();
+    expect(selection.performerType?.[0]?.coding?.find((c) => c.system === SYSTEMS.queue)?.code).toMatch(/^CareTeam\//);
     expect(selection.output).toBeUndefined();
     // Both eligible (her readings meet the prerequisite); the guideline's choice is a label only.
     expect(option(selection, LISINOPRIL)).toEqual({ eligible: true, preferred: true });

@@ -111,7 +111,7 @@ describe('her uploads, as her clinicians see them', () => {
       'Do you take medicine for your blood pressure?',
       expect.stringMatching(/photo/i),
     ]);
-    expect(readable.item?.[2].answer?.[0].valueAttachment).toEqual({
+    expect(readable.item?.[2].answer?.[0].valueAttachment).toMatchObject({
       contentType: 'image/jpeg',
       url: uploads[0].url,
       size: JPEG.byteLength,

@@ -1,6 +1,7 @@
 import { normalizeErrorString } from '@medplum/core';
 import type { Condition, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueType } from '../../bots/lib/queues';
 import { SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import { direct, fhirPath } from '../support/attack';
@@ -69,11 +70,19 @@ describe('a demo clinician works her tenant’s queue', () => {
     const queue = await intakeQueue(gw.backend, 'northwind');
     expect((await clinician.queues()).map((q) => q.id)).toEqual([queue.id]);
     const review = (await clinician.queue()).find((t) => t.for?.reference === `Patient/${patient.patient.id}`);
+    // Waiting in the queue (its performerType), owned by nobody until a member takes it (issue 48).
     expect(review).toMatchObject({
       status: 'ready',
-      owner: { reference: `CareTeam/${queue.id}` },
+      performerType: [
+        {
+          coding: expect.arrayContaining([
+            { system: SYSTEMS.queue, code: `CareTeam/${queue.id}`, display: queue.name },
+          ]),
+        },
+      ],
       code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-intake' }] },
     });
+    expect(review?.owner).toBeUndefined();
     const taskId = review?.id as string;
 
     const claimed = await clinician.claim(taskId);
@@ -110,7 +119,8 @@ describe('a demo clinician works her tenant’s queue', () => {
     ];
     await me.claim(task.id);
     const back = await me.unclaim(task.id);
-    expect(back).toMatchObject({ status: 'ready', owner: task.owner });
+    expect(back).toMatchObject({ status: 'ready', performerType: task.performerType });
+    expect(back.owner).toBeUndefined();
     expect((await colleague.queue()).map((t) => t.id)).toContain(task.id);
     expect(await colleague.claim(task.id)).toMatchObject({ status: 'in-progress', owner: colleague.profile });
   });
@@ -150,7 +160,7 @@ describe('two clinicians claim one task at once', () => {
     expect(versionsSince(mark, task)).toBe(1);
   });
 
-  it('a second claim without If-Match, after the first, is 403: the owner is no longer a queue (%before is the stored version, packages/server/src/fhir/repo.ts)', async () => {
+  it('a second claim without If-Match, after the first, is 403: the task is no longer unowned (%before is the stored version, packages/server/src/fhir/repo.ts)', async () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const task = await reviewTask(gw.backend, patient);
     const [a, b] = [await demoClinician(gw.backend, 'northwind'), await freshClinician(gw.backend, 'northwind')];
@@ -175,14 +185,20 @@ describe('what a clinician of the same tenant cannot do, directly on Medplum (QU
     const claimedByColleague = await colleague.claim((await reviewTask(gw.backend, patient)).id);
     const mark = storeMark(gw.backend);
     const attempts: [string, Task][] = [
-      ['claim for a colleague', { ...ready, owner: colleague.profile, status: 'in-progress' }],
-      ['in progress while the queue owns it', { ...ready, status: 'in-progress' }],
+      ['claim for a colleague, started', { ...ready, owner: colleague.profile, status: 'in-progress' }],
+      ['in progress while the queue holds it', { ...ready, status: 'in-progress' }],
+      [
+        'move it to another queue',
+        { ...ready, performerType: [{ coding: [{ system: SYSTEMS.queue, code: 'CareTeam/elsewhere' }] }] },
+      ],
+      ['take it out of its queue', { ...ready, performerType: undefined }],
+      ['hand it to someone outside its queue', { ...ready, owner: { reference: 'Practitioner/someone' } }],
       ['complete without claiming', { ...ready, status: 'completed' }],
       ['claim and complete in one write', { ...ready, owner: me.profile, status: 'completed' }],
       ['cancel queue work', { ...ready, status: 'cancelled' }],
       ['steal a claimed task', { ...claimedByColleague, owner: me.profile }],
       ['complete a colleague’s task', { ...claimedByColleague, status: 'completed' }],
-      ['unclaim a colleague’s task', { ...claimedByColleague, owner: ready.owner, status: 'ready' }],
+      ['unclaim a colleague’s task', { ...claimedByColleague, owner: undefined, status: 'ready' }],
       ['edit a colleague’s task', { ...claimedByColleague, description: 'mine now' }],
       ['hand a colleague’s task to a third', { ...claimedByColleague, owner: { reference: 'Practitioner/someone' } }],
     ];
@@ -217,13 +233,14 @@ describe('what a clinician of the same tenant cannot do, directly on Medplum (QU
     };
     const token = me.medplum.getAccessToken() as string;
     const create = (task: Task) => direct(gw.backend, token, 'POST', fhirPath('Task'), { body: task });
+    const inQueue = { ...base, performerType: queueType(queue) };
     expect((await create({ ...base, owner: colleague.profile })).status).toBe(403);
-    expect(
-      (await create({ ...base, status: 'in-progress', owner: { reference: `CareTeam/${queue.id}` } })).status,
-    ).toBe(403);
+    expect((await create({ ...inQueue, status: 'in-progress' })).status).toBe(403);
     expect((await create({ ...base, status: 'completed' })).status).toBe(403);
+    // A queue as owner is the old model: refused (work waits in its queue unowned).
+    expect((await create({ ...base, owner: { reference: `CareTeam/${queue.id}` } })).status).toBe(403);
     // Her own, or the queue's ready work: allowed.
-    expect((await create({ ...base, owner: { reference: `CareTeam/${queue.id}` } })).status).toBe(201);
+    expect((await create(inQueue)).status).toBe(201);
     expect((await create({ ...base, status: 'in-progress', owner: me.profile })).status).toBe(201);
   });
 
@@ -287,5 +304,61 @@ describe('nobody outside the queue’s tenant, and no patient, touches its work'
       expect(viaGateway.status).toBe(405);
     }
     expect(changesSince(gw.backend, mark)).toEqual([]);
+  });
+});
+
+describe('taking and handing over work as the Provider app does it (issue 48): the assignee, one PUT of the whole task, no If-Match', () => {
+  it('takes unowned queue work by picking herself, releases it by clearing the assignee, hands it to a colleague of the queue', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const colleague = await freshClinician(gw.backend, 'northwind');
+    const me = await demoClinician(gw.backend, 'northwind');
+    const task = await reviewTask(gw.backend, patient);
+    // Take: the assignee set to herself, nothing else.
+    const taken = await put(me, { ...task, owner: me.profile }, false);
+    expect(taken.status, taken.text).toBe(200);
+    // Release: the assignee cleared.
+    const { owner: _owner, ...released } = taken.body as Task;
+    const back = await put(me, released, false);
+    expect(back.status, back.text).toBe(200);
+    expect(stored(task).owner).toBeUndefined();
+    // Hand over unowned work, and work of her own (in progress), to a colleague who works the queue.
+    const handed = await put(me, { ...(back.body as Task), owner: colleague.profile }, false);
+    expect(handed.status, handed.text).toBe(200);
+    expect(stored(task)).toMatchObject({ owner: colleague.profile, status: 'ready' });
+    const second = await reviewTask(gw.backend, patient);
+    await me.claim(second.id);
+    expect(await me.handOver(second.id, colleague.profile)).toMatchObject({
+      owner: colleague.profile,
+      status: 'in-progress',
+    });
+    // The colleague now works it: completes it as her own.
+    expect(await colleague.complete(second.id, [])).toMatchObject({ status: 'completed', owner: colleague.profile });
+  });
+
+  it('refuses a hand-over to anyone who does not work the queue, by anyone who does not hold the work, and across tenants', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const outsider = await freshClinician(gw.backend, 'northwind', { member: false });
+    const colleague = await freshClinician(gw.backend, 'northwind');
+    const me = await demoClinician(gw.backend, 'northwind');
+    const southridge = await demoClinician(gw.backend, 'southridge');
+    const task = await reviewTask(gw.backend, patient);
+    const heldByColleague = await colleague.claim((await reviewTask(gw.backend, patient)).id);
+    const mark = storeMark(gw.backend);
+    for (const [why, who, body] of [
+      ['to a clinician of her tenant outside the queue', me, { ...task, owner: outsider.profile }],
+      ['to the other tenant’s clinician', me, { ...task, owner: southridge.profile }],
+      ['a colleague’s work, handed on by someone else', me, { ...heldByColleague, owner: outsider.profile }],
+      ['by a clinician outside the queue, to herself', outsider, { ...task, owner: outsider.profile }],
+      ['by the other tenant’s clinician, to herself', southridge, { ...task, owner: southridge.profile }],
+    ] as const) {
+      const answer = await put(who, body as Task, false);
+      expect([403, 404], `${why}: ${answer.status} ${answer.text}`).toContain(answer.status);
+    }
+    expect(changesSince(gw.backend, mark).map(describeChange)).toEqual([]);
+    // The other tenant's clinician does not even see it.
+    expect(
+      (await direct(gw.backend, southridge.medplum.getAccessToken() as string, 'GET', fhirPath(`Task/${task.id}`)))
+        .status,
+    ).toBe(404);
   });
 });

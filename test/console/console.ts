@@ -27,6 +27,7 @@ import {
 } from '@medplum/react';
 import { type ComponentPropsWithoutRef, type FC, createElement as h, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
+import { SYSTEMS } from '../../contracts/systems';
 import { type Clinician, clinicianOf } from '../../src/clinician';
 
 /**
@@ -45,12 +46,13 @@ const projectId = params.get('project') ?? '';
 const Btn: FC<ButtonProps & ComponentPropsWithoutRef<'button'>> = Button;
 const Txt: FC<TextProps & ComponentPropsWithoutRef<'p'>> = Text;
 
-/** Her queue: the `ready` work of the CareTeams she is a member of, oldest first. */
+/** Her queue: the `ready`, unowned work waiting in the CareTeams she is a member of, oldest first. */
 function queueSearch(queues: string[]): SearchRequest {
   return {
     resourceType: 'Task',
     filters: [
-      { code: 'owner', operator: Operator.EQUALS, value: queues.join(',') },
+      { code: 'performer', operator: Operator.EQUALS, value: queues.map((q) => `${SYSTEMS.queue}|${q}`).join(',') },
+      { code: 'owner', operator: Operator.MISSING, value: 'true' },
       { code: 'status', operator: Operator.EQUALS, value: 'ready' },
     ],
     fields: ['description', 'for', 'priority', 'authoredOn'],

@@ -142,7 +142,7 @@ describe('a new patient, from the API alone', () => {
     const eligible = chosen?.form?.item
       ?.find((i) => i.linkId === 'option')
       ?.answerOption?.map((o) => o.valueCoding)
-      .find((c) => !c?.display?.includes('not eligible'));
+      .find((c) => !/not eligible|not determined/.test(c?.display ?? ''));
     await clinician.select(selection?.id as string, eligible?.code as string);
     await gw.backend.subscriptions.idle();
 

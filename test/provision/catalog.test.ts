@@ -129,7 +129,22 @@ describe('the demo catalog', () => {
 
   it('everything pinned by version is versioned, write-once and published; every canonical an action names exists', () => {
     const pinned = new Set(['Questionnaire', 'ActivityDefinition', 'PlanDefinition', 'ObservationDefinition']);
-    for (const entry of catalog) {
+    // Superseded versions are only retired (their keys, no content): the versions that replace them are here.
+    const retired = catalog.filter((e) => e.retire);
+    expect(retired.map((e) => e.key).sort()).toEqual(
+      ['northwind', 'southridge'].flatMap((t) => [
+        `catalog-${t}-option-amlodipine-5`,
+        `catalog-${t}-option-lisinopril-10`,
+        `catalog-${t}-plan-hypertension-treatment`,
+      ]),
+    );
+    for (const entry of retired) {
+      expect(
+        catalog.some((e) => e.key === `${entry.key}-v2` && e.writeOnce),
+        entry.key,
+      ).toBe(true);
+    }
+    for (const entry of catalog.filter((e) => !e.retire)) {
       expect(publisherOf(entry.resource), entry.key).not.toBe('none');
       if (pinned.has(entry.resource.resourceType)) {
         expect(entry.writeOnce, entry.key).toBe(true);

@@ -1,4 +1,4 @@
-import type { Observation, PlanDefinition, Project } from '@medplum/fhirtypes';
+import type { CareTeam, Observation, PlanDefinition, Project, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import { applyDefinition } from '../../src/provision/apply';
@@ -62,10 +62,10 @@ describe('provisioning', () => {
 });
 
 describe('what provisioning brings stored records and published versions to (issue 48)', () => {
-  // A backend of its own: provisioning runs cost the admin's FHIR quota (a minute's 50,000 points).
+  // A backend of its own, with room for several provisioning runs a minute (each costs the admin's quota).
   let backend: TestBackend;
   beforeAll(async () => {
-    backend = await startTestBackend();
+    backend = await startTestBackend({ fhirQuota: 1_000_000 });
   });
   afterAll(() => backend?.close());
 
@@ -129,6 +129,48 @@ describe('what provisioning brings stored records and published versions to (iss
       runBots: false,
     });
     expect(second.updated).toEqual([]);
+  });
+
+  it('queue work of before (a queue as its owner) waits in its queue unowned; work taken from a queue names it', async () => {
+    const queue = (await backend.systemRepo.searchOne<CareTeam>({
+      resourceType: 'CareTeam',
+      filters: [{ code: '_tag', operator: 'eq', value: `${SYSTEMS.provisioning}|queue-northwind-intake-review` }],
+    })) as CareTeam;
+    const patient = backend.patients.alice;
+    const old = (owner: string, status: Task['status']) =>
+      backend.systemRepo.createResource<Task>({
+        resourceType: 'Task',
+        meta: {
+          project: backend.project.id,
+          accounts: [patient.patient.managingOrganization as { reference: string }],
+        },
+        status,
+        intent: 'order',
+        code: { coding: [{ system: SYSTEMS.taskKind, code: 'review-intake' }] },
+        for: { reference: `Patient/${patient.patient.id}` },
+        owner: { reference: owner },
+        performerType: [{ coding: [{ system: SYSTEMS.careQueue, code: 'intake-review' }], text: queue.name }],
+      });
+    const waiting = await old(`CareTeam/${queue.id}`, 'ready');
+    const taken = await old('Practitioner/someone', 'in-progress');
+    const definition = demoDefinition();
+    const report = await applyDefinition(backend.admin, definition, {
+      bundles: readBotBundles(definition),
+      runBots: false,
+    });
+    expect(report.updated).toContain('migration-queue-work-2');
+    const queued = { system: SYSTEMS.queue, code: `CareTeam/${queue.id}`, display: queue.name };
+    const nowWaiting = await backend.systemRepo.readResource<Task>('Task', waiting.id);
+    expect(nowWaiting.owner).toBeUndefined();
+    expect(nowWaiting.performerType?.[0]?.coding).toContainEqual(queued);
+    const nowTaken = await backend.systemRepo.readResource<Task>('Task', taken.id);
+    expect(nowTaken.owner).toEqual({ reference: 'Practitioner/someone' });
+    expect(nowTaken.performerType?.[0]?.coding).toContainEqual(queued);
+    const again = await applyDefinition(backend.admin, definition, {
+      bundles: readBotBundles(definition),
+      runBots: false,
+    });
+    expect(again.updated).toEqual([]);
   });
 
   it('a superseded catalog version is retired where it was published, nothing else of it changed', async () => {

@@ -8,6 +8,7 @@ import type {
   ValueSet,
 } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueType } from '../../bots/lib/queues';
 import { SYSTEMS } from '../../contracts/systems';
 import { conditionForm, formInput } from '../../contracts/work-forms';
 import type { Clinician } from '../../src/clinician';
@@ -198,7 +199,7 @@ describe('a review the platform did not issue starts nothing', () => {
       focus: { reference: `Questionnaire/${form.id}` },
       input: [formInput(`Questionnaire/${form.id}`, form.title)],
       for: her,
-      owner: { reference: `CareTeam/${queue.id}` },
+      performerType: queueType(queue),
       meta: { accounts: [patient.patient.managingOrganization as { reference: string }] },
     };
     // Already done, in her own name: refused too.
@@ -221,12 +222,16 @@ describe('queues are enforced on Medplum, not only displayed', () => {
   it('a clinician outside the queue cannot claim its work, edit it or put work in it (403, nothing written); a member can', async () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const review = await reviewTask(gw.backend, patient);
-    const queue = review.owner as { reference: string };
+    const queue = review.performerType;
     const before = storeSnapshot(gw.backend);
     const attempts: [string, string, unknown][] = [
       ['PUT', `Task/${review.id}`, { ...review, owner: colleague.profile, status: 'in-progress' }],
       ['PUT', `Task/${review.id}`, { ...review, note: [{ text: 'looked at it' }] }],
-      ['POST', 'Task', { resourceType: 'Task', status: 'ready', intent: 'order', owner: queue, for: review.for }],
+      [
+        'POST',
+        'Task',
+        { resourceType: 'Task', status: 'ready', intent: 'order', performerType: queue, for: review.for },
+      ],
     ];
     for (const [method, path, body] of attempts) {
       const res = await direct(gw.backend, tokenOf(colleague), method, fhirPath(path), { body });
@@ -248,11 +253,12 @@ describe('queues are enforced on Medplum, not only displayed', () => {
     });
     const afterClaim = storeSnapshot(gw.backend);
     const moved = await direct(gw.backend, tokenOf(member), 'PUT', fhirPath(`Task/${review.id}`), {
-      body: { ...claimed, owner: { reference: `CareTeam/${other.id}` }, status: 'ready' },
+      body: { ...claimed, owner: undefined, performerType: queueType(other), status: 'ready' },
     });
     expect(moved.status).toBe(403);
     expect(storeSnapshot(gw.backend)).toEqual(afterClaim);
-    expect((await member.unclaim(review.id)).owner).toEqual(queue);
+    const released = await member.unclaim(review.id);
+    expect([released.owner, released.performerType]).toEqual([undefined, queue]);
   });
 });
 

@@ -81,7 +81,7 @@ describe('refused', () => {
       // The real selection's form and findings, about the same Condition: answerable as the real one.
       focus: selection.focus,
       reasonReference: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
-      owner: selection.owner,
+      performerType: selection.performerType,
       input: selection.input,
       contained: selection.contained,
     })) as Task & { id: string };

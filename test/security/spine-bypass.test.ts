@@ -175,7 +175,7 @@ describe('a clinician cannot skip a gate', () => {
   it('a selection task she makes herself, or an eligible flag she edits onto one, composes no offer', async () => {
     // Her own select-treatment task, claimed and completed: the platform never issued it.
     const { patient, selection, condition } = await assigned(gw, clinician);
-    const queue = selection.owner;
+    const queue = selection.performerType;
     const forged = (await forgedWork(gw, clinician, {
       resourceType: 'Task',
       status: 'ready',
@@ -185,7 +185,7 @@ describe('a clinician cannot skip a gate', () => {
       // The real selection's form and findings, about the same Condition: answerable as the real one.
       focus: selection.focus,
       reasonReference: { reference: `Condition/${condition.id}/_history/${condition.meta?.versionId}` },
-      owner: queue,
+      performerType: queue,
       input: selection.input,
       contained: selection.contained,
     })) as Task & { id: string };

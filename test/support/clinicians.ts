@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { WithId } from '@medplum/core';
-import type { AccessPolicy, CareTeam, Organization, Task } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../contracts/systems';
+import type { AccessPolicy, CareTeam, Organization, ProjectMembership, Task } from '@medplum/fhirtypes';
+import { queueType } from '../../bots/lib/queues';
+import { QUEUE_STAFF_PARAMETER, QUEUES_PARAMETER, queueStaffValue, SYSTEMS } from '../../contracts/systems';
 import { type Clinician, clinicianInvite, signInClinician } from '../../src/clinician';
 import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
 import type { DemoActor, TestBackend } from './backend';
@@ -70,12 +71,49 @@ export async function freshClinician(
     projectId: backend.project.id,
   });
   if (member) {
+    const current = await intakeQueue(backend, tenant);
     await backend.admin.updateResource<CareTeam>({
-      ...queue,
-      participant: [...(queue.participant ?? []), { member: clinician.profile }],
+      ...current,
+      participant: [...(current.participant ?? []), { member: clinician.profile }],
     });
+    await syncQueueStaff(backend, `CareTeam/${queue.id}`);
   }
   return clinician;
+}
+
+/**
+ * What an admin (or provisioning) does when a queue's members change: every member's `queueStaff`
+ * parameter lists the queue's members as its CareTeam names them, so each may hand its work to the others.
+ */
+export async function syncQueueStaff(backend: TestBackend, queue: string): Promise<void> {
+  const team = await backend.systemRepo.readReference<CareTeam>({ reference: queue });
+  const staff = (team.participant ?? []).flatMap((p) =>
+    p.member?.reference?.startsWith('Practitioner/') ? [{ queue, member: p.member.reference }] : [],
+  );
+  const memberships = await backend.systemRepo.searchResources<ProjectMembership>({
+    resourceType: 'ProjectMembership',
+    filters: [{ code: 'project', operator: 'eq', value: `Project/${backend.project.id}` }],
+    count: 1000,
+  });
+  for (const membership of memberships) {
+    const access = membership.access ?? [];
+    const works = access.some((a) =>
+      a.parameter?.some((p) => p.name === QUEUES_PARAMETER && p.valueString?.includes(`'${queue}'`)),
+    );
+    if (!works) {
+      continue;
+    }
+    await backend.systemRepo.updateResource<ProjectMembership>({
+      ...membership,
+      access: access.map((a) => ({
+        ...a,
+        parameter: [
+          ...(a.parameter ?? []).filter((p) => p.name !== QUEUE_STAFF_PARAMETER),
+          { name: QUEUE_STAFF_PARAMETER, valueString: queueStaffValue(staff) },
+        ],
+      })),
+    });
+  }
 }
 
 /**
@@ -95,6 +133,6 @@ export async function reviewTask(backend: TestBackend, patient: DemoActor): Prom
     description: 'Review the completed intake',
     for: { reference: `Patient/${patient.patient.id}` },
     authoredOn: new Date().toISOString(),
-    owner: { reference: `CareTeam/${queue.id}` },
+    performerType: queueType(queue),
   }) as Promise<WithId<Task>>;
 }

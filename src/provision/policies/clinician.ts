@@ -1,5 +1,11 @@
 import type { AccessPolicyResource } from '@medplum/fhirtypes';
-import { MEDPLUM_R4_PROJECT, QUEUES_PARAMETER, SYSTEMS, TENANT_PARAMETER } from '../../../contracts/systems';
+import {
+  MEDPLUM_R4_PROJECT,
+  QUEUE_STAFF_PARAMETER,
+  QUEUES_PARAMETER,
+  SYSTEMS,
+  TENANT_PARAMETER,
+} from '../../../contracts/systems';
 import { OWN_AUDIT_TRAIL } from '../bots/audit';
 import {
   CATALOG_TYPES,
@@ -86,53 +92,65 @@ export const ownerOf = (side: 'before' | 'after'): string =>
 
 export const ME = "'%profile'";
 
+/** The queue a task waits in (its `performerType` coding under SYSTEMS.queue: `CareTeam/<id>`), or ''. */
+export const queueOf = (side: 'before' | 'after'): string =>
+  `iif(%${side}.performerType.coding.where(system = '${SYSTEMS.queue}').exists(), ` +
+  `%${side}.performerType.coding.where(system = '${SYSTEMS.queue}').code.first(), '')`;
+
 /**
- * Owned by a queue she works: one of the CareTeams her membership's `queues` parameter lists (Medplum
+ * Work of a queue she works: one of the CareTeams her membership's `queues` parameter lists (Medplum
  * substitutes `%queues` with `'CareTeam/a' | 'CareTeam/b'`, or `{}`: contracts/systems.ts QUEUES_PARAMETER).
  * A FHIRPath constraint cannot resolve the CareTeam to read its participants, so her membership carries
  * them; provisioning derives both from one list (tenantResources).
  */
 export const inMyQueues = (side: 'before' | 'after'): string =>
-  `(${ownerOf(side)}.startsWith('CareTeam/') and ${ownerOf(side)} in (%${QUEUES_PARAMETER}))`;
+  `(${queueOf(side)} != '' and ${queueOf(side)} in (%${QUEUES_PARAMETER}))`;
 
 /** Claimed by another clinician (a Practitioner or PractitionerRole who is not the writer). */
 export const othersClaim = (side: 'before' | 'after'): string =>
   `(${ownerOf(side)}.startsWith('Practitioner') and ${ownerOf(side)} != ${ME})`;
 
+/** The new owner works the task's queue: her membership's `queueStaff` lists the pair (QUEUE_STAFF_PARAMETER). */
+const aColleagueOfItsQueue = `((${queueOf('before')} + ' ' + ${ownerOf('after')}) in (%${QUEUE_STAFF_PARAMETER}))`;
+
 /**
- * Care-team queues (JOURNEY C and F): clinician work is owned by a queue (a CareTeam) while `ready`, and
- * by the one clinician who claimed it once she takes it. As writeConstraints on the clinician's Task
- * entry they hold for every write Medplum's apps can make, not only for our helper (src/clinician/).
- * Medplum evaluates them on the written result with `%before` the stored version (empty on create)
- * and `%profile` substituted with the clinician's own Practitioner (packages/server/src/fhir/repo.ts,
- * accesspolicy.ts). An update is one of:
- * - claim: owner a queue she works -> herself, from `ready` to `ready` or `in-progress` (the Provider
- *   app saves the assignee and the status as two updates: the assignee first; work in progress is
- *   always someone's, so a status changed while a queue owns it is refused). Two clinicians claiming
- *   at once: the second is a 412 under If-Match, and without it a 403, since `%before.owner` is no
- *   longer a team;
- * - unclaim: owner herself -> a queue she works, back to `ready`;
+ * Care-team queues (JOURNEY C and F): clinician work waits in a queue (a CareTeam, named on the task's
+ * `performerType`, never changed) with no owner while `ready`, and is owned by the one clinician who
+ * takes it; the Provider app takes it by picking her as the assignee (two clicks), releases it by
+ * clearing the assignee, and hands it over by picking a colleague. As writeConstraints on the
+ * clinician's Task entry they hold for every write Medplum's apps can make, not only for our helper
+ * (src/clinician/). Medplum evaluates them on the written result with `%before` the stored version
+ * (empty on create) and `%profile` substituted with the clinician's own Practitioner
+ * (packages/server/src/fhir/repo.ts, accesspolicy.ts). An update is one of:
+ * - take: no owner -> herself, from `ready` to `ready` or `in-progress` (the app saves the assignee and
+ *   the status as two updates). Two clinicians taking at once: the second is a 412 under If-Match, and
+ *   without it a 403, since the task is no longer unowned;
+ * - release: herself -> no owner, back to `ready`;
+ * - hand over: no owner or herself -> a colleague who works the task's queue (her `queueStaff`), the
+ *   status `ready` or `in-progress` as it was (the app changes only the assignee);
  * - her own work (owned by her before and after): any status (completing, with `output`, cancelling,
- *   pausing); completing or cancelling anything therefore requires owning it, and owning queue work
- *   requires having claimed it from a queue she works;
- * - pausing or resuming (ready <-> on-hold) a task no clinician or queue owns (a patient's task);
- * - any other edit that keeps owner and status, except on a task another clinician has claimed or one
- *   in a queue she does not work (the Provider app saves her answers' output this way, claimed or not).
- * "A queue she works" is one her membership's `queues` parameter lists (`inMyQueues`): a clinician
- * outside a queue cannot take, release or touch its work, on Medplum itself.
+ *   pausing); completing or cancelling anything therefore requires owning it;
+ * - pausing or resuming (ready <-> on-hold) a task no clinician owns and no queue holds (a patient's task);
+ * - any other edit that keeps owner and status, except on a task another clinician has taken or one of
+ *   a queue she does not work (the Provider app saves her answers' output this way, taken or not).
+ * All of these only on work of a queue she works when the task is a queue's: a clinician outside a queue
+ * cannot take, release, hand over or touch its work, on Medplum itself.
  */
 export const QUEUE_TRANSITIONS = {
   language: 'text/fhirpath' as const,
   expression: [
     '%before.exists().not()',
-    `(${inMyQueues('before')} and ${ownerOf('after')} = ${ME} and ` +
+    `(${inMyQueues('before')} and ${ownerOf('before')} = '' and ${ownerOf('after')} = ${ME} and ` +
       "%before.status = 'ready' and (%after.status = 'ready' or %after.status = 'in-progress'))",
-    `(${ownerOf('before')} = ${ME} and ${inMyQueues('after')} and %after.status = 'ready')`,
-    `(${ownerOf('before')} = ${ME} and ${ownerOf('after')} = ${ME})`,
+    `(${inMyQueues('before')} and ${ownerOf('before')} = ${ME} and ${ownerOf('after')} = '' and %after.status = 'ready')`,
+    `(${inMyQueues('before')} and (${ownerOf('before')} = '' or ${ownerOf('before')} = ${ME}) and ` +
+      `${ownerOf('after')} != ${ME} and ${aColleagueOfItsQueue} and ` +
+      "(%before.status = 'ready' or %before.status = 'in-progress') and %after.status = %before.status)",
+    `(${ownerOf('before')} = ${ME} and ${ownerOf('after')} = ${ME} and (${queueOf('before')} = '' or ${inMyQueues('before')}))`,
     `(${ownerOf('after')} = ${ownerOf('before')} and (%before.status | %after.status).subsetOf('ready' | 'on-hold') and ` +
-      `${ownerOf('before')}.startsWith('CareTeam/').not() and ${ownerOf('before')}.startsWith('Practitioner').not())`,
+      `${queueOf('before')} = '' and ${ownerOf('before')}.startsWith('Practitioner').not())`,
     `(${ownerOf('after')} = ${ownerOf('before')} and %after.status = %before.status and ${othersClaim('before')}.not() and ` +
-      `(${ownerOf('before')}.startsWith('CareTeam/').not() or ${inMyQueues('before')}))`,
+      `(${queueOf('before')} = '' or ${inMyQueues('before')}))`,
   ].join(' or '),
 };
 
@@ -153,6 +171,7 @@ export const WORK_AS_ISSUED = {
     'basedOn',
     'partOf',
     'instantiatesCanonical',
+    'performerType',
     'businessStatus',
     'contained',
     'identifier',
@@ -247,7 +266,7 @@ export const QUEUE_CREATES = {
   language: 'text/fhirpath' as const,
   expression:
     `%before.exists() or (%after.code.coding.where(system = '${SYSTEMS.taskKind}').empty() and ${othersClaim('after')}.not() and ` +
-    `(${ownerOf('after')}.startsWith('CareTeam/').not() or ${inMyQueues('after')}) and ` +
+    `(${queueOf('after')} = '' or ${inMyQueues('after')}) and ${ownerOf('after')}.startsWith('CareTeam/').not() and ` +
     `(%after.status in ('draft' | 'requested' | 'received' | 'accepted' | 'ready' | 'on-hold') or ${ownerOf('after')} = ${ME}))`,
 };
 
