@@ -627,8 +627,8 @@ function asyncReviewTask(
     queue,
     focus: { reference: appointment },
     tags,
+    due: visit.end,
   });
-  (entry.resource as Task).restriction = { period: { end: visit.end } };
   return entry;
 }
 

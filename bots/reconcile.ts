@@ -2,7 +2,7 @@ import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Encounter, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
 import { readInput } from './lib/input';
-import { ASYNC_REVIEW, REVIEW_RESPONSE } from './lib/queues';
+import { CLINICIAN_KINDS, REVIEW_RESPONSE } from './lib/queues';
 import { searchAll } from './lib/search';
 import { applyOptOuts, optOutOf, smsIntegration } from './lib/sms';
 import { ownSegments } from './lib/visits';
@@ -121,13 +121,14 @@ async function byIds<T extends 'Appointment' | 'ServiceRequest'>(medplum: Medplu
 }
 
 /**
- * Asynchronous reviews past their due date (`restriction.period.end`) and still open: marked `urgent`
- * with business status "overdue", once, so that they come first in the queue and say why (the Provider
- * app shows both). Nothing else of them changes.
+ * Clinician work past its due date (`restriction.period.end`: every kind has one, bots/lib/queues.ts) and
+ * still open: marked `urgent` with business status "overdue", once, so that it comes first in the queue
+ * (the mark is its latest change: the Provider app's board lists the latest changed first) and says why
+ * (the app shows both). Nothing else of it changes.
  */
 async function markOverdueReviews(medplum: MedplumClient, now: Date): Promise<number> {
   const open = await searchAll(medplum, 'Task', {
-    code: `${SYSTEMS.taskKind}|${ASYNC_REVIEW}`,
+    code: CLINICIAN_KINDS.map((kind) => `${SYSTEMS.taskKind}|${kind}`).join(','),
     status: 'ready,in-progress',
   });
   const overdue = open.filter(

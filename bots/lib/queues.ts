@@ -58,6 +58,8 @@ export interface ClinicianWork {
   priority?: Task['priority'];
   /** Tags the work carries (the journey's episode tag, when it belongs to one). */
   tags?: Coding[];
+  /** When it is due (ISO 8601); absent: its kind's service window (DUE_WITHIN) from now. */
+  due?: string;
   /**
    * What she must answer to complete it: the stored form the task points at (contracts/work-forms.ts;
    * `storedForm` makes one), and the form itself when known, for the task's written instructions. The
@@ -73,6 +75,28 @@ const TITLES: Record<string, string> = {
   'review-response': 'Review the patient’s answer to the offer',
   [ASYNC_REVIEW]: 'Review an asynchronous visit',
 };
+
+/**
+ * How long the care team has for each kind of work (hours), from when it is issued: the due date every
+ * clinician task carries (`restriction.period.end`, the Provider app's "Due"), after which the reconciler
+ * marks it urgent and overdue, so it comes first. An urgent kind's window is shorter. The platform's
+ * defaults (issue 48); an asynchronous visit's review is due at the end of its review window instead.
+ */
+export const DUE_WITHIN_HOURS: Record<string, number> = {
+  'review-intake': 48,
+  'select-treatment': 24,
+  'review-reading': 4,
+  'review-response': 48,
+  'review-request': 72,
+  'review-unenrollment': 72,
+  [ASYNC_REVIEW]: 72,
+};
+
+/** The kinds of clinician work the platform issues (Task.code under SYSTEMS.taskKind). */
+export const CLINICIAN_KINDS = Object.keys(DUE_WITHIN_HOURS);
+
+const dueDate = (work: ClinicianWork, issued: Date): string =>
+  work.due ?? new Date(issued.getTime() + (DUE_WITHIN_HOURS[work.code] ?? 72) * 3600_000).toISOString();
 
 /**
  * The queue as a performer type: which queue's work it is (SYSTEMS.queue, `CareTeam/<id>`: what the
@@ -95,6 +119,7 @@ export const queueOfTask = (task: Task): string | undefined =>
 
 /** The transaction entry that issues the work (a POST the bot's transaction carries). */
 export function clinicianTask(work: ClinicianWork): BundleEntry {
+  const issued = new Date();
   const task: Task = {
     resourceType: 'Task',
     ...(work.tags?.length ? { meta: { tag: work.tags } } : {}),
@@ -104,7 +129,9 @@ export function clinicianTask(work: ClinicianWork): BundleEntry {
     code: { coding: [{ system: SYSTEMS.taskKind, code: work.code }], text: TITLES[work.code] ?? work.description },
     description: work.description,
     for: { reference: `Patient/${work.patient.id}` },
-    authoredOn: new Date().toISOString(),
+    authoredOn: issued.toISOString(),
+    // Due when its kind's window ends: the board shows it, the reconciler marks it overdue after.
+    restriction: { period: { end: dueDate(work, issued) } },
     // Waiting in the queue, owned by nobody until a clinician of the queue takes it.
     ...(work.queue ? { performerType: queueType(work.queue) } : {}),
     ...(work.form

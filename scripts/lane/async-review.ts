@@ -1,4 +1,5 @@
 import type { Appointment, AuditEvent, Bot, Encounter, Task } from '@medplum/fhirtypes';
+import { queueOfTask } from '../../bots/lib/queues';
 import { SYSTEMS } from '../../contracts/systems';
 import {
   type Answer,
@@ -22,7 +23,7 @@ import { type NewVisitor, visitorKit } from './visitor';
  * care team's work"), on a real Medplum: a new Northwind patient of the lane's own (as the licensure rows
  * make theirs: registered through Northwind's app, homed in Fresno, CA, enrolled in the monitoring program
  * and activated) books the async-review schedule-visit task her activation gave her (no slot). The booking
- * issues the care team's review: a ready Task `review-async-visit` in the Northwind intake queue, about the
+ * issues the care team's review: a ready Task `review-async-visit` waiting unowned in the Northwind intake queue, about the
  * visit (focus), due at its window's end (`restriction.period.end`), written by a Bot. Who may not move it:
  * the Southridge clinician (taking it), the Northwind clinician completing it without taking it. A review
  * the admin made (a copy of the real one, in progress, owned by the Northwind clinician) and completed by
@@ -40,9 +41,9 @@ export async function asyncVisitReviewed(
   const family = 'an asynchronous visit reviewed';
   const steps = {
     booked: `${family}: precondition: a new Northwind patient (registered through Northwind's app, homed in Fresno, CA, enrolled in the monitoring program and activated) has an async-review schedule-visit task and books it through the gateway (POST /v1/appointments {task}, no slot): 201, modality async`,
-    issued: `${family}: (a) the care team's review exists (as the admin reads it): one Task code SYSTEMS.taskKind|review-async-visit ('Review an asynchronous visit') for her, ready, owner the Northwind intake queue, focus the Appointment, restriction.period.end = the Appointment's end, written by a Bot (meta.author: the appointments bot)`,
+    issued: `${family}: (a) the care team's review exists (as the admin reads it): one Task code SYSTEMS.taskKind|review-async-visit ('Review an asynchronous visit') for her, ready, waiting in the Northwind intake queue (performerType SYSTEMS.queue CareTeam/<id>) with no owner, focus the Appointment, restriction.period.end = the Appointment's end, written by a Bot (meta.author: the appointments bot)`,
     southridge: `${family}: (b) attack: the Southridge clinician takes the review (PUT of the Task with owner herself, directly on Medplum, no If-Match): 403/404, nothing changed (the review Task, the Appointment and its segments at the same versions)`,
-    untaken: `${family}: (b) attack: the Northwind clinician completes the review without taking it (PUT status completed, owner still the queue): 403, nothing changed`,
+    untaken: `${family}: (b) attack: the Northwind clinician completes the review without taking it (PUT status completed, still no owner): 403, nothing changed`,
     forged: `${family}: (c) a review the platform did not issue: the admin copies the real one (status in-progress, owner the Northwind clinician: 201) and she completes it (PUT status completed: 200); once the visit-review bot has run on it (an AuditEvent naming it, polled up to 30 s) and a second more, the visit is still booked and its segment planned (the Appointment and segments at the same versions)`,
     taken: `${family}: (d) the Northwind demo clinician takes the real review (PUT owner = herself, no If-Match, as the Provider app does): 200, then completes it (PUT status completed): 200`,
     fulfilled: `${family}: (d) within 30 s the visit is fulfilled (as the admin reads it: the Appointment fulfilled, its segment finished) and she sees it through the gateway: GET /v1/appointments/{id}/segments shows the segment finished, GET /v1/fhir/Appointment/{id} 200 fulfilled`,
@@ -112,7 +113,7 @@ export async function asyncVisitReviewed(
     const read = await ctx.adminGet(`fhir/R4/${reference}`);
     const t = read.body as Task | undefined;
     return read.status === 200
-      ? `${reference}@${t?.meta?.versionId} (${t?.status}, owner ${t?.owner?.reference})`
+      ? `${reference}@${t?.meta?.versionId} (${t?.status}, owner ${t?.owner?.reference ?? 'none'})`
       : `${reference}: ${read.status}`;
   };
   const unchanged = (before: string, after: string) =>
@@ -134,7 +135,8 @@ export async function asyncVisitReviewed(
       review.code?.text === 'Review an asynchronous visit' &&
       review.for?.reference === v.patient &&
       Boolean(queueRef) &&
-      review.owner?.reference === queueRef &&
+      queueOfTask(review) === queueRef &&
+      !review.owner &&
       review.focus?.reference === appointment &&
       Boolean(visit?.end) &&
       review.restriction?.period?.end === visit?.end &&
@@ -144,7 +146,7 @@ export async function asyncVisitReviewed(
       good ? 'ok' : 'FAILED',
       found.length === 0
         ? `no review-async-visit Task for ${v.patient}`
-        : `${found.length} Task(s): Task/${review?.id} ${review?.status}, code.text '${review?.code?.text}', for ${review?.for?.reference}, owner ${review?.owner?.reference}${review?.owner?.reference === queueRef ? ' (the Northwind intake queue)' : ` (NOT the Northwind intake queue ${queueRef})`}, focus ${review?.focus?.reference}, restriction.period.end ${review?.restriction?.period?.end} (the Appointment's end: ${visit?.end}), written by ${author ?? 'nobody'}${byAppointmentsBot ? ' (the appointments bot)' : ` (the appointments bot is Bot/${appointmentsBot?.id})`}`,
+        : `${found.length} Task(s): Task/${review?.id} ${review?.status}, code.text '${review?.code?.text}', for ${review?.for?.reference}, queue ${review ? (queueOfTask(review) ?? 'none') : '?'}${review && queueOfTask(review) === queueRef ? ' (the Northwind intake queue)' : ` (NOT the Northwind intake queue ${queueRef})`}, owner ${review?.owner?.reference ?? 'none'}, focus ${review?.focus?.reference}, restriction.period.end ${review?.restriction?.period?.end} (the Appointment's end: ${visit?.end}), written by ${author ?? 'nobody'}${byAppointmentsBot ? ' (the appointments bot)' : ` (the appointments bot is Bot/${appointmentsBot?.id})`}`,
     );
   } catch (err) {
     row(steps.issued, 'FAILED', `the call threw: ${message(err)}`);

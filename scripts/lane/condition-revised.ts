@@ -1,4 +1,5 @@
 import type { AuditEvent, Bot, Coding, Condition, RequestGroup, Resource, Task } from '@medplum/fhirtypes';
+import { queueOfTask } from '../../bots/lib/queues';
 import { SYSTEMS } from '../../contracts/systems';
 import { type Clinician, signInClinician } from '../../src/clinician';
 import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
@@ -54,7 +55,7 @@ export async function conditionRevised(
     offeredRevision: offeredStep('the clinical revision case'),
     revise: `${family}: (b) the Northwind clinician revises the Condition's code to R03.0 (PUT of the Condition as she reads it): 200, a new version`,
     withdrawn: `${family}: (b) within 30 s her offer is withdrawn: the offer Task cancelled, businessStatus 'condition-revised', a statusReason; the RequestGroup revoked; its MedicationRequest items cancelled`,
-    reselected: `${family}: (b) a new ready select-treatment Task for the revised version: reasonReference Condition/<id>/_history/<the revision's vid>, identifier SYSTEMS.eligibilityKey|Task/<review>;Condition/<id>/_history/<vid>, owned by the Northwind intake queue; the only ready one`,
+    reselected: `${family}: (b) a new ready select-treatment Task for the revised version: reasonReference Condition/<id>/_history/<the revision's vid>, identifier SYSTEMS.eligibilityKey|Task/<review>;Condition/<id>/_history/<vid>, waiting unowned in the Northwind intake queue (performerType SYSTEMS.queue CareTeam/<id>, no owner); the only ready one`,
     refusedAccept: `${family}: (b) her accept of the withdrawn offer through the gateway (POST /v1/tasks/{id}/complete {decision: 'accept'}): 409 invalid_state, nothing changed (the Condition, the offer Task, the RequestGroup and its items at the same versions, the same selections, her Consents and CarePlans as many as before)`,
     refusedDecline: `${family}: (b) her decline of the withdrawn offer through the gateway ({decision: 'decline'}): 409 invalid_state, nothing changed`,
     offeredError: offeredStep('the entered-in-error case'),
@@ -502,12 +503,13 @@ export async function conditionRevised(
         const ready = state.selections.filter((t) => t.status === 'ready');
         const fresh = ready.find((t) => t.reasonReference?.reference === current);
         const keyed = fresh?.identifier?.some((i) => i.system === SYSTEMS.eligibilityKey && i.value === key) ?? false;
-        const good = !!fresh && keyed && fresh.owner?.reference === queueRef && ready.length === 1;
+        const queued = !!fresh && Boolean(queueRef) && queueOfTask(fresh) === queueRef && !fresh.owner;
+        const good = !!fresh && keyed && queued && ready.length === 1;
         row(
           steps.reselected,
           good ? 'ok' : 'FAILED',
           fresh
-            ? `Task/${fresh.id} ${fresh.status}, reasonReference ${fresh.reasonReference?.reference}, identifier ${JSON.stringify(fresh.identifier?.map((i) => `${i.system === SYSTEMS.eligibilityKey ? 'eligibility-key' : i.system}|${i.value}`) ?? [])}${keyed ? '' : ` (NOT ${key})`}, owner ${fresh.owner?.reference}${fresh.owner?.reference === queueRef ? ' (the Northwind intake queue)' : ` (NOT the intake queue ${queueRef})`}; select-treatment Tasks of hers: ${state.selections.map(versioned).join(', ')}`
+            ? `Task/${fresh.id} ${fresh.status}, reasonReference ${fresh.reasonReference?.reference}, identifier ${JSON.stringify(fresh.identifier?.map((i) => `${i.system === SYSTEMS.eligibilityKey ? 'eligibility-key' : i.system}|${i.value}`) ?? [])}${keyed ? '' : ` (NOT ${key})`}, queue ${queueOfTask(fresh) ?? 'none'}${queueOfTask(fresh) === queueRef ? ' (the Northwind intake queue)' : ` (NOT the intake queue ${queueRef})`}, owner ${fresh.owner?.reference ?? 'none'}; select-treatment Tasks of hers: ${state.selections.map(versioned).join(', ')}`
             : `no ready select-treatment Task with reasonReference ${current}; hers: ${state.selections.map((t) => `${versioned(t)} for ${t.reasonReference?.reference}`).join(', ') || 'none'}; ${runsSaid(runs)}`,
         );
       } catch (err) {

@@ -1,6 +1,7 @@
 // A form case's patient: she registers, completes the intake, and the review it issues carries a stored form.
 import { MedplumClient } from '@medplum/core';
 import type { Questionnaire, Resource, Task } from '@medplum/fhirtypes';
+import { queueOfTask } from '../../bots/lib/queues';
 import { SYSTEMS } from '../../contracts/systems';
 import { CONDITION_ITEM, FORM_INPUT, formReference, WORK_FORMS } from '../../contracts/work-forms';
 import { createPatientCareClient } from '../../src/sdk';
@@ -80,7 +81,7 @@ export async function intakeReview(
   label: string,
   queueRef: string | undefined,
 ): Promise<IntakeReview | undefined> {
-  const step = `precondition: a new patient (${label}) registers through Northwind's app and completes the blood-pressure intake through the gateway: the complete-task bot issues her intake review in the Northwind intake queue, its form stored (focus and first input -> Questionnaire/<id> of url ${WORK_FORMS.assignCondition}, written by a Bot, meta.accounts the patient's tenant; reasonReference her EpisodeOfCare)`;
+  const step = `precondition: a new patient (${label}) registers through Northwind's app and completes the blood-pressure intake through the gateway: the complete-task bot issues her intake review waiting unowned in the Northwind intake queue (performerType SYSTEMS.queue CareTeam/<id>, no owner), its form stored (focus and first input -> Questionnaire/<id> of url ${WORK_FORMS.assignCondition}, written by a Bot, meta.accounts the patient's tenant; reasonReference her EpisodeOfCare)`;
   try {
     const client = new MedplumClient({ baseUrl: ctx.baseUrl, cacheTime: 0 });
     const user = await client.startNewUser({
@@ -142,7 +143,9 @@ export async function intakeReview(
     const formAccounts = (form?.meta?.accounts ?? []).map((a) => a.reference ?? '');
     const good =
       review.status === 'ready' &&
-      review.owner?.reference === queueRef &&
+      Boolean(queueRef) &&
+      queueOfTask(review) === queueRef &&
+      !review.owner &&
       author.startsWith('Bot/') &&
       review.reasonReference?.reference?.startsWith('EpisodeOfCare/') === true &&
       form !== undefined &&
@@ -154,7 +157,7 @@ export async function intakeReview(
     row(
       step,
       good ? 'ok' : 'FAILED',
-      `${home.patient} (tenant ${tenant.join(', ') || 'none'}); Task/${review.id} ${review.status}, owner ${review.owner?.reference}${review.owner?.reference === queueRef ? ' (the Northwind intake queue)' : ''}, written by ${author || 'nobody'}, reasonReference ${review.reasonReference?.reference ?? 'none'}, focus ${review.focus?.reference ?? 'none'}, first input '${first?.type?.text ?? ''}' -> ${reference ?? 'none'}: ${form ? `a stored Questionnaire, ${formSaid(stored)}${sameSet(formAccounts, tenant) ? " (the patient's tenant)" : " (NOT the patient's tenant)"}, item '${CONDITION_ITEM}' of ${choices.length} choice(s): ${choices.join(', ')}` : formSaid(stored)}`,
+      `${home.patient} (tenant ${tenant.join(', ') || 'none'}); Task/${review.id} ${review.status}, queue ${queueOfTask(review) ?? 'none'}${queueOfTask(review) === queueRef ? ' (the Northwind intake queue)' : ` (NOT the Northwind intake queue ${queueRef})`}, owner ${review.owner?.reference ?? 'none'}, written by ${author || 'nobody'}, reasonReference ${review.reasonReference?.reference ?? 'none'}, focus ${review.focus?.reference ?? 'none'}, first input '${first?.type?.text ?? ''}' -> ${reference ?? 'none'}: ${form ? `a stored Questionnaire, ${formSaid(stored)}${sameSet(formAccounts, tenant) ? " (the patient's tenant)" : " (NOT the patient's tenant)"}, item '${CONDITION_ITEM}' of ${choices.length} choice(s): ${choices.join(', ')}` : formSaid(stored)}`,
     );
     return good && form
       ? {

@@ -1,5 +1,6 @@
 // Medplum's Provider app's way: the claim in two updates, answers saved in-progress, completed after the task.
 import type { AuditEvent, Bot, Questionnaire, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import { queueOfTask } from '../../bots/lib/queues';
 import { SYSTEMS } from '../../contracts/systems';
 import { OPTION_ITEM, PROVIDER_APP_OUTPUT } from '../../contracts/work-forms';
 import {
@@ -20,7 +21,8 @@ import { steps } from './work-form-steps';
 
 /**
  * Medplum's Provider app's way with clinician work (65cd263, contracts/work-forms.ts), on a new patient's
- * review and then its selection: the claim as two updates (herself as owner, status still ready; then
+ * review and then its selection, each waiting unowned in the Northwind intake queue: the claim as two
+ * updates (herself as owner, status still ready; then
  * in-progress), neither with If-Match; her answers saved in-progress (the form's url without version,
  * `source` her, no subject or author), the task's output replaced by them (`QuestionnaireResponse`),
  * the task completed while they are still in-progress, then they are completed. The bot woken by the
@@ -49,13 +51,18 @@ export async function providerApp(ctx: AttackContext, kit: FormKit): Promise<voi
     );
   const runsSaid = (runs: AuditEvent[]) =>
     `${runs.length} run(s)${runs.length ? ` (outcome ${runs.map((r) => r.outcome).join(', ')})` : ''}`;
-  /** The two-step claim, as the Provider app saves the assignee and then the status. */
+  /** The two-step claim of unowned queue work, as the Provider app saves the assignee and then the status. */
   const claimTwoSteps = async (taskId: string) => {
     const said: string[] = [];
     const read = await direct(clinician, 'GET', `Task/${taskId}`);
     if (read.status !== 200) {
       return { said: [`her read of Task/${taskId}: ${describe(read)}`] };
     }
+    const before = read.body as Task;
+    const waiting = before.status === 'ready' && !before.owner && Boolean(queueRef) && queueOfTask(before) === queueRef;
+    said.push(
+      `before: ${before.status}, queue ${queueOfTask(before) ?? 'none'}${queueOfTask(before) === queueRef ? ' (the Northwind intake queue)' : ` (NOT the Northwind intake queue ${queueRef})`}, owner ${before.owner?.reference ?? 'none'}`,
+    );
     const assigned = await direct(clinician, 'PUT', `Task/${taskId}`, {
       ...(read.body as Task),
       owner: { reference: her },
@@ -71,6 +78,7 @@ export async function providerApp(ctx: AttackContext, kit: FormKit): Promise<voi
       `the status: ${describe(started)}${second ? ` (${second.status}, owner ${second.owner?.reference})` : ''}`,
     );
     const good =
+      waiting &&
       first.status === 'ready' &&
       first.owner?.reference === her &&
       second?.status === 'in-progress' &&
@@ -154,7 +162,7 @@ export async function providerApp(ctx: AttackContext, kit: FormKit): Promise<voi
   row(
     steps.providerClaim,
     claim.claimed ? 'ok' : 'FAILED',
-    `expected 200 (ready, owner her), then 200 (in-progress, owner her); got ${claim.said.join('; ')}`,
+    `expected ready and unowned in the Northwind intake queue, then 200 (ready, owner her), then 200 (in-progress, owner her); got ${claim.said.join('; ')}`,
   );
   if (!claim.claimed) {
     for (const step of later) {

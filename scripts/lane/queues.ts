@@ -1,18 +1,30 @@
 // QUEUE_CREATES and queue enforcement: the task kinds only bots issue, and a queue's work only its clinicians touch.
-import type { CareTeam, Resource, Task } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../contracts/systems';
+import type { CareTeam, ProjectMembership, Resource, Task } from '@medplum/fhirtypes';
+import { queueOfTask, queueType } from '../../bots/lib/queues';
+import {
+  QUEUE_STAFF_PARAMETER,
+  QUEUES_PARAMETER,
+  queueStaffValue,
+  queuesValue,
+  SYSTEMS,
+} from '../../contracts/systems';
 import { clinicianInvite } from '../../src/clinician';
 import { DEMO_PASSWORD } from '../../src/provision/demo';
 import type { AttackKit } from './attack-kit';
-import { type AttackContext, describe, medplumCall, message, type Person, row, signIn } from './common';
+import { type AttackContext, describe, entriesOf, medplumCall, message, type Person, row, signIn } from './common';
 
 /**
- * The task kinds a clinician may not create, then the queue a clinician outside it may not claim, edit or
- * add to, and the one who works it claims, may not move elsewhere, and unclaims. What later checks need:
- * the Northwind intake queue and the Northwind Organization.
+ * The task kinds a clinician may not create, then the queue a clinician outside it may not take, edit or
+ * add to, and the one who works it takes, may not move elsewhere, and releases (issue 48: queue work waits
+ * in its queue, `performerType` SYSTEMS.queue `CareTeam/<id>`, with no owner until a clinician takes it);
+ * then the hand-over: the unowned work handed to a colleague of the queue (her membership's `queueStaff`),
+ * never to a clinician outside it, nor taken by the other tenant's clinician. What later checks need: the
+ * Northwind intake queue and the Northwind Organization.
  */
 /** The Northwind clinician the lane invites who works no queue (her access log shows her, where she read). */
 export const OUTSIDER = { firstName: 'Olive', lastName: 'Outsider' };
+/** The Northwind clinician the lane invites who works the Northwind intake queue with the demo clinician. */
+export const COLLEAGUE = { firstName: 'Quinn', lastName: 'Colleague' };
 
 export async function queueWork(
   ctx: AttackContext,
@@ -70,6 +82,9 @@ export async function queueWork(
   const intakeQueue = await byTag('CareTeam', 'queue-northwind-intake-review');
   const clinicianPolicy = await byTag('AccessPolicy', 'policy-clinician');
   const queueRef = intakeQueue?.id ? `CareTeam/${intakeQueue.id}` : undefined;
+  /** Where a task waits, in a few words: its queue (performerType SYSTEMS.queue) and its owner. */
+  const whereSaid = (t: Task | undefined) =>
+    `queue ${t ? (queueOfTask(t) ?? 'none') : '?'}${t && queueOfTask(t) === queueRef ? ' (the Northwind intake queue)' : ''}, owner ${t?.owner?.reference ?? 'none'}`;
   const northwindRef = northwind?.id ? `Organization/${northwind.id}` : undefined;
   const adminWrite = (method: string, path: string, body: unknown) =>
     medplumCall(baseUrl, ctx.adminToken, method, path, { body, waitOutQuota: true });
@@ -99,6 +114,7 @@ export async function queueWork(
           policy: `AccessPolicy/${clinicianPolicy.id}`,
           organization: northwindRef,
           queues: [],
+          staff: [],
         }),
       );
       if (invited.status !== 200 && invited.status !== 201) {
@@ -128,7 +144,8 @@ export async function queueWork(
             description: 'Review the completed intake (lane, made by the admin)',
             for: { reference: patient },
             authoredOn: new Date().toISOString(),
-            owner: { reference: queueRef },
+            // Waiting in the queue, owned by nobody (as bots/lib/queues.ts clinicianTask issues it).
+            performerType: queueType(intakeQueue as CareTeam),
           },
         )
       : undefined;
@@ -138,20 +155,33 @@ export async function queueWork(
     : 'the journey did not make it';
   const outsider = people.get('outsider');
   await attack(
-    "the Northwind clinician outside the queue claims the admin's ready review-intake Task in the Northwind intake queue (owner herself, in-progress)",
+    "the Northwind clinician outside the queue takes the admin's ready review-intake Task waiting unowned in the Northwind intake queue (owner herself, in-progress)",
     { attacker: 'outsider', target: queuedRef, missing: noQueued },
     (a, t) => direct(a, 'PUT', t, { ...queued, owner: { reference: a.profile }, status: 'in-progress' }),
     'rejected',
   );
   await attack(
-    'the Northwind clinician outside the queue adds a note to that queue Task (owner and status unchanged)',
+    'the Northwind clinician outside the queue adds a note to that queue Task (no owner, status unchanged)',
     { attacker: 'outsider', target: queuedRef, missing: noQueued },
     (a, t) => direct(a, 'PUT', t, { ...queued, note: [{ text: 'looked at it (lane attack)' }] }),
     'rejected',
   );
   await attack(
-    'the Northwind clinician outside the queue creates a plain Task (no task kind), ready, owned by the Northwind intake queue',
+    'the Northwind clinician outside the queue creates a plain Task (no task kind), ready, waiting unowned in the Northwind intake queue (performerType the queue)',
     { attacker: 'outsider', target: patient && queueRef ? queueRef : undefined },
+    (a) => {
+      const { owner: _owner, ...unowned } = taskFor(a, {
+        status: 'ready',
+        code: { text: 'Call the patient back (lane attack)' },
+      });
+      return direct(a, 'POST', 'Task', { ...unowned, performerType: queueType(intakeQueue as CareTeam) });
+    },
+    'rejected',
+  );
+  // A queue as owner is the old model (before issue 48): refused even to a clinician who works the queue.
+  await attack(
+    'the Northwind clinician, who works the queue, creates a plain Task (no task kind), ready, owned by the Northwind intake queue (owner the CareTeam: the queue model before issue 48)',
+    { attacker: 'northwind-clinician', target: patient && queueRef ? queueRef : undefined },
     (a, t) =>
       direct(a, 'POST', 'Task', {
         ...taskFor(a, { status: 'ready', code: { text: 'Call the patient back (lane attack)' } }),
@@ -173,7 +203,10 @@ export async function queueWork(
       ),
     { status: 201 },
   );
-  /** The queue task as the admin reads it now, compared with what it should still be. */
+  /**
+   * The queue task as the admin reads it now, compared with what it should still be: the version, still
+   * in the Northwind intake queue, `owner` (undefined: no owner), `status`, no note.
+   */
   const queuedNow = async (step: string, expected: Task | undefined, owner: string | undefined, status: string) => {
     if (!queuedRef || !expected) {
       return;
@@ -181,20 +214,22 @@ export async function queueWork(
     const now = (await ctx.adminGet(`fhir/R4/${queuedRef}`)).body as Task | undefined;
     const same =
       now?.meta?.versionId === expected.meta?.versionId &&
-      now?.owner?.reference === owner &&
-      now?.status === status &&
-      !now?.note;
+      now !== undefined &&
+      queueOfTask(now) === queueRef &&
+      now.owner?.reference === owner &&
+      now.status === status &&
+      !now.note;
     row(
       step,
       same ? 'ok' : 'FAILED',
-      `${queuedRef}: ${now?.status}, owner ${now?.owner?.reference}, ${now?.note?.length ?? 0} note(s); version ${now?.meta?.versionId}${same ? ' as expected' : ` (expected ${expected.meta?.versionId}, ${status}, owner ${owner})`}`,
+      `${queuedRef}: ${now?.status}, ${whereSaid(now)}, ${now?.note?.length ?? 0} note(s); version ${now?.meta?.versionId}${same ? ' as expected' : ` (expected ${expected.meta?.versionId}, ${status}, queue ${queueRef}, owner ${owner ?? 'none'})`}`,
     );
   };
   if (outsider) {
     await queuedNow(
-      "the refused writes of the clinician outside the queue changed nothing (the admin's version)",
+      "the refused writes of the clinician outside the queue changed nothing (the admin's version: ready, unowned, in the Northwind intake queue)",
       queued,
-      queueRef,
+      undefined,
       'ready',
     );
   }
@@ -210,7 +245,7 @@ export async function queueWork(
         })
       : undefined;
   const claim = await control(
-    "the Northwind clinician, who works the queue, claims the admin's queue Task (owner herself, in-progress)",
+    "the Northwind clinician, who works the queue, takes the admin's queue Task (owner herself, in-progress)",
     clinician,
     queuedRef,
     () =>
@@ -224,13 +259,16 @@ export async function queueWork(
   );
   const claimed = claim?.status === 200 ? (claim.body as Task) : undefined;
   await attack(
-    `the Northwind clinician, having claimed it, moves it to another queue of her tenant she does not work (${otherQueue?.id ? `CareTeam/${otherQueue.id}` : '?'}, ready)`,
+    `the Northwind clinician, having taken it, moves it to another queue of her tenant she does not work (performerType ${otherQueue?.id ? `CareTeam/${otherQueue.id}` : '?'}, owner removed, ready)`,
     {
       attacker: 'northwind-clinician',
       target: claimed && otherQueue?.id ? queuedRef : undefined,
-      missing: claimed ? 'the admin could not make the other queue' : 'her claim (the control above) failed',
+      missing: claimed ? 'the admin could not make the other queue' : 'her take (the control above) failed',
     },
-    (a, t) => direct(a, 'PUT', t, { ...claimed, owner: { reference: `CareTeam/${otherQueue?.id}` }, status: 'ready' }),
+    (a, t) => {
+      const { owner: _owner, ...rest } = claimed as Task;
+      return direct(a, 'PUT', t, { ...rest, performerType: queueType(otherQueue as CareTeam), status: 'ready' });
+    },
     'rejected',
   );
   if (claimed) {
@@ -242,24 +280,198 @@ export async function queueWork(
     );
   }
   const unclaim = await control(
-    'the Northwind clinician unclaims it: back to the Northwind intake queue, ready',
+    'the Northwind clinician releases it: owner removed, ready (it waits in the Northwind intake queue again)',
     clinician,
     claimed ? queuedRef : undefined,
-    () =>
-      direct(clinician as Person, 'PUT', queuedRef as string, {
-        ...claimed,
-        owner: { reference: queueRef },
-        status: 'ready',
-      }),
-    { missing: 'her claim (the control above) failed' },
+    () => {
+      const { owner: _owner, ...rest } = claimed as Task;
+      return direct(clinician as Person, 'PUT', queuedRef as string, { ...rest, status: 'ready' });
+    },
+    { missing: 'her take (the control above) failed' },
   );
-  if (unclaim?.status === 200) {
+  const released = unclaim?.status === 200 ? (unclaim.body as Task) : undefined;
+  if (released) {
     await queuedNow(
-      'the queue Task ends where it began: ready, owned by the Northwind intake queue',
-      unclaim.body as Task,
-      queueRef,
+      'the queue Task ends where it began: ready, unowned, in the Northwind intake queue',
+      released,
+      undefined,
       'ready',
     );
   }
+
+  // The hand-over (issue 48): unowned queue work handed to a colleague of its queue, as the Provider app
+  // does it (the assignee picked, one PUT of the whole task, no If-Match). Her membership's `queueStaff`
+  // names who works each of her queues: the admin invites a colleague who works the Northwind intake
+  // queue (its CareTeam names her), and names her in the demo clinician's `queueStaff`, as provisioning
+  // derives both from one list.
+  const colleague = await queueColleague(ctx, kit, { queueRef, northwindRef, clinicianPolicy });
+  const handOverTo = (person: Person | undefined, owner: string) =>
+    direct(person as Person, 'PUT', queuedRef as string, { ...released, owner: { reference: owner } });
+  const noRelease = 'the release (the control above) failed';
+  const outsiderHandOver = `attack: the Northwind clinician hands the unowned queue Task to a clinician of her tenant outside the queue (PUT owner ${outsider?.profile ?? 'the clinician outside the queue'}, no If-Match, status unchanged): 403`;
+  if (!clinician || !released || !outsider) {
+    row(
+      outsiderHandOver,
+      'not reached',
+      !clinician
+        ? 'the attacker could not sign in'
+        : !released
+          ? noRelease
+          : 'the clinician outside the queue was not invited',
+    );
+  } else {
+    try {
+      const answer = await handOverTo(clinician, outsider.profile);
+      row(outsiderHandOver, answer.status === 403 ? 'held' : 'FAILED', `expected 403, got ${describe(answer)}`);
+    } catch (err) {
+      row(outsiderHandOver, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
+  await attack(
+    'the Southridge clinician takes the unowned Northwind queue Task (PUT owner herself, no If-Match)',
+    { attacker: 'southridge-clinician', target: released ? queuedRef : undefined, missing: noRelease },
+    (a) => handOverTo(a, a.profile),
+  );
+  if (released) {
+    await queuedNow(
+      "the refused hand-over and take changed nothing (the release's version: ready, unowned, in the Northwind intake queue)",
+      released,
+      undefined,
+      'ready',
+    );
+  }
+  const handOverStep = `control: the Northwind clinician hands the unowned queue Task to a colleague of the queue (PUT owner ${colleague?.profile ?? 'the colleague'}, no If-Match, as the Provider app does): 200, ready, owned by the colleague, still in the Northwind intake queue`;
+  if (!clinician || !released || !colleague) {
+    row(
+      handOverStep,
+      'not reached',
+      !clinician ? 'could not sign in' : !released ? noRelease : 'no colleague of the queue (the precondition row)',
+    );
+  } else {
+    try {
+      const answer = await handOverTo(clinician, colleague.profile);
+      const now = (await ctx.adminGet(`fhir/R4/${queuedRef}`)).body as Task | undefined;
+      const good =
+        answer.status === 200 &&
+        now?.owner?.reference === colleague.profile &&
+        now.status === 'ready' &&
+        queueOfTask(now) === queueRef;
+      row(
+        handOverStep,
+        good ? 'ok' : 'FAILED',
+        `expected 200, got ${describe(answer)}; ${queuedRef}: ${now?.status}, ${whereSaid(now)}${now?.owner?.reference === colleague.profile ? ' (the colleague)' : ''}, version ${now?.meta?.versionId}`,
+      );
+    } catch (err) {
+      row(handOverStep, 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
   return { queueRef, northwindRef };
+}
+
+/**
+ * A colleague of the demo Northwind clinician in the Northwind intake queue, as provisioning makes one
+ * (src/provision/apply.ts): the admin invites her (clinicianInvite, `queues` the queue, `staff` who works
+ * it: the demo clinician), adds her to the queue's CareTeam, and writes both memberships' `queueStaff`
+ * with the queue's whole staff (herself included, now that her id is known; the admin API's
+ * `members/:id`). One precondition row; undefined when any of it failed.
+ */
+async function queueColleague(
+  ctx: AttackContext,
+  kit: AttackKit,
+  found: {
+    queueRef: string | undefined;
+    northwindRef: string | undefined;
+    clinicianPolicy: Resource | undefined;
+  },
+): Promise<{ profile: string } | undefined> {
+  const { baseUrl, projectId } = ctx;
+  const { queueRef, northwindRef, clinicianPolicy } = found;
+  const demo = kit.people.get('northwind-clinician');
+  const step =
+    "precondition: the admin invites a colleague of the demo Northwind clinician in the Northwind intake queue (clinicianInvite: queues the queue, staff the demo clinician), adds her to the queue's CareTeam, and writes both memberships' queueStaff with the queue's staff (the demo clinician and her)";
+  if (!queueRef || !northwindRef || !clinicianPolicy?.id || !demo) {
+    row(
+      step,
+      'FAILED',
+      !demo
+        ? 'the Northwind clinician could not sign in'
+        : 'no Northwind Organization, intake queue or clinician AccessPolicy found by provisioning tag',
+    );
+    return undefined;
+  }
+  const admin = (method: string, path: string, body?: unknown) =>
+    medplumCall(baseUrl, ctx.adminToken, method, path, { body, waitOutQuota: true });
+  const said: string[] = [];
+  try {
+    const invited = await admin(
+      'POST',
+      `admin/projects/${projectId}/invite`,
+      clinicianInvite({
+        firstName: COLLEAGUE.firstName,
+        lastName: COLLEAGUE.lastName,
+        email: `lane-colleague-${Date.now()}@northwind.example`,
+        password: DEMO_PASSWORD,
+        policy: `AccessPolicy/${clinicianPolicy.id}`,
+        organization: northwindRef,
+        queues: [queueRef],
+        staff: [{ queue: queueRef, member: demo.profile }],
+      }),
+    );
+    const membership = invited.body as ProjectMembership | undefined;
+    const profile = membership?.profile?.reference;
+    said.push(`invite: ${describe(invited)}${profile ? ` (${profile})` : ''}`);
+    if ((invited.status !== 200 && invited.status !== 201) || !profile) {
+      throw new Error(said.join('; '));
+    }
+    const team = (await ctx.adminGet(`fhir/R4/${queueRef}`)).body as CareTeam;
+    const joined = await admin('PUT', `fhir/R4/${queueRef}`, {
+      ...team,
+      participant: [...(team.participant ?? []), { member: { reference: profile } }],
+    });
+    said.push(`the CareTeam with her: ${describe(joined)}`);
+    const staff = [
+      ...((joined.body as CareTeam | undefined)?.participant ?? []).flatMap((p) =>
+        p.member?.reference?.startsWith('Practitioner/') ? [p.member.reference] : [],
+      ),
+    ];
+    if (joined.status !== 200 || !staff.includes(demo.profile) || !staff.includes(profile)) {
+      throw new Error(`${said.join('; ')}; its practitioners ${staff.join(', ') || 'none'}`);
+    }
+    const value = queueStaffValue(staff.map((member) => ({ queue: queueRef, member })));
+    for (const [who, reference] of [
+      ['the demo clinician', demo.profile],
+      ['the colleague', profile],
+    ] as const) {
+      const current = entriesOf(
+        (await ctx.adminGet(`fhir/R4/ProjectMembership?profile=${encodeURIComponent(reference)}`)).body,
+      )[0] as ProjectMembership | undefined;
+      if (!current?.id) {
+        throw new Error(`${said.join('; ')}; no membership of ${who} (${reference})`);
+      }
+      const works = current.access?.some((a) =>
+        a.parameter?.some((p) => p.name === QUEUES_PARAMETER && p.valueString?.includes(`'${queueRef}'`)),
+      );
+      const updated = await admin('POST', `admin/projects/${projectId}/members/${current.id}`, {
+        ...current,
+        access: current.access?.map((a) => ({
+          ...a,
+          parameter: [
+            ...(a.parameter ?? []).filter((p) => p.name !== QUEUE_STAFF_PARAMETER),
+            { name: QUEUE_STAFF_PARAMETER, valueString: value },
+          ],
+        })),
+      });
+      said.push(
+        `${who}'s membership (${works ? `queues ${queuesValue([queueRef])}` : 'NOT working the queue'}) with queueStaff ${value}: ${describe(updated)}`,
+      );
+      if (updated.status !== 200 || !works) {
+        throw new Error(said.join('; '));
+      }
+    }
+    row(step, 'ok', said.join('; '));
+    return { profile };
+  } catch (err) {
+    row(step, 'FAILED', message(err));
+    return undefined;
+  }
 }

@@ -5,7 +5,7 @@ export const steps = {
   control:
     "control: the Northwind clinician claims the new patient's intake review, answers its stored form with her own QuestionnaireResponse as the admin app writes it (completed, subject the patient, condition I10, author herself) and completes the review with it as output 'questionnaire-response'",
   believed:
-    "control: eligibility believes her answers: the Condition keyed by the review (SYSTEMS.eligibilityKey|Task/<review>) appears, I10, asserter and recorder her, her response its evidence; and a ready select-treatment Task, reasonReference that Condition (versioned), its form stored (Questionnaire/<id> of url select-treatment, written by a Bot, meta.accounts the patient's tenant) with its options",
+    "control: eligibility believes her answers: the Condition keyed by the review (SYSTEMS.eligibilityKey|Task/<review>) appears, I10, asserter and recorder her, her response its evidence; and a ready select-treatment Task waiting unowned in the Northwind intake queue, reasonReference that Condition (versioned), its form stored (Questionnaire/<id> of url select-treatment, written by a Bot, meta.accounts the patient's tenant) with its options",
   southridge:
     "attack: the Southridge clinician writes a QuestionnaireResponse to the review's form about a Northwind patient (subject the patient, author herself)",
   colleague:
@@ -54,7 +54,7 @@ export const steps = {
   formPutPatient: 'attack: the patient rewrites the stored form of her own review (PUT, one more condition choice)',
   // Medplum's Provider app's way (65cd263): provider-app.ts.
   providerClaim:
-    "control: the Provider app's claim in two updates: the Northwind clinician sets herself as the owner of a new patient's review (PUT, no If-Match, status still ready), then its status in-progress (PUT, no If-Match)",
+    "control: the Provider app's claim in two updates: the Northwind clinician sets herself as the owner of a new patient's review, waiting unowned in the Northwind intake queue (PUT, no If-Match, status still ready), then its status in-progress (PUT, no If-Match)",
   providerAnswers:
     "control: answers as Medplum's Provider app writes them: her QuestionnaireResponse in-progress (questionnaire the stored form's url without version, source her, no subject, no author: 201, written by her, meta.accounts her tenant by the clinician policy's compartment), the review's output replaced by 'QuestionnaireResponse' -> it (200), the review completed while the response is still in-progress (200): eligibility runs on the completed review and writes nothing yet; then the response completed (200)",
   providerBelieved: `control: the completed answers wake eligibility (Subscription QuestionnaireResponse?status=completed&questionnaire=${WORK_FORMS.assignCondition}: a run of the eligibility bot naming the response): the Condition keyed by the review (I10, asserter her, her response its evidence) and a ready select-treatment Task`,

@@ -1,4 +1,5 @@
 import type { AuditEvent, Bot, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import { queueOfTask } from '../../bots/lib/queues';
 import { SYSTEMS } from '../../contracts/systems';
 import { OPTION_ITEM, WORK_FORMS } from '../../contracts/work-forms';
 import { appShaped } from './app-shaped';
@@ -96,6 +97,9 @@ export async function workForms(
         const formAccounts = (selectionForm?.meta?.accounts ?? []).map((a) => a.reference ?? '');
         const selectionGood =
           selection?.status === 'ready' &&
+          Boolean(queueRef) &&
+          queueOfTask(selection) === queueRef &&
+          !selection.owner &&
           selectionForm?.url === WORK_FORMS.selectTreatment &&
           selectionForm.meta?.author?.reference?.startsWith('Bot/') === true &&
           sameSet(formAccounts, mine.tenant) &&
@@ -110,7 +114,7 @@ export async function workForms(
               : `no Condition keyed by Task/${mine.review.id} (${seen.conditions.length} Condition(s) of the patient)`
           }; ${
             selection
-              ? `Task/${selection.id} select-treatment ${selection.status}, owner ${selection.owner?.reference}, reasonReference ${selection.reasonReference?.reference ?? 'none'}, its stored form ${selectionForm ? `${formSaid(storedSelection)}${sameSet(formAccounts, mine.tenant) ? " (the patient's tenant)" : " (NOT the patient's tenant)"} with ${options} option(s)` : formSaid(storedSelection)}`
+              ? `Task/${selection.id} select-treatment ${selection.status}, queue ${queueOfTask(selection) ?? 'none'}${queueOfTask(selection) === queueRef ? ' (the Northwind intake queue)' : ` (NOT the Northwind intake queue ${queueRef})`}, owner ${selection.owner?.reference ?? 'none'}, reasonReference ${selection.reasonReference?.reference ?? 'none'}, its stored form ${selectionForm ? `${formSaid(storedSelection)}${sameSet(formAccounts, mine.tenant) ? " (the patient's tenant)" : " (NOT the patient's tenant)"} with ${options} option(s)` : formSaid(storedSelection)}`
               : `no select-treatment Task keyed by the review (${seen.selections.length} of the patient)`
           }; ${runsOf(seen)}`,
         );

@@ -8,6 +8,7 @@ import { direct, fhirPath } from '../support/attack';
 import { changesSince, describeChange, storedResource, storeMark } from '../support/attack-store';
 import type { DemoActor } from '../support/backend';
 import { demoClinician, freshClinician, intakeQueue, reviewTask } from '../support/clinicians';
+import { reconciler } from '../support/deliveries';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { completeTasks, startAssessment } from '../support/journey';
 import { freshPatient } from '../support/patients';
@@ -360,5 +361,38 @@ describe('taking and handing over work as the Provider app does it (issue 48): t
       (await direct(gw.backend, southridge.medplum.getAccessToken() as string, 'GET', fhirPath(`Task/${task.id}`)))
         .status,
     ).toBe(404);
+  });
+});
+
+describe('due work first (issue 48)', () => {
+  it('every piece of clinician work carries its due date and priority; an intake review past due is marked urgent and overdue, once, and comes first on the board', async () => {
+    const patient = await completedIntake();
+    const clinician = await demoClinician(gw.backend, 'northwind');
+    const review = (await clinician.queue()).find(
+      (t) => t.for?.reference === `Patient/${patient.patient.id}`,
+    ) as Task & { id: string };
+    // Due 48 hours after it was issued (DUE_WITHIN_HOURS), routine.
+    const issued = Date.parse(review.authoredOn as string);
+    expect(Date.parse(review.restriction?.period?.end as string) - issued).toBe(48 * 3600_000);
+    expect(review.priority).toBe('routine');
+    const reconcile = reconciler(gw.backend);
+    await reconcile();
+    expect(stored(review).businessStatus).toBeUndefined();
+    // Time passes: the review is past its due date.
+    const due = new Date(Date.now() - 60_000).toISOString();
+    await gw.backend.systemRepo.updateResource<Task>({ ...stored(review), restriction: { period: { end: due } } });
+    await reconcile();
+    const marked = stored(review);
+    expect(marked).toMatchObject({ status: 'ready', priority: 'urgent', businessStatus: { text: 'overdue' } });
+    expect(marked.owner).toBeUndefined();
+    await reconcile();
+    expect(stored(review).meta?.versionId).toBe(marked.meta?.versionId);
+    // The Provider app's board: the latest changed first (Task?_sort=-_lastUpdated): the overdue mark is its latest change.
+    const board = await clinician.medplum.searchResources(
+      'Task',
+      { status: 'ready', _sort: '-_lastUpdated', _count: '20' },
+      { cache: 'no-cache' },
+    );
+    expect(board[0]?.id).toBe(review.id);
   });
 });

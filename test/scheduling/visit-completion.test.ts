@@ -303,9 +303,10 @@ describe('a visit ends when its practitioner finishes its last segment', () => {
       status: 'ready',
       priority: 'urgent',
       businessStatus: { text: 'overdue' },
-      owner: review?.owner,
+      performerType: review?.performerType,
       restriction: { period: { end: due } },
     });
+    expect(marked.owner).toEqual(review?.owner);
     await reconcile();
     expect((await repo().readResource<Task>('Task', review?.id as string)).meta?.versionId).toBe(
       marked.meta?.versionId,

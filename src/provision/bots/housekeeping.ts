@@ -1,3 +1,4 @@
+import { CLINICIAN_KINDS } from '../../../bots/lib/queues';
 import { SYSTEMS } from '../../../contracts/systems';
 import { BOT_CODE, INBOUND_SMS, MARKED_OVERDUE_ONLY, REDRIVEN_BOTS, smsOptOutAccess } from '../policies/bots';
 import { CLIENT_SECRETS } from '../policies/common';
@@ -49,10 +50,10 @@ export const reconcile: PlatformBot = {
         ...smsOptOutAccess(),
         // The spine's work left undone, found among the tasks.
         { resourceType: 'Task', interaction: ['read', 'search'] },
-        // An asynchronous review past due: marked urgent and overdue, nothing else of it.
+        // Clinician work past due: marked urgent and overdue, nothing else of it.
         {
           resourceType: 'Task',
-          criteria: `Task?code=${SYSTEMS.taskKind}|review-async-visit`,
+          criteria: `Task?code=${CLINICIAN_KINDS.map((kind) => `${SYSTEMS.taskKind}|${kind}`).join(',')}`,
           interaction: ['read', 'search', 'update'],
           writeConstraint: [MARKED_OVERDUE_ONLY],
         },
