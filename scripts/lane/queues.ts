@@ -308,7 +308,7 @@ export async function queueWork(
   const handOverTo = (person: Person | undefined, owner: string) =>
     direct(person as Person, 'PUT', queuedRef as string, { ...released, owner: { reference: owner } });
   const noRelease = 'the release (the control above) failed';
-  const outsiderHandOver = `attack: the Northwind clinician hands the unowned queue Task to a clinician of her tenant outside the queue (PUT owner ${outsider?.profile ?? 'the clinician outside the queue'}, no If-Match, status unchanged): 403`;
+  const outsiderHandOver = `attack: the Northwind clinician hands the unowned queue Task to a clinician of her tenant outside the queue (PUT owner her, no If-Match, status unchanged): 403`;
   if (!clinician || !released || !outsider) {
     row(
       outsiderHandOver,
@@ -322,7 +322,11 @@ export async function queueWork(
   } else {
     try {
       const answer = await handOverTo(clinician, outsider.profile);
-      row(outsiderHandOver, answer.status === 403 ? 'held' : 'FAILED', `expected 403, got ${describe(answer)}`);
+      row(
+        outsiderHandOver,
+        answer.status === 403 ? 'held' : 'FAILED',
+        `owner ${outsider.profile}: expected 403, got ${describe(answer)}`,
+      );
     } catch (err) {
       row(outsiderHandOver, 'FAILED', `the call threw: ${message(err)}`);
     }
@@ -340,7 +344,7 @@ export async function queueWork(
       'ready',
     );
   }
-  const handOverStep = `control: the Northwind clinician hands the unowned queue Task to a colleague of the queue (PUT owner ${colleague?.profile ?? 'the colleague'}, no If-Match, as the Provider app does): 200, ready, owned by the colleague, still in the Northwind intake queue`;
+  const handOverStep = `control: the Northwind clinician hands the unowned queue Task to a colleague of the queue (the colleague the precondition row invites; PUT owner her, no If-Match, as the Provider app does): 200, ready, owned by the colleague, still in the Northwind intake queue`;
   if (!clinician || !released || !colleague) {
     row(
       handOverStep,
@@ -359,7 +363,7 @@ export async function queueWork(
       row(
         handOverStep,
         good ? 'ok' : 'FAILED',
-        `expected 200, got ${describe(answer)}; ${queuedRef}: ${now?.status}, ${whereSaid(now)}${now?.owner?.reference === colleague.profile ? ' (the colleague)' : ''}, version ${now?.meta?.versionId}`,
+        `owner ${colleague.profile}: expected 200, got ${describe(answer)}; ${queuedRef}: ${now?.status}, ${whereSaid(now)}${now?.owner?.reference === colleague.profile ? ' (the colleague)' : ''}, version ${now?.meta?.versionId}`,
       );
     } catch (err) {
       row(handOverStep, 'FAILED', `the call threw: ${message(err)}`);

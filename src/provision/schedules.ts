@@ -8,7 +8,7 @@ import { keyRef } from './definition';
 /**
  * The demo tenants' visit practitioners (JOURNEY H): each a Practitioner of the tenant with one
  * PractitionerRole per state she is licensed in (its `location`, a jurisdiction Location) and working
- * hours (`availableTime`, wall-clock), one Schedule per role (a single actor, the role's time zone, the
+ * hours (`availableTime`, wall-clock), one Schedule per role (the role, then herself, the role's time zone, the
  * visit type it serves), and the tenant's visit team (a CareTeam) of them. Free Slots are not written
  * here: the `materialize-slots` bot makes them from these hours, after provisioning and then daily.
  */
@@ -69,7 +69,9 @@ function practitionerResources(p: VisitPractitioner, signIn: DemoSignIn): KeyedR
     resourceType: 'Schedule',
     meta: { accounts: [org] },
     active: true,
-    actor: [keyRef(`visit-role-${p.key}`)],
+    // The role first (what the platform books: bots read actor[0]); then the practitioner herself, as
+    // Medplum's Provider app finds her calendar (`Schedule?actor=Practitioner/<her>`) and its visits.
+    actor: [keyRef(`visit-role-${p.key}`), keyRef(`visit-practitioner-${p.key}`)],
     serviceType: [VIDEO_VISIT],
     extension: [{ url: TIMEZONE_EXTENSION, valueCode: p.timeZone }],
     comment: `Video visits with Dr. ${p.given} ${p.family} (licensed in ${p.state})`,

@@ -95,6 +95,47 @@ const put = async <T extends Appointment | Encounter>(who: Clinician, reference:
   return direct(gw.backend, token(who), 'PUT', fhirPath(reference), { body: { ...current, ...change } });
 };
 
+describe('her schedule in the Provider app (issue 48)', () => {
+  it('the visit practitioner finds her Schedule as the app looks for it and her booked visit on it; another tenant’s practitioner finds neither', async () => {
+    const { appointment, clinician } = await openVisit();
+    const me = clinician.profile.reference as string;
+    // What the app's Schedule page asks (examples/medplum-provider SchedulePage): her Schedule by actor.
+    const [schedule] = await clinician.medplum.searchResources(
+      'Schedule',
+      { actor: me, _count: '1' },
+      { cache: 'no-cache' },
+    );
+    expect(schedule?.actor?.map((a) => a.reference)).toContain(me);
+    expect(schedule?.actor?.[0]?.reference).toMatch(/^PractitionerRole\//);
+    // Then the calendar's visits: Appointments of each of its actors in the visible range.
+    const booked = await repo().readReference<Appointment>({ reference: appointment });
+    const from = new Date(Date.parse(booked.start as string) - 86_400_000).toISOString();
+    const to = new Date(Date.parse(booked.end as string) + 86_400_000).toISOString();
+    const visits = await clinician.medplum.searchResources(
+      'Appointment',
+      [
+        ['actor', me],
+        ['date', `ge${from}`],
+        ['date', `le${to}`],
+        ['_count', '1000'],
+      ],
+      { cache: 'no-cache' },
+    );
+    expect(visits.map((v) => `Appointment/${v.id}`)).toContain(appointment);
+    // Southridge's visit practitioner: none of it.
+    const li = await signInClinician({
+      baseUrl: gw.backend.baseUrl,
+      fetch: gw.backend.fetch,
+      email: demoEmail('li', 'southridge'),
+      password: DEMO_PASSWORD,
+      projectId: gw.backend.project.id,
+    });
+    const theirs = await li.medplum.searchResources('Schedule', { actor: me }, { cache: 'no-cache' });
+    expect(theirs.map((s) => s.actor?.map((a) => a.reference))).toEqual([]);
+    expect((await li.medplum.searchResources('Appointment', { actor: me }, { cache: 'no-cache' })).map((a) => a.id)).toEqual([]);
+  });
+});
+
 describe('a visit ends when its practitioner finishes its last segment', () => {
   it('finishing the first of two segments in the Provider app leaves the visit under way; the last fulfils it, completes its request, notes it on the plan and issues the next monthly visit, which she sees', async () => {
     const { patient, appointment, clinician } = await openVisit();
