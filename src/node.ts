@@ -99,7 +99,10 @@ async function main(): Promise<void> {
   const apps = Object.entries(medplum.demoApps).map(([tenant, id]) => `${tenant} ${id}`);
   const people = [
     ...DEMO_PATIENTS.map((p) => demoEmail(p.key, p.tenant)),
-    ...DEMO_TENANTS.map((t) => `${demoEmail('clinician', t.key)} (clinician)`),
+    ...DEMO_TENANTS.flatMap((t) => [
+      `${demoEmail('clinician', t.key)} (clinician)`,
+      `${demoEmail('colleague', t.key)} (clinician)`,
+    ]),
     ...VISIT_PRACTITIONERS.map((p) => `${demoEmail(p.key, p.tenant)} (visit practitioner, licensed in ${p.state})`),
   ];
   console.log(`

@@ -235,14 +235,19 @@ export async function queueWork(
   }
   const otherQueue =
     queuedRef && northwindRef
-      ? await adminCreate<CareTeam>('the admin makes another Northwind queue (a CareTeam no clinician works)', {
-          resourceType: 'CareTeam',
-          meta: { accounts: [{ reference: northwindRef }] },
-          status: 'active',
-          name: 'Another Northwind queue (lane)',
-          category: [{ coding: [{ system: SYSTEMS.careQueue, code: 'intake-review' }] }],
-          managingOrganization: [{ reference: northwindRef }],
-        })
+      ? await adminCreate<CareTeam>(
+          'the admin makes another Northwind queue (a CareTeam no clinician works, of a kind of its own: SYSTEMS.careQueue|lane-other-queue)',
+          {
+            resourceType: 'CareTeam',
+            meta: { accounts: [{ reference: northwindRef }] },
+            status: 'active',
+            name: 'Another Northwind queue (lane)',
+            // A kind of its own: the bots find a tenant's queue by its kind (bots/lib/queues.ts tenantQueue), and
+            // a second intake-review queue would take the work later checks expect in the provisioned one.
+            category: [{ coding: [{ system: SYSTEMS.careQueue, code: 'lane-other-queue' }] }],
+            managingOrganization: [{ reference: northwindRef }],
+          },
+        )
       : undefined;
   const claim = await control(
     "the Northwind clinician, who works the queue, takes the admin's queue Task (owner herself, in-progress)",
@@ -308,7 +313,8 @@ export async function queueWork(
   const handOverTo = (person: Person | undefined, owner: string) =>
     direct(person as Person, 'PUT', queuedRef as string, { ...released, owner: { reference: owner } });
   const noRelease = 'the release (the control above) failed';
-  const outsiderHandOver = `attack: the Northwind clinician hands the unowned queue Task to a clinician of her tenant outside the queue (PUT owner her, no If-Match, status unchanged): 403`;
+  const outsiderHandOver =
+    'attack: the Northwind clinician hands the unowned queue Task to a clinician of her tenant outside the queue (PUT owner her, no If-Match, status unchanged): 403';
   if (!clinician || !released || !outsider) {
     row(
       outsiderHandOver,
@@ -344,7 +350,8 @@ export async function queueWork(
       'ready',
     );
   }
-  const handOverStep = `control: the Northwind clinician hands the unowned queue Task to a colleague of the queue (the colleague the precondition row invites; PUT owner her, no If-Match, as the Provider app does): 200, ready, owned by the colleague, still in the Northwind intake queue`;
+  const handOverStep =
+    'control: the Northwind clinician hands the unowned queue Task to a colleague of the queue (the colleague the precondition row invites; PUT owner her, no If-Match, as the Provider app does): 200, ready, owned by the colleague, still in the Northwind intake queue';
   if (!clinician || !released || !colleague) {
     row(
       handOverStep,

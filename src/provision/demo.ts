@@ -131,30 +131,36 @@ function demoPatientResources(patient: DemoPatient): KeyedResource[] {
 }
 
 /**
- * One clinician per demo tenant: a Practitioner in the tenant, signed in through Medplum's app with the
- * clinician policy and the tenant as its `organization` parameter; invited like a patient.
+ * Two clinicians per demo tenant, both of its intake-review queue (so work can be handed between them):
+ * each a Practitioner in the tenant, signed in through Medplum's app with the clinician policy and the
+ * tenant as its `organization` parameter; invited like a patient. `clinician@<tenant>.example` and her
+ * colleague `colleague@<tenant>.example`.
  */
 function demoClinicianResources(tenant: { key: string; name: string }): KeyedResource[] {
   const org = keyRef<Organization>(`org-${tenant.key}`);
-  const practitioner: Practitioner = {
-    resourceType: 'Practitioner',
-    meta: { accounts: [org] },
-    identifier: [{ system: SYSTEMS.demoClinician, value: tenant.key }],
-    name: [{ prefix: ['Dr.'], given: ['Demo'], family: `Clinician of ${tenant.name}` }],
-  };
-  const member: MemberResource = {
-    key: `demo-clinician-${tenant.key}`,
-    resource: practitioner,
+  const clinician = (person: 'clinician' | 'colleague', name: Practitioner['name']): MemberResource => ({
+    key: person === 'clinician' ? `demo-clinician-${tenant.key}` : `demo-colleague-${tenant.key}`,
+    resource: {
+      resourceType: 'Practitioner',
+      meta: { accounts: [org] },
+      identifier: [
+        { system: SYSTEMS.demoClinician, value: person === 'clinician' ? tenant.key : `${tenant.key}-colleague` },
+      ],
+      name,
+    },
     member: {
-      externalId: `demo-clinician-${tenant.key}`,
-      email: demoEmail('clinician', tenant.key),
+      externalId: person === 'clinician' ? `demo-clinician-${tenant.key}` : `demo-colleague-${tenant.key}`,
+      email: demoEmail(person, tenant.key),
       password: DEMO_PASSWORD,
       membership: {
         access: [{ policy: keyRef('policy-clinician'), parameter: [{ name: TENANT_PARAMETER, valueReference: org }] }],
       },
     },
-  };
-  return [member];
+  });
+  return [
+    clinician('clinician', [{ prefix: ['Dr.'], given: ['Demo'], family: `Clinician of ${tenant.name}` }]),
+    clinician('colleague', [{ prefix: ['Dr.'], given: ['Jordan'], family: `Kim of ${tenant.name}` }]),
+  ];
 }
 
 /**
@@ -166,7 +172,7 @@ export function demoDefinition(options: { webhooks?: Record<string, string> } = 
     ...platformDefinition,
     resources: [
       ...platformDefinition.resources,
-      // Each tenant's demo clinician is a member of its intake-review queue.
+      // Each tenant's demo clinicians are members of its intake-review queue.
       ...DEMO_TENANTS.flatMap((t) =>
         tenantResources(t.key, t.name, t.appId, demoClinicianResources(t), options.webhooks?.[t.key]),
       ),
