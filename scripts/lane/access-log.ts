@@ -33,7 +33,7 @@ type Entry = AccessLog['entries'][number];
 export async function accessLog(ctx: AttackContext, people: Map<string, Person>): Promise<void> {
   const family = 'access log';
   const steps = {
-    journey: `${family}: (a) the journey patient's log through the gateway (GET /v1/patient/access-log): entries by her care team's clinicians by name (at least two), by the Northwind clinician outside her care team who opened her records (the queue outsider), by the platform with a purpose, and by herself (signed in through her tenant's app), newest first`,
+    journey: `${family}: (a) the journey patient's log through the gateway (GET /v1/patient/access-log, every page: limit=100, each page's next as before): entries by her care team's clinicians by name (at least two), by the Northwind clinician outside her care team who opened her records (the queue outsider), by the platform with a purpose, and by herself (signed in through her tenant's app), newest first`,
     opened: `${family}: (b) a new Northwind patient's log names no clinician; the Northwind clinician reads her Patient by id on Medplum, and she reads it herself (on a Medplum process that keeps AuditEvents); her log then names that clinician (viewed Patient) and herself; another new patient's log still names no clinician`,
     forged: `${family}: (c) on Medplum: she cannot search AuditEvent; POST AuditEvent in a colleague's name (Northwind clinician), about a Northwind patient (Southridge clinician, in her own name), in her name (bob), and bob in his own name about her Patient: refused; her log unchanged`,
     paged: `${family}: (d) the new patient's log page by page (limit=1, each page's next as before) is her whole log`,
@@ -46,6 +46,18 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
       throw new Error(`GET /v1/patient/access-log${query}: ${res.status} ${(await res.text()).slice(0, 300)}`);
     }
     return (await res.json()) as Log;
+  };
+  /** Her whole log, page after page (limit 100, each page's `next` as `before`): the lane's own reads fill more than a page. */
+  const wholeLog = async (person: Person): Promise<Log> => {
+    const first = await read(person, '?limit=100');
+    const entries = [...first.entries];
+    let next = first.next;
+    for (let page = 1; next && page < 50; page++) {
+      const got = await read(person, `?limit=100&before=${next}`);
+      entries.push(...got.entries);
+      next = got.next;
+    }
+    return { ...first, entries, next };
   };
   const summary = (log: Log) => {
     const kinds = new Map<string, number>();
@@ -81,7 +93,7 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     if (!maya) {
       throw new Error('the journey left no patient');
     }
-    const log = await read(maya, '?limit=100');
+    const log = await wholeLog(maya);
     const clinicians = [...new Set(log.entries.filter((e) => e.by.kind === 'clinician').map((e) => e.by.name))];
     const purposes = log.entries.filter((e) => e.by.kind === 'platform' && e.by.purpose).length;
     const herself = log.entries.filter((e) => e.by.kind === 'you').length;

@@ -1,13 +1,7 @@
 // QUEUE_CREATES and queue enforcement: the task kinds only bots issue, and a queue's work only its clinicians touch.
 import type { CareTeam, ProjectMembership, Resource, Task } from '@medplum/fhirtypes';
 import { queueOfTask, queueType } from '../../bots/lib/queues';
-import {
-  QUEUE_STAFF_PARAMETER,
-  QUEUES_PARAMETER,
-  queueStaffValue,
-  queuesValue,
-  SYSTEMS,
-} from '../../contracts/systems';
+import { QUEUE_STAFF_PARAMETER, SYSTEMS } from '../../contracts/systems';
 import { clinicianInvite } from '../../src/clinician';
 import { DEMO_PASSWORD } from '../../src/provision/demo';
 import type { AttackKit } from './attack-kit';
@@ -23,8 +17,6 @@ import { type AttackContext, describe, entriesOf, medplumCall, message, type Per
  */
 /** The Northwind clinician the lane invites who works no queue (her access log shows her, where she read). */
 export const OUTSIDER = { firstName: 'Olive', lastName: 'Outsider' };
-/** The Northwind clinician the lane invites who works the Northwind intake queue with the demo clinician. */
-export const COLLEAGUE = { firstName: 'Quinn', lastName: 'Colleague' };
 
 export async function queueWork(
   ctx: AttackContext,
@@ -306,10 +298,8 @@ export async function queueWork(
 
   // The hand-over (issue 48): unowned queue work handed to a colleague of its queue, as the Provider app
   // does it (the assignee picked, one PUT of the whole task, no If-Match). Her membership's `queueStaff`
-  // names who works each of her queues: the admin invites a colleague who works the Northwind intake
-  // queue (its CareTeam names her), and names her in the demo clinician's `queueStaff`, as provisioning
-  // derives both from one list.
-  const colleague = await queueColleague(ctx, kit, { queueRef, northwindRef, clinicianPolicy });
+  // names who works each of her queues: the demo colleague provisioning makes in the same queue.
+  const colleague = await queueColleague(ctx, kit, queueRef);
   const handOverTo = (person: Person | undefined, owner: string) =>
     direct(person as Person, 'PUT', queuedRef as string, { ...released, owner: { reference: owner } });
   const noRelease = 'the release (the control above) failed';
@@ -351,7 +341,7 @@ export async function queueWork(
     );
   }
   const handOverStep =
-    'control: the Northwind clinician hands the unowned queue Task to a colleague of the queue (the colleague the precondition row invites; PUT owner her, no If-Match, as the Provider app does): 200, ready, owned by the colleague, still in the Northwind intake queue';
+    'control: the Northwind clinician hands the unowned queue Task to a colleague of the queue (the demo colleague of the precondition row; PUT owner her, no If-Match, as the Provider app does): 200, ready, owned by the colleague, still in the Northwind intake queue';
   if (!clinician || !released || !colleague) {
     row(
       handOverStep,
@@ -380,107 +370,47 @@ export async function queueWork(
 }
 
 /**
- * A colleague of the demo Northwind clinician in the Northwind intake queue, as provisioning makes one
- * (src/provision/apply.ts): the admin invites her (clinicianInvite, `queues` the queue, `staff` who works
- * it: the demo clinician), adds her to the queue's CareTeam, and writes both memberships' `queueStaff`
- * with the queue's whole staff (herself included, now that her id is known; the admin API's
- * `members/:id`). One precondition row; undefined when any of it failed.
+ * The demo Northwind clinician's colleague in the Northwind intake queue, as provisioning makes her
+ * (src/provision/demo.ts, `demo-colleague-northwind`): a participant of the queue's CareTeam, and named with
+ * the queue in the demo clinician's `queueStaff` (provisioning derives both from one list, apply.ts), so
+ * that the demo clinician may hand the queue's work to her. One precondition row; undefined when not so.
  */
 async function queueColleague(
   ctx: AttackContext,
   kit: AttackKit,
-  found: {
-    queueRef: string | undefined;
-    northwindRef: string | undefined;
-    clinicianPolicy: Resource | undefined;
-  },
+  queueRef: string | undefined,
 ): Promise<{ profile: string } | undefined> {
-  const { baseUrl, projectId } = ctx;
-  const { queueRef, northwindRef, clinicianPolicy } = found;
   const demo = kit.people.get('northwind-clinician');
   const step =
-    "precondition: the admin invites a colleague of the demo Northwind clinician in the Northwind intake queue (clinicianInvite: queues the queue, staff the demo clinician), adds her to the queue's CareTeam, and writes both memberships' queueStaff with the queue's staff (the demo clinician and her)";
-  if (!queueRef || !northwindRef || !clinicianPolicy?.id || !demo) {
+    "precondition: the demo Northwind clinician's colleague (provisioned: demo-colleague-northwind) works the Northwind intake queue: a participant of its CareTeam, and named with the queue in the demo clinician's queueStaff (her membership, as provisioning wrote it)";
+  try {
+    const colleague = await kit.byTag('Practitioner', 'demo-colleague-northwind');
+    if (!queueRef || !demo || !colleague?.id) {
+      throw new Error(
+        !demo
+          ? 'the Northwind clinician could not sign in'
+          : !queueRef
+            ? 'no Northwind intake queue found by provisioning tag'
+            : 'no Practitioner tagged demo-colleague-northwind',
+      );
+    }
+    const profile = `Practitioner/${colleague.id}`;
+    const team = (await ctx.adminGet(`fhir/R4/${queueRef}`)).body as CareTeam | undefined;
+    const participant = team?.participant?.some((p) => p.member?.reference === profile) ?? false;
+    const membership = entriesOf(
+      (await ctx.adminGet(`fhir/R4/ProjectMembership?profile=${encodeURIComponent(demo.profile)}`)).body,
+    )[0] as ProjectMembership | undefined;
+    const staff = membership?.access
+      ?.flatMap((a) => a.parameter ?? [])
+      .find((p) => p.name === QUEUE_STAFF_PARAMETER)?.valueString;
+    const pair = `'${queueRef} ${profile}'`;
+    const named = staff?.split(' | ').includes(pair) ?? false;
     row(
       step,
-      'FAILED',
-      !demo
-        ? 'the Northwind clinician could not sign in'
-        : 'no Northwind Organization, intake queue or clinician AccessPolicy found by provisioning tag',
+      participant && named ? 'ok' : 'FAILED',
+      `${profile}${participant ? ` a participant of ${queueRef}` : ` NOT a participant of ${queueRef}`}; the demo clinician's ${membership?.id ? `ProjectMembership/${membership.id}` : 'membership (not found)'} queueStaff ${staff ?? 'absent'}${named ? '' : ` (NOT naming ${pair})`}`,
     );
-    return undefined;
-  }
-  const admin = (method: string, path: string, body?: unknown) =>
-    medplumCall(baseUrl, ctx.adminToken, method, path, { body, waitOutQuota: true });
-  const said: string[] = [];
-  try {
-    const invited = await admin(
-      'POST',
-      `admin/projects/${projectId}/invite`,
-      clinicianInvite({
-        firstName: COLLEAGUE.firstName,
-        lastName: COLLEAGUE.lastName,
-        email: `lane-colleague-${Date.now()}@northwind.example`,
-        password: DEMO_PASSWORD,
-        policy: `AccessPolicy/${clinicianPolicy.id}`,
-        organization: northwindRef,
-        queues: [queueRef],
-        staff: [{ queue: queueRef, member: demo.profile }],
-      }),
-    );
-    const membership = invited.body as ProjectMembership | undefined;
-    const profile = membership?.profile?.reference;
-    said.push(`invite: ${describe(invited)}${profile ? ` (${profile})` : ''}`);
-    if ((invited.status !== 200 && invited.status !== 201) || !profile) {
-      throw new Error(said.join('; '));
-    }
-    const team = (await ctx.adminGet(`fhir/R4/${queueRef}`)).body as CareTeam;
-    const joined = await admin('PUT', `fhir/R4/${queueRef}`, {
-      ...team,
-      participant: [...(team.participant ?? []), { member: { reference: profile } }],
-    });
-    said.push(`the CareTeam with her: ${describe(joined)}`);
-    const staff = [
-      ...((joined.body as CareTeam | undefined)?.participant ?? []).flatMap((p) =>
-        p.member?.reference?.startsWith('Practitioner/') ? [p.member.reference] : [],
-      ),
-    ];
-    if (joined.status !== 200 || !staff.includes(demo.profile) || !staff.includes(profile)) {
-      throw new Error(`${said.join('; ')}; its practitioners ${staff.join(', ') || 'none'}`);
-    }
-    const value = queueStaffValue(staff.map((member) => ({ queue: queueRef, member })));
-    for (const [who, reference] of [
-      ['the demo clinician', demo.profile],
-      ['the colleague', profile],
-    ] as const) {
-      const current = entriesOf(
-        (await ctx.adminGet(`fhir/R4/ProjectMembership?profile=${encodeURIComponent(reference)}`)).body,
-      )[0] as ProjectMembership | undefined;
-      if (!current?.id) {
-        throw new Error(`${said.join('; ')}; no membership of ${who} (${reference})`);
-      }
-      const works = current.access?.some((a) =>
-        a.parameter?.some((p) => p.name === QUEUES_PARAMETER && p.valueString?.includes(`'${queueRef}'`)),
-      );
-      const updated = await admin('POST', `admin/projects/${projectId}/members/${current.id}`, {
-        ...current,
-        access: current.access?.map((a) => ({
-          ...a,
-          parameter: [
-            ...(a.parameter ?? []).filter((p) => p.name !== QUEUE_STAFF_PARAMETER),
-            { name: QUEUE_STAFF_PARAMETER, valueString: value },
-          ],
-        })),
-      });
-      said.push(
-        `${who}'s membership (${works ? `queues ${queuesValue([queueRef])}` : 'NOT working the queue'}) with queueStaff ${value}: ${describe(updated)}`,
-      );
-      if (updated.status !== 200 || !works) {
-        throw new Error(said.join('; '));
-      }
-    }
-    row(step, 'ok', said.join('; '));
-    return { profile };
+    return participant && named ? { profile } : undefined;
   } catch (err) {
     row(step, 'FAILED', message(err));
     return undefined;

@@ -9,7 +9,7 @@ import type { QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answersTo, OPTION_ITEM, responseReference } from '../../contracts/work-forms';
-import type { Clinician } from '../../src/clinician';
+import { type Clinician, signInClinician } from '../../src/clinician';
 import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
 import { type ServedConsole, serveConsole } from '../console/serve';
 import type { DemoActor } from '../support/backend';
@@ -47,6 +47,7 @@ let medplumUrl: string;
 let closeMedplum: () => void;
 let served: ServedConsole;
 let clinician: Clinician;
+let colleague: Clinician;
 let browser: Browser;
 
 beforeAll(async () => {
@@ -61,6 +62,14 @@ beforeAll(async () => {
   handler = (request) => gw.backend.app.fetch(request);
   // Her own sign-in on the server's side: only to find the review in her queue and to name her in the checks.
   clinician = await demoClinician(gw.backend, 'northwind');
+  // Her colleague of the intake queue (the demo's second clinician), on the server's side.
+  colleague = await signInClinician({
+    baseUrl: gw.backend.baseUrl,
+    fetch: gw.backend.fetch,
+    email: demoEmail('colleague', 'northwind'),
+    password: DEMO_PASSWORD,
+    projectId: gw.backend.project.id,
+  });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
@@ -139,8 +148,14 @@ describe('the demo clinician’s day in Chromium, through @medplum/react', () =>
       // The review: open the queue, claim it, assign the condition.
       await tab.getByRole('button', { name: 'Open the queue' }).click();
       await claimFromQueue(tab, await queueRow(tab, patient, REVIEW), REVIEW, 'Assign a condition');
-      // What she sent, before deciding: her answers with their questions, and her photo as an image that loads.
+      // What she sent, before deciding: her answers with their questions (stored with them: her app sent none,
+      // and the page reads no Questionnaire), her photo as an image that loads, her blood pressure in Vitals.
       await tab.getByText('Has a clinician ever told you that you have high blood pressure?').waitFor();
+      // (@medplum/react's PatientSummary Vitals: BP Sys and BP Dias, from the panel's components.)
+      const summary = tab.getByTestId('patient-summary');
+      await summary.getByText('BP Sys').waitFor();
+      await summary.getByText('150 mm[Hg]').waitFor();
+      await summary.getByText('95 mm[Hg]').waitFor();
       const photo = tab.getByTestId('attachment-image');
       await photo.waitFor();
       expect(await photo.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(8);
@@ -148,8 +163,17 @@ describe('the demo clinician’s day in Chromium, through @medplum/react', () =>
       await tab.getByRole('button', { name: 'Complete' }).click();
       await tab.getByText(completed(REVIEW)).waitFor();
 
-      // The selection eligibility issues: lisinopril, ineligible, chosen with a mitigation of its finding.
+      // The selection: she takes it and hands it to her colleague of the queue, who hands it back (issue 48).
       await claimFromQueue(tab, await queueRow(tab, patient, SELECTION), SELECTION, 'Select a treatment option');
+      await tab.getByRole('button', { name: /^Hand over to Dr\. Jordan Kim/ }).click();
+      await tab.getByTestId('task-owner').filter({ hasText: 'Jordan Kim' }).waitFor();
+      const handed = (await selectionOf(review)) as WithId<Task>;
+      expect([handed.status, handed.owner?.reference]).toEqual(['in-progress', colleague.profile.reference]);
+      await colleague.handOver(handed.id, clinician.profile);
+      await tab.getByRole('button', { name: 'Open the queue' }).click();
+      await tab.getByRole('button', { name: SELECTION }).click();
+      await tab.getByTestId('questionnaire-form').getByRole('heading', { name: 'Select a treatment option' }).waitFor();
+      // The selection eligibility issues: lisinopril, ineligible, chosen with a mitigation of its finding.
       await tab.getByLabel(/^Lisinopril.*not eligible: 1 finding to mitigate/).check();
       await tab.getByLabel(/^Mitigation of /).fill(MITIGATION);
       await tab.getByRole('button', { name: 'Complete' }).click();

@@ -12,11 +12,12 @@ import {
   Title,
 } from '@mantine/core';
 import { getReferenceString, MedplumClient, Operator, type SearchRequest, type WithId } from '@medplum/core';
-import type { Media, Questionnaire, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import type { CareTeam, Media, Questionnaire, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import {
   AttachmentDisplay,
   Document,
   MedplumProvider,
+  PatientSummary,
   QuestionnaireForm,
   QuestionnaireResponseDisplay,
   ResourceName,
@@ -82,47 +83,16 @@ function Queue(props: { clinician: Clinician; onOpen: (task: WithId<Task>) => vo
   );
 }
 
-/** Answers with their question text: what the answered Questionnaire says of items the app left bare. */
-function withQuestionText(
-  response: QuestionnaireResponse,
-  questionnaire: Questionnaire | undefined,
-): QuestionnaireResponse {
-  const texts = new Map<string, string>();
-  const collect = (items: Questionnaire['item']) => {
-    for (const item of items ?? []) {
-      if (item.text) {
-        texts.set(item.linkId, item.text);
-      }
-      collect(item.item);
-    }
-  };
-  collect(questionnaire?.item);
-  const fill = (items: QuestionnaireResponse['item']): QuestionnaireResponse['item'] =>
-    items?.map((item) => ({ ...item, text: item.text ?? texts.get(item.linkId), item: fill(item.item) }));
-  return { ...response, item: fill(response.item) };
-}
-
-/** What the patient sent: her completed answers (with their questions) and her uploads as her record holds them. */
+/** What the patient sent: her completed answers (with their questions), her vital signs and her uploads, as her record holds them. */
 function Evidence(props: { patient: string }) {
   const client = useMedplum();
   const [answers, setAnswers] = useState<QuestionnaireResponse[]>([]);
   const [uploads, setUploads] = useState<Media[]>([]);
   useEffect(() => {
     const load = async () => {
-      const responses = await client.searchResources('QuestionnaireResponse', {
-        subject: props.patient,
-        status: 'completed',
-      });
+      // As Medplum's apps show a response: its own item texts (the platform stores each question's), no Questionnaire read.
       setAnswers(
-        await Promise.all(
-          responses.map(async (response) => {
-            const [url, version] = (response.questionnaire ?? '').split('|');
-            const questionnaire = url
-              ? await client.searchOne('Questionnaire', { url, ...(version ? { version } : {}) })
-              : undefined;
-            return withQuestionText(response, questionnaire);
-          }),
-        ),
+        await client.searchResources('QuestionnaireResponse', { subject: props.patient, status: 'completed' }),
       );
       setUploads(await client.searchResources('Media', { subject: props.patient }));
     };
@@ -136,6 +106,64 @@ function Evidence(props: { patient: string }) {
       h(QuestionnaireResponseDisplay, { key: response.id, questionnaireResponse: response }),
     ),
     ...uploads.map((media) => h(AttachmentDisplay, { key: media.id, value: media.content, maxWidth: 320 })),
+    // Her chart's summary as the Provider app shows it (its Vitals read a blood pressure panel).
+    h('div', { 'data-testid': 'patient-summary' }, h(PatientSummary, { patient: { reference: props.patient } })),
+  );
+}
+
+/** Her colleagues of the task's queue (its CareTeam's members), to hand the work over to. */
+function HandOver(props: { clinician: Clinician; task: WithId<Task>; onDone: (task: WithId<Task>) => void }) {
+  const client = useMedplum();
+  const [members, setMembers] = useState<string[]>([]);
+  useEffect(() => {
+    const queue = props.task.performerType
+      ?.flatMap((t) => t.coding ?? [])
+      .find((c) => c.system === SYSTEMS.queue)?.code;
+    if (queue) {
+      client
+        .readReference({ reference: queue } as { reference: string })
+        .then((team) =>
+          setMembers(
+            ((team as CareTeam).participant ?? [])
+              .map((p) => p.member?.reference ?? '')
+              .filter((m) => m.startsWith('Practitioner/') && m !== props.clinician.profile.reference),
+          ),
+        )
+        .catch(console.error);
+    }
+  }, [client, props.task, props.clinician]);
+  return h(
+    Group,
+    null,
+    ...members.map((member) =>
+      h(
+        Btn,
+        {
+          key: member,
+          variant: 'light',
+          onClick: () =>
+            props.clinician.handOver(props.task.id, { reference: member }).then(props.onDone, console.error),
+        },
+        'Hand over to ',
+        h(ResourceName, { value: { reference: member } }),
+      ),
+    ),
+  );
+}
+
+/** The work she holds (taken, in progress), to open again. */
+function MyWork(props: { clinician: Clinician; onOpen: (task: WithId<Task>) => void }) {
+  const [mine, setMine] = useState<WithId<Task>[]>([]);
+  useEffect(() => {
+    props.clinician.claimed().then(setMine, console.error);
+  }, [props.clinician]);
+  return h(
+    Stack,
+    null,
+    h(Title, { order: 2 }, 'My work'),
+    ...mine.map((task) =>
+      h(Btn, { key: task.id, variant: 'subtle', onClick: () => props.onOpen(task) }, task.description ?? 'Task'),
+    ),
   );
 }
 
@@ -169,6 +197,8 @@ function Work(props: { clinician: Clinician; task: WithId<Task>; onDone: (task: 
     error && h(Alert, { color: 'red', title: 'Refused' }, error),
     task.for?.reference && h(Evidence, { patient: task.for.reference }),
     task.status === 'ready' && h(Btn, { onClick: () => run(() => props.clinician.claim(task.id)) }, 'Claim'),
+    task.status !== 'completed' && h(HandOver, { clinician: props.clinician, task, onDone: setTask }),
+    h('p', { 'data-testid': 'task-owner' }, 'Held by ', task.owner ? h(ResourceName, { value: task.owner }) : 'nobody'),
     task.status === 'in-progress' &&
       form &&
       h(QuestionnaireForm, { questionnaire: form, subject: task.for, onSubmit: submit, submitButtonText: 'Complete' }),
@@ -212,13 +242,24 @@ function Console() {
             setOpen(undefined);
           },
         })
-      : h(Queue, {
-          clinician,
-          onOpen: (task) => {
-            setDone(undefined);
-            setOpen(task);
-          },
-        }),
+      : h(
+          Stack,
+          null,
+          h(MyWork, {
+            clinician,
+            onOpen: (task) => {
+              setDone(undefined);
+              setOpen(task);
+            },
+          }),
+          h(Queue, {
+            clinician,
+            onOpen: (task) => {
+              setDone(undefined);
+              setOpen(task);
+            },
+          }),
+        ),
   );
 }
 

@@ -132,7 +132,9 @@ describe('her schedule in the Provider app (issue 48)', () => {
     });
     const theirs = await li.medplum.searchResources('Schedule', { actor: me }, { cache: 'no-cache' });
     expect(theirs.map((s) => s.actor?.map((a) => a.reference))).toEqual([]);
-    expect((await li.medplum.searchResources('Appointment', { actor: me }, { cache: 'no-cache' })).map((a) => a.id)).toEqual([]);
+    expect(
+      (await li.medplum.searchResources('Appointment', { actor: me }, { cache: 'no-cache' })).map((a) => a.id),
+    ).toEqual([]);
   });
 });
 
