@@ -1,5 +1,6 @@
 import type { CareTeam, MedicationRequest, ServiceRequest, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueOfTask } from '../../bots/lib/queues';
 import { REQUESTS_PER_DAY } from '../../bots/request-review';
 import { SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
@@ -52,7 +53,7 @@ describe('POST /v1/requests', () => {
       for: { reference: `Patient/${patient.patient.id}` },
       focus: { reference: answer.request },
     });
-    const queue = (await gw.backend.systemRepo.readReference(task.owner as never)) as CareTeam;
+    const queue = (await gw.backend.systemRepo.readReference({ reference: queueOfTask(task) } as never)) as CareTeam;
     expect(queue.managingOrganization).toEqual([patient.patient.managingOrganization]);
     // She sees her own request in her record.
     const mine = await gw.call('GET', `/v1/fhir/${answer.request}`, { token: patient.token });

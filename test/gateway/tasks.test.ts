@@ -1,5 +1,6 @@
 import type { CareTeam, Observation, Patient, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueOfTask } from '../../bots/lib/queues';
 import { MAX_ATTACHMENTS_PER_ANSWER } from '../../contracts/attachments';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { DemoActor } from '../support/backend';
@@ -361,7 +362,7 @@ describe('measurement tasks', () => {
     );
     // The clinician's review task: in the tenant's intake queue, for her, about the episode.
     const [review] = await reviewTasks(assessment.episodeOfCare, 'review-intake');
-    const queue = (await gw.backend.systemRepo.readReference(review.owner as never)) as CareTeam;
+    const queue = (await gw.backend.systemRepo.readReference({ reference: queueOfTask(review) } as never)) as CareTeam;
     expect(queue.category?.[0]?.coding?.[0]).toEqual({ system: SYSTEMS.careQueue, code: 'intake-review' });
     expect(queue.managingOrganization).toEqual([patient.patient.managingOrganization]);
     expect(review).toMatchObject({

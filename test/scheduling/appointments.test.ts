@@ -1,6 +1,7 @@
 import type { WithId } from '@medplum/core';
 import type { Appointment, CareTeam, Encounter, Patient, Schedule, Slot, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueOfTask } from '../../bots/lib/queues';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import { direct, executeBot, fhirPath } from '../support/attack';
@@ -212,7 +213,9 @@ describe('an asynchronous review', () => {
       restriction: { period: { end: body.end } },
       code: { text: 'Review an asynchronous visit' },
     });
-    expect(review.owner?.reference).toMatch(/^CareTeam\//);
+    // Waiting in her tenant's queue, unowned (issue 48).
+    expect(review.owner).toBeUndefined();
+    expect(queueOfTask(review)).toMatch(/^CareTeam\//);
     const clinician = await demoClinician(gw.backend, 'northwind');
     const southridge = await demoClinician(gw.backend, 'southridge');
     const token = (who: Clinician) => who.medplum.getAccessToken() as string;
