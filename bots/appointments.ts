@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { BotEvent, MedplumClient } from '@medplum/core';
+import { type BotEvent, formatHumanName, type MedplumClient } from '@medplum/core';
 import type {
   Appointment,
   Bundle,
@@ -161,7 +161,7 @@ async function book(
     const appointmentUrl = `urn:uuid:${randomUUID()}`;
     const tags = (task.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
     const appointment = slot
-      ? appointmentFor(slot.slot, slot.practitioner, her, visit, tags)
+      ? appointmentFor(slot.slot, slot.practitioner, { reference: her, display: nameOf(patient) }, visit, tags)
       : reviewFor(her, visit, tags);
     // An asynchronous review is her care team's work: a task in her tenant's queue, due at its window's end.
     const review = slot
@@ -249,7 +249,13 @@ async function reschedule(
   const oldSlot = await holding;
   const tags = (original.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode);
   const replacementUrl = `urn:uuid:${randomUUID()}`;
-  const replacement = appointmentFor(slot.slot, slot.practitioner, her, visit, tags);
+  const replacement = appointmentFor(
+    slot.slot,
+    slot.practitioner,
+    { reference: her, display: nameOf(patient) },
+    visit,
+    tags,
+  );
   replacement.extension = [
     ...(replacement.extension ?? []),
     { url: EXTENSIONS.appointmentReplaces, valueReference: { reference: `Appointment/${original.id}` } },
@@ -558,10 +564,16 @@ async function bookableSlot(
   return { ok: true, slot, practitioner };
 }
 
+/** Her name as the practitioner's calendar shows it (the Provider app titles a visit by its patient's display). */
+const nameOf = (patient: Patient): string | undefined => {
+  const name = patient.name?.[0];
+  return name ? formatHumanName(name) || undefined : undefined;
+};
+
 function appointmentFor(
   slot: Slot,
   practitioner: string,
-  her: string,
+  her: { reference: string; display?: string },
   visit: Visit,
   tags: NonNullable<Appointment['meta']>['tag'],
 ): Appointment {
@@ -577,7 +589,7 @@ function appointmentFor(
     basedOn: [{ reference: `ServiceRequest/${visit.request.id}` }],
     supportingInformation: [{ reference: `CarePlan/${visit.plan.id}` }],
     participant: [
-      { actor: { reference: her }, status: 'accepted' },
+      { actor: her.display ? her : { reference: her.reference }, status: 'accepted' },
       { actor: { reference: practitioner }, status: 'accepted' },
     ],
     extension: [{ url: EXTENSIONS.visitModality, valueCode: 'sync' }],

@@ -246,10 +246,10 @@ export const VITAL_SIGN_PANELS = [
     code: { system: LOINC, code: '85354-9', display: 'Blood pressure panel with all children optional' },
     text: 'Blood pressure',
     components: ['8480-6', '8462-4'],
-    profiles: [
-      'http://hl7.org/fhir/StructureDefinition/bp',
-      'http://hl7.org/fhir/us/core/StructureDefinition/us-core-blood-pressure',
-    ],
+    // US Core's profile (which Medplum does not load, so it does not check it). Not FHIR's own `bp`: Medplum
+    // 5.1.29 validates a resource against it and cannot match its component slices, refusing every panel
+    // ("Incorrect number of values provided for slice 'SystolicBP'"; seen on a real Medplum, issue 48).
+    profiles: ['http://hl7.org/fhir/us/core/StructureDefinition/us-core-blood-pressure'],
   },
 ] as const;
 

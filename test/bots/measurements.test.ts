@@ -211,12 +211,7 @@ describe('vital signs as FHIR records them (issue 48)', () => {
     const [{ observation, critical }] = recorded;
     expect(critical).toBe(false);
     expect(observation).toMatchObject({
-      meta: {
-        profile: [
-          'http://hl7.org/fhir/StructureDefinition/bp',
-          'http://hl7.org/fhir/us/core/StructureDefinition/us-core-blood-pressure',
-        ],
-      },
+      meta: { profile: ['http://hl7.org/fhir/us/core/StructureDefinition/us-core-blood-pressure'] },
       status: 'final',
       category: [{ coding: [{ code: 'vital-signs' }] }],
       code: { coding: [{ system: 'http://loinc.org', code: '85354-9' }], text: 'Blood pressure' },
