@@ -4,6 +4,7 @@ import type {
   Condition,
   DetectedIssue,
   MedicationRequest,
+  Observation,
   Task,
   ValueSet,
 } from '@medplum/fhirtypes';
@@ -277,5 +278,34 @@ describe('her tenant, as Medplum’s app shows it', () => {
     expect(renamed.status).toBe(403);
     expect(storeSnapshot(gw.backend)).toEqual(before);
     expect(await mine.searchResources('Organization', { _count: '100' })).toHaveLength(1);
+  });
+});
+
+describe('her vital signs are hers as she reported them (issue 48)', () => {
+  it('a patient cannot write a reading, least of all as a clinician’s, straight to Medplum or through the gateway; her readings say she reported them', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const before = storeSnapshot(gw.backend);
+    const asClinicians: Observation = {
+      resourceType: 'Observation',
+      status: 'final',
+      category: [
+        { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'vital-signs' }] },
+      ],
+      code: { coding: [{ system: 'http://loinc.org', code: '85354-9' }] },
+      subject: { reference: `Patient/${patient.patient.id}` },
+      performer: [clinician.profile],
+      effectiveDateTime: new Date().toISOString(),
+      component: [
+        {
+          code: { coding: [{ system: 'http://loinc.org', code: '8480-6' }] },
+          valueQuantity: { value: 118, unit: 'mm[Hg]', system: 'http://unitsofmeasure.org', code: 'mm[Hg]' },
+        },
+      ],
+    };
+    const straight = await direct(gw.backend, patient.token, 'POST', fhirPath('Observation'), { body: asClinicians });
+    expect(straight.status).toBe(403);
+    const gateway = await gw.call('POST', '/v1/fhir/Observation', { token: patient.token, body: asClinicians });
+    expect([403, 405]).toContain(gateway.status);
+    expect(storeSnapshot(gw.backend)).toEqual(before);
   });
 });
