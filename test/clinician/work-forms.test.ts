@@ -19,7 +19,8 @@ import {
   responseOutput,
   WORK_FORMS,
 } from '../../contracts/work-forms';
-import type { Clinician } from '../../src/clinician';
+import { type Clinician, signInClinician } from '../../src/clinician';
+import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
 import { direct, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
 import { demoClinician, freshClinician } from '../support/clinicians';
@@ -423,6 +424,76 @@ describe('answers stay as their writer submitted them (clinician policy OWN_ANSW
     const submitted = await put({ ...draft, status: 'completed' });
     expect(submitted.status).toBe(200);
     expect((await put({ ...(submitted.body as QuestionnaireResponse), item: [] })).status).toBe(403);
+  });
+
+  it('a task a colleague opened (the Provider app then drafts its answers in her name) and handed over is answered by whoever holds it: she takes the draft over in her own name (issue 48)', async () => {
+    const { patient, review } = await reviewedIntake(gw, clinician);
+    const form = await formOf(gw, review);
+    const valueCoding = form?.item?.[0].answerOption?.find((o) => o.valueCoding?.code === 'I10')?.valueCoding;
+    const kim = await signInClinician({
+      baseUrl: gw.backend.baseUrl,
+      fetch: gw.backend.fetch,
+      email: demoEmail('colleague', 'northwind'),
+      password: DEMO_PASSWORD,
+      projectId: gw.backend.project.id,
+    });
+    const as = (who: Clinician) => (method: string, path: string, body: unknown) =>
+      direct(gw.backend, who.medplum.getAccessToken() as string, method, fhirPath(path), { body });
+    const current = () => repo().readResource<Task>('Task', review.id);
+    // She opens it: the app drafts an empty response in her name and points the task at it (before taking it).
+    const draft = await as(clinician)('POST', 'QuestionnaireResponse', {
+      resourceType: 'QuestionnaireResponse',
+      questionnaire: form?.url,
+      status: 'in-progress',
+      authored: new Date().toISOString(),
+      source: clinician.profile,
+    });
+    expect(draft.status, draft.text).toBe(201);
+    const drafted = draft.body as WithId<QuestionnaireResponse>;
+    const pointed = await as(clinician)('PUT', `Task/${review.id}`, {
+      ...(await current()),
+      output: [
+        { type: { text: PROVIDER_APP_OUTPUT }, valueReference: { reference: `QuestionnaireResponse/${drafted.id}` } },
+      ],
+    });
+    expect(pointed.status, pointed.text).toBe(200);
+    // She hands it to her colleague of the queue, who answers the draft the form names, in her own name.
+    expect((await as(clinician)('PUT', `Task/${review.id}`, { ...(await current()), owner: kim.profile })).status).toBe(
+      200,
+    );
+    const answered = await as(kim)('PUT', `QuestionnaireResponse/${drafted.id}`, {
+      ...drafted,
+      source: kim.profile,
+      item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding }] }],
+    });
+    expect(answered.status, answered.text).toBe(200);
+    // Not so a patient's draft, nor answers once submitted.
+    expect(
+      (
+        await as(kim)('PUT', `QuestionnaireResponse/${drafted.id}`, {
+          ...(answered.body as object),
+          source: clinician.profile,
+        })
+      ).status,
+    ).toBe(403);
+    expect((await as(kim)('PUT', `Task/${review.id}`, { ...(await current()), status: 'completed' })).status).toBe(200);
+    const done = await as(kim)('PUT', `QuestionnaireResponse/${drafted.id}`, {
+      ...(answered.body as object),
+      status: 'completed',
+    });
+    expect(done.status, done.text).toBe(200);
+    await gw.backend.subscriptions.idle();
+    const condition = (await assignedCondition(gw, review)) as Condition;
+    expect([condition.code?.coding?.[0].code, condition.asserter?.reference]).toEqual(['I10', kim.profile.reference]);
+    expect(await workAbout(gw, patient, 'select-treatment')).toHaveLength(1);
+    expect(
+      (
+        await as(clinician)('PUT', `QuestionnaireResponse/${drafted.id}`, {
+          ...(done.body as object),
+          status: 'in-progress',
+        })
+      ).status,
+    ).toBe(403);
   });
 
   it('the review hands in her answers as the Provider app does: its output, her as source, about nobody, completed', async () => {

@@ -298,13 +298,20 @@ export const MITIGATION_ONLY = {
  * by their writer (`meta.author`, which Medplum stamps: the Provider app's responses name no author, only
  * their `source`); nobody else's changed, the patient's draft included. Found on a real Medplum: without
  * it she could rewrite a patient's submitted intake, or a colleague's answers, and become their writer.
+ * One exception (issue 48): a colleague's unsubmitted draft of a work form (about nobody, in progress) may
+ * be taken over, in her own name: Medplum's Provider app makes that draft as soon as anyone opens the task
+ * (its "All Tasks" opens the first task by itself), and the task's form then names it, so whoever is handed
+ * the task, or takes it after a colleague looked at it, must be able to answer it. Submitted answers stay
+ * their writer's, and the bots believe only the version that completes them (written by the task's owner).
  */
 export const OWN_ANSWERS_ONLY = {
   language: 'text/fhirpath' as const,
   expression:
     `(%after.author.empty() or %after.author.reference = ${ME}) and ` +
     `(%after.source.empty() or %after.source.reference = ${ME}) and ` +
-    `(%before.exists().not() or (%before.status = 'in-progress' and %before.meta.author.reference = ${ME}))`,
+    `(%before.exists().not() or (%before.status = 'in-progress' and (%before.meta.author.reference = ${ME} or ` +
+    `(%before.questionnaire.startsWith('${SYSTEMS.workForm}/') and %before.subject.empty() and ` +
+    `%after.questionnaire = %before.questionnaire and %after.subject.empty()))))`,
 };
 
 /**
