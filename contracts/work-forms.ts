@@ -169,7 +169,8 @@ export function eligibilityInWords(options: FormOption[]): string[] {
     if (option.findings.length === 0) {
       return `${option.title}: eligible${preferred}.`;
     }
-    const findings = option.findings.map((f) => f.description).join('; ');
+    // Each finding a clause of one sentence: its own closing full stop dropped.
+    const findings = option.findings.map((f) => f.description.replace(/\.\s*$/, '')).join('; ');
     const missing = missingFacts(option);
     const record =
       missing.length > 0

@@ -140,7 +140,7 @@ describe('the forms clinician work carries', () => {
       [`${ELIGIBILITY_ITEM}-2`, 'display'],
     ]);
     expect(lisinopril.text).toMatch(/^Lisinopril[^:]*: not eligible, guideline-preferred\. Findings: /);
-    expect(lisinopril.text).toContain(`Findings: ${findings[0].detail}.`);
+    expect(lisinopril.text).toContain(`Findings: ${findings[0].detail?.replace(/\.$/, '')}. Choosing it`);
     expect(amlodipine.text).toMatch(/^Amlodipine[^:]*: eligible\.$/);
     expect(choice).toMatchObject({ linkId: OPTION_ITEM, type: 'choice', required: true });
     const options = choice.answerOption?.map((o) => o.valueCoding) ?? [];
