@@ -11,7 +11,7 @@ import type {
   Resource,
   Task,
 } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../contracts/systems';
+import { SYSTEMS, VISIT_TYPES } from '../../contracts/systems';
 import { formInput, formInstructions } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { readInput } from './input';
@@ -89,7 +89,8 @@ export const DUE_WITHIN_HOURS: Record<string, number> = {
   'review-response': 48,
   'review-request': 72,
   'review-unenrollment': 72,
-  [ASYNC_REVIEW]: 72,
+  // Its review window (the visit's own end is its due date; this is the same window).
+  [ASYNC_REVIEW]: VISIT_TYPES['async-review'].reviewHours,
 };
 
 /** The kinds of clinician work the platform issues (Task.code under SYSTEMS.taskKind). */
