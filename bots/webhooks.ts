@@ -1,5 +1,5 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Appointment, Basic, Organization, Patient, Task } from '@medplum/fhirtypes';
+import type { Appointment, Basic, Communication, Organization, Patient, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
 import type { WebhookEvent } from '../contracts/webhooks';
 import { absent } from './lib/absent';
@@ -21,7 +21,7 @@ import {
 /**
  * Subscription and cron bot: the tenant's webhooks (contracts/webhooks.ts).
  *
- * Woken by Medplum's Subscriptions on the Tasks and Appointments of a tenant that takes webhooks (one set
+ * Woken by Medplum's Subscriptions on the Tasks, Appointments and messages of a tenant that takes webhooks (one set
  * per tenant, `_compartment` of its Organization: src/provision/bots/webhooks.ts), it reads the version
  * it was told of itself (never the delivery's copy), reads it as her feed does (bots/lib/events.ts: the
  * same event, the same id), finds her tenant where she is now (her Patient's managingOrganization) and its
@@ -45,10 +45,10 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   return { ok: true, ...(await deliverChange(medplum, input.value, secrets, new Date())) };
 }
 
-/** One change of a Task or Appointment: its event, delivered to her tenant's endpoint or kept for later. */
+/** One change of a Task, Appointment or Communication: its event, delivered to her tenant's endpoint or kept for later. */
 async function deliverChange(
   medplum: MedplumClient,
-  change: { resourceType: 'Task' | 'Appointment'; id: string; meta?: { versionId?: string } },
+  change: { resourceType: 'Task' | 'Appointment' | 'Communication'; id: string; meta?: { versionId?: string } },
   secrets: Record<string, { valueString?: string }> | undefined,
   now: Date,
 ): Promise<{ delivered: boolean; kept?: boolean }> {
@@ -57,7 +57,7 @@ async function deliverChange(
     versionId
       ? await medplum.readVersion(change.resourceType, change.id, versionId).catch(absent)
       : await medplum.readResource(change.resourceType, change.id).catch(absent)
-  ) as Task | Appointment | undefined;
+  ) as Task | Appointment | Communication | undefined;
   const patientId = version ? patientOf(version) : undefined;
   const reading = version && patientId ? eventOf(version, patientId) : undefined;
   if (!version?.id || !version.meta?.versionId || !version.meta.lastUpdated || !patientId || !reading) {

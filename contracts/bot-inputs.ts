@@ -3,6 +3,7 @@ import { Coordinate, RequirementsQuerySchema, WithdrawalRequestSchema } from './
 import { BookRequestSchema, EncounterRequestSchema, RescheduleRequestSchema } from './appointments';
 import { StartAssessmentRequestSchema } from './assessments';
 import { EnrollRequestSchema } from './enrollments';
+import { SendMessageRequestSchema } from './messages';
 import { OrderDecisionsRequestSchema } from './orders';
 import { PatientRequestSchema } from './requests';
 import { AvailabilityQuerySchema } from './scheduling';
@@ -68,6 +69,8 @@ export const BOT_INPUTS = {
   'read-document': z.object({ document: ResourceId }).strict(),
   'start-assessment': StartAssessmentRequestSchema.strict(),
   'request-review': PatientRequestSchema,
+  /** Her answer in a thread (its id, from the path). */
+  'send-message': SendMessageRequestSchema.extend({ thread: ResourceId }).strict(),
   /** The task (its id, from the path) and what completes it; an offer's answer also the gateway's edge statement. */
   'complete-task': z.union([
     QuestionnaireCompletionSchema.extend({ task: ResourceId }).strict(),
@@ -126,7 +129,7 @@ export const BOT_INPUTS = {
    * version itself); or a scheduled run, whose input is the Bot (the work comes from the kept deliveries).
    */
   webhooks: z.union([
-    z.object({ resourceType: z.enum(['Task', 'Appointment']), id: ResourceId }).passthrough(),
+    z.object({ resourceType: z.enum(['Task', 'Appointment', 'Communication']), id: ResourceId }).passthrough(),
     z.object({ resourceType: z.literal('Bot') }).passthrough(),
   ]),
 } as const;

@@ -44,3 +44,18 @@ export const DATE_PATTERN = new RegExp(`^${YEAR}-${DAY}$`);
 export const INSTANT_PATTERN = new RegExp(`^${YEAR}-${DAY}${TIME}$`);
 /** A date or an instant, within YEAR_SPAN. */
 export const DATE_OR_INSTANT_PATTERN = new RegExp(`^${YEAR}-${DAY}(${TIME})?$`);
+
+/**
+ * Text a FHIR `string` can hold (Medplum's validator refuses the rest), at most `max` characters:
+ * something besides whitespace, and no control character but tab and line breaks.
+ */
+export const fhirText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: naming the control characters refused is the point (no `u` flag: bots check this pattern as JSON Schema).
+      /^(?=[\s\S]*\S)[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]*$/,
+      'text, not only whitespace, without control characters',
+    );

@@ -22,6 +22,11 @@ export const EVENT_TYPES = [
   /** A visit has begun (she joined, or a segment started). */
   'visit.started',
   'visit.fulfilled',
+  /**
+   * Her care team wrote to her: a message in one of her threads (`GET /v1/messages/{thread}`), by the
+   * clinician it names as its sender, in her own name.
+   */
+  'message.received',
   /** An agreement of her care provider was published or changed: ask `GET /v1/agreements/requirements`. */
   'agreements.changed',
 ] as const;

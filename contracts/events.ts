@@ -51,7 +51,7 @@ export const PatientEventSchema = z
     occurredAt: z.string().openapi({ description: 'When the change was recorded (the version’s instant).' }),
     subject: z.string().openapi({
       description:
-        'What changed, as a reference to read with her token (`Task/…`, `Appointment/…`, `DocumentReference/…`).',
+        'What changed, as a reference to read with her token (`Task/…`, `Appointment/…`, `DocumentReference/…`; a message `Communication/…`, whose `partOf` is its thread: `GET /v1/messages/{thread}`).',
       example: 'Task/2b1c…',
     }),
     kind: z.string().optional().openapi({ description: 'A task’s kind (`questionnaire`, `schedule-visit`…).' }),

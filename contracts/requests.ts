@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { secured } from './common';
+import { fhirText, secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
 import { referenceTo } from './tasks';
 
@@ -9,24 +9,10 @@ const Canonical = z
   .string()
   .regex(/^\S+\|\S+$/)
   .max(512);
-/**
- * Text a FHIR `string` can hold (Medplum's validator refuses the rest): something besides whitespace, and
- * no control character but tab and line breaks.
- */
-const note = z
-  .string()
-  .min(1)
-  .max(2000)
-  .regex(
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: naming the control characters refused is the point (no `u` flag: bots check this pattern as JSON Schema).
-    /^(?=[\s\S]*\S)[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]*$/,
-    'text, not only whitespace, without control characters',
-  )
-  .optional()
-  .openapi({
-    description:
-      'What the patient wants the care team to know: text, not only whitespace, without control characters (tab and line breaks are fine).',
-  });
+const note = fhirText(2000).optional().openapi({
+  description:
+    'What the patient wants the care team to know: text, not only whitespace, without control characters (tab and line breaks are fine).',
+});
 
 const MedicationProposalSchema = z
   .object({

@@ -16,7 +16,8 @@ export const WebhookEventSchema = z
         type: z.enum(WEBHOOK_EVENT_TYPES),
         occurredAt: z.string(),
         subject: z.string().openapi({
-          description: 'What changed, to read with her token (`Task/…`, `Appointment/…`).',
+          description:
+            'What changed, to read with her token (`Task/…`, `Appointment/…`; a message `Communication/…`, whose `partOf` is its thread).',
           example: 'Appointment/5d2e…',
         }),
         patient: z.string().openapi({ description: 'Whose event it is: `Patient/<id>`.', example: 'Patient/8a7c…' }),

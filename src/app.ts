@@ -27,6 +27,7 @@ import { registerEnrollmentRoutes } from './routes/enrollments';
 import { registerEventRoutes } from './routes/events';
 import { registerFhirRoutes } from './routes/fhir';
 import { registerHealthRoutes } from './routes/health';
+import { registerMessageRoutes } from './routes/messages';
 import { registerOrderRoutes } from './routes/orders';
 import { registerPatientRoutes } from './routes/patient';
 import { registerProtocolRoutes } from './routes/protocols';
@@ -91,6 +92,7 @@ export function createApp(deps: AppDeps): App {
   registerSchedulingRoutes(app, catalog);
   registerAppointmentRoutes(app);
   registerDocumentRoutes(app);
+  registerMessageRoutes(app);
   registerEventRoutes(app, deps.limits.eventWaitsTotal);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {

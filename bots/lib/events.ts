@@ -1,4 +1,4 @@
-import type { Appointment, DocumentReference, Resource, Task } from '@medplum/fhirtypes';
+import type { Appointment, Communication, DocumentReference, Resource, Task } from '@medplum/fhirtypes';
 import type { EventType } from '../../contracts/event-types';
 import { SYSTEMS } from '../../contracts/systems';
 import { isHerTask } from './finished';
@@ -11,7 +11,7 @@ import { taskKind } from './journey';
  */
 
 /** The resource types events come from. */
-export type EventResourceType = 'Task' | 'Appointment' | 'DocumentReference';
+export type EventResourceType = 'Task' | 'Appointment' | 'DocumentReference' | 'Communication';
 
 export interface EventReading {
   type: EventType;
@@ -63,6 +63,23 @@ const READINGS: Record<EventResourceType, (resource: Resource, patientId: string
         return undefined;
     }
   },
+  // A message to her in a thread, from a clinician who wrote it herself (Medplum stamps the writer as the
+  // version's author: a sender is data), the version that sent it (a later change, such as a colleague's
+  // edit of its thread, is not a second message).
+  Communication: (resource, patientId) => {
+    const message = resource as Communication;
+    const her = `Patient/${patientId}`;
+    const sender = message.sender?.reference;
+    return message.partOf?.length &&
+      message.sent &&
+      message.subject?.reference === her &&
+      message.recipient?.some((r) => r.reference === her) &&
+      sender?.startsWith('Practitioner/') &&
+      message.meta?.author?.reference === sender &&
+      !message.received
+      ? { type: 'message.received' }
+      : undefined;
+  },
   // Her care provider's agreements (and the platform's) as her policy lets her read them: published ones.
   DocumentReference: (resource) =>
     (resource as DocumentReference).identifier?.some((i) => i.system === SYSTEMS.agreement)
@@ -89,6 +106,8 @@ export function patientOf(resource: Resource): string | undefined {
       ? resource.for?.reference
       : resource.resourceType === 'Appointment'
         ? resource.participant?.find((p) => p.actor?.reference?.startsWith('Patient/'))?.actor?.reference
-        : undefined;
+        : resource.resourceType === 'Communication'
+          ? resource.subject?.reference
+          : undefined;
   return reference?.startsWith('Patient/') ? reference.slice('Patient/'.length) : undefined;
 }

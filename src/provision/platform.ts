@@ -3,6 +3,7 @@ import { acceptAgreements, readDocument, withdrawAgreement } from './bots/agreem
 import { accessLog, withOwnAuditTrail } from './bots/audit';
 import { patientHome, reconcile, smsIntegrationAccess, smsOptOut } from './bots/housekeeping';
 import { completeTask, enrollment, requestReview, startAssessment } from './bots/intake';
+import { sendMessage } from './bots/messages';
 import { composeOffer, decideOrder, eligibility } from './bots/spine';
 import { appointments, availability, materializeSlots, visitCompletion, visitReview } from './bots/visits';
 import { webhooks } from './bots/webhooks';
@@ -46,6 +47,7 @@ export const platformDefinition: ProvisionDefinition = {
     startAssessment.access,
     completeTask.access,
     requestReview.access,
+    sendMessage.access,
     eligibility.access,
     composeOffer.access,
     enrollment.access,
@@ -66,6 +68,7 @@ export const platformDefinition: ProvisionDefinition = {
     startAssessment.bot,
     completeTask.bot,
     requestReview.bot,
+    sendMessage.bot,
     enrollment.bot,
     visitReview.bot,
     visitCompletion.bot,

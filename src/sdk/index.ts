@@ -46,6 +46,15 @@ import {
   updatePatientRoute,
   updateQuestionnaireResponseRoute,
 } from '../../contracts/fhir';
+import {
+  listThreadsRoute,
+  MessageSchema,
+  MessageThreadPageSchema,
+  MessageThreadsSchema,
+  readThreadRoute,
+  SendMessageRequestSchema,
+  sendMessageRoute,
+} from '../../contracts/messages';
 import { decideOrderRoute, OrderDecisionsRequestSchema, OrderDecisionsSchema } from '../../contracts/orders';
 import { ConfigSchema, configRoute, homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
 import { ProtocolsSchema, protocolsRoute } from '../../contracts/protocols';
@@ -259,6 +268,21 @@ export function createPatientCareClient(options: ClientOptions) {
       /** Proposes a medication, protocol or treatment option for review (the open one again when it exists). */
       create: takes(PatientRequestSchema)(async (request) =>
         PatientRequestAnswerSchema.parse(await call(createRequestRoute, { body: request })),
+      ),
+    },
+    messages: {
+      /** Her threads with her care team, the most recently active first, each with its last message. */
+      list: async () => MessageThreadsSchema.parse(await call(listThreadsRoute)),
+      /** One thread (`Communication/<id>` or its id) and its latest messages, oldest first. */
+      read: async (thread: string) =>
+        MessageThreadPageSchema.parse(
+          await call(readThreadRoute, { params: { id: thread.replace(/^Communication\//, '') } }),
+        ),
+      /** Answers in a thread (`{text}`); sent with an Idempotency-Key, so a retry never sends it twice. */
+      send: takesForId(SendMessageRequestSchema)(async (thread, request) =>
+        MessageSchema.parse(
+          await call(sendMessageRoute, { params: { id: thread.replace(/^Communication\//, '') }, body: request }),
+        ),
       ),
     },
     tasks: {

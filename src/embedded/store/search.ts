@@ -241,8 +241,16 @@ function withChainsResolved<T extends Resource>(
 ): SearchRequest<T> | undefined {
   const filters: Filter[] = [];
   for (const filter of searchRequest.filters ?? []) {
+    if (filter.code.startsWith('_has:')) {
+      const ids = reverseChainIds(db, searchRequest.resourceType, filter, scope);
+      if (ids.length === 0) {
+        return undefined;
+      }
+      filters.push({ code: '_id', operator: Operator.EQUALS, value: ids.join(',') });
+      continue;
+    }
     const chain = CHAIN.exec(filter.code);
-    if (!filter.code.includes('.') || filter.code.startsWith('_has:')) {
+    if (!filter.code.includes('.')) {
       filters.push(filter);
       continue;
     }
@@ -276,6 +284,45 @@ function withChainsResolved<T extends Resource>(
   return { ...searchRequest, filters };
 }
 
+/** `_has:Type:param:targetParam[:modifier]` (Medplum's reverse chain: one link). */
+const HAS = /^_has:([A-Z][A-Za-z]+):([a-z][A-Za-z0-9-]*):([a-z_][A-Za-z0-9-]*)(?::([a-z-]+))?$/;
+
+/**
+ * The ids of `resourceType` that a reverse chain names (`_has:Communication:part-of:_id:not=null`: the
+ * Communications some other Communication is `partOf`, as Medplum's Provider app lists its threads): the
+ * other type searched with the caller's own access (what she may not read names nothing), every page of
+ * it, and the references its `param` holds to `resourceType` collected. A `param` that is not a reference
+ * to that type is 400, as Medplum answers an unknown one.
+ */
+function reverseChainIds(db: DatabaseSync, resourceType: string, filter: Filter, scope: SearchScope): string[] {
+  const has = HAS.exec(filter.code);
+  const param = has ? getSearchParameter(has[1], has[2]) : undefined;
+  if (!has || param?.type !== 'reference' || !param.expression || !param.target?.includes(resourceType as never)) {
+    throw new OperationOutcomeError(
+      badRequest(`Search parameter not supported by the embedded Medplum: ${filter.code}`),
+    );
+  }
+  const inner = parseSearchRequest(
+    `${has[1]}?${has[3]}${has[4] ? `:${has[4]}` : ''}=${encodeURIComponent(filter.value)}`,
+  );
+  const policies = scope.policiesOf ? scope.policiesOf(has[1]) : scope.policies && [];
+  const ids = new Set<string>();
+  for (let offset = 0; ; offset += MAX_COUNT) {
+    const page = runSearch(db, { ...inner, count: MAX_COUNT, offset }, { ...scope, policies, builtIn: undefined });
+    for (const entry of page.entry ?? []) {
+      for (const value of evalFhirPath(param.expression, entry.resource)) {
+        const reference = (value as { reference?: unknown } | undefined)?.reference;
+        if (typeof reference === 'string' && reference.startsWith(`${resourceType}/`)) {
+          ids.add(reference.slice(resourceType.length + 1));
+        }
+      }
+    }
+    if ((page.entry ?? []).length < MAX_COUNT) {
+      return [...ids];
+    }
+  }
+}
+
 /** What @medplum/core's matcher can decide (any type also takes `:missing` and `:present`). */
 const MATCHED_TYPES = new Set(['reference', 'string', 'uri', 'token', 'date']);
 /** Medplum's own special parameters that have no SearchParameter definition and no matcher here. */
@@ -284,13 +331,13 @@ const UNSUPPORTED_SPECIAL = new Set(['_filter', '_deleted']);
 /**
  * Refuses, up front, what real Medplum refuses (packages/server/src/fhir/search.ts: an unknown filter
  * code in buildSearchFilterExpression, an unknown `_sort` code in addOrderByClause, both 400 `Unknown
- * search parameter`), and what this store cannot answer faithfully (chained and `_has` searches,
+ * search parameter`), and what this store cannot answer faithfully (chains it did not resolve,
  * `_filter`, number and quantity parameters), which would otherwise silently match nothing.
  */
 function checkSearchable(searchRequest: SearchRequest): void {
   const { resourceType } = searchRequest;
   for (const { code, operator } of searchRequest.filters ?? []) {
-    if (code.startsWith('_has:') || code.includes('.') || UNSUPPORTED_SPECIAL.has(code)) {
+    if (code.includes('.') || UNSUPPORTED_SPECIAL.has(code)) {
       throw new OperationOutcomeError(badRequest(`Search parameter not supported by the embedded Medplum: ${code}`));
     }
     const param = getSearchParameter(resourceType, code);

@@ -12,8 +12,8 @@ export const webhooks: PlatformBot = {
     policy: {
       name: 'Bot: webhooks',
       resource: [
-        // The version of her task or visit it was told of, read by itself (never the delivery's copy).
-        ...['Task', 'Appointment'].map((resourceType) => ({
+        // The version of her task, visit or message it was told of, read by itself (never the delivery's copy).
+        ...['Task', 'Appointment', 'Communication'].map((resourceType) => ({
           resourceType,
           interaction: ['read' as const, 'vread' as const],
         })),
@@ -65,15 +65,23 @@ export const webhookSecretEnv = (tenant: string): string => `WEBHOOK_SECRET_${te
 /** A tenant key as an environment variable's name part (`northwind` -> `NORTHWIND`). */
 export const tenantEnvName = (tenant: string): string => tenant.toUpperCase().replace(/[^A-Z0-9]+/g, '_');
 
-const WOKEN_BY: { type: 'Task' | 'Appointment'; interaction: 'create' | 'update' }[] = [
+const WOKEN_BY: { type: 'Task' | 'Appointment' | 'Communication'; interaction: 'create' | 'update' }[] = [
   { type: 'Task', interaction: 'create' },
   { type: 'Task', interaction: 'update' },
   { type: 'Appointment', interaction: 'create' },
   { type: 'Appointment', interaction: 'update' },
+  // A message is sent once (a later version, a read receipt or an edit, is no new message).
+  { type: 'Communication', interaction: 'create' },
 ];
 
+const WHAT: Record<(typeof WOKEN_BY)[number]['type'], string> = {
+  Task: 'tasks',
+  Appointment: 'visits',
+  Communication: 'messages',
+};
+
 /**
- * What wakes the webhooks bot for one tenant: each of its Tasks and Appointments written (Medplum files a
+ * What wakes the webhooks bot for one tenant: each of its Tasks and Appointments written, each Communication created (Medplum files a
  * patient's records under her tenant: `_compartment` of its Organization), so a tenant without webhooks
  * costs no run at all. `key:` is the tenant Organization's provisioning key, resolved when applied.
  */
@@ -83,6 +91,6 @@ export function webhookSubscriptions(tenantKey: string, organizationKey: string)
     bot: 'webhooks',
     criteria: `${type}?_compartment=key:${organizationKey}`,
     interaction,
-    reason: `The webhook of tenant ${tenantKey}: its patients' ${type === 'Task' ? 'tasks' : 'visits'} (contracts/webhooks.ts)`,
+    reason: `The webhook of tenant ${tenantKey}: its patients' ${WHAT[type]} (contracts/webhooks.ts)`,
   }));
 }

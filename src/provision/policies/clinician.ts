@@ -315,6 +315,22 @@ export const OWN_ANSWERS_ONLY = {
 };
 
 /**
+ * Messages and comments are in their writer's name (issue 48): what she creates is sent by her (a thread,
+ * a message, a comment on a chart; Medplum's Provider app names her as `sender`), never by a patient or a
+ * colleague. Another's message she may only mark received (the app's read receipt: `received`, `status`),
+ * never make say something else, come from someone else or belong elsewhere; another's thread she may
+ * touch as the app does (its `sent` when she writes in it, its participants and topic, closing it).
+ */
+export const OWN_MESSAGES_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `(%before.exists().not() and %after.sender.reference = ${ME}) or ` +
+    `(%before.exists() and %before.sender.reference = ${ME} and %after.sender.reference = ${ME}) or ` +
+    `(%before.exists() and ${unchanged(['sender', 'payload', 'partOf', 'subject'])} and ` +
+    `(%before.partOf.empty() or ${unchanged(['sent'])}))`,
+};
+
+/**
  * Clinicians (Medplum's app): their tenant only, in EVERY entry (`%organization`); what they create
  * about a patient inherits that patient's tenant, so a write for another tenant's patient fails the
  * criteria (Medplum checks the result of a write against them, packages/server/src/fhir/repo.ts).
@@ -339,6 +355,7 @@ export function clinicianPolicy(): AccessPolicyResource[] {
         ...(resourceType === 'Encounter' ? [SEGMENT_AS_BOOKED, SEGMENT_FINISHED_BY_ITS_PRACTITIONER] : []),
         ...(resourceType === 'QuestionnaireResponse' ? [OWN_ANSWERS_ONLY] : []),
         ...(resourceType === 'DocumentReference' ? [NOT_EVIDENCE] : []),
+        ...(resourceType === 'Communication' ? [OWN_MESSAGES_ONLY] : []),
       ],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
     })),

@@ -20,7 +20,6 @@ export const PATIENT_READONLY_TYPES = [
   'Appointment',
   'CarePlan',
   'CareTeam',
-  'Communication',
   'Condition',
   'Consent',
   'DiagnosticReport',
@@ -33,6 +32,14 @@ export const PATIENT_READONLY_TYPES = [
   'ServiceRequest',
   'Task',
 ] as const;
+
+/**
+ * Her messages (contracts/messages.ts): the Communications about her that name her as a recipient (her
+ * threads and her care team's messages in them) or as the sender (her own). A clinician's comment on her
+ * chart names no recipient (Medplum's Provider app writes its timeline comments so): internal, not hers
+ * to read, as an internal thread between clinicians about her is not.
+ */
+export const HER_MESSAGES = ['recipient', 'sender'].map((role) => `Communication?subject=%patient&${role}=%patient`);
 
 /**
  * The tenant's staff directory and free/busy slots: no patient data (a Slot says free or busy, never for
@@ -117,6 +124,8 @@ export function patientPolicy(): AccessPolicyResource[] {
     },
     // Her own chart, read-only: what the record plane serves her; every change to it is a workflow's or a clinician's.
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
+    // Her messages with her care team, read-only: she answers through the send-message bot.
+    ...HER_MESSAGES.map((criteria) => ({ resourceType: 'Communication', criteria, readonly: true })),
     // Her Idempotency-Key records (src/edge/idempotency.ts): hers alone, about her own calls; written
     // with her token so that every gateway instance honours her keys. What she writes here directly
     // changes only what the gateway answers her again.
