@@ -9,6 +9,7 @@ import { evidence } from './evidence';
 import { mitigationOnly } from './findings';
 import { idempotencyKeys } from './idempotency';
 import { licensureAtCare } from './licensure';
+import { messagesBothWays } from './messages';
 import { orderTasks } from './orders';
 import { tenantOrganizations } from './organizations';
 import { addressNeeded, patientBounds } from './patient-bounds';
@@ -48,6 +49,7 @@ export async function attacks(ctx: AttackContext): Promise<void> {
   await visitCompleted(ctx, people);
   await idempotencyKeys(ctx, people);
   await eventFeed(ctx, people);
+  await messagesBothWays(ctx, kit);
   await webhookDeliveries(ctx);
   await accessLog(ctx, people);
 }

@@ -5,6 +5,7 @@ import type { Basic, Bot } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { WebhookEventSchema } from '../../contracts/webhooks';
 import { applyDefinition } from '../../src/provision/apply';
+import { webhookSubscriptions } from '../../src/provision/bots/webhooks';
 import { readBotBundles } from '../../src/provision/bundles';
 import { demoDefinition } from '../../src/provision/demo';
 import { createPatientCareClient } from '../../src/sdk';
@@ -253,8 +254,8 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     const off = report.updated.filter((k) => k.endsWith('-off')).length;
     row(
       steps.off,
-      off === 4 && got.length === 0 ? 'ok' : 'FAILED',
-      `${off} Subscriptions turned off; ${got.length} of her events delivered`,
+      off === webhookSubscriptions('northwind', 'org-northwind').length && got.length === 0 ? 'ok' : 'FAILED',
+      `${off} Subscriptions turned off (of ${webhookSubscriptions('northwind', 'org-northwind').length}); ${got.length} of her events delivered`,
     );
   } catch (err) {
     row(steps.off, 'FAILED', message(err));

@@ -41,6 +41,9 @@ const SELECTION = 'Select a treatment for Essential (primary) hypertension';
 /** The console's note that a task whose description starts with `what` is completed. */
 const completed = (what: string) => new RegExp(`^${what.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.* \\(completed\\)$`);
 const MITIGATION = 'Spironolactone stopped today; potassium checked weekly for the first month';
+/** Her message to the patient in the app's chat, and the patient's answer through the gateway. */
+const QUESTION = 'Do you get the headaches in the morning or later in the day?';
+const ANSWER = 'Mostly in the morning, before breakfast.';
 
 let gw: TestGateway;
 let medplumUrl: string;
@@ -123,7 +126,7 @@ async function claimFromQueue(tab: Page, row: Locator, description: string, form
 }
 
 describe('the demo clinician’s day in Chromium, through @medplum/react', () => {
-  it('signs in, claims and answers the review, then claims and answers the selection with a mitigation: the offer is composed', {
+  it('signs in, claims the review, messages the patient (who answers through the gateway), answers the review, hands the selection over and back and answers it with a mitigation: the offer is composed', {
     timeout: 60_000,
   }, async () => {
     expect(existsSync(CHROMIUM), 'Debian chromium is installed by .ci/run and the README').toBe(true);
@@ -159,6 +162,26 @@ describe('the demo clinician’s day in Chromium, through @medplum/react', () =>
       const photo = tab.getByTestId('attachment-image');
       await photo.waitFor();
       expect(await photo.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(8);
+      // Messages both ways (issue 48 item 8): she writes to the patient in Medplum's chat (ThreadChat, as the
+      // Provider app's Messages); the patient reads it and answers through the gateway; her answer shows.
+      await tab.getByRole('button', { name: 'Message the patient' }).click();
+      const chat = tab.getByTestId('thread');
+      await chat.locator('input[name="message"]').fill(QUESTION);
+      await chat.getByRole('button', { name: 'Send message' }).click();
+      await chat.getByText(QUESTION).waitFor();
+      const inbox = await gw.call('GET', '/v1/messages', { token: patient.token });
+      const thread = (inbox.body as { threads: { thread: string; lastMessage?: { text: string; fromMe: boolean } }[] })
+        .threads[0];
+      expect(thread?.lastMessage).toMatchObject({ text: QUESTION, fromMe: false });
+      const reply = await gw.call('POST', `/v1/messages/${thread.thread.replace('Communication/', '')}`, {
+        token: patient.token,
+        body: { text: ANSWER },
+        headers: { 'idempotency-key': `browser-${review.id}` },
+      });
+      expect(reply.status).toBe(201);
+      await chat.getByRole('button', { name: 'Reload' }).click();
+      await tab.getByTestId('thread').getByText(ANSWER).waitFor();
+
       await tab.getByLabel('Essential (primary) hypertension').check();
       await tab.getByRole('button', { name: 'Complete' }).click();
       await tab.getByText(completed(REVIEW)).waitFor();

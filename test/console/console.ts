@@ -12,7 +12,7 @@ import {
   Title,
 } from '@mantine/core';
 import { getReferenceString, MedplumClient, Operator, type SearchRequest, type WithId } from '@medplum/core';
-import type { CareTeam, Media, Questionnaire, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
+import type { CareTeam, Communication, Media, Questionnaire, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import {
   AttachmentDisplay,
   Document,
@@ -23,6 +23,7 @@ import {
   ResourceName,
   SearchControl,
   SignInForm,
+  ThreadChat,
   useMedplum,
   useMedplumProfile,
 } from '@medplum/react';
@@ -111,6 +112,46 @@ function Evidence(props: { patient: string }) {
   );
 }
 
+/**
+ * Her messages with the patient, as the Provider app's Messages writes them: a new thread opened as its
+ * NewTopicDialog opens one (about the patient, to her and the clinician), then @medplum/react's ThreadChat,
+ * the app's own chat (its messages `partOf` the thread, the thread's `sent` touched). Its live updates need
+ * Medplum's WebSocket subscriptions, which the embedded Medplum refuses: *Reload* shows what arrived since.
+ */
+function Messages(props: { clinician: Clinician; patient: string }) {
+  const client = useMedplum();
+  const [thread, setThread] = useState<Communication>();
+  const [shown, setShown] = useState(0);
+  const [error, setError] = useState<string>();
+  const open = () => {
+    const me = props.clinician.profile;
+    client
+      .createResource<Communication>({
+        resourceType: 'Communication',
+        status: 'in-progress',
+        subject: { reference: props.patient },
+        sender: me,
+        recipient: [{ reference: props.patient }, me],
+        topic: { text: 'Your blood pressure' },
+      })
+      .then(setThread, (err: unknown) => setError(String(err)));
+  };
+  return h(
+    Stack,
+    null,
+    h(Title, { order: 3 }, 'Messages'),
+    error && h(Alert, { color: 'red', title: 'Refused' }, error),
+    thread
+      ? h(
+          'div',
+          { 'data-testid': 'thread' },
+          h(Btn, { variant: 'subtle', onClick: () => setShown((n) => n + 1) }, 'Reload'),
+          h(ThreadChat, { key: shown, thread, onError: (err: Error) => setError(err.message) }),
+        )
+      : h(Btn, { variant: 'light', onClick: open }, 'Message the patient'),
+  );
+}
+
 /** Her colleagues of the task's queue (its CareTeam's members), to hand the work over to. */
 function HandOver(props: { clinician: Clinician; task: WithId<Task>; onDone: (task: WithId<Task>) => void }) {
   const client = useMedplum();
@@ -196,6 +237,7 @@ function Work(props: { clinician: Clinician; task: WithId<Task>; onDone: (task: 
     ),
     error && h(Alert, { color: 'red', title: 'Refused' }, error),
     task.for?.reference && h(Evidence, { patient: task.for.reference }),
+    task.for?.reference && h(Messages, { clinician: props.clinician, patient: task.for.reference }),
     task.status === 'ready' && h(Btn, { onClick: () => run(() => props.clinician.claim(task.id)) }, 'Claim'),
     task.status !== 'completed' && h(HandOver, { clinician: props.clinician, task, onDone: setTask }),
     h('p', { 'data-testid': 'task-owner' }, 'Held by ', task.owner ? h(ResourceName, { value: task.owner }) : 'nobody'),

@@ -1,4 +1,4 @@
-import type { Basic, Bot, Subscription } from '@medplum/fhirtypes';
+import type { Basic, Bot, Communication, Subscription } from '@medplum/fhirtypes';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
@@ -7,6 +7,7 @@ import { applyDefinition } from '../../src/provision/apply';
 import { readBotBundles } from '../../src/provision/bundles';
 import { demoDefinition } from '../../src/provision/demo';
 import type { DemoActor } from '../support/backend';
+import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { startAssessment } from '../support/journey';
 import { freshPatient } from '../support/patients';
@@ -111,6 +112,46 @@ describe('webhooks', () => {
     const fed = feed.events.filter((e) => e.type !== 'agreements.changed').map((e) => `${e.id} ${e.type}`);
     expect(got.map((d) => `${d.id} ${(d.body as { type: string }).type}`).sort()).toEqual(fed.sort());
     expect(fed.some((e) => e.endsWith('task.ready'))).toBe(true);
+  });
+
+  it('delivers her care team’s message as message.received, and nothing for her own answer or a message in her name by someone else', async () => {
+    const clinician = await demoClinician(gw.backend, 'northwind');
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const her = { reference: `Patient/${patient.patient.id}` };
+    const me = { reference: clinician.profile.reference as string };
+    const thread = await clinician.medplum.createResource<Communication>({
+      resourceType: 'Communication',
+      status: 'in-progress',
+      subject: her,
+      sender: me,
+      recipient: [her, me],
+    });
+    await gw.backend.subscriptions.idle();
+    const before = receiver.deliveries.length;
+    const message = await clinician.medplum.createResource<Communication>({
+      resourceType: 'Communication',
+      status: 'in-progress',
+      subject: her,
+      sender: me,
+      recipient: [her],
+      sent: new Date().toISOString(),
+      partOf: [{ reference: `Communication/${thread.id}` }],
+      payload: [{ contentString: 'How are you today?' }],
+    });
+    await gw.backend.subscriptions.idle();
+    const got = receiver.deliveries.slice(before).map((d) => WebhookEventSchema.parse(d.body));
+    expect(got.map((e) => [e.type, e.data.subject, e.data.patient])).toEqual([
+      ['message.received', `Communication/${message.id}`, her.reference],
+    ]);
+    // Her answer (the send-message bot's) is no event of hers; a message naming a clinician as sender that
+    // the clinician did not write (the admin's, here) is none either.
+    const after = receiver.deliveries.length;
+    expect(
+      (await gw.call('POST', `/v1/messages/${thread.id}`, { token: patient.token, body: { text: 'Fine' } })).status,
+    ).toBe(201);
+    await gw.backend.admin.createResource<Communication>({ ...message, id: undefined, meta: undefined });
+    await gw.backend.subscriptions.idle();
+    expect(receiver.deliveries.slice(after)).toEqual([]);
   });
 
   it("delivers nothing of a tenant without an endpoint, and nothing of one tenant's to another", async () => {
@@ -309,7 +350,8 @@ describe('webhooks', () => {
 
   it('a tenant that stops taking webhooks is no longer delivered to', async () => {
     const report = await provisionWebhooks({});
-    expect(report.updated.filter((k) => k.endsWith('-off'))).toHaveLength(4);
+    // Its tasks (created, updated), visits (created, updated) and messages (created).
+    expect(report.updated.filter((k) => k.endsWith('-off'))).toHaveLength(5);
     const subscriptions = await gw.backend.admin.searchResources('Subscription', {
       _tag: `${SYSTEMS.provisioning}|subscription-webhook-northwind-task-create`,
     });
