@@ -6,6 +6,7 @@ import type {
   BundleEntry,
   CarePlan,
   CareTeam,
+  ClinicalImpression,
   Encounter,
   Patient,
   ServiceRequest,
@@ -171,7 +172,7 @@ async function book(
       ...(slot ? [takeSlot(slot.slot)] : []),
       { fullUrl: appointmentUrl, resource: appointment, request: { method: 'POST', url: 'Appointment' } },
       ...(review ? [review] : []),
-      ...segments.map((s, i) =>
+      ...segments.flatMap((s, i) =>
         encounterEntry(appointmentUrl, her, slot?.practitioner, visit.request, i + 1, s.valueString ?? 'Visit', tags),
       ),
       {
@@ -273,7 +274,7 @@ async function reschedule(
     ...(oldSlot ? [freeSlot(oldSlot)] : []),
     takeSlot(slot.slot),
     ...segments.map(cancelEncounter),
-    ...segments.map((s) =>
+    ...segments.flatMap((s) =>
       encounterEntry(replacementUrl, her, slot.practitioner, visit.request, positionOf(s), purposeOf(s), tags),
     ),
   ];
@@ -644,6 +645,12 @@ function asyncReviewTask(
   return entry;
 }
 
+/**
+ * A segment of her visit (an Encounter), and for a live one its practitioner's note (issue 48): the chart
+ * note Medplum's Provider app writes on the encounter's page, a ClinicalImpression `in-progress` about her
+ * and the segment, its assessor the practitioner (the app makes one with its own visits, and shows the
+ * note's box only when one exists). She writes it, and signs it there (docs/clinicians.md).
+ */
 function encounterEntry(
   appointment: string,
   her: string,
@@ -652,8 +659,9 @@ function encounterEntry(
   position: number,
   purpose: string,
   tags: NonNullable<Encounter['meta']>['tag'],
-): BundleEntry {
+): BundleEntry[] {
   const episode = tags?.find((t) => t.system === SYSTEMS.episode)?.code;
+  const encounterUrl = `urn:uuid:${randomUUID()}`;
   const encounter: Encounter = {
     resourceType: 'Encounter',
     meta: { tag: tags },
@@ -667,7 +675,22 @@ function encounterEntry(
     ...(practitioner ? { participant: [{ individual: { reference: practitioner } }] } : {}),
     extension: [{ url: EXTENSIONS.segmentPosition, valueInteger: position }],
   };
-  return { resource: encounter, request: { method: 'POST', url: 'Encounter' } };
+  const note: ClinicalImpression | undefined = practitioner
+    ? {
+        resourceType: 'ClinicalImpression',
+        meta: { tag: tags },
+        status: 'in-progress',
+        description: `Visit note: ${purpose}`,
+        subject: { reference: her },
+        encounter: { reference: encounterUrl },
+        assessor: { reference: practitioner },
+        date: new Date().toISOString(),
+      }
+    : undefined;
+  return [
+    { fullUrl: encounterUrl, resource: encounter, request: { method: 'POST', url: 'Encounter' } },
+    ...(note ? [{ resource: note, request: { method: 'POST' as const, url: 'ClinicalImpression' } }] : []),
+  ];
 }
 
 const takeSlot = (slot: Slot): BundleEntry => ({

@@ -20,7 +20,7 @@ export const MessageParticipantSchema = z
     reference: z
       .string()
       .regex(/^(Patient|Practitioner|PractitionerRole|CareTeam|Organization)\/[A-Za-z0-9\-.]{1,64}$/)
-      .openapi({ example: 'Practitioner/6a0f…' }),
+      .openapi({ example: 'Practitioner/6a0f3c1e-2b4d-4e8f-9a7b-1c2d3e4f5a6b' }),
     display: z.string().optional().openapi({ description: 'The name the record gives, when it gives one.' }),
   })
   .openapi('MessageParticipant');
@@ -76,7 +76,7 @@ export const SendMessageRequestSchema = z
     }),
   })
   .strict()
-  .openapi('SendMessageRequest');
+  .openapi('SendMessageRequest', { example: { text: 'Thank you, the morning readings are lower since Monday.' } });
 
 const ThreadId = IdParam.openapi({
   param: { name: 'id', in: 'path' },
@@ -89,7 +89,7 @@ export const listThreadsRoute = createRoute({
   operationId: 'messages.list',
   tags: ['Messages'],
   summary: 'Her message threads with her care team',
-  description: `Her threads (at most ${MAX_THREADS}, the most recently active first), each with its last message. Read with her own token: threads about her that name her as a participant. Threads are opened by her care team (Medplum's Provider app, *Messages*); a clinician's internal comment on her chart is not a message and is not listed.`,
+  description: `Her threads (at most ${MAX_THREADS}, the most recently active first), each with its last message (a thread with no message yet is not listed). Read with her own token: threads about her that name her as a participant. Threads are opened by her care team (Medplum's Provider app, *Messages*); a clinician's internal comment on her chart is not a message and is not listed.`,
   security: secured,
   responses: {
     200: { description: 'Her threads.', content: { 'application/json': { schema: MessageThreadsSchema } } },

@@ -21,7 +21,8 @@ import { platformSubscriptions } from './subscriptions';
  */
 export const platformDefinition: ProvisionDefinition = {
   project: {
-    features: ['bots', 'transaction-bundles', 'cron'],
+    // WebSocket subscriptions: Medplum's Provider app's live chat and counters (docs/messages.md).
+    features: ['bots', 'transaction-bundles', 'cron', 'websocket-subscriptions'],
     defaultPatientAccessPolicy: 'patient',
   },
   // Each bot keeps its own audit trail of what it reads and changes (bots/audit.ts), as members do.

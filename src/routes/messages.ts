@@ -50,9 +50,15 @@ export function registerMessageRoutes(app: App): void {
         _count: String(MAX_THREADS),
       })
     ).filter((header): header is Communication & { id: string } => !!header.id && isHerThread(header, patientId));
-    const threads = await Promise.all(
-      headers.map(async (header) => threadView(header, patientId, await lastMessage(medplum, header.id))),
-    );
+    // A thread opened with no message yet is not listed (nor does Medplum's Provider app list one).
+    const threads = (
+      await Promise.all(
+        headers.map(async (header) => {
+          const last = await lastMessage(medplum, header.id);
+          return last ? [threadView(header, patientId, last)] : [];
+        }),
+      )
+    ).flat();
     return c.json(MessageThreadsSchema.parse({ threads }), 200);
   });
 

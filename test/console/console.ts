@@ -146,7 +146,12 @@ function Messages(props: { clinician: Clinician; patient: string }) {
           'div',
           { 'data-testid': 'thread' },
           h(Btn, { variant: 'subtle', onClick: () => setShown((n) => n + 1) }, 'Reload'),
-          h(ThreadChat, { key: shown, thread, onError: (err: Error) => setError(err.message) }),
+          // A box of its own height, as the app's Messages page gives the chat (it sizes itself to its parent).
+          h(
+            'div',
+            { style: { height: 480, display: 'flex', flexDirection: 'column' } },
+            h(ThreadChat, { key: shown, thread, onError: (err: Error) => setError(err.message) }),
+          ),
         )
       : h(Btn, { variant: 'light', onClick: open }, 'Message the patient'),
   );

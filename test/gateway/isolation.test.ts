@@ -2,6 +2,7 @@ import type {
   Appointment,
   Bundle,
   CarePlan,
+  Communication,
   Observation,
   QuestionnaireResponse,
   RequestGroup,
@@ -61,6 +62,22 @@ beforeAll(async () => {
     end: '2030-01-07T17:30:00Z',
     participant: [{ actor: { reference: `Patient/${alice.patient.id}` }, status: 'accepted' }],
   });
+  // A thread with her care team (as Medplum's Provider app opens one) and a message in it.
+  const thread = await gw.backend.systemRepo.createResource<Communication>({
+    resourceType: 'Communication',
+    status: 'in-progress',
+    subject: { reference: `Patient/${alice.patient.id}` },
+    recipient: [{ reference: `Patient/${alice.patient.id}` }],
+  });
+  const message = await gw.backend.systemRepo.createResource<Communication>({
+    resourceType: 'Communication',
+    status: 'in-progress',
+    partOf: [{ reference: `Communication/${thread.id}` }],
+    subject: { reference: `Patient/${alice.patient.id}` },
+    recipient: [{ reference: `Patient/${alice.patient.id}` }],
+    sent: new Date().toISOString(),
+    payload: [{ contentString: 'For alice only' }],
+  });
   aliceResources = [
     { type: 'Patient', id: alice.patient.id },
     { type: 'Observation', id: observation.id as string },
@@ -69,6 +86,8 @@ beforeAll(async () => {
     { type: 'RequestGroup', id: order.id as string },
     { type: 'CarePlan', id: plan.id as string },
     { type: 'Appointment', id: visit.id as string },
+    { type: 'Communication', id: thread.id as string },
+    { type: 'Communication', id: message.id as string },
   ];
 });
 afterAll(() => gw?.close());
@@ -114,6 +133,8 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
         'fhir.search',
         'fhir.updatePatient',
         'fhir.updateQuestionnaireResponse',
+        'messages.read',
+        'messages.send',
         'orders.decide',
         'tasks.complete',
       ].sort(),
@@ -136,6 +157,7 @@ describe('isolation matrix: another patient never gets a byte of alice', () => {
             op.template.includes(`/${target.type}/`) ||
             op.template.includes(`/${target.type.toLowerCase()}s/`) ||
             (op.template.includes('/orders/') && target.type === 'RequestGroup') ||
+            (op.template.includes('/messages/') && target.type === 'Communication') ||
             (op.template.includes('/enrollments/') && target.type === 'CarePlan');
           if (!op.template.includes('{type}') && op.template.includes('{id}') && !namesType) {
             continue;

@@ -189,6 +189,40 @@ describe('messages both ways', () => {
     expect((await threads(outsider)).map((c) => c.id)).toEqual([]);
   });
 
+  it('lets a clinician ask for live updates of a thread as the app does (a WebSocket Subscription), and nothing else of Subscriptions', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const header = await openThread(patient, 'Live?');
+    const subscription = (criteria: string, channel: Record<string, unknown> = { type: 'websocket' }) => ({
+      resourceType: 'Subscription',
+      status: 'active',
+      reason: 'live updates',
+      criteria,
+      channel,
+    });
+    const create = (token: string, body: unknown) =>
+      direct(gw.backend, token, 'POST', fhirPath('Subscription'), { body });
+    const own = clinician.medplum.getAccessToken() as string;
+    // What the app's chat and its counters ask for.
+    expect((await create(own, subscription(`Communication?part-of=Communication/${header.id}`))).status).toBe(201);
+    expect((await create(own, subscription(`Task?owner=${clinician.profile.reference}&status=ready`))).status).toBe(
+      201,
+    );
+    // Not a rest-hook (Medplum would post whatever matches, unchecked), not another type, not by a patient.
+    for (const refused of [
+      subscription('Communication?part-of=Communication/x', {
+        type: 'rest-hook',
+        endpoint: 'https://attacker.example/',
+      }),
+      subscription('Patient?_id=x'),
+      subscription('Observation'),
+    ]) {
+      expect((await create(own, refused)).status).toBe(403);
+    }
+    expect((await create(patient.token, subscription(`Communication?part-of=Communication/${header.id}`))).status).toBe(
+      403,
+    );
+  });
+
   it('keeps a clinician’s internal comment and a thread between clinicians internal', async () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const me = { reference: clinician.profile.reference as string };

@@ -361,3 +361,92 @@ describe('a visit ends when its practitioner finishes its last segment', () => {
     expect(queue[firstAsync]?.id).toBe(review?.id);
   });
 });
+
+describe('her visit note (issue 48 item 4)', () => {
+  it('the practitioner finds each segment’s note as the app does, writes it, signs it, locks it; nobody else may, and the patient reads it only once locked', async () => {
+    const { patient, appointment, clinician } = await openVisit();
+    const me = clinician.profile.reference as string;
+    const [first] = await segments(appointment);
+    const encounter = `Encounter/${first.id}`;
+    // What the app's encounter page asks: the note of the encounter, its first.
+    const [note] = await clinician.medplum.searchResources('ClinicalImpression', { encounter }, { cache: 'no-cache' });
+    expect(note).toMatchObject({
+      status: 'in-progress',
+      subject: { reference: `Patient/${patient.patient.id}` },
+      encounter: { reference: encounter },
+      assessor: { reference: me },
+    });
+    expect(note.meta?.accounts).toEqual([patient.patient.managingOrganization]);
+    const ref = `ClinicalImpression/${note.id}`;
+    const write = (who: Clinician | DemoActor, body: unknown, method = 'PUT', path = ref) =>
+      direct(gw.backend, 'token' in who ? who.token : token(who), method, fhirPath(path), { body });
+
+    // The note box saves the whole note (no author, no time), as the app does.
+    const written = await write(clinician, { ...note, note: [{ text: 'BP 148/94 on her cuff; start lisinopril.' }] });
+    expect(written.status).toBe(200);
+    // The queue clinician (not the visit's practitioner) may not write it, nor a patient; nobody creates one by hand.
+    const queueClinician = await demoClinician(gw.backend, 'northwind');
+    const current = await repo().readReference({ reference: ref });
+    expect((await write(queueClinician, { ...current, note: [{ text: 'Overwritten' }] })).status).toBe(403);
+    expect((await write(patient, { ...current, note: [{ text: 'Overwritten' }] })).status).toBe(403);
+    const { id: _id, meta: _meta, ...copy } = current;
+    expect((await write(clinician, copy, 'POST', 'ClinicalImpression')).status).toBe(403);
+    // Nor may she move it to another encounter or patient, or give it another assessor.
+    for (const change of [
+      { encounter: { reference: 'Encounter/other' } },
+      { assessor: { reference: getRef(queueClinician) } },
+    ]) {
+      expect((await write(clinician, { ...current, ...change })).status).toBe(403);
+    }
+    // A draft is not the patient's: not by id, not through the gateway.
+    expect((await direct(gw.backend, patient.token, 'GET', fhirPath(ref))).status).toBeGreaterThanOrEqual(403);
+    const drafts = await gw.call('GET', `/v1/fhir/ClinicalImpression?encounter=${encounter}`, { token: patient.token });
+    expect((drafts.body as { entry?: unknown[] }).entry ?? []).toEqual([]);
+
+    // Her signature, as the app's Sign writes it; none in another's name, none of anything but an encounter.
+    const signature = (who: string, target = encounter) => ({
+      resourceType: 'Provenance',
+      target: [{ reference: target }],
+      recorded: new Date().toISOString(),
+      reason: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ActReason', code: 'SIGN' }] }],
+      agent: [{ type: { coding: [{ code: 'author' }] }, who: { reference: who } }],
+      signature: [
+        {
+          type: [{ system: 'urn:iso-astm:E1762-95:2013', code: '1.2.840.10065.1.12.1.5' }],
+          when: new Date().toISOString(),
+          who: { reference: who },
+        },
+      ],
+    });
+    expect((await write(clinician, signature(getRef(queueClinician) as string), 'POST', 'Provenance')).status).toBe(
+      403,
+    );
+    expect((await write(clinician, signature(me, `Patient/${patient.patient.id}`), 'POST', 'Provenance')).status).toBe(
+      403,
+    );
+    expect((await write(clinician, signature(me), 'POST', 'Provenance')).status).toBe(201);
+    // Sign & Lock: the note completed, then final.
+    const signed = await repo().readReference({ reference: ref });
+    expect((await write(clinician, { ...signed, status: 'completed' })).status).toBe(200);
+    const locked = await repo().readReference({ reference: ref });
+    expect((await write(clinician, { ...locked, note: [{ text: 'Changed after signing' }] })).status).toBe(403);
+    // Now hers to read, as signed.
+    const hers = await gw.call('GET', `/v1/fhir/ClinicalImpression?encounter=${encounter}`, { token: patient.token });
+    expect(hers.status).toBe(200);
+    expect((hers.body as { entry?: { resource: { note?: { text: string }[] } }[] }).entry?.[0]?.resource.note).toEqual([
+      { text: 'BP 148/94 on her cuff; start lisinopril.' },
+    ]);
+    // Another tenant's practitioner sees none of it.
+    const li = await signInClinician({
+      baseUrl: gw.backend.baseUrl,
+      fetch: gw.backend.fetch,
+      email: demoEmail('li', 'southridge'),
+      password: DEMO_PASSWORD,
+      projectId: gw.backend.project.id,
+    });
+    expect(
+      (await li.medplum.searchResources('ClinicalImpression', { encounter }, { cache: 'no-cache' })).map((c) => c.id),
+    ).toEqual([]);
+    expect((await direct(gw.backend, token(li), 'GET', fhirPath(ref))).status).toBeGreaterThanOrEqual(403);
+  });
+});

@@ -68,6 +68,14 @@ export const availability: PlatformBot = {
   },
 };
 
+/** What the appointments bot writes of a visit note: a new, empty draft for a segment's practitioner. */
+export const EMPTY_NOTE_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%before.exists().not() and %after.status = 'in-progress' and %after.note.empty() and " +
+    "%after.encounter.exists() and %after.assessor.reference.startsWith('Practitioner/')",
+};
+
 export const appointments: PlatformBot = {
   access: {
     key: 'bot-appointments',
@@ -94,6 +102,12 @@ export const appointments: PlatformBot = {
           resourceType,
           interaction: ['create' as const, 'read' as const, 'search' as const, 'update' as const],
         })),
+        // Each live segment's note for its practitioner to write (an empty draft): created, never changed.
+        {
+          resourceType: 'ClinicalImpression',
+          interaction: ['create', 'read'],
+          writeConstraint: [EMPTY_NOTE_ONLY],
+        },
       ],
     },
   },

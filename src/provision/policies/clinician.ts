@@ -45,7 +45,6 @@ export const CLINICIAN_CHART_TYPES = [
   'DeviceRequest',
   'Media',
   'MedicationStatement',
-  'ClinicalImpression',
 ] as const;
 
 /** Written only by the platform's bots: a clinician reads them in their tenant, never writes them. */
@@ -56,8 +55,6 @@ export const CLINICIAN_READONLY_TYPES = [
   'CareTeam',
   'Slot',
   'Schedule',
-  // The eligibility engine's provenance (JOURNEY D.2); its findings (DetectedIssue) below.
-  'Provenance',
 ] as const;
 
 /** A copy of a patient's upload (bots/lib/evidence.ts), as the completing bot writes it: new, and marked. */
@@ -331,6 +328,46 @@ export const OWN_MESSAGES_ONLY = {
 };
 
 /**
+ * Her visit note (issue 48 item 4): the ClinicalImpression the platform drafts for each live segment, its
+ * assessor the segment's practitioner. Only she writes it (the Provider app's note box saves the whole
+ * note), only while it is `in-progress`, and only its text and status: `completed` is the app's *Sign &
+ * Lock*, after which it is final (an addendum is a DocumentReference). Never created by hand: the
+ * platform's drafts are the notes the app finds on a visit's page.
+ */
+export const OWN_NOTE_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `%before.exists() and %before.status = 'in-progress' and %before.assessor.reference = ${ME} and ` +
+    `(%after.status = 'in-progress' or %after.status = 'completed') and ` +
+    unchanged(['subject', 'encounter', 'assessor', 'date', 'description']),
+};
+
+/**
+ * Her signature (issue 48 item 4): a Provenance as the Provider app's *Sign* writes it, of one encounter,
+ * its agent and signer herself; nothing else (the eligibility engine's provenance is the platform's).
+ */
+export const OWN_SIGNATURE_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%before.exists().not() and %after.target.count() = 1 and %after.target.reference.startsWith('Encounter/') and " +
+    `%after.agent.exists() and %after.agent.all(who.reference = ${ME}) and %after.signature.all(who.reference = ${ME})`,
+};
+
+/**
+ * Live updates in Medplum's Provider app (issue 48): its chat and its counters ask Medplum for WebSocket
+ * Subscriptions on messages and tasks, and show an error over the chat when refused. Only `websocket`
+ * ones: Medplum checks the author's read access before each WebSocket notification
+ * (packages/server/src/workers/subscription.ts satisfiesAccessPolicy), which it does not for a rest-hook;
+ * and only on the types the app asks for.
+ */
+export const LIVE_UPDATES_ONLY = {
+  language: 'text/fhirpath' as const,
+  expression:
+    "%before.exists().not() and %after.channel.type = 'websocket' and %after.channel.endpoint.empty() and " +
+    "(%after.criteria.startsWith('Communication?') or %after.criteria.startsWith('Task?'))",
+};
+
+/**
  * Clinicians (Medplum's app): their tenant only, in EVERY entry (`%organization`); what they create
  * about a patient inherits that patient's tenant, so a write for another tenant's patient fails the
  * criteria (Medplum checks the result of a write against them, packages/server/src/fhir/repo.ts).
@@ -380,6 +417,27 @@ export function clinicianPolicy(): AccessPolicyResource[] {
       criteria: inTenant('Appointment'),
       interaction: ['read', 'search', 'update', 'vread', 'history'],
       writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, OWN_VISIT_MARKED_FULFILLED],
+    },
+    // Her visit notes: written and signed by the segment's practitioner only (OWN_NOTE_ONLY).
+    {
+      resourceType: 'ClinicalImpression',
+      criteria: inTenant('ClinicalImpression'),
+      interaction: ['read', 'search', 'update', 'vread', 'history'],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, OWN_NOTE_ONLY],
+    },
+    // Provenance: the eligibility engine's, read (JOURNEY D.2); her own signature of an encounter, written.
+    {
+      resourceType: 'Provenance',
+      criteria: inTenant('Provenance'),
+      interaction: ['create', 'read', 'search', 'vread', 'history'],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, OWN_SIGNATURE_ONLY],
+    },
+    // Live updates of her chat and counters in the Provider app: WebSocket subscriptions, nothing else.
+    {
+      resourceType: 'Subscription',
+      criteria: inTenant('Subscription'),
+      interaction: ['create', 'read'],
+      writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, LIVE_UPDATES_ONLY],
     },
     // The engine's findings: read, and overridden only by recording a mitigation (JOURNEY D.2).
     {

@@ -41,6 +41,9 @@ export const PATIENT_READONLY_TYPES = [
  */
 export const HER_MESSAGES = ['recipient', 'sender'].map((role) => `Communication?subject=%patient&${role}=%patient`);
 
+/** Her visit notes as she may read them: completed (signed and locked by her practitioner), never a draft. */
+export const SIGNED_NOTES = 'ClinicalImpression?subject=%patient&status=completed';
+
 /**
  * The tenant's staff directory and free/busy slots: no patient data (a Slot says free or busy, never for
  * whom), reached by following references from the patient's own appointments and care teams. Not
@@ -126,6 +129,8 @@ export function patientPolicy(): AccessPolicyResource[] {
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
     // Her messages with her care team, read-only: she answers through the send-message bot.
     ...HER_MESSAGES.map((criteria) => ({ resourceType: 'Communication', criteria, readonly: true })),
+    // Her visits' notes once her practitioner has signed and locked them (docs/clinicians.md); never a draft.
+    { resourceType: 'ClinicalImpression', criteria: SIGNED_NOTES, readonly: true },
     // Her Idempotency-Key records (src/edge/idempotency.ts): hers alone, about her own calls; written
     // with her token so that every gateway instance honours her keys. What she writes here directly
     // changes only what the gateway answers her again.
