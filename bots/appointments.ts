@@ -6,7 +6,6 @@ import type {
   BundleEntry,
   CarePlan,
   CareTeam,
-  ClinicalImpression,
   Encounter,
   Patient,
   ServiceRequest,
@@ -41,6 +40,7 @@ import {
   segmentChosen,
   segmentsOf,
   segmentView,
+  visitNote,
 } from './lib/visits';
 
 export type AppointmentsResult = BotResult<
@@ -675,18 +675,7 @@ function encounterEntry(
     ...(practitioner ? { participant: [{ individual: { reference: practitioner } }] } : {}),
     extension: [{ url: EXTENSIONS.segmentPosition, valueInteger: position }],
   };
-  const note: ClinicalImpression | undefined = practitioner
-    ? {
-        resourceType: 'ClinicalImpression',
-        meta: { tag: tags },
-        status: 'in-progress',
-        description: `Visit note: ${purpose}`,
-        subject: { reference: her },
-        encounter: { reference: encounterUrl },
-        assessor: { reference: practitioner },
-        date: new Date().toISOString(),
-      }
-    : undefined;
+  const note = practitioner ? visitNote(encounterUrl, her, practitioner, purpose, tags) : undefined;
   return [
     { fullUrl: encounterUrl, resource: encounter, request: { method: 'POST', url: 'Encounter' } },
     ...(note ? [{ resource: note, request: { method: 'POST' as const, url: 'ClinicalImpression' } }] : []),

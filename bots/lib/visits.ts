@@ -1,5 +1,5 @@
 import type { MedplumClient } from '@medplum/core';
-import type { Appointment, Encounter, Task } from '@medplum/fhirtypes';
+import type { Appointment, ClinicalImpression, Encounter, Task } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { absent } from './absent';
 import { searchAll } from './search';
@@ -159,3 +159,28 @@ export function segmentChosen<T extends Encounter>(segments: T[], named: string 
 /** A segment already in progress, as starting it again answers: resumed. */
 export const resumed = (appointment: Appointment, segment: Encounter) =>
   ({ ok: true, appointment: `Appointment/${appointment.id}`, segment: segmentView(segment), resumed: true }) as const;
+
+/**
+ * A live segment's note for its practitioner (issue 48): the ClinicalImpression Medplum's Provider app
+ * finds on the encounter's page (`ClinicalImpression?encounter=`) and lets her write, sign and lock, as it
+ * makes one with its own visits. Empty, `in-progress`, about her and the segment, its assessor the
+ * practitioner (the only clinician who may write it: the clinician policy's OWN_NOTE_ONLY).
+ */
+export function visitNote(
+  encounter: string,
+  her: string,
+  practitioner: string,
+  purpose: string,
+  tags?: NonNullable<ClinicalImpression['meta']>['tag'],
+): ClinicalImpression {
+  return {
+    resourceType: 'ClinicalImpression',
+    ...(tags?.length ? { meta: { tag: tags } } : {}),
+    status: 'in-progress',
+    description: `Visit note: ${purpose}`,
+    subject: { reference: her },
+    encounter: { reference: encounter },
+    assessor: { reference: practitioner },
+    date: new Date().toISOString(),
+  };
+}

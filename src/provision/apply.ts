@@ -30,7 +30,7 @@ import { allowedWebhookEndpoint, webhookSecretName, webhookSecrets } from '../..
 import { retryAfterSeconds } from '../shared/rate-limit';
 import { webhookSecretEnv, webhookSubscriptions, webhookTenants } from './bots/webhooks';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
-import { migrateQueueWork, migrateReadings } from './migrations';
+import { migrateQueueWork, migrateReadings, migrateVisitNotes } from './migrations';
 
 export interface ProvisionReport {
   created: string[];
@@ -444,6 +444,10 @@ export async function applyDefinition(
   const { tasks } = await migrateQueueWork(medplum);
   if (tasks > 0) {
     report.updated.push(`migration-queue-work-${tasks}`);
+  }
+  const { notes } = await migrateVisitNotes(medplum);
+  if (notes > 0) {
+    report.updated.push(`migration-visit-notes-${notes}`);
   }
   report.references = Object.fromEntries([...keys].map(([key, reference]) => [key, reference.reference as string]));
   return report;

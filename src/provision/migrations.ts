@@ -2,7 +2,8 @@ import type { MedplumClient } from '@medplum/core';
 import type { CareTeam, Observation, ObservationComponent, Task } from '@medplum/fhirtypes';
 import { PATIENT_REPORTED, VITAL_SIGN_PANELS } from '../../bots/lib/measurements';
 import { queueOfTask, queueType } from '../../bots/lib/queues';
-import { SYSTEMS } from '../../contracts/systems';
+import { purposeOf, visitNote } from '../../bots/lib/visits';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 
 /**
  * What provisioning brings already-stored records to, once, as the platform now writes them (issue 48).
@@ -131,3 +132,46 @@ export async function migrateQueueWork(medplum: MedplumClient): Promise<{ tasks:
 
 const sameTenant = (task: Task, team: CareTeam): boolean =>
   (task.meta?.accounts ?? []).some((a) => team.managingOrganization?.some((o) => o.reference === a.reference));
+
+/**
+ * Visit notes (issue 48): each open live segment booked before the platform drafted its practitioner's
+ * note gets one (bots/lib/visits.ts visitNote), so she can write and sign it on the visit's page. One per
+ * segment: made only where none names the encounter (a conditional create, so a second run makes none).
+ */
+export async function migrateVisitNotes(medplum: MedplumClient): Promise<{ notes: number }> {
+  const noted = new Set<string>();
+  for await (const page of medplum.searchResourcePages(
+    'ClinicalImpression',
+    { 'encounter:missing': 'false', _count: '100', _elements: 'encounter' },
+    { cache: 'no-cache' },
+  )) {
+    for (const note of page) {
+      if (note.encounter?.reference) {
+        noted.add(note.encounter.reference);
+      }
+    }
+  }
+  let notes = 0;
+  for await (const page of medplum.searchResourcePages(
+    'Encounter',
+    { status: 'planned,arrived,in-progress', _count: '100' },
+    { cache: 'no-cache' },
+  )) {
+    for (const segment of page) {
+      const reference = `Encounter/${segment.id}`;
+      const practitioner = segment.participant?.[0]?.individual?.reference;
+      const her = segment.subject?.reference;
+      const isSegment = segment.extension?.some((e) => e.url === EXTENSIONS.segmentPosition);
+      if (noted.has(reference) || !isSegment || !practitioner?.startsWith('Practitioner/') || !her) {
+        continue;
+      }
+      const tags = segment.meta?.tag?.filter((t) => t.system === SYSTEMS.episode);
+      await medplum.createResourceIfNoneExist(
+        visitNote(reference, her, practitioner, purposeOf(segment), tags),
+        `encounter=${reference}`,
+      );
+      notes++;
+    }
+  }
+  return { notes };
+}

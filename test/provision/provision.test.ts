@@ -1,6 +1,14 @@
-import type { CareTeam, Observation, PlanDefinition, Project, Task } from '@medplum/fhirtypes';
+import type {
+  CareTeam,
+  ClinicalImpression,
+  Encounter,
+  Observation,
+  PlanDefinition,
+  Project,
+  Task,
+} from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { applyDefinition } from '../../src/provision/apply';
 import { readBotBundles } from '../../src/provision/bundles';
 import { platformDefinition } from '../../src/provision/definition';
@@ -166,6 +174,54 @@ describe('what provisioning brings stored records and published versions to (iss
     const nowTaken = await backend.systemRepo.readResource<Task>('Task', taken.id);
     expect(nowTaken.owner).toEqual({ reference: 'Practitioner/someone' });
     expect(nowTaken.performerType?.[0]?.coding).toContainEqual(queued);
+    const again = await applyDefinition(backend.admin, definition, {
+      bundles: readBotBundles(definition),
+      runBots: false,
+    });
+    expect(again.updated).toEqual([]);
+  });
+
+  it('an open live segment booked before visit notes gets its practitioner’s note, once; a finished one and an asynchronous one none', async () => {
+    const patient = backend.patients.alice;
+    const segment = (status: Encounter['status'], practitioner?: string) =>
+      backend.systemRepo.createResource<Encounter>({
+        resourceType: 'Encounter',
+        meta: {
+          project: backend.project.id,
+          accounts: [patient.patient.managingOrganization as { reference: string }],
+        },
+        status,
+        class: { system: 'http://terminology.hl7.org/CodeSystem/v3-ActCode', code: 'VR' },
+        subject: { reference: `Patient/${patient.patient.id}` },
+        type: [{ text: 'Follow-up' }],
+        ...(practitioner ? { participant: [{ individual: { reference: practitioner } }] } : {}),
+        extension: [{ url: EXTENSIONS.segmentPosition, valueInteger: 1 }],
+      });
+    const open = await segment('planned', 'Practitioner/ortiz-before');
+    const finished = await segment('finished', 'Practitioner/ortiz-before');
+    const asynchronous = await segment('planned');
+    const definition = demoDefinition();
+    const report = await applyDefinition(backend.admin, definition, {
+      bundles: readBotBundles(definition),
+      runBots: false,
+    });
+    expect(report.updated).toContain('migration-visit-notes-1');
+    const notesOf = (encounter: Encounter) =>
+      backend.systemRepo.searchResources<ClinicalImpression>({
+        resourceType: 'ClinicalImpression',
+        filters: [{ code: 'encounter', operator: 'eq', value: `Encounter/${encounter.id}` }],
+      });
+    expect(await notesOf(open)).toMatchObject([
+      {
+        status: 'in-progress',
+        description: 'Visit note: Follow-up',
+        subject: { reference: `Patient/${patient.patient.id}` },
+        assessor: { reference: 'Practitioner/ortiz-before' },
+        meta: { accounts: [patient.patient.managingOrganization] },
+      },
+    ]);
+    expect(await notesOf(finished)).toEqual([]);
+    expect(await notesOf(asynchronous)).toEqual([]);
     const again = await applyDefinition(backend.admin, definition, {
       bundles: readBotBundles(definition),
       runBots: false,
