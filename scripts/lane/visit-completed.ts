@@ -14,7 +14,7 @@ import type {
 } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import type { PatientTask } from '../../contracts/tasks';
-import { type Clinician, signInClinician } from '../../src/clinician';
+import { type Clinician, encounterSignature, signInClinician } from '../../src/clinician';
 import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
 import {
   type Answer,
@@ -746,20 +746,7 @@ export async function visitCompleted(ctx: AttackContext, people: Map<string, Per
         : 'FAILED',
       `by id ${describe(draftById)}; through the gateway ${said(draftThrough)}, ${draftEntries.length} entries`,
     );
-    const signature = (who: string, target: string) => ({
-      resourceType: 'Provenance',
-      target: [{ reference: target }],
-      recorded: new Date().toISOString(),
-      reason: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ActReason', code: 'SIGN' }] }],
-      agent: [{ type: { coding: [{ code: 'author' }] }, who: { reference: who } }],
-      signature: [
-        {
-          type: [{ system: 'urn:iso-astm:E1762-95:2013', code: '1.2.840.10065.1.12.1.5' }],
-          when: new Date().toISOString(),
-          who: { reference: who },
-        },
-      ],
-    });
+    const signature = encounterSignature;
     const inAnothersName = await direct(
       practitionerPerson,
       'POST',
@@ -778,6 +765,18 @@ export async function visitCompleted(ctx: AttackContext, people: Map<string, Per
       ),
       REJECTED.includes(inAnothersName.status) && REJECTED.includes(ofThePatient.status) ? 'held' : 'FAILED',
       `in another's name ${describe(inAnothersName)}; of the Patient ${describe(ofThePatient)}`,
+    );
+    // The app's Sign & Lock from the copy it loaded with the page (before she typed): refused, her text kept.
+    const stale = await direct(practitionerPerson, 'PUT', ref, { ...note, status: 'completed' });
+    const kept = (await ctx.adminGet(`fhir/R4/${ref}`)).body as ClinicalImpression;
+    row(
+      noteStep(
+        'Sign & Lock from the page’s copy of the note (as loaded before she typed, completed, no If-Match, as the app 5.1.29 sends it): 403/400, her text kept, still in progress',
+      ),
+      REJECTED.includes(stale.status) && kept.note?.[0]?.text === text && kept.status === 'in-progress'
+        ? 'held'
+        : 'FAILED',
+      `${describe(stale)}; now ${kept.status}, text ${JSON.stringify(kept.note?.[0]?.text)}`,
     );
     const signed = await direct(
       practitionerPerson,
@@ -808,6 +807,18 @@ export async function visitCompleted(ctx: AttackContext, people: Map<string, Per
       hers.status === 200 && read?.note?.[0]?.text === text ? 'ok' : 'FAILED',
       `${said(hers)}; ${read ? `text ${JSON.stringify(read.note?.[0]?.text)}` : 'no note'}`,
     );
+    const bob = people.get('bob');
+    if (bob) {
+      const byBob = await direct(bob, 'GET', ref);
+      const bobSearch = await direct(bob, 'GET', `ClinicalImpression?encounter=${segment1}`);
+      row(
+        noteStep(
+          'attack: bob (another Northwind patient) reads her signed note directly on Medplum (by id; ClinicalImpression?encounter=)',
+        ),
+        REFUSED.includes(byBob.status) && !entriesOf(bobSearch.body).some((r) => r.id === note.id) ? 'held' : 'FAILED',
+        `by id ${describe(byBob)}; search ${describe(bobSearch)}`,
+      );
+    }
   } catch (err) {
     row(noteStep('the rows of the visit note'), 'FAILED', `the call threw: ${message(err)}`);
   }

@@ -6,6 +6,7 @@ import type {
   DetectedIssue,
   Encounter,
   Practitioner,
+  Provenance,
   Questionnaire,
   QuestionnaireResponse,
   QuestionnaireResponseItem,
@@ -133,6 +134,28 @@ export interface ClinicianSignIn {
   email: string;
   password: string;
   projectId: string;
+}
+
+/**
+ * Her signature of an encounter (its note), as the Provider app's *Sign* writes it: a Provenance of the
+ * encounter, reason SIGN, `who` both the author agent and the signer (issue 48; the clinician policy's
+ * OWN_SIGNATURE_ONLY lets her write it in her own name only).
+ */
+export function encounterSignature(who: string, encounter: string, when = new Date().toISOString()): Provenance {
+  return {
+    resourceType: 'Provenance',
+    target: [{ reference: encounter }],
+    recorded: when,
+    reason: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ActReason', code: 'SIGN' }] }],
+    agent: [{ type: { coding: [{ code: 'author' }] }, who: { reference: who } }],
+    signature: [
+      {
+        type: [{ system: 'urn:iso-astm:E1762-95:2013', code: '1.2.840.10065.1.12.1.5' }],
+        when,
+        who: { reference: who },
+      },
+    ],
+  };
 }
 
 /** Signs in through Medplum's own login (email and password, then the code for a token), as its app does. */

@@ -3,6 +3,7 @@ import type {
   Appointment,
   CarePlan,
   CareTeam,
+  ClinicalImpression,
   Encounter,
   Practitioner,
   ServiceRequest,
@@ -10,7 +11,7 @@ import type {
 } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
-import { type Clinician, signInClinician } from '../../src/clinician';
+import { type Clinician, encounterSignature, signInClinician } from '../../src/clinician';
 import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
 import { direct, executeBot, fhirPath } from '../support/attack';
 import type { DemoActor } from '../support/backend';
@@ -18,6 +19,7 @@ import { demoClinician } from '../support/clinicians';
 import { reconciler, withSubscriptionsOff } from '../support/deliveries';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { storeSnapshot } from '../support/journey';
+import { freshPatient } from '../support/patients';
 import { visitStartingIn } from '../support/visits';
 
 /**
@@ -69,6 +71,15 @@ async function openVisit() {
   return { patient, appointment, clinician };
 }
 const getRef = (c: Clinician) => c.profile.reference;
+/** A demo visit practitioner signed in with her own login (`<key>@<tenant>.example`). */
+const signInPractitioner = (key: string, tenant: 'northwind' | 'southridge') =>
+  signInClinician({
+    baseUrl: gw.backend.baseUrl,
+    fetch: gw.backend.fetch,
+    email: demoEmail(key, tenant),
+    password: DEMO_PASSWORD,
+    projectId: gw.backend.project.id,
+  });
 
 const visit = (patient: DemoActor, appointment: string) =>
   gw.call('GET', `/v1/appointments/${idOf(appointment)}`, { token: patient.token });
@@ -123,13 +134,7 @@ describe('her schedule in the Provider app (issue 48)', () => {
     );
     expect(visits.map((v) => `Appointment/${v.id}`)).toContain(appointment);
     // Southridge's visit practitioner: none of it.
-    const li = await signInClinician({
-      baseUrl: gw.backend.baseUrl,
-      fetch: gw.backend.fetch,
-      email: demoEmail('li', 'southridge'),
-      password: DEMO_PASSWORD,
-      projectId: gw.backend.project.id,
-    });
+    const li = await signInPractitioner('li', 'southridge');
     const theirs = await li.medplum.searchResources('Schedule', { actor: me }, { cache: 'no-cache' });
     expect(theirs.map((s) => s.actor?.map((a) => a.reference))).toEqual([]);
     expect(
@@ -404,20 +409,7 @@ describe('her visit note (issue 48 item 4)', () => {
     expect((drafts.body as { entry?: unknown[] }).entry ?? []).toEqual([]);
 
     // Her signature, as the app's Sign writes it; none in another's name, none of anything but an encounter.
-    const signature = (who: string, target = encounter) => ({
-      resourceType: 'Provenance',
-      target: [{ reference: target }],
-      recorded: new Date().toISOString(),
-      reason: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ActReason', code: 'SIGN' }] }],
-      agent: [{ type: { coding: [{ code: 'author' }] }, who: { reference: who } }],
-      signature: [
-        {
-          type: [{ system: 'urn:iso-astm:E1762-95:2013', code: '1.2.840.10065.1.12.1.5' }],
-          when: new Date().toISOString(),
-          who: { reference: who },
-        },
-      ],
-    });
+    const signature = (who: string, target = encounter) => encounterSignature(who, target);
     expect((await write(clinician, signature(getRef(queueClinician) as string), 'POST', 'Provenance')).status).toBe(
       403,
     );
@@ -425,7 +417,14 @@ describe('her visit note (issue 48 item 4)', () => {
       403,
     );
     expect((await write(clinician, signature(me), 'POST', 'Provenance')).status).toBe(201);
-    // Sign & Lock: the note completed, then final.
+    // Sign & Lock from the page's copy of the note (what the app 5.1.29 sends: the note as loaded with the
+    // page, before she typed, completed, no If-Match): refused, her text kept.
+    const stale = await write(clinician, { ...note, status: 'completed' });
+    expect(stale.status).toBe(403);
+    expect(((await repo().readReference({ reference: ref })) as ClinicalImpression).note).toEqual([
+      { text: 'BP 148/94 on her cuff; start lisinopril.' },
+    ]);
+    // Sign & Lock from a fresh page: the note completed as it is, then final.
     const signed = await repo().readReference({ reference: ref });
     expect((await write(clinician, { ...signed, status: 'completed' })).status).toBe(200);
     const locked = await repo().readReference({ reference: ref });
@@ -436,14 +435,13 @@ describe('her visit note (issue 48 item 4)', () => {
     expect((hers.body as { entry?: { resource: { note?: { text: string }[] } }[] }).entry?.[0]?.resource.note).toEqual([
       { text: 'BP 148/94 on her cuff; start lisinopril.' },
     ]);
+    // Another patient, even of her tenant, reads none of it, signed or not.
+    const other = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    expect((await direct(gw.backend, other.token, 'GET', fhirPath(ref))).status).toBeGreaterThanOrEqual(403);
+    const theirs = await gw.call('GET', `/v1/fhir/ClinicalImpression?encounter=${encounter}`, { token: other.token });
+    expect((theirs.body as { entry?: unknown[] }).entry ?? []).toEqual([]);
     // Another tenant's practitioner sees none of it.
-    const li = await signInClinician({
-      baseUrl: gw.backend.baseUrl,
-      fetch: gw.backend.fetch,
-      email: demoEmail('li', 'southridge'),
-      password: DEMO_PASSWORD,
-      projectId: gw.backend.project.id,
-    });
+    const li = await signInPractitioner('li', 'southridge');
     expect(
       (await li.medplum.searchResources('ClinicalImpression', { encounter }, { cache: 'no-cache' })).map((c) => c.id),
     ).toEqual([]);

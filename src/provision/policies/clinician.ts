@@ -331,14 +331,17 @@ export const OWN_MESSAGES_ONLY = {
  * Her visit note (issue 48 item 4): the ClinicalImpression the platform drafts for each live segment, its
  * assessor the segment's practitioner. Only she writes it (the Provider app's note box saves the whole
  * note), only while it is `in-progress`, and only its text and status: `completed` is the app's *Sign &
- * Lock*, after which it is final (an addendum is a DocumentReference). Never created by hand: the
+ * Lock*, after which it is final (an addendum is a DocumentReference). Locking never changes the text: the
+ * app (5.1.29) locks the copy of the note it loaded with the page, without If-Match, so a note typed on
+ * that page would be locked empty (and one cleared there locked with its old text); that lock is refused,
+ * and the note stays as she wrote it, to lock once the page is reloaded. Never created by hand: the
  * platform's drafts are the notes the app finds on a visit's page.
  */
 export const OWN_NOTE_ONLY = {
   language: 'text/fhirpath' as const,
   expression:
     `%before.exists() and %before.status = 'in-progress' and %before.assessor.reference = ${ME} and ` +
-    `(%after.status = 'in-progress' or %after.status = 'completed') and ` +
+    `(%after.status = 'in-progress' or (%after.status = 'completed' and ${unchanged(['note'])})) and ` +
     unchanged(['subject', 'encounter', 'assessor', 'date', 'description']),
 };
 
