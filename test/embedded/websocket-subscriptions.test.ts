@@ -37,7 +37,7 @@ function expectOutcome(answer: { status: number; body: unknown }, status: number
 }
 
 describe('$get-ws-binding-token (packages/server/src/fhir/operations/getwsbindingtoken.ts, fhir/routes.ts)', () => {
-  it('answers 400 "not enabled for current project", for a Subscription or not, for admins and clinicians alike', async () => {
+  it('answers 400 "not enabled for current project" in a project without the feature, for a Subscription or not, for admins and clinicians alike', async () => {
     const admin = backend.admin.getAccessToken() as string;
     const subscription = await backend.admin.createResource<Subscription>({
       resourceType: 'Subscription',
@@ -46,14 +46,24 @@ describe('$get-ws-binding-token (packages/server/src/fhir/operations/getwsbindin
       criteria: 'Patient',
       channel: { type: 'websocket' },
     });
-    for (const [token, id] of [
-      [admin, subscription.id],
-      [admin, '0b5e1c8e-0000-4000-8000-000000000001'],
-      [backend.clinicians.northwind.token, subscription.id],
-    ]) {
-      const answer = await direct(backend, token, 'GET', fhirPath(`Subscription/${id}/$get-ws-binding-token`));
-      expectOutcome(answer, 400, NOT_ENABLED);
-      expect((answer.body as OperationOutcome).issue?.[0]?.code).toBe('invalid');
+    const project = await backend.systemRepo.readResource<Project>('Project', backend.project.id as string);
+    await backend.systemRepo.updateResource<Project>({
+      ...project,
+      features: (project.features ?? []).filter((f) => f !== 'websocket-subscriptions'),
+    });
+    try {
+      for (const [token, id] of [
+        [admin, subscription.id],
+        [admin, '0b5e1c8e-0000-4000-8000-000000000001'],
+        [backend.clinicians.northwind.token, subscription.id],
+      ]) {
+        const answer = await direct(backend, token, 'GET', fhirPath(`Subscription/${id}/$get-ws-binding-token`));
+        expectOutcome(answer, 400, NOT_ENABLED);
+        expect((answer.body as OperationOutcome).issue?.[0]?.code).toBe('invalid');
+      }
+    } finally {
+      const current = await backend.systemRepo.readResource<Project>('Project', backend.project.id as string);
+      await backend.systemRepo.updateResource<Project>({ ...current, features: project.features });
     }
   });
 
@@ -75,23 +85,17 @@ describe('$get-ws-binding-token (packages/server/src/fhir/operations/getwsbindin
     expect(anonymous.status).toBe(401);
   });
 
-  it('a project with the feature still gets no token: this server serves no WebSocket', async () => {
+  it('the platform’s project, which has the feature (the Provider app’s live updates), still gets no token: this server serves no WebSocket', async () => {
     const project = await backend.systemRepo.readResource<Project>('Project', backend.project.id as string);
-    await backend.systemRepo.updateResource<Project>({
-      ...project,
-      features: [...(project.features ?? []), 'websocket-subscriptions'],
-    });
-    try {
+    expect(project.features).toContain('websocket-subscriptions');
+    for (const token of [backend.admin.getAccessToken() as string, backend.clinicians.northwind.token]) {
       const answer = await direct(
         backend,
-        backend.admin.getAccessToken() as string,
+        token,
         'GET',
         fhirPath('Subscription/0b5e1c8e-0000-4000-8000-000000000001/$get-ws-binding-token'),
       );
       expectOutcome(answer, 400, 'WebSocket subscriptions are not served by the embedded Medplum');
-    } finally {
-      const current = await backend.systemRepo.readResource<Project>('Project', backend.project.id as string);
-      await backend.systemRepo.updateResource<Project>({ ...current, features: project.features });
     }
   });
 });
