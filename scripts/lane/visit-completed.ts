@@ -807,6 +807,50 @@ export async function visitCompleted(ctx: AttackContext, people: Map<string, Per
       hers.status === 200 && read?.note?.[0]?.text === text ? 'ok' : 'FAILED',
       `${said(hers)}; ${read ? `text ${JSON.stringify(read.note?.[0]?.text)}` : 'no note'}`,
     );
+    // Her signed note's drafts stay the clinic's: no history, no earlier version.
+    const history = await direct(first.v.person, 'GET', `${ref}/_history`);
+    const draftVersion = await direct(first.v.person, 'GET', `${ref}/_history/${note.meta?.versionId}`);
+    row(
+      noteStep(
+        'attack: the patient reads the drafts of her signed note directly on Medplum (its _history; the draft version by id)',
+      ),
+      REFUSED.includes(history.status) && REFUSED.includes(draftVersion.status) ? 'held' : 'FAILED',
+      `_history ${describe(history)}; version ${note.meta?.versionId} ${describe(draftVersion)}`,
+    );
+    // A colleague's internal comment about her, shared with her by someone else (the visit's practitioner).
+    if (colleague) {
+      const comment = await direct(colleague, 'POST', 'Communication', {
+        resourceType: 'Communication',
+        status: 'completed',
+        subject: { reference: first.v.patient },
+        sender: { reference: colleague.profile },
+        sent: new Date().toISOString(),
+        payload: [{ contentString: 'INTERNAL (lane): discuss adherence at the team meeting.' }],
+      });
+      const made = comment.body as { id?: string; resourceType?: string } | undefined;
+      const shared =
+        comment.status === 201 && made?.id
+          ? await direct(practitionerPerson, 'PUT', `Communication/${made.id}`, {
+              ...made,
+              status: 'in-progress',
+              recipient: [{ reference: first.v.patient }],
+            })
+          : undefined;
+      const readByHer = made?.id ? await direct(first.v.person, 'GET', `Communication/${made.id}`) : undefined;
+      row(
+        noteStep(
+          'attack: the visit’s practitioner shares the Northwind clinician’s internal comment about the patient with her (PUT adding her as recipient): 403/400, and she cannot read it',
+        ),
+        comment.status === 201 &&
+          shared &&
+          REJECTED.includes(shared.status) &&
+          readByHer &&
+          REFUSED.includes(readByHer.status)
+          ? 'held'
+          : 'FAILED',
+        `comment ${describe(comment)}; shared ${shared ? describe(shared) : 'not tried'}; her read ${readByHer ? describe(readByHer) : 'not tried'}`,
+      );
+    }
     const bob = people.get('bob');
     if (bob) {
       const byBob = await direct(bob, 'GET', ref);

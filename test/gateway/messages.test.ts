@@ -4,7 +4,7 @@ import type { Clinician } from '../../src/clinician';
 import { direct, executeBot, fhirPath } from '../support/attack';
 import { storedResources } from '../support/attack-store';
 import type { DemoActor } from '../support/backend';
-import { demoClinician } from '../support/clinicians';
+import { demoClinician, freshClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { freshPatient } from '../support/patients';
 
@@ -349,6 +349,54 @@ describe('messages both ways', () => {
       events: { type: string }[];
     };
     expect(events.events.filter((e) => e.type === 'message.received')).toHaveLength(1);
+  });
+
+  it('refuses a colleague who would share another clinician’s internal comment or thread with the patient, or take her out of a thread; the app’s edits of a thread pass', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const colleague = await freshClinician(gw.backend, 'northwind');
+    const me = { reference: clinician.profile.reference as string };
+    const comment = await clinician.medplum.createResource<Communication>({
+      resourceType: 'Communication',
+      status: 'completed',
+      subject: her(patient),
+      sender: me,
+      sent: new Date().toISOString(),
+      payload: [{ contentString: 'INTERNAL: discuss adherence at the team meeting.' }],
+    });
+    const internal = await clinician.medplum.createResource<Communication>({
+      resourceType: 'Communication',
+      status: 'in-progress',
+      subject: her(patient),
+      sender: me,
+      recipient: [me],
+    });
+    const header = await openThread(patient, 'Shared with her');
+    const [message] = messagesIn(header.id as string);
+    const token = colleague.medplum.getAccessToken() as string;
+    const put = (resource: Communication, change: Partial<Communication>) =>
+      direct(gw.backend, token, 'PUT', fhirPath(`Communication/${resource.id}`), { body: { ...resource, ...change } });
+    // Shared with her by someone else: refused.
+    expect((await put(comment, { recipient: [her(patient)], status: 'in-progress' })).status).toBe(403);
+    expect((await put(internal, { recipient: [her(patient), me] })).status).toBe(403);
+    // Taken out of her thread, or her care team's message to her made to go elsewhere: refused.
+    expect((await put(header, { recipient: [me] })).status).toBe(403);
+    expect((await put(message, { recipient: [me] })).status).toBe(403);
+    expect(
+      (await direct(gw.backend, patient.token, 'GET', fhirPath(`Communication/${comment.id}`))).status,
+    ).toBeGreaterThanOrEqual(403);
+    expect(
+      (
+        (await gw.call('GET', '/v1/messages', { token: patient.token })).body as { threads: { thread: string }[] }
+      ).threads.map((t) => t.thread),
+    ).toEqual([`Communication/${header.id}`]);
+    // What the app does to a colleague's thread: its topic and clinicians edited, closed.
+    const current = await clinician.medplum.readResource('Communication', header.id as string, { cache: 'no-cache' });
+    const edited = await put(current, {
+      topic: { text: 'Blood pressure, and her new cuff' },
+      recipient: [her(patient), me, { reference: colleague.profile.reference as string }],
+    });
+    expect(edited.status).toBe(200);
+    expect((await put(edited.body as Communication, { status: 'completed' })).status).toBe(200);
   });
 
   it('answers a closed thread 409 and bad text 400, writing nothing', async () => {

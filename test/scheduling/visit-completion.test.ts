@@ -435,6 +435,16 @@ describe('her visit note (issue 48 item 4)', () => {
     expect((hers.body as { entry?: { resource: { note?: { text: string }[] } }[] }).entry?.[0]?.resource.note).toEqual([
       { text: 'BP 148/94 on her cuff; start lisinopril.' },
     ]);
+    // Nor the drafts before it: no history, no earlier version (Medplum would check the current one only).
+    const history = await direct(gw.backend, patient.token, 'GET', fhirPath(`${ref}/_history`));
+    expect(history.status, history.text).toBeGreaterThanOrEqual(403);
+    const draftVersion = await direct(
+      gw.backend,
+      patient.token,
+      'GET',
+      fhirPath(`${ref}/_history/${note.meta?.versionId}`),
+    );
+    expect(draftVersion.status, draftVersion.text).toBeGreaterThanOrEqual(403);
     // Another patient, even of her tenant, reads none of it, signed or not.
     const other = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     expect((await direct(gw.backend, other.token, 'GET', fhirPath(ref))).status).toBeGreaterThanOrEqual(403);

@@ -311,20 +311,31 @@ export const OWN_ANSWERS_ONLY = {
     `%after.questionnaire = %before.questionnaire and %after.subject.empty()))))`,
 };
 
+/** The patients a Communication is addressed to, the same before and after (none added, none removed). */
+const PATIENT_RECIPIENTS = (side: 'before' | 'after') =>
+  `%${side}.recipient.where(reference.startsWith('Patient/')).reference`;
+const SAME_PATIENT_RECIPIENTS =
+  `${PATIENT_RECIPIENTS('after')}.all(${PATIENT_RECIPIENTS('before')} contains $this) and ` +
+  `${PATIENT_RECIPIENTS('before')}.all(${PATIENT_RECIPIENTS('after')} contains $this)`;
+
 /**
  * Messages and comments are in their writer's name (issue 48): what she creates is sent by her (a thread,
  * a message, a comment on a chart; Medplum's Provider app names her as `sender`), never by a patient or a
- * colleague. Another's message she may only mark received (the app's read receipt: `received`, `status`),
- * never make say something else, come from someone else or belong elsewhere; another's thread she may
- * touch as the app does (its `sent` when she writes in it, its participants and topic, closing it).
+ * colleague. Another's message she may only mark received (the app's read receipt: `received`, `status`):
+ * never make it say something else, come from someone else, go to someone else or belong elsewhere.
+ * Another's thread or comment she may touch as the app does (its `sent` when she writes in it, its
+ * clinicians and topic, closing it), never change which patient it is addressed to: only its writer shares
+ * her internal comment with the patient, or takes a patient out of a thread.
  */
 export const OWN_MESSAGES_ONLY = {
   language: 'text/fhirpath' as const,
   expression:
     `(%before.exists().not() and %after.sender.reference = ${ME}) or ` +
     `(%before.exists() and %before.sender.reference = ${ME} and %after.sender.reference = ${ME}) or ` +
-    `(%before.exists() and ${unchanged(['sender', 'payload', 'partOf', 'subject'])} and ` +
-    `(%before.partOf.empty() or ${unchanged(['sent'])}))`,
+    `(%before.exists() and %before.partOf.exists() and ` +
+    `${unchanged(['sender', 'payload', 'partOf', 'subject', 'sent', 'recipient', 'topic', 'category', 'note', 'about', 'inResponseTo', 'encounter'])}) or ` +
+    `(%before.exists() and %before.partOf.empty() and ${unchanged(['sender', 'payload', 'partOf', 'subject', 'note', 'category'])} and ` +
+    `${SAME_PATIENT_RECIPIENTS})`,
 };
 
 /**

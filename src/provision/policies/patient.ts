@@ -127,10 +127,21 @@ export function patientPolicy(): AccessPolicyResource[] {
     },
     // Her own chart, read-only: what the record plane serves her; every change to it is a workflow's or a clinician's.
     ...PATIENT_READONLY_TYPES.map((type) => ({ resourceType: type, criteria: ownCompartment(type), readonly: true })),
-    // Her messages with her care team, read-only: she answers through the send-message bot.
-    ...HER_MESSAGES.map((criteria) => ({ resourceType: 'Communication', criteria, readonly: true })),
-    // Her visits' notes once her practitioner has signed and locked them (docs/clinicians.md); never a draft.
-    { resourceType: 'ClinicalImpression', criteria: SIGNED_NOTES, readonly: true },
+    // Her messages with her care team, read and searched: she answers through the send-message bot. Not
+    // their history: Medplum checks a history against the current version only, and an earlier version of
+    // a message or comment addressed to her now may not have been.
+    ...HER_MESSAGES.map((criteria) => ({
+      resourceType: 'Communication',
+      criteria,
+      interaction: ['read', 'search'] as AccessPolicyResource['interaction'],
+    })),
+    // Her visits' notes once her practitioner has signed and locked them (docs/clinicians.md); never a draft,
+    // so never their history (Medplum would list the drafts of a note that is locked now).
+    {
+      resourceType: 'ClinicalImpression',
+      criteria: SIGNED_NOTES,
+      interaction: ['read', 'search'] as AccessPolicyResource['interaction'],
+    },
     // Her Idempotency-Key records (src/edge/idempotency.ts): hers alone, about her own calls; written
     // with her token so that every gateway instance honours her keys. What she writes here directly
     // changes only what the gateway answers her again.
