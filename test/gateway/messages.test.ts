@@ -58,6 +58,27 @@ async function say(header: Communication, text: string, by: Clinician = clinicia
   return message;
 }
 
+/** What stays the clinic's: the app's timeline comment about her (to nobody), and a thread about her between clinicians. */
+async function internalOnes(patient: DemoActor, text: string) {
+  const me = { reference: clinician.profile.reference as string };
+  const comment = await clinician.medplum.createResource<Communication>({
+    resourceType: 'Communication',
+    status: 'completed',
+    subject: her(patient),
+    sender: me,
+    sent: new Date().toISOString(),
+    payload: [{ contentString: text }],
+  });
+  const internal = await clinician.medplum.createResource<Communication>({
+    resourceType: 'Communication',
+    status: 'in-progress',
+    subject: her(patient),
+    sender: me,
+    recipient: [me],
+  });
+  return { comment, internal };
+}
+
 const send = (patient: DemoActor, thread: string, body: unknown, key?: string) =>
   gw.call('POST', `/v1/messages/${thread}`, {
     token: patient.token,
@@ -225,23 +246,7 @@ describe('messages both ways', () => {
 
   it('keeps a clinician’s internal comment and a thread between clinicians internal', async () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
-    const me = { reference: clinician.profile.reference as string };
-    // The app's timeline comment: about her, to nobody.
-    const comment = await clinician.medplum.createResource<Communication>({
-      resourceType: 'Communication',
-      status: 'completed',
-      subject: her(patient),
-      sender: me,
-      sent: new Date().toISOString(),
-      payload: [{ contentString: 'Consider a home BP cuff check at the next visit.' }],
-    });
-    const internal = await clinician.medplum.createResource<Communication>({
-      resourceType: 'Communication',
-      status: 'in-progress',
-      subject: her(patient),
-      sender: me,
-      recipient: [me],
-    });
+    const { comment, internal } = await internalOnes(patient, 'Consider a home BP cuff check at the next visit.');
     for (const id of [comment.id, internal.id]) {
       expect(
         (await direct(gw.backend, patient.token, 'GET', fhirPath(`Communication/${id}`))).status,
@@ -355,21 +360,7 @@ describe('messages both ways', () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const colleague = await freshClinician(gw.backend, 'northwind');
     const me = { reference: clinician.profile.reference as string };
-    const comment = await clinician.medplum.createResource<Communication>({
-      resourceType: 'Communication',
-      status: 'completed',
-      subject: her(patient),
-      sender: me,
-      sent: new Date().toISOString(),
-      payload: [{ contentString: 'INTERNAL: discuss adherence at the team meeting.' }],
-    });
-    const internal = await clinician.medplum.createResource<Communication>({
-      resourceType: 'Communication',
-      status: 'in-progress',
-      subject: her(patient),
-      sender: me,
-      recipient: [me],
-    });
+    const { comment, internal } = await internalOnes(patient, 'INTERNAL: discuss adherence at the team meeting.');
     const header = await openThread(patient, 'Shared with her');
     const [message] = messagesIn(header.id as string);
     const token = colleague.medplum.getAccessToken() as string;
