@@ -1,12 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import { type BotEvent, formatHumanName, type MedplumClient } from '@medplum/core';
 import type { Communication, Patient } from '@medplum/fhirtypes';
+import { MESSAGES_PER_HOUR, THREADS_PER_DAY } from '../contracts/message-rules';
 import { absent } from './lib/absent';
-import { isHerThread, MESSAGES_PER_HOUR, type MessageView, messageView } from './lib/messages';
+import { isHerThread, type MessageView, messageView, threadView } from './lib/messages';
+import { tenantQueue } from './lib/queues';
 import { readingOnce } from './lib/reads';
 import { type BotResult, fail } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
-export type SendMessageResult = BotResult<MessageView>;
+export type SendMessageResult = BotResult<MessageView> | BotResult<ReturnType<typeof threadView>>;
 
 const HOUR_MS = 60 * 60_000;
 
@@ -25,6 +28,9 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sen
     return start;
   }
   const { patientId } = start.caller;
+  if (!('thread' in start.input)) {
+    return startThread(medplum, patientId, start.input);
+  }
   const { thread, text } = start.input;
   const header = await medplum.readResource('Communication', thread).catch(absent);
   if (!header || !isHerThread(header, patientId)) {
@@ -35,12 +41,9 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Sen
       state: 'closed',
     });
   }
-  const wait = await overHourlyCap(medplum, patientId);
-  if (wait !== undefined) {
-    return fail(429, 'rate_limited', `At most ${MESSAGES_PER_HOUR} messages can be sent in an hour; try again later`, {
-      retryAfter: wait,
-      limit: MESSAGES_PER_HOUR,
-    });
+  const capped = await overHourlyCap(medplum, patientId);
+  if (capped) {
+    return capped;
   }
   const patient = (await medplum.readResource('Patient', patientId)) as Patient;
   const her = { reference: `Patient/${patientId}`, display: nameOf(patient) };
@@ -70,19 +73,104 @@ function nameOf(patient: Patient): string | undefined {
   return name ? formatHumanName(name) || undefined : undefined;
 }
 
-/** Seconds until she may send again, or undefined while she is under the cap. */
-async function overHourlyCap(medplum: MedplumClient, patientId: string): Promise<number | undefined> {
+/**
+ * The 429 once she has sent `limit` of these (messages, or threads she opened) within `windowMs`, with the
+ * seconds until the oldest of them leaves the window; undefined while she is under it. Counted before
+ * writing: sends at the same moment may pass it by a few (docs/messages.md), it bounds a flood.
+ */
+async function overCap(
+  medplum: MedplumClient,
+  patientId: string,
+  kind: { threads: boolean; limit: number; windowMs: number; what: string },
+): Promise<ReturnType<typeof fail> | undefined> {
   const now = Date.now();
   const mine = await medplum.searchResources('Communication', {
     sender: `Patient/${patientId}`,
-    sent: `ge${new Date(now - HOUR_MS).toISOString()}`,
-    'part-of:missing': 'false',
-    _count: String(MESSAGES_PER_HOUR),
+    sent: `ge${new Date(now - kind.windowMs).toISOString()}`,
+    'part-of:missing': kind.threads ? 'true' : 'false',
+    _count: String(kind.limit),
     _sort: 'sent',
   });
-  if (mine.length < MESSAGES_PER_HOUR) {
+  if (mine.length < kind.limit) {
     return undefined;
   }
   const oldest = Date.parse(mine[0]?.sent ?? '') || now;
-  return Math.max(1, Math.ceil((oldest + HOUR_MS - now) / 1000));
+  const retryAfter = Math.max(1, Math.ceil((oldest + kind.windowMs - now) / 1000));
+  return fail(429, 'rate_limited', `At most ${kind.limit} ${kind.what}; try again later`, {
+    retryAfter,
+    limit: kind.limit,
+  });
+}
+
+const overHourlyCap = (medplum: MedplumClient, patientId: string) =>
+  overCap(medplum, patientId, {
+    threads: false,
+    limit: MESSAGES_PER_HOUR,
+    windowMs: HOUR_MS,
+    what: 'messages can be sent in an hour',
+  });
+
+/**
+ * POST /v1/messages: she writes to her care team. A thread about her, from her, to her and her care
+ * provider's care team (its intake queue: the clinicians of her tenant read it in the Provider app's
+ * Messages), and her first message in it, in one transaction: a thread is never listed without it.
+ */
+async function startThread(
+  medplum: MedplumClient,
+  patientId: string,
+  input: { topic?: string; text: string },
+): Promise<BotResult<ReturnType<typeof threadView>>> {
+  const capped =
+    (await overCap(medplum, patientId, {
+      threads: true,
+      limit: THREADS_PER_DAY,
+      windowMs: 24 * HOUR_MS,
+      what: 'threads can be opened in a day',
+    })) ?? (await overHourlyCap(medplum, patientId));
+  if (capped) {
+    return capped;
+  }
+  const patient = (await medplum.readResource('Patient', patientId)) as Patient;
+  const team = await tenantQueue(medplum, patient);
+  if (!team?.id) {
+    return fail(409, 'invalid_state', 'Your care provider has no care team to write to yet', { state: 'no-care-team' });
+  }
+  const her = { reference: `Patient/${patientId}`, display: nameOf(patient) };
+  const careTeam = { reference: `CareTeam/${team.id}`, ...(team.name ? { display: team.name } : {}) };
+  const sent = new Date().toISOString();
+  const headerUrl = `urn:uuid:${randomUUID()}`;
+  const response = await medplum.executeBatch({
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: [
+      {
+        fullUrl: headerUrl,
+        resource: {
+          resourceType: 'Communication',
+          status: 'in-progress',
+          subject: her,
+          sender: her,
+          recipient: [her, careTeam],
+          ...(input.topic ? { topic: { text: input.topic } } : {}),
+          sent,
+        },
+        request: { method: 'POST', url: 'Communication' },
+      },
+      {
+        resource: {
+          resourceType: 'Communication',
+          status: 'in-progress',
+          partOf: [{ reference: headerUrl }],
+          subject: her,
+          sender: her,
+          recipient: [careTeam],
+          sent,
+          payload: [{ contentString: input.text }],
+        },
+        request: { method: 'POST', url: 'Communication' },
+      },
+    ],
+  });
+  const [header, message] = (response.entry ?? []).map((e) => e.resource as Communication);
+  return { ok: true, ...threadView(header as Communication & { id: string }, patientId, message) };
 }

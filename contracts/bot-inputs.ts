@@ -3,7 +3,7 @@ import { Coordinate, RequirementsQuerySchema, WithdrawalRequestSchema } from './
 import { BookRequestSchema, EncounterRequestSchema, RescheduleRequestSchema } from './appointments';
 import { StartAssessmentRequestSchema } from './assessments';
 import { EnrollRequestSchema } from './enrollments';
-import { SendMessageRequestSchema } from './messages';
+import { SendMessageRequestSchema, StartThreadRequestSchema } from './messages';
 import { OrderDecisionsRequestSchema } from './orders';
 import { PatientRequestSchema } from './requests';
 import { AvailabilityQuerySchema } from './scheduling';
@@ -69,8 +69,11 @@ export const BOT_INPUTS = {
   'read-document': z.object({ document: ResourceId }).strict(),
   'start-assessment': StartAssessmentRequestSchema.strict(),
   'request-review': PatientRequestSchema,
-  /** Her answer in a thread (its id, from the path). */
-  'send-message': SendMessageRequestSchema.extend({ thread: ResourceId }).strict(),
+  /** Her answer in a thread (its id, from the path), or a new thread with her care team. */
+  'send-message': z.union([
+    SendMessageRequestSchema.extend({ thread: ResourceId }).strict(),
+    StartThreadRequestSchema.strict(),
+  ]),
   /** The task (its id, from the path) and what completes it; an offer's answer also the gateway's edge statement. */
   'complete-task': z.union([
     QuestionnaireCompletionSchema.extend({ task: ResourceId }).strict(),

@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { fhirText, IdParam, secured } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
+import { MESSAGES_PER_HOUR, THREADS_PER_DAY } from './message-rules';
 import { referenceTo } from './tasks';
 
 /**
@@ -78,6 +79,24 @@ export const SendMessageRequestSchema = z
   .strict()
   .openapi('SendMessageRequest', { example: { text: 'Thank you, the morning readings are lower since Monday.' } });
 
+export const StartThreadRequestSchema = z
+  .object({
+    topic: fhirText(120)
+      .optional()
+      .openapi({
+        description: 'What it is about, in a few words (1 to 120 characters).',
+        example: 'My morning readings',
+      }),
+    text: fhirText(MESSAGE_TEXT_MAX).openapi({
+      description: `Her first message: text of 1 to ${MESSAGE_TEXT_MAX} characters, not only whitespace, without control characters (tab and line breaks are fine).`,
+      example: 'My readings were above 150 three mornings this week. Should I change anything?',
+    }),
+  })
+  .strict()
+  .openapi('StartThreadRequest', {
+    example: { topic: 'My morning readings', text: 'My readings were above 150 three mornings this week.' },
+  });
+
 const ThreadId = IdParam.openapi({
   param: { name: 'id', in: 'path' },
   description: 'The thread (its Communication id, or as `thread` names it without `Communication/`).',
@@ -118,8 +137,7 @@ export const sendMessageRoute = createRoute({
   operationId: 'messages.send',
   tags: ['Messages'],
   summary: 'Answer in a thread',
-  description:
-    "Writes her message in the thread, from her to the thread's other participants (her care team reads it in the Provider app's *Messages*). Send an `Idempotency-Key`: a retry with the same key answers the first message instead of writing a second. A thread that is not hers is 404; one her care team closed is 409 `invalid_state`. At most 60 messages an hour: beyond, 429 `rate_limited` with `Retry-After`.",
+  description: `Writes her message in the thread, from her to the thread's other participants (her care team reads it in the Provider app's *Messages*). Send an \`Idempotency-Key\`: a retry with the same key answers the first message instead of writing a second. A thread that is not hers is 404; one her care team closed is 409 \`invalid_state\`. At most ${MESSAGES_PER_HOUR} messages an hour: beyond, 429 \`rate_limited\` with \`Retry-After\`.`,
   security: secured,
   request: {
     params: z.object({ id: ThreadId }),
@@ -128,5 +146,20 @@ export const sendMessageRoute = createRoute({
   responses: {
     201: { description: 'Sent.', content: { 'application/json': { schema: MessageSchema } } },
     ...errorResponses(400, 404, 409, 413, 415, ...SECURED_STATUSES),
+  },
+});
+
+export const startThreadRoute = createRoute({
+  method: 'post',
+  path: '/v1/messages',
+  operationId: 'messages.start',
+  tags: ['Messages'],
+  summary: 'Write to her care team (a new thread)',
+  description: `Opens a thread with her care team and writes her first message in it, in one transaction: the thread is addressed to her and to her care provider's care team (its intake queue), whose clinicians read and answer it in Medplum's Provider app (*Messages*). Answer in it with \`POST /v1/messages/{id}\`. Send an \`Idempotency-Key\`: a retry answers the same thread instead of opening a second one. At most ${THREADS_PER_DAY} threads in 24 hours and ${MESSAGES_PER_HOUR} messages an hour: beyond, 429 \`rate_limited\` with \`Retry-After\`. A care provider with no care team to write to: 409 \`invalid_state\`.`,
+  security: secured,
+  request: { body: { required: true, content: { 'application/json': { schema: StartThreadRequestSchema } } } },
+  responses: {
+    201: { description: 'Opened.', content: { 'application/json': { schema: MessageThreadSchema } } },
+    ...errorResponses(400, 409, 413, 415, ...SECURED_STATUSES),
   },
 });

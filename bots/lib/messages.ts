@@ -71,6 +71,3 @@ export function threadView(header: Communication & { id: string }, patientId: st
     updatedAt: header.meta?.lastUpdated ?? lastMessage?.sentAt ?? '',
   };
 }
-
-/** Her messages in an hour that the send-message bot writes at most (a flood of one account, not a count). */
-export const MESSAGES_PER_HOUR = 60;

@@ -11,6 +11,7 @@ import {
   type Person,
   PUBLIC_URL,
   pause,
+  REFUSED,
   row,
 } from './common';
 
@@ -312,6 +313,41 @@ export async function messagesBothWays(ctx: AttackContext, kit: AttackKit): Prom
       return direct(a, 'PUT', t, { ...current, payload: [{ contentString: 'I stopped my medication' }] });
     },
     'rejected',
+  );
+
+  // She writes to her care team: a thread of her own, in the Northwind clinician's Messages.
+  const started = await gatewayCall(
+    alice,
+    'POST',
+    '/v1/messages',
+    { topic: 'Lane question', text: `Is 150 too high? (lane ${Date.now()})` },
+    `lane-start-${Date.now()}`,
+  );
+  const herThread = (started.body as { thread?: string } | undefined)?.thread;
+  const herList = herThread ? await threads(clinician) : undefined;
+  row(
+    `${family}: alice writes to her care team through the gateway (POST /v1/messages): 201, a thread to her and Northwind's care team; the Northwind clinician's Provider app thread list finds it`,
+    started.status === 201 &&
+      herThread &&
+      herList &&
+      entriesOf(herList.body).some((r) => `Communication/${r.id}` === herThread)
+      ? 'ok'
+      : 'FAILED',
+    `${describe(started)}; ${herList ? `the app's list: ${describe(herList)}` : 'no thread'}`,
+  );
+  await attack(
+    'messages: bob reads the thread alice opened, through the gateway and directly on Medplum',
+    { attacker: 'bob', target: herThread },
+    async (a, t) => {
+      const through = await gatewayCall(a, 'GET', `/v1/messages/${t.replace('Communication/', '')}`);
+      return REFUSED.includes(through.status) ? direct(a, 'GET', t) : through;
+    },
+  );
+  await attack(
+    'messages: the Southridge clinician’s Provider app thread list finds none of the thread alice opened',
+    { attacker: 'southridge-clinician', target: herThread },
+    (a) => threads(a),
+    'nothing',
   );
 
   // An internal comment on her chart (the app's timeline comment): alice never reads it.

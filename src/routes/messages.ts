@@ -8,9 +8,11 @@ import {
   MAX_THREADS,
   MessageSchema,
   MessageThreadPageSchema,
+  MessageThreadSchema,
   MessageThreadsSchema,
   readThreadRoute,
   sendMessageRoute,
+  startThreadRoute,
 } from '../../contracts/messages';
 import { SYSTEMS } from '../../contracts/systems';
 import type { App } from '../app-env';
@@ -87,6 +89,12 @@ export function registerMessageRoutes(app: App): void {
       }),
       200,
     );
+  });
+
+  app.openapi(startThreadRoute, async (c) => {
+    const body = c.req.valid('json');
+    const result = await callBot(medplumOf(c), { system: SYSTEMS.bots, value: 'send-message' }, body);
+    return c.json(MessageThreadSchema.parse(result), 201);
   });
 
   app.openapi(sendMessageRoute, async (c) => {

@@ -50,10 +50,13 @@ import {
   listThreadsRoute,
   MessageSchema,
   MessageThreadPageSchema,
+  MessageThreadSchema,
   MessageThreadsSchema,
   readThreadRoute,
   SendMessageRequestSchema,
+  StartThreadRequestSchema,
   sendMessageRoute,
+  startThreadRoute,
 } from '../../contracts/messages';
 import { decideOrderRoute, OrderDecisionsRequestSchema, OrderDecisionsSchema } from '../../contracts/orders';
 import { ConfigSchema, configRoute, homeRoute, PatientHomeSchema, profileRoute } from '../../contracts/patient';
@@ -278,6 +281,10 @@ export function createPatientCareClient(options: ClientOptions) {
         MessageThreadPageSchema.parse(
           await call(readThreadRoute, { params: { id: thread.replace(/^Communication\//, '') } }),
         ),
+      /** Writes to her care team (`{text, topic?}`): a new thread; sent with an Idempotency-Key. */
+      start: takes(StartThreadRequestSchema)(async (request) =>
+        MessageThreadSchema.parse(await call(startThreadRoute, { body: request })),
+      ),
       /** Answers in a thread (`{text}`); sent with an Idempotency-Key, so a retry never sends it twice. */
       send: takesForId(SendMessageRequestSchema)(async (thread, request) =>
         MessageSchema.parse(

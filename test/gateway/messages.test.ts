@@ -4,7 +4,7 @@ import type { Clinician } from '../../src/clinician';
 import { direct, executeBot, fhirPath } from '../support/attack';
 import { storedResources } from '../support/attack-store';
 import type { DemoActor } from '../support/backend';
-import { demoClinician, freshClinician } from '../support/clinicians';
+import { demoClinician, freshClinician, intakeQueue } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { freshPatient } from '../support/patients';
 
@@ -388,6 +388,75 @@ describe('messages both ways', () => {
     });
     expect(edited.status).toBe(200);
     expect((await put(edited.body as Communication, { status: 'completed' })).status).toBe(200);
+  });
+
+  it('she writes to her care team: a thread of her own in her tenant’s Messages, answered by a clinician; a retry opens none; the sixth in a day is 429; nobody else reads it', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const start = (body: unknown, key?: string) =>
+      gw.call('POST', '/v1/messages', { token: patient.token, body, headers: key ? { 'idempotency-key': key } : {} });
+    const opened = await start({ topic: 'My readings', text: 'Above 150 three mornings this week.' }, 'start-1');
+    expect(opened.status).toBe(201);
+    const view = opened.body as { thread: string; participants: { reference: string }[] };
+    const queue = await intakeQueue(gw.backend, 'northwind');
+    expect(opened.body).toMatchObject({
+      status: 'open',
+      topic: 'My readings',
+      participants: [{ reference: `Patient/${patient.patient.id}` }, { reference: `CareTeam/${queue.id}` }],
+      lastMessage: { text: 'Above 150 three mornings this week.', fromMe: true },
+    });
+    const again = await start({ topic: 'My readings', text: 'Above 150 three mornings this week.' }, 'start-1');
+    expect(again.body).toEqual(opened.body);
+    const threadId = view.thread.replace('Communication/', '');
+    expect(messagesIn(threadId)).toHaveLength(1);
+    // In her tenant's Messages (the app's thread list), not the other tenant's.
+    const listed = (by: Clinician) =>
+      by.medplum.searchResources(
+        'Communication',
+        `status=in-progress&part-of:missing=true&_has:Communication:part-of:_id:not=null&patient=Patient/${patient.patient.id}`,
+        { cache: 'no-cache' },
+      );
+    expect((await listed(clinician)).map((c) => c.id)).toEqual([threadId]);
+    expect((await listed(outsider)).map((c) => c.id)).toEqual([]);
+    // A clinician answers as the app does; she reads it, and hears of it.
+    const header = await clinician.medplum.readResource('Communication', threadId, { cache: 'no-cache' });
+    await say(header, 'Let us look at them together at your visit.');
+    const page = await gw.call('GET', `/v1/messages/${threadId}`, { token: patient.token });
+    expect(
+      (page.body as { messages: { fromMe: boolean; text: string }[] }).messages.map((m) => [m.fromMe, m.text]),
+    ).toEqual([
+      [true, 'Above 150 three mornings this week.'],
+      [false, 'Let us look at them together at your visit.'],
+    ]);
+    const events = (await gw.call('GET', '/v1/events', { token: patient.token })).body as {
+      events: { type: string }[];
+    };
+    expect(events.events.filter((e) => e.type === 'message.received')).toHaveLength(1);
+    // Nobody else reads it.
+    const other = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    expect((await gw.call('GET', `/v1/messages/${threadId}`, { token: other.token })).status).toBe(404);
+    expect(
+      (await direct(gw.backend, other.token, 'GET', fhirPath(`Communication/${threadId}`))).status,
+    ).toBeGreaterThanOrEqual(403);
+    // Bad input changes nothing; five threads a day, the sixth 429.
+    for (const body of [
+      { text: '  ' },
+      { topic: '', text: 'x' },
+      { topic: 't'.repeat(121), text: 'x' },
+      { text: 'x', thread: threadId },
+    ]) {
+      expect((await start(body)).status).toBe(400);
+    }
+    for (let i = 2; i <= 5; i++) {
+      expect((await start({ text: `Question ${i}` })).status).toBe(201);
+    }
+    const sixth = await start({ text: 'Question 6' });
+    expect(sixth.status).toBe(429);
+    expect(sixth.body).toMatchObject({ error: { code: 'rate_limited', details: { limit: 5 } } });
+    expect(sixth.headers.get('retry-after')).toMatch(/^[0-9]+$/);
+    const hers = (storedResources(gw.backend, 'Communication') as Communication[]).filter(
+      (c) => c.sender?.reference === `Patient/${patient.patient.id}` && !c.partOf,
+    );
+    expect(hers).toHaveLength(5);
   });
 
   it('answers a closed thread 409 and bad text 400, writing nothing', async () => {

@@ -2,15 +2,16 @@ import { unchanged } from '../policies/common';
 import type { PlatformBot } from '../shape';
 
 /**
- * What the send-message bot may write: her message in a thread (`partOf` it, from her, about her), and
- * the thread itself only touched (its `sent`, which orders the Provider app's Messages); nothing else of a
- * thread, and never a thread of its own. It checks the thread is hers before writing.
+ * What the send-message bot may write: her message in a thread (`partOf` it, from her, about her); a thread
+ * she opens (from her, about her, to her among others); and another's thread only touched (its `sent`, which
+ * orders the Provider app's Messages), nothing else of it. It checks a thread is hers before writing in it.
  */
 export const HER_MESSAGE_OR_THREAD_TOUCHED = {
   language: 'text/fhirpath' as const,
   expression:
-    "(%before.exists().not() and %after.partOf.exists() and %after.sender.reference.startsWith('Patient/') and " +
-    '%after.subject.reference = %after.sender.reference) or ' +
+    "(%before.exists().not() and %after.sender.reference.startsWith('Patient/') and " +
+    '%after.subject.reference = %after.sender.reference and ' +
+    '(%after.partOf.exists() or %after.recipient.where(reference = %after.sender.reference).exists())) or ' +
     '(%before.exists() and %before.partOf.empty() and %after.partOf.empty() and ' +
     unchanged(['status', 'subject', 'sender', 'recipient', 'topic', 'payload', 'category']) +
     ')',
@@ -24,6 +25,8 @@ export const sendMessage: PlatformBot = {
       resource: [
         // Her name, as the Provider app shows a sender.
         { resourceType: 'Patient', interaction: ['read'] },
+        // Her care provider's care team (its intake queue), whom a thread she opens is addressed to.
+        { resourceType: 'CareTeam', interaction: ['read', 'search'] },
         // The thread she answers (checked hers), her messages of the last hour (her cap), her message.
         {
           resourceType: 'Communication',
@@ -36,7 +39,7 @@ export const sendMessage: PlatformBot = {
   bot: {
     key: 'send-message',
     patient: true,
-    description: 'POST /v1/messages/{id}: her answer in a thread with her care team.',
+    description: 'POST /v1/messages and /v1/messages/{id}: she writes to her care team, or answers in a thread.',
     accessPolicy: 'bot-send-message',
   },
 };
