@@ -81,12 +81,10 @@ export const SendMessageRequestSchema = z
 
 export const StartThreadRequestSchema = z
   .object({
-    topic: fhirText(120)
-      .optional()
-      .openapi({
-        description: 'What it is about, in a few words (1 to 120 characters).',
-        example: 'My morning readings',
-      }),
+    topic: fhirText(120).optional().openapi({
+      description: 'What it is about, in a few words (1 to 120 characters).',
+      example: 'My morning readings',
+    }),
     text: fhirText(MESSAGE_TEXT_MAX).openapi({
       description: `Her first message: text of 1 to ${MESSAGE_TEXT_MAX} characters, not only whitespace, without control characters (tab and line breaks are fine).`,
       example: 'My readings were above 150 three mornings this week. Should I change anything?',
