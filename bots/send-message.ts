@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type BotEvent, formatHumanName, type MedplumClient } from '@medplum/core';
 import type { Communication, Patient } from '@medplum/fhirtypes';
 import { MESSAGES_PER_HOUR, THREADS_PER_DAY } from '../contracts/message-rules';
+import { SYSTEMS } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { isHerThread, type MessageView, messageView, threadView } from './lib/messages';
 import { tenantQueue } from './lib/queues';
@@ -12,6 +13,9 @@ import { patientWorkflow } from './lib/trust';
 export type SendMessageResult = BotResult<MessageView> | BotResult<ReturnType<typeof threadView>>;
 
 const HOUR_MS = 60 * 60_000;
+/** The category of the message that opens a thread of hers (what her daily count of threads counts). */
+const OPENING_CODE = 'patient-opened-thread';
+const OPENING = `${SYSTEMS.communicationCategory}|${OPENING_CODE}`;
 
 /**
  * POST /v1/messages/{id} (issue 48): she answers in one of her threads with her care team. The thread is
@@ -84,10 +88,13 @@ async function overCap(
   kind: { threads: boolean; limit: number; windowMs: number; what: string },
 ): Promise<ReturnType<typeof fail> | undefined> {
   const now = Date.now();
+  // Threads are counted by the message that opened each (its `sent` never changes; a thread's own `sent`
+  // moves with every message in it, as the Provider app orders its list by it).
   const mine = await medplum.searchResources('Communication', {
     sender: `Patient/${patientId}`,
     sent: `ge${new Date(now - kind.windowMs).toISOString()}`,
-    'part-of:missing': kind.threads ? 'true' : 'false',
+    'part-of:missing': 'false',
+    ...(kind.threads ? { category: OPENING } : {}),
     _count: String(kind.limit),
     _sort: 'sent',
   });
@@ -165,6 +172,7 @@ async function startThread(
           sender: her,
           recipient: [careTeam],
           sent,
+          category: [{ coding: [{ system: SYSTEMS.communicationCategory, code: OPENING_CODE }] }],
           payload: [{ contentString: input.text }],
         },
         request: { method: 'POST', url: 'Communication' },

@@ -187,6 +187,9 @@ describe('messages both ways', () => {
     expect(receipt.status).toBe(200);
   });
 
+  // The app's thread list is a reverse chain (`_has:Communication:part-of:_id:not=null`), which Medplum answers
+  // (packages/server/src/fhir/search.ts, the `_has:` filter; packages/core/src/search/search.ts parses it)
+  // and the embedded Medplum answers with the caller's own access (src/embedded/store/search.ts reverseChainIds).
   it('lists her thread in the Provider app’s Messages (its search of threads with messages), for her tenant’s clinicians only', async () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const header = await openThread(patient, 'Listed?');
@@ -210,6 +213,8 @@ describe('messages both ways', () => {
     expect((await threads(outsider)).map((c) => c.id)).toEqual([]);
   });
 
+  // Medplum checks the author's read access before each WebSocket notification, never for a rest-hook
+  // (packages/server/src/workers/subscription.ts satisfiesAccessPolicy, 5.1.29): hence websocket only.
   it('lets a clinician ask for live updates of a thread as the app does (a WebSocket Subscription), and nothing else of Subscriptions', async () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const header = await openThread(patient, 'Live?');
@@ -437,7 +442,7 @@ describe('messages both ways', () => {
     expect(
       (await direct(gw.backend, other.token, 'GET', fhirPath(`Communication/${threadId}`))).status,
     ).toBeGreaterThanOrEqual(403);
-    // Bad input changes nothing; five threads a day, the sixth 429.
+    // Bad input changes nothing; five threads a day, the sixth of a day 429.
     for (const body of [
       { text: '  ' },
       { topic: '', text: 'x' },
@@ -446,17 +451,24 @@ describe('messages both ways', () => {
     ]) {
       expect((await start(body)).status).toBe(400);
     }
-    for (let i = 2; i <= 5; i++) {
+    // A thread opened yesterday does not count, however recently it was written in (its own `sent` moves
+    // with every message, as the app orders its list by it): opened 25 hours ago, answered just now.
+    const [opening] = messagesIn(threadId);
+    const yesterday = new Date(Date.now() - 25 * 3_600_000).toISOString();
+    await gw.backend.systemRepo.updateResource<Communication>({ ...opening, sent: yesterday });
+    const answered = await gw.backend.systemRepo.readResource<Communication>('Communication', threadId);
+    await gw.backend.systemRepo.updateResource<Communication>({ ...answered, sent: new Date().toISOString() });
+    for (let i = 2; i <= 6; i++) {
       expect((await start({ text: `Question ${i}` })).status).toBe(201);
     }
-    const sixth = await start({ text: 'Question 6' });
+    const sixth = await start({ text: 'Question 7' });
     expect(sixth.status).toBe(429);
     expect(sixth.body).toMatchObject({ error: { code: 'rate_limited', details: { limit: 5 } } });
     expect(sixth.headers.get('retry-after')).toMatch(/^[0-9]+$/);
     const hers = (storedResources(gw.backend, 'Communication') as Communication[]).filter(
       (c) => c.sender?.reference === `Patient/${patient.patient.id}` && !c.partOf,
     );
-    expect(hers).toHaveLength(5);
+    expect(hers).toHaveLength(6);
   });
 
   it('answers a closed thread 409 and bad text 400, writing nothing', async () => {
