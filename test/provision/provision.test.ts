@@ -24,6 +24,12 @@ afterAll(() => backend?.close());
 const historyRows = () =>
   (backend.db.reader.prepare("SELECT count(*) AS n FROM history WHERE type <> 'AuditEvent'").get() as { n: number }).n;
 
+/** Provisioning run again on `on` with the demo definition, as an operator runs it (its bots not run). */
+function reprovision(on: TestBackend) {
+  const definition = demoDefinition();
+  return applyDefinition(on.admin, definition, { bundles: readBotBundles(definition), runBots: false });
+}
+
 describe('provisioning', () => {
   it('sets up the project: features, default patient policy, deployed bots with memberships', async () => {
     const project = await backend.systemRepo.readResource<Project>('Project', backend.project.id);
@@ -161,11 +167,7 @@ describe('what provisioning brings stored records and published versions to (iss
       });
     const waiting = await old(`CareTeam/${queue.id}`, 'ready');
     const taken = await old('Practitioner/someone', 'in-progress');
-    const definition = demoDefinition();
-    const report = await applyDefinition(backend.admin, definition, {
-      bundles: readBotBundles(definition),
-      runBots: false,
-    });
+    const report = await reprovision(backend);
     expect(report.updated).toContain('migration-queue-work-2');
     const queued = { system: SYSTEMS.queue, code: `CareTeam/${queue.id}`, display: queue.name };
     const nowWaiting = await backend.systemRepo.readResource<Task>('Task', waiting.id);
@@ -174,10 +176,7 @@ describe('what provisioning brings stored records and published versions to (iss
     const nowTaken = await backend.systemRepo.readResource<Task>('Task', taken.id);
     expect(nowTaken.owner).toEqual({ reference: 'Practitioner/someone' });
     expect(nowTaken.performerType?.[0]?.coding).toContainEqual(queued);
-    const again = await applyDefinition(backend.admin, definition, {
-      bundles: readBotBundles(definition),
-      runBots: false,
-    });
+    const again = await reprovision(backend);
     expect(again.updated).toEqual([]);
   });
 
@@ -200,11 +199,7 @@ describe('what provisioning brings stored records and published versions to (iss
     const open = await segment('planned', 'Practitioner/ortiz-before');
     const finished = await segment('finished', 'Practitioner/ortiz-before');
     const asynchronous = await segment('planned');
-    const definition = demoDefinition();
-    const report = await applyDefinition(backend.admin, definition, {
-      bundles: readBotBundles(definition),
-      runBots: false,
-    });
+    const report = await reprovision(backend);
     expect(report.updated).toContain('migration-visit-notes-1');
     const notesOf = (encounter: Encounter) =>
       backend.systemRepo.searchResources<ClinicalImpression>({
@@ -222,10 +217,7 @@ describe('what provisioning brings stored records and published versions to (iss
     ]);
     expect(await notesOf(finished)).toEqual([]);
     expect(await notesOf(asynchronous)).toEqual([]);
-    const again = await applyDefinition(backend.admin, definition, {
-      bundles: readBotBundles(definition),
-      runBots: false,
-    });
+    const again = await reprovision(backend);
     expect(again.updated).toEqual([]);
   });
 

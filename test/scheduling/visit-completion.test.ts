@@ -435,7 +435,9 @@ describe('her visit note (issue 48 item 4)', () => {
     expect((hers.body as { entry?: { resource: { note?: { text: string }[] } }[] }).entry?.[0]?.resource.note).toEqual([
       { text: 'BP 148/94 on her cuff; start lisinopril.' },
     ]);
-    // Nor the drafts before it: no history, no earlier version (Medplum would check the current one only).
+    // Nor the drafts before it: no history, no earlier version. Medplum checks a history or a version read
+    // against the current version only (packages/server/src/fhir/repo.ts readHistory, readVersion, 5.1.29),
+    // so her policy grants ClinicalImpression read and search, never history or vread.
     const history = await direct(gw.backend, patient.token, 'GET', fhirPath(`${ref}/_history`));
     expect(history.status, history.text).toBeGreaterThanOrEqual(403);
     const draftVersion = await direct(
