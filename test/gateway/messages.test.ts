@@ -453,9 +453,10 @@ describe('messages both ways', () => {
     }
     // A thread opened yesterday does not count, however recently it was written in (its own `sent` moves
     // with every message, as the app orders its list by it): opened 25 hours ago, answered just now.
-    const [opening] = messagesIn(threadId);
+    const opening = messagesIn(threadId).find((m) => m.sender?.reference === `Patient/${patient.patient.id}`);
+    expect(opening?.payload?.[0]?.contentString).toBe('Above 150 three mornings this week.');
     const yesterday = new Date(Date.now() - 25 * 3_600_000).toISOString();
-    await gw.backend.systemRepo.updateResource<Communication>({ ...opening, sent: yesterday });
+    await gw.backend.systemRepo.updateResource<Communication>({ ...(opening as Communication), sent: yesterday });
     const answered = await gw.backend.systemRepo.readResource<Communication>('Communication', threadId);
     await gw.backend.systemRepo.updateResource<Communication>({ ...answered, sent: new Date().toISOString() });
     for (let i = 2; i <= 6; i++) {
