@@ -1,5 +1,5 @@
 import type { AccessPolicyResource } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../../../contracts/systems';
+import { BOT_AUDIENCE, SYSTEMS } from '../../../contracts/systems';
 import { CLIENT_SECRETS, CONSENT_ONLY_STATUS_CHANGES, unchanged } from './common';
 
 /** What the bots' own access policies add to the shared constraints (each bot's policy is in platform.ts, with the bot). */
@@ -94,6 +94,23 @@ export const BOT_CODE = ['executableCode', 'sourceCode'];
 
 /** The subscription bots whose lost deliveries the reconciler re-drives. */
 export const REDRIVEN_BOTS = `Bot?identifier=${SYSTEMS.bots}|eligibility,${SYSTEMS.bots}|compose-offer,${SYSTEMS.bots}|visit-completion`;
+
+/**
+ * The platform's bots whose names clinicians see as the authors of what they wrote (Medplum's app reads
+ * `meta.author` to name it; a Bot it may not read shows as "[Forbidden]"). Reading a Bot is also leave
+ * to `$execute` it (packages/server/src/fhir/operations/execute.ts reads it as the caller), so only bots
+ * that answer a clinician's run with a refusal or a replay of what Medplum delivered them anyway: every
+ * patient-facing bot (it runs for a verified patient only), the spine's and visits' subscription bots
+ * (a clinician's run is a redelivery: they act only for the owner who completed the work, idempotently,
+ * from their own reads), the reconciler (a person's run refused) and the SMS opt-out (the integration's
+ * messages only). Never the webhooks bot (a delivery of her choosing) or the slot maker (a quota spender).
+ */
+export const NAMED_BOTS = [
+  `Bot?_tag=${BOT_AUDIENCE.system}|${BOT_AUDIENCE.patient}`,
+  `Bot?identifier=${['eligibility', 'compose-offer', 'visit-review', 'visit-completion', 'reconcile', 'sms-opt-out']
+    .map((key) => `${SYSTEMS.bots}|${key}`)
+    .join(',')}`,
+];
 
 /** Read by a subscription bot to recognise the reconciler as the one other caller it acts for. */
 export const RECONCILER: AccessPolicyResource = {

@@ -7,6 +7,7 @@ import {
   TENANT_PARAMETER,
 } from '../../../contracts/systems';
 import { OWN_AUDIT_TRAIL } from '../bots/audit';
+import { BOT_CODE, NAMED_BOTS } from './bots';
 import {
   CATALOG_TYPES,
   catalogReads,
@@ -496,5 +497,13 @@ export function clinicianPolicy(): AccessPolicyResource[] {
     // tenant's clinicians read it, and bot code (the Project's) nobody. Never search (not checked) and never
     // history (a deleted Binary's versions are listed unchecked).
     { resourceType: 'Binary', interaction: ['read', 'vread'] },
+    // The platform's bots, by name, as the authors of what they wrote (NAMED_BOTS: the ones whose `$execute`
+    // by her, which a read allows, is refused or a replay); never their code. Bots belong to no tenant.
+    ...NAMED_BOTS.map((criteria) => ({
+      resourceType: 'Bot',
+      criteria,
+      interaction: ['read'] as AccessPolicyResource['interaction'],
+      hiddenFields: BOT_CODE,
+    })),
   ];
 }

@@ -1,0 +1,111 @@
+import type { Bot, Task } from '@medplum/fhirtypes';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEMS } from '../../contracts/systems';
+import type { Clinician } from '../../src/clinician';
+import { platformDefinition } from '../../src/provision/definition';
+import { direct, fhirPath } from '../support/attack';
+import { storedResources } from '../support/attack-store';
+import { demoClinician } from '../support/clinicians';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+import { storeSnapshot } from '../support/journey';
+import { AMLODIPINE, assigned } from '../support/spine';
+
+/**
+ * Issue 48 item 7: Medplum's Provider app names the author of each record (`meta.author`) by reading it;
+ * a Bot the clinician may not read shows as "[Forbidden]". Reading a Bot is also leave to `$execute` it
+ * (Medplum reads the Bot as the caller, packages/server/src/fhir/operations/execute.ts), so clinicians read
+ * only the bots whose run by her is refused or replays what Medplum delivered them anyway
+ * (src/provision/policies/bots.ts NAMED_BOTS): never the webhooks bot, never the slot maker.
+ */
+let gw: TestGateway;
+let clinician: Clinician;
+let outsider: Clinician;
+beforeAll(async () => {
+  gw = await startTestGateway();
+  clinician = await demoClinician(gw.backend, 'northwind');
+  outsider = await demoClinician(gw.backend, 'southridge');
+});
+afterAll(() => gw?.close());
+
+const UNNAMED = ['webhooks', 'materialize-slots'];
+
+const botByKey = (key: string) =>
+  (storedResources(gw.backend, 'Bot') as Bot[]).find((b) =>
+    b.identifier?.some((i) => i.system === SYSTEMS.bots && i.value === key),
+  ) as Bot & { id: string };
+
+const tokenOf = (who: Clinician) => who.medplum.getAccessToken() as string;
+
+describe('the platform’s bots, named to clinicians', () => {
+  it('each clinician reads by name every bot that writes her patients’ records, never where its code is; the webhooks bot and the slot maker not at all', async () => {
+    const keys = platformDefinition.bots.map((b) => b.key);
+    expect(keys).toHaveLength(21);
+    const problems: string[] = [];
+    for (const who of [clinician, outsider]) {
+      for (const key of keys) {
+        const bot = botByKey(key);
+        const answer = await direct(gw.backend, tokenOf(who), 'GET', fhirPath(`Bot/${bot.id}`));
+        const named = !UNNAMED.includes(key);
+        if (named && (answer.status !== 200 || (answer.body as Bot).name !== bot.name)) {
+          problems.push(`${key}: ${answer.status}, not named`);
+        }
+        if (!named && answer.status < 400) {
+          problems.push(`${key}: ${answer.status}, readable (so runnable) by a clinician`);
+        }
+        if (/executableCode|sourceCode/.test(answer.text)) {
+          problems.push(`${key}: shows where its code is`);
+        }
+      }
+      // Listing them is not offered: the app reads authors by id.
+      expect((await direct(gw.backend, tokenOf(who), 'GET', fhirPath('Bot?_count=50'))).status).toBeGreaterThanOrEqual(
+        400,
+      );
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('her `$execute` of each bot she may read is refused or replays what was delivered, and writes nothing; the two unnamed ones are refused', async () => {
+    const { review, selection, condition } = await assigned(gw, clinician);
+    await clinician.select(selection.id, AMLODIPINE);
+    await gw.backend.subscriptions.idle();
+    const inputs = [
+      {},
+      { resourceType: 'Task', id: review.id },
+      { resourceType: 'Task', id: selection.id },
+      { resourceType: 'Condition', id: condition.id },
+      { resourceType: 'Bot', id: botByKey('reconcile').id },
+    ];
+    const before = storeSnapshot(gw.backend);
+    const reviewBefore = await gw.backend.systemRepo.readResource<Task>('Task', review.id);
+    const answers: string[] = [];
+    for (const who of [clinician, outsider]) {
+      for (const { key } of platformDefinition.bots) {
+        for (const input of inputs) {
+          const answer = await direct(gw.backend, tokenOf(who), 'POST', fhirPath(`Bot/${botByKey(key).id}/$execute`), {
+            body: input,
+          });
+          const body = answer.body as { ok?: boolean; replay?: boolean; error?: { status?: number } };
+          // A refusal (Medplum's, or the bot's own result: Medplum answers a bot's result 200) or a run
+          // that replays what was done.
+          const refused =
+            (answer.status >= 400 && answer.status < 500) ||
+            (body.ok === false && (body.error?.status ?? 0) >= 400 && (body.error?.status ?? 0) < 500);
+          const replayed = answer.status === 200 && body.ok === true && body.replay === true;
+          if (!refused && !replayed) {
+            answers.push(`${key} ${JSON.stringify(input)}: ${answer.status} ${answer.text.slice(0, 200)}`);
+          }
+          if (UNNAMED.includes(key) && answer.status < 400) {
+            // Medplum refuses the run itself: the Bot is not hers to read.
+            answers.push(`${key}: ran for a clinician`);
+          }
+        }
+      }
+    }
+    expect(answers).toEqual([]);
+    await gw.backend.subscriptions.idle();
+    expect(storeSnapshot(gw.backend)).toEqual(before);
+    // The review she completed is as it was.
+    const after = await gw.backend.systemRepo.readResource<Task>('Task', review.id);
+    expect(after.meta?.versionId).toBe(reviewBefore.meta?.versionId);
+  });
+});
