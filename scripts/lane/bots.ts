@@ -2,7 +2,7 @@
 import type { Bot } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../../contracts/systems';
 import type { AttackKit } from './attack-kit';
-import { type AttackContext, describe, entriesOf, medplumCall, message, register, row } from './common';
+import { type AttackContext, describe, entriesOf, medplumCall, message, REFUSED, register, row } from './common';
 
 /** Reads of a bot's code and where it is, $execute of bots patients may not run, and writes only bots make. */
 export async function botsAndBotOnlyWrites(ctx: AttackContext, kit: AttackKit): Promise<void> {
@@ -69,19 +69,66 @@ export async function botsAndBotOnlyWrites(ctx: AttackContext, kit: AttackKit): 
       (a, t) => direct(a, 'POST', `${t}/$execute`, {}),
     );
   }
-  // Clinicians run no bot directly: not the webhooks bot (a delivery of her choosing), not a patient's log.
+  // Clinicians read the bots that write their patients' records, by name (Medplum's app names authors so),
+  // never their code; a read is leave to $execute, so each such bot refuses her run itself (NAMED_BOTS in
+  // src/provision/policies/bots.ts). The webhooks bot (a delivery of her choosing) and the slot maker stay
+  // unreadable, so Medplum refuses her run of them.
+  const clinician = people.get('northwind-clinician');
+  for (const key of ['complete-task', 'eligibility', 'reconcile', 'visit-completion']) {
+    const bot = await botOf(key);
+    const answer = await control(
+      `the northwind clinician reads the ${key} bot by name (an author in Medplum's app)`,
+      clinician,
+      bot?.id ? `Bot/${bot.id}` : undefined,
+      () => direct(clinician as NonNullable<typeof clinician>, 'GET', `Bot/${bot?.id}`),
+    );
+    if (answer) {
+      const shows = /executableCode|sourceCode/.test(answer.text);
+      row(
+        `attack: the northwind clinician reads the ${key} Bot: where its code is`,
+        shows ? 'FAILED' : 'held',
+        `expected no executableCode/sourceCode, got ${describe(answer)}${shows ? ' showing them' : ''}`,
+      );
+    }
+  }
   for (const [who, key] of [
     ['northwind-clinician', 'webhooks'],
     ['southridge-clinician', 'webhooks'],
-    ['northwind-clinician', 'access-log'],
+    ['northwind-clinician', 'materialize-slots'],
   ] as const) {
     const bot = await botOf(key);
     await attack(
       `the ${who.replace('-clinician', '')} clinician runs the ${key} bot ($execute)`,
       { attacker: who, target: bot?.id ? `Bot/${bot.id}` : undefined },
-      (a, t) =>
-        direct(a, 'POST', `${t}/$execute`, key === 'webhooks' ? { resourceType: 'Task', id: 'x' } : { limit: 1 }),
+      (a, t) => direct(a, 'POST', `${t}/$execute`, key === 'webhooks' ? { resourceType: 'Task', id: 'x' } : {}),
     );
+  }
+  for (const [key, input] of [
+    ['access-log', { limit: 1 }],
+    ['reconcile', {}],
+  ] as const) {
+    const bot = await botOf(key);
+    const target = bot?.id ? `Bot/${bot.id}` : undefined;
+    if (!clinician || !target) {
+      row(`attack: the northwind clinician runs the ${key} bot ($execute)`, 'not reached', 'no clinician or bot');
+      continue;
+    }
+    try {
+      const answer = await direct(clinician, 'POST', `${target}/$execute`, input);
+      const body = answer.body as { ok?: boolean; error?: { status?: number } } | undefined;
+      const held = REFUSED.includes(answer.status) || (body?.ok === false && body.error?.status === 403);
+      row(
+        `attack: the northwind clinician runs the ${key} bot ($execute): refused by the bot`,
+        held ? 'held' : 'FAILED',
+        `expected 403 (Medplum's or the bot's result), got ${describe(answer)} ${answer.text.slice(0, 120)}`,
+      );
+    } catch (err) {
+      row(
+        `attack: the northwind clinician runs the ${key} bot ($execute)`,
+        'FAILED',
+        `the call threw: ${message(err)}`,
+      );
+    }
   }
 
   // Bot-only writes.
