@@ -28,7 +28,7 @@ interface Answer {
 
 /**
  * `Idempotency-Key` on every POST of `/v1` (draft-ietf-httpapi-idempotency-key-header): the same key with
- * the same request (method, path and body) within 24 hours answers the first answer again, status and
+ * the same request (method, path, query string, Content-Type and body) within 24 hours answers the first answer again, status and
  * body (`Idempotent-Replayed: true`), without doing anything; the key with another request is 422
  * `idempotency_key_reused`; while the first call is still running, 409 `request_in_progress`. Keys are
  * hers alone: each is a record of her own in Medplum (a Basic in her compartment, written with her
@@ -41,6 +41,21 @@ interface Answer {
  * Medplum. A retry reaching this instance meanwhile waits for the store; one reaching another instance in
  * those milliseconds is 409 `request_in_progress` with `Retry-After`, as any call still running is.
  */
+/**
+ * What of a request besides its body its answer depends on, as the fingerprint's first line: the method,
+ * the path, the query string (its parameters in a canonical order: `?a=1&b=2` is `?b=2&a=1`) and the
+ * Content-Type (lower case, without spaces: `Application/JSON; charset=utf-8` is
+ * `application/json;charset=utf-8`). The same bytes as another file name or another media type are
+ * another request.
+ */
+export function requestHead(method: string, url: string, contentType: string | undefined): string {
+  const { pathname, searchParams } = new URL(url);
+  const query = [...searchParams].sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : x > y ? 1 : 0) : a < b ? -1 : 1));
+  const search = new URLSearchParams(query).toString();
+  const type = (contentType ?? '').toLowerCase().replace(/\s+/g, '');
+  return `${method} ${pathname}${search ? `?${search}` : ''}\n${type}\n`;
+}
+
 export function idempotency(): MiddlewareHandler<AppEnv> {
   /** Answers being stored by this instance, by her and the key: a retry here waits for its first answer. */
   const storing = new Map<string, Promise<void>>();
@@ -59,7 +74,7 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     const her = `Patient/${session.patientId}`;
     // A JSON body was read already (the frame checks it; Hono keeps it); an upload's stream is the route's
     // to read, so a copy of it is hashed here.
-    const head = text(`${c.req.method} ${new URL(c.req.url).pathname}\n`);
+    const head = text(requestHead(c.req.method, c.req.url, c.req.header('content-type')));
     const body = new Uint8Array(await (c.req.raw.bodyUsed ? c.req.arrayBuffer() : c.req.raw.clone().arrayBuffer()));
     const whole = new Uint8Array(head.length + body.length);
     whole.set(head);

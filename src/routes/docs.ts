@@ -80,7 +80,7 @@ const IDEMPOTENCY_KEY = {
   in: 'header',
   required: false,
   description:
-    "Makes the call safe to retry (draft-ietf-httpapi-idempotency-key-header): the same key with the same request (method, path and body) within 24 hours answers the first answer again, status and body, with `Idempotent-Replayed: true`, and does nothing; the key with another request is 422 `idempotency_key_reused`; while the first call runs, 409 `request_in_progress` (Retry-After). Keys are the patient's own and kept by the platform, so every instance honours them. A call that ends in a 5xx or 429 keeps no answer: retry it with the same key. The answer is stored just after it is sent: a retry in those few milliseconds may also be 409 `request_in_progress`. The SDK sends a new key with every POST and reuses it on its own retries.",
+    "Makes the call safe to retry (draft-ietf-httpapi-idempotency-key-header): the same key with the same request (method, path, query string, Content-Type and body; the query's parameters in any order, the type in any case) within 24 hours answers the first answer again, status and body, with `Idempotent-Replayed: true`, and does nothing; the key with another request is 422 `idempotency_key_reused`; while the first call runs, 409 `request_in_progress` (Retry-After). Keys are the patient's own and kept by the platform, so every instance honours them. A call that ends in a 5xx or 429 keeps no answer: retry it with the same key. The answer is stored just after it is sent: a retry in those few milliseconds may also be 409 `request_in_progress`. The SDK sends a new key with every POST and reuses it on its own retries.",
   schema: {
     type: 'string',
     minLength: 1,

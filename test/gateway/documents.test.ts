@@ -33,9 +33,12 @@ const fingerprint = () =>
 async function upload(
   data: BodyInit,
   contentType: string | undefined,
-  options: { token?: string; query?: string } = {},
+  options: { token?: string; query?: string; key?: string } = {},
 ) {
   const headers = new Headers({ authorization: `Bearer ${options.token ?? gw.backend.patients.alice.token}` });
+  if (options.key) {
+    headers.set('idempotency-key', options.key);
+  }
   if (contentType) {
     headers.set('content-type', contentType);
   }
@@ -152,6 +155,28 @@ describe('POST /v1/documents', () => {
       expect(fingerprint()).toEqual(before);
     },
   );
+
+  it('an Idempotency-Key covers the query string and the Content-Type: the same bytes as another file name or media type are 422, nothing stored; the same request with its parameters reordered or its type spelt otherwise replays', async () => {
+    const key = `upload-${Date.now()}`;
+    const first = await upload(FILES['image/png'], 'image/png', { query: '?filename=first.png', key });
+    expect(first.status).toBe(201);
+    const before = fingerprint();
+    for (const [type, query] of [
+      ['image/png', '?filename=second.png'],
+      ['image/png', ''],
+      ['application/pdf', '?filename=first.png'],
+    ] as const) {
+      const reused = await upload(FILES['image/png'], type, { query, key });
+      expect(reused.status, `${type} ${query}`).toBe(422);
+      expect(reused.body.error.code).toBe('idempotency_key_reused');
+    }
+    expect(fingerprint()).toEqual(before);
+    const again = await upload(FILES['image/png'], 'IMAGE/PNG', { query: '?filename=first.png', key });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(fingerprint()).toEqual(before);
+  });
 
   it('refuses an empty body: 400, nothing written', async () => {
     const before = fingerprint();
