@@ -3,6 +3,7 @@ import type { AuditEvent, AuditEventAgent, Bot, ClientApplication, Practitioner 
 import type { AccessLog } from '../contracts/access-log';
 import { ACCESS_LOG_RECORD_TYPES, ACCESS_LOG_SCOPE } from '../contracts/access-log-rules';
 import { absent } from './lib/absent';
+import { ahead } from './lib/reads';
 import type { BotResult } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
@@ -26,8 +27,55 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return start;
   }
   const patient = `Patient/${start.caller.patientId}`;
+  // Her tenant: a clinician's entries count only when the clinician is of it (an entry another tenant's
+  // clinician writes about a record of hers, in her own name, is filed in that tenant, not in her log).
+  const tenants = ahead(
+    medplum
+      .readResource('Patient', start.caller.patientId)
+      .then((p) => (p.meta?.accounts ?? []).map((a) => a.reference as string)),
+  );
   const { before, limit } = start.input;
   const perSearch = Math.min(100, limit * 4);
+  const entries: AccessLog['entries'] = [];
+  let next = before;
+  // A window whose entries are all left out (written by someone in her own name about a record of hers,
+  // dated otherwise than stored) would answer an empty page: the next window is read, up to ROUNDS.
+  for (let round = 0; round < ROUNDS && (round === 0 || next !== undefined) && entries.length < limit; round++) {
+    // The first window as large as the page needs; a further one (the first held only entries left out) the largest.
+    const window = await entriesBefore(medplum, patient, tenants, next, round === 0 ? perSearch : 100);
+    next = undefined;
+    for (const entry of window.entries) {
+      const last = entries[entries.length - 1];
+      if (last && sameGroup(last, entry)) {
+        last.count++;
+      } else if (entries.length >= limit && entry.at !== last?.at) {
+        // The next page starts before the oldest instant here: what shares it stays on this page.
+        next = last?.at;
+        break;
+      } else {
+        entries.push(entry);
+      }
+    }
+    next ??= window.more;
+  }
+  return { ok: true, entries, ...(next ? { next } : {}), scope: ACCESS_LOG_SCOPE };
+}
+
+/** Windows of her entries read in one call at most (each one search per type of record). */
+const ROUNDS = 3;
+
+/**
+ * Her entries stored before `before` (all when undefined), newest first, down to the horizon of the
+ * searches that answered a full page (below it a search may hold more not read yet); `more` is that
+ * horizon when there is one (the next window's `before`).
+ */
+async function entriesBefore(
+  medplum: MedplumClient,
+  patient: string,
+  tenants: Promise<string[]>,
+  before: string | undefined,
+  perSearch: number,
+): Promise<{ entries: AccessLog['entries']; more?: string }> {
   const answers = await Promise.all(
     SEARCHES.map(async (entity) => {
       const found = await medplum.searchResources(
@@ -40,8 +88,10 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
           subtype: Object.keys(ACTIONS)
             .map((code) => `${RESTFUL}|${code}`)
             .join(','),
-          ...(before ? { date: `lt${before}` } : {}),
-          _sort: '-date',
+          // Ordered and paged by when Medplum stored it (`meta.lastUpdated`, which nobody else sets), never by
+          // the `recorded` a writer gives: a date of 2150 neither heads her log nor pushes true entries out.
+          ...(before ? { _lastUpdated: `lt${before}` } : {}),
+          _sort: '-_lastUpdated',
           _count: String(perSearch),
         },
         { headers: { 'X-Medplum': 'extended' }, cache: 'no-cache' },
@@ -49,43 +99,22 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       return { events: found as AuditEvent[], full: found.length >= perSearch };
     }),
   );
-  // Below the oldest entry of a full answer, that search may hold more not read yet: the page stops there.
-  const horizon = Math.max(
-    0,
-    ...answers.filter((a) => a.full).map((a) => Date.parse(a.events[a.events.length - 1]?.recorded ?? '')),
-  );
+  const full = answers.filter((a) => a.full);
+  const horizon = full.length
+    ? full.map((a) => storedAt(a.events[a.events.length - 1])).reduce((a, b) => (a > b ? a : b))
+    : undefined;
   const seen = new Set<string>();
   const events = answers
     .flatMap((a) => a.events)
     .filter((e) => {
       const fresh = !!e.id && !seen.has(e.id);
       seen.add(e.id as string);
-      return fresh && genuine(e, patient) && Date.parse(e.recorded) >= horizon;
+      return fresh && genuine(e, patient) && (!horizon || storedAt(e) >= horizon);
     })
-    .sort((a, b) => Date.parse(b.recorded) - Date.parse(a.recorded));
-  const names = await actorsOf(medplum, events);
-  const entries: AccessLog['entries'] = [];
-  let oldest: string | undefined;
-  let stopped = false;
-  for (const e of events) {
-    const entry = entryOf(e, patient, names);
-    if (!entry) {
-      continue;
-    }
-    const last = entries[entries.length - 1];
-    if (last && sameGroup(last, entry)) {
-      last.count++;
-    } else if (entries.length >= limit && e.recorded !== oldest) {
-      // The next page starts before the oldest instant here: what shares it stays on this page.
-      stopped = true;
-      break;
-    } else {
-      entries.push(entry);
-    }
-    oldest = e.recorded;
-  }
-  const more = stopped || answers.some((a) => a.full);
-  return { ok: true, entries, ...(more && oldest ? { next: oldest } : {}), scope: ACCESS_LOG_SCOPE };
+    .sort((a, b) => Date.parse(storedAt(b)) - Date.parse(storedAt(a)));
+  const names = await actorsOf(medplum, events, await tenants);
+  const entries = events.flatMap((e) => entryOf(e, patient, names) ?? []);
+  return { entries, ...(horizon ? { more: horizon } : {}) };
 }
 
 /** Her Patient, then each type of record of hers (the chained search through its `patient` parameter). */
@@ -129,9 +158,19 @@ function genuine(e: AuditEvent, patient: string): boolean {
     !!interaction &&
     interaction in ACTIONS &&
     !!whatOf(e) &&
-    (!who.startsWith('Patient/') || who === patient)
+    (!who.startsWith('Patient/') || who === patient) &&
+    Math.abs(Date.parse(e.recorded) - Date.parse(storedAt(e))) <= RECORDED_SKEW_MS
   );
 }
+
+/** When Medplum stored the entry (its server stamp): what her log orders, pages and shows by. */
+const storedAt = (e: AuditEvent | undefined): string => e?.meta?.lastUpdated ?? '';
+
+/**
+ * How far an entry's own `recorded` may be from when Medplum stored it: Medplum writes its entries as it
+ * answers (milliseconds; a minute allows a slow server). Further is a date someone chose: left out.
+ */
+const RECORDED_SKEW_MS = 60_000;
 
 /** What the entry is about: its first entity that names a record. */
 const whatOf = (e: AuditEvent): string | undefined => e.entity?.find((x) => x.what?.reference)?.what?.reference;
@@ -139,7 +178,7 @@ const whatOf = (e: AuditEvent): string | undefined => e.entity?.find((x) => x.wh
 type Names = Map<string, { kind: AccessLog['entries'][number]['by']['kind']; name?: string; purpose?: string }>;
 
 /** Who each actor is: a clinician's name, an application's name, a workflow's purpose (read once each). */
-async function actorsOf(medplum: MedplumClient, events: AuditEvent[]): Promise<Names> {
+async function actorsOf(medplum: MedplumClient, events: AuditEvent[], tenants: string[]): Promise<Names> {
   const names: Names = new Map();
   const actors = [...new Set(events.map((e) => e.agent?.[0]?.who?.reference as string))];
   await Promise.all(
@@ -147,6 +186,9 @@ async function actorsOf(medplum: MedplumClient, events: AuditEvent[]): Promise<N
       const [type, id] = reference.split('/');
       if (type === 'Practitioner') {
         const who = (await medplum.readResource('Practitioner', id).catch(absent)) as Practitioner | undefined;
+        if (!who?.meta?.accounts?.some((a) => tenants.includes(a.reference as string))) {
+          return; // not a clinician of her care provider: none of her log
+        }
         const name = who?.name?.[0];
         const text = name
           ? [...(name.prefix ?? []), ...(name.given ?? []), name.family].filter(Boolean).join(' ')
@@ -173,7 +215,7 @@ function entryOf(e: AuditEvent, patient: string, names: Names): AccessLog['entri
   const by = who === patient ? { kind: 'you' as const } : names.get(who);
   const interaction = e.subtype?.find((s) => s.system === RESTFUL)?.code as string;
   const resourceType = (whatOf(e) ?? '').split('/')[0];
-  return by ? { at: e.recorded, action: ACTIONS[interaction], resourceType, by, count: 1 } : undefined;
+  return by ? { at: storedAt(e), action: ACTIONS[interaction], resourceType, by, count: 1 } : undefined;
 }
 
 /** The same person doing the same to the same kind of record within the same minute: one entry. */

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { secured } from './common';
+import { INSTANT_PATTERN, onTheCalendar, secured, YEAR_SPAN } from './common';
 import { errorResponses, SECURED_STATUSES } from './errors';
 
 /**
@@ -13,10 +13,12 @@ import { ACCESS_ACTIONS, ACCESSOR_KINDS, DEFAULT_ACCESS_LOG_ENTRIES, MAX_ACCESS_
 
 export * from './access-log-rules';
 
+/** An instant in UTC of a year from 1900 to 2199, on the calendar (no 30 February). */
 const INSTANT = z
   .string()
   .regex(/^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,3})?Z$/)
-  .refine((v) => !Number.isNaN(Date.parse(v)), { message: 'not an instant' });
+  .regex(INSTANT_PATTERN, `an instant of a year from ${YEAR_SPAN.first} to ${YEAR_SPAN.last}`)
+  .refine(onTheCalendar, { message: 'not a date on the calendar' });
 
 export const AccessLogQuerySchema = z
   .object({

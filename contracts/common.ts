@@ -42,6 +42,13 @@ const TIME = 'T([01]\\d|2[0-3]):[0-5]\\d(:[0-5]\\d(\\.\\d{1,9})?)?(Z|[+-]([01]\\
 export const DATE_PATTERN = new RegExp(`^${YEAR}-${DAY}$`);
 /** An instant with its offset, `YYYY-MM-DDThh:mm[:ss[.fff]]±hh:mm|Z`, within YEAR_SPAN. */
 export const INSTANT_PATTERN = new RegExp(`^${YEAR}-${DAY}${TIME}$`);
+/** Whether a date or instant's calendar date exists (`2026-02-30` does not; JavaScript's Date would roll it over). */
+export function onTheCalendar(value: string): boolean {
+  const [year, month, day] = value.slice(0, 10).split('-').map(Number);
+  const date = new Date(Date.UTC(year as number, (month as number) - 1, day as number));
+  return date.getUTCMonth() === (month as number) - 1 && date.getUTCDate() === day;
+}
+
 /** A date or an instant, within YEAR_SPAN. */
 export const DATE_OR_INSTANT_PATTERN = new RegExp(`^${YEAR}-${DAY}(${TIME})?$`);
 

@@ -180,6 +180,51 @@ describe('her access log', () => {
     expect(after.filter((e) => e.by.kind === 'clinician')).toEqual(before.filter((e) => e.by.kind === 'clinician'));
   });
 
+  it('trusts only what Medplum stored: an entry dated ahead is refused, one dated back is left out and cannot bury hers, another tenant’s clinician’s entry about a record of hers is not in it', async () => {
+    const about = `Task/${aliceTask.id}`;
+    const entry = (who: string, recorded: string): AuditEvent => ({
+      resourceType: 'AuditEvent',
+      type: { system: 'http://terminology.hl7.org/CodeSystem/audit-event-type', code: 'rest' },
+      subtype: [{ system: 'http://hl7.org/fhir/restful-interaction', code: 'read' }],
+      action: 'R',
+      recorded,
+      outcome: '0',
+      agent: [{ who: { reference: who }, requestor: true }],
+      source: { observer: { reference: who } },
+      entity: [{ what: { reference: about } }],
+    });
+    const northwind = gw.backend.clinicians.northwind;
+    const southridge = gw.backend.clinicians.southridge;
+    const me = `Patient/${alice.patient.id}`;
+    const firstPage = async () => (await logOf(alice, '?limit=10')).entries;
+    const clinicianSeen = (entries: Entry[]) =>
+      entries.some((e) => e.by.kind === 'clinician' && e.by.name === NORTHWIND_CLINICIAN);
+    // Her clinician is on her first page, and stays there whatever is written next.
+    expect(clinicianSeen(await logOf(alice, '?limit=100').then((l) => l.entries))).toBe(true);
+    const before = await wholeLog(alice, 100);
+    // Dated ahead, by her or by her clinician: refused on Medplum itself.
+    await expect(alice.medplum.createResource(entry(me, '2150-01-01T00:00:00Z'))).rejects.toThrow(/Forbidden/);
+    await expect(
+      northwind.medplum.createResource(entry(`Practitioner/${northwind.practitioner.id}`, '2199-01-01T00:00:00Z')),
+    ).rejects.toThrow(/Forbidden/);
+    // Dated back, a hundred of them: stored (a member writes her own trail), left out of her log, and her
+    // log's order is Medplum's, so they bury nothing.
+    for (let i = 0; i < 100; i++) {
+      await alice.medplum.createResource(entry(me, '2020-01-01T00:00:00Z'));
+    }
+    // Another tenant's clinician, in his own name, about a record of hers (filed in his tenant): accepted
+    // by Medplum, and none of her log.
+    await southridge.medplum.createResource(
+      entry(`Practitioner/${southridge.practitioner.id}`, new Date().toISOString()),
+    );
+    const after = await wholeLog(alice, 100);
+    expect(after.some((e) => e.by.kind === 'clinician' && e.by.name?.includes('Southridge'))).toBe(false);
+    expect(after.some((e) => e.at.startsWith('2020') || e.at.startsWith('2150'))).toBe(false);
+    expect(after.filter((e) => e.by.kind === 'clinician')).toEqual(before.filter((e) => e.by.kind === 'clinician'));
+    expect(after.reduce((n, e) => n + e.count, 0)).toBeGreaterThanOrEqual(before.reduce((n, e) => n + e.count, 0));
+    expect((await firstPage()).length).toBeGreaterThan(0);
+  });
+
   it('is hers only: patients cannot read AuditEvents on Medplum, clinicians cannot call it', async () => {
     const found = await alice.medplum
       .searchResources('AuditEvent', { entity: `Patient/${alice.patient.id}` })
@@ -200,7 +245,16 @@ describe('her access log', () => {
   });
 
   it('refuses a bad page with 400 and the envelope', async () => {
-    for (const query of ['?limit=0', '?limit=101', '?before=yesterday', '?before=2026-13-40T00:00:00Z', '?who=bob']) {
+    for (const query of [
+      '?limit=0',
+      '?limit=101',
+      '?before=yesterday',
+      '?before=2026-13-40T00:00:00Z',
+      '?before=2026-02-30T00:00:00Z',
+      '?before=0000-01-01T00:00:00Z',
+      '?before=2200-01-01T00:00:00Z',
+      '?who=bob',
+    ]) {
       const res = await gw.call('GET', `/v1/patient/access-log${query}`, { token: alice.token });
       expect(res.status, query).toBe(400);
       expect((res.body as { error: { code: string } }).error.code, query).toBe('invalid_request');

@@ -28,6 +28,9 @@ export const OWN_AUDIT_TRAIL: AccessPolicyResource = {
         "%after.agent.first().who.reference = '%profile' and %after.agent.first().requestor = true and " +
         "%after.agent.skip(1).all(requestor = false and who.reference.startsWith('ClientApplication/'))",
     },
+    // Never dated ahead (Medplum dates its own as it writes them): an entry of 2150 would head her log.
+    // The log orders by when Medplum stored an entry and leaves out one dated otherwise (bots/access-log.ts).
+    { language: 'text/fhirpath', expression: '%after.recorded <= now()' },
   ],
 };
 
@@ -65,6 +68,9 @@ export const accessLog: PlatformBot = {
         // Who each entry names: a member of staff's name, an application's name (never its secret), a
         // workflow's purpose (never its code).
         { resourceType: 'Practitioner', interaction: ['read'] },
+        // The caller's own Patient, for her tenant (`meta.accounts`): a clinician's entry counts only when
+        // the clinician is of it.
+        { resourceType: 'Patient', interaction: ['read'] },
         { resourceType: 'ClientApplication', interaction: ['read'], hiddenFields: CLIENT_SECRETS },
         { resourceType: 'Bot', interaction: ['read'], hiddenFields: BOT_CODE },
         // The records of hers its searches go through (`entity:Observation.patient=`...): found, not read.
