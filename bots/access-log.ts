@@ -100,8 +100,12 @@ async function entriesBefore(
     }),
   );
   const full = answers.filter((a) => a.full);
+  // The latest of their oldest instants (ISO instants of Medplum's, compared as text).
   const horizon = full.length
-    ? full.map((a) => storedAt(a.events[a.events.length - 1])).reduce((a, b) => (a > b ? a : b))
+    ? full
+        .map((a) => storedAt(a.events[a.events.length - 1]))
+        .sort()
+        .at(-1)
     : undefined;
   const seen = new Set<string>();
   const events = answers
