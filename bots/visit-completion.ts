@@ -14,7 +14,7 @@ import type {
   Task,
   Timing,
 } from '@medplum/fhirtypes';
-import { SYSTEMS } from '../contracts/systems';
+import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
 import { absent } from './lib/absent';
 import { readInput } from './lib/input';
 import { publishedDefinition } from './lib/journey';
@@ -128,7 +128,17 @@ async function decide(medplum: MedplumClient, id: string): Promise<Outcome> {
       ? { ok: true, fulfilled: false, appointment: `Appointment/${id}`, status, restored: true }
       : 'lost-race';
   }
-  const entries: BundleEntry[] = [put({ ...appointment, status: 'fulfilled' }, appointment)];
+  // Marked as the platform's decision, so its version is the bot's even when a practitioner's mark already
+  // said `fulfilled` (an unchanged write stores no version): what events and webhooks announce.
+  const decided: Appointment = {
+    ...appointment,
+    status: 'fulfilled',
+    extension: [
+      ...(appointment.extension ?? []).filter((e) => e.url !== EXTENSIONS.visitFulfilled),
+      { url: EXTENSIONS.visitFulfilled, valueInstant: new Date().toISOString() },
+    ],
+  };
+  const entries: BundleEntry[] = [put(decided, appointment)];
   entries.push(put({ ...request, status: 'completed' }, request));
   const { entries: planned, next } = await planWork(medplum, appointment, request, her);
   entries.push(...planned);

@@ -113,12 +113,17 @@ export const ORDER_DECISIONS_ENDPOINT = 'POST /v1/orders/{id}/decisions';
 export const BOOKING_ENDPOINT = 'POST /v1/appointments';
 
 export const EXTENSIONS = {
-  /** On an Idempotency-Key record: the sha-256 of the request it was first used with (method, path, body). */
+  /** On an Idempotency-Key record: the sha-256 of the request it was first used with (method, path, query, type, body). */
   idempotencyRequest: `${BASE}/fhir/StructureDefinition/idempotency-request`,
   /** On an Idempotency-Key record: who made it (a random token of the gateway call that holds it). */
   idempotencyHolder: `${BASE}/fhir/StructureDefinition/idempotency-holder`,
   /** On an Idempotency-Key record: the first answer, `{status, contentType, body}` as JSON. */
   idempotencyAnswer: `${BASE}/fhir/StructureDefinition/idempotency-answer`,
+  /**
+   * On an Appointment: when the platform found every segment finished and fulfilled the visit (valueInstant;
+   * the visit-completion bot). Its version is the platform's decision (a clinician's mark is not).
+   */
+  visitFulfilled: `${BASE}/fhir/StructureDefinition/visit-fulfilled`,
   /** On a tenant Organization: the https URL its patients' events are delivered to (valueUrl; contracts/webhooks.ts). */
   webhookEndpoint: `${BASE}/fhir/StructureDefinition/webhook-endpoint`,
   /**

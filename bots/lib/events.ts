@@ -1,6 +1,6 @@
 import type { Appointment, Communication, DocumentReference, Resource, Task } from '@medplum/fhirtypes';
 import type { EventType } from '../../contracts/event-types';
-import { SYSTEMS } from '../../contracts/systems';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { isHerTask } from './finished';
 import { taskKind } from './journey';
 
@@ -17,6 +17,9 @@ export interface EventReading {
   type: EventType;
   kind?: string;
 }
+
+/** A person's profile: what they write is never an event the platform tells. */
+const PERSON = /^(Patient|Practitioner|RelatedPerson)\//;
 
 const TASK_STATES: Partial<Record<NonNullable<Task['status']>, [EventType, EventType]>> = {
   ready: ['task.ready', 'offer.ready'],
@@ -39,9 +42,18 @@ const READINGS: Record<EventResourceType, (resource: Resource, patientId: string
     }
     return { type: types[kind === 'treatment-offer' ? 1 : 0], kind };
   },
+  // A visit's change as the platform decided it: versions its bots wrote (booking, moving, cancelling,
+  // a segment started, the visit fulfilled once every segment is finished). A practitioner's own mark of
+  // `fulfilled` (Medplum's app marks it as it finishes any segment) is not one.
   Appointment: (resource, patientId) => {
     const visit = resource as Appointment;
-    if (!visit.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`)) {
+    if (
+      !visit.participant?.some((p) => p.actor?.reference === `Patient/${patientId}`) ||
+      !visit.meta?.author?.reference?.startsWith('Bot/')
+    ) {
+      return undefined;
+    }
+    if (visit.status === 'fulfilled' && !visit.extension?.some((e) => e.url === EXTENSIONS.visitFulfilled)) {
       return undefined;
     }
     switch (visit.status) {
@@ -80,9 +92,11 @@ const READINGS: Record<EventResourceType, (resource: Resource, patientId: string
       ? { type: 'message.received' }
       : undefined;
   },
-  // Her care provider's agreements (and the platform's) as her policy lets her read them: published ones.
+  // Her care provider's agreements (and the platform's) as her policy lets her read them: published ones,
+  // as the platform wrote them (provisioning's client, a bot), never a version a person wrote.
   DocumentReference: (resource) =>
-    (resource as DocumentReference).identifier?.some((i) => i.system === SYSTEMS.agreement)
+    (resource as DocumentReference).identifier?.some((i) => i.system === SYSTEMS.agreement) &&
+    !PERSON.test(resource.meta?.author?.reference ?? 'Patient/')
       ? { type: 'agreements.changed' }
       : undefined,
 };

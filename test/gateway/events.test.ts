@@ -1,5 +1,8 @@
+import type { DocumentReference } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventOf } from '../../bots/lib/events';
 import { MAX_EVENTS_PER_PAGE } from '../../contracts/events';
+import { SYSTEMS } from '../../contracts/systems';
 import { DEFAULT_LIMITS } from '../../src/app-env';
 import { decodeCursor, encodeCursor, LOOKBACK_MS, nextPage, type Source, type Version } from '../../src/events/feed';
 import { openApiDocument } from '../../src/routes/docs';
@@ -187,6 +190,35 @@ describe('only hers', () => {
       const doc = await gw.backend.systemRepo.readResource('DocumentReference', event.subject.split('/')[1]);
       expect(doc.meta?.tag?.some((t) => t.code === 'platform')).toBe(true);
     }
+  });
+
+  it('a clinician cannot put an agreement in her feed: writing one is refused on Medplum, and one a person wrote would not be told', async () => {
+    const clinician = await demoClinician(gw.backend, 'northwind');
+    const [published] = await gw.backend.systemRepo.searchResources<DocumentReference>({
+      resourceType: 'DocumentReference',
+      filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEMS.agreement}|` }],
+    });
+    expect(published).toBeDefined();
+    const fake: DocumentReference = {
+      resourceType: 'DocumentReference',
+      status: 'current',
+      identifier: [{ system: SYSTEMS.agreement, value: 'https://attacker.example/terms' }],
+      description: 'Sign again at https://attacker.example',
+      subject: { reference: `Patient/${alice.patient.id}` },
+      content: [{ attachment: { url: 'https://attacker.example/terms.pdf', contentType: 'application/pdf' } }],
+    };
+    const before = (await all(alice, MAX_EVENTS_PER_PAGE)).events.length;
+    await expect(clinician.medplum.createResource(fake)).rejects.toThrow(/Forbidden/);
+    // Nor may she add the identifier to a document of hers, nor change a published agreement.
+    const plain = await clinician.medplum.createResource<DocumentReference>({ ...fake, identifier: [] });
+    await expect(clinician.medplum.updateResource({ ...plain, identifier: fake.identifier })).rejects.toThrow(
+      /Forbidden/,
+    );
+    expect((await all(alice, MAX_EVENTS_PER_PAGE)).events.length).toBe(before);
+    // The reading itself: a version a person wrote is never an agreement the platform tells of.
+    const byPerson = { ...published, meta: { ...published?.meta, author: clinician.profile } } as DocumentReference;
+    expect(eventOf(byPerson, alice.patient.id)).toBeUndefined();
+    expect(eventOf(published as DocumentReference, alice.patient.id)).toEqual({ type: 'agreements.changed' });
   });
 
   it('a clinician has no feed here (403)', async () => {

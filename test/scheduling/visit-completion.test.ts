@@ -10,7 +10,8 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
+import { eventOf } from '../../bots/lib/events';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import { type Clinician, encounterSignature, signInClinician } from '../../src/clinician';
 import { DEMO_PASSWORD, demoEmail } from '../../src/provision/demo';
 import { direct, executeBot, fhirPath } from '../support/attack';
@@ -162,6 +163,19 @@ describe('a visit ends when its practitioner finishes its last segment', () => {
         { position: 2, status: 'planned' },
       ],
     });
+    // The app's mark of `fulfilled` is a version of the practitioner's: no event and no webhook tells it
+    // (bots/lib/events.ts, which the feed and the webhooks bot share); the bot's putting it back is the
+    // platform's own (visit.started again: the visit is under way).
+    const history = (await repo().readHistory<Appointment>('Appointment', appointment.split('/')[1] as string)).entry
+      ?.map((e) => e.resource as Appointment)
+      .reverse();
+    const told = (history ?? []).map((v) => [
+      v.status,
+      v.meta?.author?.reference?.split('/')[0],
+      eventOf(v, patient.patient.id)?.type,
+    ]);
+    expect(told).toContainEqual(['fulfilled', 'Practitioner', undefined]);
+    expect(told.filter(([, , type]) => type === 'visit.fulfilled')).toEqual([]);
     // She goes on to the next segment, which the practitioner finishes.
     expect((await start(patient, appointment)).body).toMatchObject({ segment: { position: 2 }, resumed: false });
     await clinician.finishEncounter(second?.id as string);
@@ -175,10 +189,17 @@ describe('a visit ends when its practitioner finishes its last segment', () => {
         { position: 2, status: 'finished' },
       ],
     });
-    // The app already wrote `fulfilled`: the bot's same write changes nothing, so it makes no version (as
-    // Medplum's isNotModified) and the practitioner stays its last author.
+    // The app already wrote `fulfilled`; the platform's decision is a version of its own (the bot, marked
+    // when it decided: issue 50), the one events and webhooks announce, never the app's mark.
     const stored = await repo().readReference<Appointment>({ reference: appointment });
-    expect(stored.meta?.author?.reference).toBe(clinician.profile.reference);
+    expect(stored.meta?.author?.reference).toMatch(/^Bot\//);
+    expect(stored.extension?.find((e) => e.url === EXTENSIONS.visitFulfilled)?.valueInstant).toBeTruthy();
+    const fulfilledEvents = (
+      (await gw.call('GET', '/v1/events', { token: patient.token })).body as {
+        events: { type: string; subject: string }[];
+      }
+    ).events.filter((e) => e.type === 'visit.fulfilled' && e.subject === appointment);
+    expect(fulfilledEvents).toHaveLength(1);
     const request = await repo().readReference<ServiceRequest>(stored.basedOn?.[0] as { reference: string });
     expect(request.status).toBe('completed');
     const plan = await repo().readReference<CarePlan>(request.basedOn?.[0] as { reference: string });

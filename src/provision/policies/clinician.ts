@@ -72,6 +72,14 @@ export const NOT_EVIDENCE = {
     `%after.identifier.where(system = '${SYSTEMS.evidence}').empty()`,
 };
 
+/** Agreements are provisioning's (their identifier tells patients' apps to ask for consent again): never hers. */
+export const NOT_AN_AGREEMENT = {
+  language: 'text/fhirpath' as const,
+  expression:
+    `%before.identifier.where(system = '${SYSTEMS.agreement}').empty() and ` +
+    `%after.identifier.where(system = '${SYSTEMS.agreement}').empty()`,
+};
+
 /** Bots that issue clinician work store its form (contracts/work-forms.ts): created once, a work form only. */
 export const WORK_FORM_CREATES: AccessPolicyResource = {
   resourceType: 'Questionnaire',
@@ -406,7 +414,7 @@ export function clinicianPolicy(): AccessPolicyResource[] {
         ...(resourceType === 'Task' ? [QUEUE_TRANSITIONS, QUEUE_CREATES, WORK_AS_ISSUED] : []),
         ...(resourceType === 'Encounter' ? [SEGMENT_AS_BOOKED, SEGMENT_FINISHED_BY_ITS_PRACTITIONER] : []),
         ...(resourceType === 'QuestionnaireResponse' ? [OWN_ANSWERS_ONLY] : []),
-        ...(resourceType === 'DocumentReference' ? [NOT_EVIDENCE] : []),
+        ...(resourceType === 'DocumentReference' ? [NOT_EVIDENCE, NOT_AN_AGREEMENT] : []),
         ...(resourceType === 'Communication' ? [OWN_MESSAGES_ONLY] : []),
       ],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
