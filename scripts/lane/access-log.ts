@@ -37,6 +37,7 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     opened: `${family}: (b) a new Northwind patient's log names no clinician; the Northwind clinician reads her Patient by id on Medplum, and she reads it herself (on a Medplum process that keeps AuditEvents); her log then names that clinician (viewed Patient) and herself; another new patient's log still names no clinician`,
     forged: `${family}: (c) on Medplum: she cannot search AuditEvent; POST AuditEvent in a colleague's name (Northwind clinician), about a Northwind patient (Southridge clinician, in her own name), in her name (bob), and bob in his own name about her Patient: refused; her log unchanged`,
     paged: `${family}: (d) the new patient's log page by page (limit=1, each page's next as before) is her whole log`,
+    stored: `${family}: (e) only what Medplum stored (issue 50): about a Task of the journey patient's, an entry dated 2150 by her and one dated 2199 by the Northwind clinician are refused; the Southridge clinician's entry in his own name is kept by Medplum and not in her log; 30 of hers dated 2020 are kept and left out, her first page (limit 10) still shows entries, none of 2020; before=2026-02-30T00:00:00Z and before=0000-01-01T00:00:00Z are 400`,
   };
   const read = async (person: Person, query = ''): Promise<Log> => {
     const res = await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/access-log${query}`, {
@@ -245,6 +246,70 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     );
   } catch (err) {
     row(steps.forged, 'FAILED', message(err));
+  }
+
+  try {
+    const nw = people.get('northwind-clinician');
+    const sr = people.get('southridge-clinician');
+    if (!maya || !nw || !sr) {
+      throw new Error('the journey patient or a clinician is not signed in');
+    }
+    const tasks = (await (
+      await ctx.gatewayFetch(`${PUBLIC_URL}/v1/tasks`, { headers: { authorization: `Bearer ${maya.token}` } })
+    ).json()) as { tasks: { task: string }[] };
+    const about = tasks.tasks[0]?.task;
+    if (!about) {
+      throw new Error('the journey patient has no task');
+    }
+    const entry = (who: string, recorded: string): AuditEvent => ({
+      resourceType: 'AuditEvent',
+      type: { system: 'http://terminology.hl7.org/CodeSystem/audit-event-type', code: 'rest' },
+      subtype: [{ system: 'http://hl7.org/fhir/restful-interaction', code: 'read' }],
+      action: 'R',
+      recorded,
+      outcome: '0',
+      agent: [{ who: { reference: who }, requestor: true }],
+      source: { observer: { reference: who } },
+      entity: [{ what: { reference: about } }],
+    });
+    const post = (person: Person, body: AuditEvent) =>
+      medplumCall(ctx.baseUrl, person.token, 'POST', 'fhir/R4/AuditEvent', { body });
+    const ahead = await post(maya, entry(maya.profile, '2150-01-01T00:00:00Z'));
+    const clinicianAhead = await post(nw, entry(nw.profile, '2199-01-01T00:00:00Z'));
+    const otherTenant = await post(sr, entry(sr.profile, new Date().toISOString()));
+    const back: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      back.push((await post(maya, entry(maya.profile, '2020-01-01T00:00:00Z'))).status);
+    }
+    const log = kept ? await wholeLog(maya) : undefined;
+    const first = kept ? (await read(maya, '?limit=10')).entries : [];
+    const southridge = log?.entries.filter((e) => e.by.name?.includes('Southridge')) ?? [];
+    const dated = log?.entries.filter((e) => /^(2020|2150|2199)/.test(e.at)) ?? [];
+    const badBefore = await Promise.all(
+      ['2026-02-30T00:00:00Z', '0000-01-01T00:00:00Z'].map(
+        async (b) =>
+          (
+            await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/access-log?before=${b}`, {
+              headers: { authorization: `Bearer ${maya.token}` },
+            })
+          ).status,
+      ),
+    );
+    row(
+      steps.stored,
+      ahead.status === 403 &&
+        clinicianAhead.status === 403 &&
+        back.every((s) => s === 201) &&
+        southridge.length === 0 &&
+        dated.length === 0 &&
+        (!kept || first.length > 0) &&
+        badBefore.every((s) => s === 400)
+        ? 'held'
+        : 'FAILED',
+      `dated 2150 by her: ${describe(ahead)}; 2199 by the Northwind clinician: ${describe(clinicianAhead)}; the Southridge clinician's own: ${describe(otherTenant)}, Southridge entries in her log ${southridge.length}; 30 dated 2020 by her: ${[...new Set(back)].join('/')}, entries dated 2020/2150/2199 in her log ${dated.length}; her first page ${kept ? `${first.length} entries` : '(no AuditEvents kept here)'}; bad before: ${badBefore.join(', ')}`,
+    );
+  } catch (err) {
+    row(steps.stored, 'FAILED', message(err));
   }
 
   try {

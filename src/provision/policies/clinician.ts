@@ -32,12 +32,18 @@ export const CLINICIAN_WRITABLE_TYPES = [
   'Communication',
   'QuestionnaireResponse',
   'DocumentReference',
+  // The self-pay Coverage the Provider app's Details & Billing tab makes for a patient who has none (the
+  // platform keeps no insurance; a clinic may record it).
+  'Coverage',
 ] as const;
 
 /** Chart types the platform does not use that Medplum's Provider app asks for: read-only, tenant-scoped. */
 export const CLINICIAN_CHART_TYPES = [
   'AllergyIntolerance',
-  'Coverage',
+  // The encounter's Details & Billing tab looks for its claim, its response and its charges (none here).
+  'Claim',
+  'ClaimResponse',
+  'ChargeItem',
   'Immunization',
   'Procedure',
   'Device',
