@@ -703,6 +703,19 @@ export async function evidence(ctx: AttackContext, people: Map<string, Person>):
     (p, t) => direct(p, 'POST', 'DocumentReference', forgedDocument(t, upload)),
   );
   await expectStatus(
+    "events: attack: the Northwind clinician creates a DocumentReference carrying an agreement identifier (a fake agreements.changed in her feed: 'sign again at https://attacker.example')",
+    northwind,
+    patient,
+    noJourney,
+    [403],
+    (p, t) =>
+      direct(p, 'POST', 'DocumentReference', {
+        ...forgedDocument(t, undefined),
+        identifier: [{ system: SYSTEMS.agreement, value: 'https://attacker.example/terms' }],
+        description: 'Sign again at https://attacker.example',
+      }),
+  );
+  await expectStatus(
     'evidence: control: the Northwind clinician creates a plain DocumentReference (no evidence identifier) about the journey patient',
     northwind,
     patient,

@@ -48,6 +48,7 @@ export async function idempotencyKeys(ctx: AttackContext, people: Map<string, Pe
     clinician: `${family}: (d) attack: the Northwind demo clinician reads her key's record directly on Medplum (403/404) and creates a copy of it (POST Basic: 403), nothing written`,
     aboutBob: `${family}: (d) attack: she creates a Basic about bob directly on Medplum (her record's copy with subject bob's Patient, her token): 403, nothing written`,
     otherCode: `${family}: (d) attack: she creates a Basic of another code about herself directly on Medplum (code https://example.org/lane|note, her token): 403, nothing written`,
+    upload: `${family}: (f) her upload (POST /v1/documents?filename=first.png, PNG bytes) with key K3: 201; K3 with ?filename=second.png, with no filename, and with the same bytes as application/pdf: 422 idempotency_key_reused each, no Binary written; K3 with the query and the type as first sent (IMAGE/PNG): the first answer again, Idempotent-Replayed: true (issue 50: the fingerprint covers the query string and the Content-Type)`,
     invalid: `${family}: (e) her call with an invalid key (256 visible characters) through instance B: 400 invalid_request with details.header Idempotency-Key, nothing written (her Consents and key records as before, no Bot/$execute by B)`,
   };
   type Step = keyof typeof steps;
@@ -377,6 +378,58 @@ export async function idempotencyKeys(ctx: AttackContext, people: Map<string, Pe
       );
     } catch (err) {
       report('invalid', 'FAILED', `the call threw: ${message(err)}`);
+    }
+  }
+
+  // (f) The same key on an upload: the query string and the Content-Type are the request too.
+  if (!first) {
+    skip(['upload'], 'no first patient (row (a))');
+  } else {
+    try {
+      const person = first.person;
+      const K3 = `lane-${randomBytes(12).toString('hex')}`;
+      const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...randomBytes(64)]);
+      const upload = async (query: string, type: string) => {
+        const response = await instanceA.fetch(
+          new Request(`${PUBLIC_URL}/v1/documents${query}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${person.token}`, 'content-type': type, 'idempotency-key': K3 },
+            body: png,
+          }),
+        );
+        return { answer: await answerOf(response), replayed: response.headers.get('idempotent-replayed') };
+      };
+      const binaries = async () =>
+        entriesOf(
+          (
+            await ctx.adminGet(
+              `fhir/R4/Binary?_count=1000&_lastUpdated=gt${new Date(Date.now() - 600_000).toISOString()}`,
+            )
+          ).body,
+        ).length;
+      const firstSent = await upload('?filename=first.png', 'image/png');
+      const stored = await binaries();
+      const others = [
+        await upload('?filename=second.png', 'image/png'),
+        await upload('', 'image/png'),
+        await upload('?filename=first.png', 'application/pdf'),
+      ];
+      const again = await upload('?filename=first.png', 'IMAGE/PNG');
+      const after = await binaries();
+      const good =
+        firstSent.answer.status === 201 &&
+        others.every((o) => o.answer.status === 422 && errorOf(o.answer).code === 'idempotency_key_reused') &&
+        again.answer.status === 201 &&
+        again.replayed === 'true' &&
+        again.answer.text === firstSent.answer.text &&
+        after === stored;
+      report(
+        'upload',
+        good ? 'held' : 'FAILED',
+        `first: ${said(firstSent.answer)}; another filename, none, as a PDF: ${others.map((o) => said(o.answer)).join(', ')}; as first sent: ${said(again.answer)}, Idempotent-Replayed ${again.replayed ?? 'absent'}; Binaries of the last 10 minutes ${stored} -> ${after}`,
+      );
+    } catch (err) {
+      report('upload', 'FAILED', `the call threw: ${message(err)}`);
     }
   }
 }

@@ -12,6 +12,7 @@ import type {
   Slot,
   Task,
 } from '@medplum/fhirtypes';
+import { eventOf } from '../../bots/lib/events';
 import { SYSTEMS } from '../../contracts/systems';
 import type { PatientTask } from '../../contracts/tasks';
 import { type Clinician, encounterSignature, signInClinician } from '../../src/clinician';
@@ -433,9 +434,9 @@ export async function visitCompleted(ctx: AttackContext, people: Map<string, Per
         wrote(finished.calls, first.appointment, 200) &&
         wrote(finished.calls, segment2, 200) &&
         fulfilled &&
-        // The app wrote `fulfilled` already: the bot's same write makes no version on Medplum (isNotModified),
-        // so the practitioner stays the Appointment's last author; the request is the bot's.
-        (author === botRef || author === first.practitioner) &&
+        // The app wrote `fulfilled` already; the platform's decision is a version of the bot's own (marked
+        // EXTENSIONS.visitFulfilled), the one events and webhooks tell; the request is the bot's too.
+        author === botRef &&
         request?.status === 'completed' &&
         request.meta?.author?.reference === botRef &&
         outcomes.includes(first.appointment) &&
@@ -452,6 +453,36 @@ export async function visitCompleted(ctx: AttackContext, people: Map<string, Per
       );
     } catch (err) {
       row(steps.last, 'FAILED', `the call threw: ${message(err)}`);
+    }
+    // What her feed and the tenant's webhooks tell of each version (bots/lib/events.ts, which both read):
+    // the practitioners' marks of `fulfilled` nothing, the bot's decision visit.fulfilled, once.
+    try {
+      const versions = (
+        entriesOf((await adminRead(ctx, `fhir/R4/${first.appointment}/_history?_count=50`)).body) as Appointment[]
+      ).reverse();
+      const patientId =
+        versions[0]?.participant
+          ?.find((p) => p.actor?.reference?.startsWith('Patient/'))
+          ?.actor?.reference?.slice('Patient/'.length) ?? '';
+      const told = versions.map((v) => ({
+        status: v.status,
+        by: v.meta?.author?.reference === botRef ? 'the bot' : (v.meta?.author?.reference ?? '?'),
+        event: eventOf(v, patientId)?.type,
+      }));
+      const marks = told.filter((t) => t.status === 'fulfilled' && t.by.startsWith('Practitioner/'));
+      const fulfilledEvents = told.filter((t) => t.event === 'visit.fulfilled');
+      row(
+        `${family}: (b2) events: of the first visit's Appointment versions, a practitioner's mark of fulfilled tells nothing; the visit-completion bot's decision tells visit.fulfilled, once (issue 50: a webhook never announces a visit that is not fulfilled)`,
+        marks.length > 0 &&
+          marks.every((t) => t.event === undefined) &&
+          fulfilledEvents.length === 1 &&
+          fulfilledEvents[0]?.by === 'the bot'
+          ? 'held'
+          : 'FAILED',
+        told.map((t) => `${t.status} (${t.by}) -> ${t.event ?? 'nothing'}`).join('; '),
+      );
+    } catch (err) {
+      row(`${family}: (b2) events of the first visit's versions`, 'FAILED', `the call threw: ${message(err)}`);
     }
   } else {
     skip(
