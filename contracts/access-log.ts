@@ -39,7 +39,10 @@ export const AccessLogQuerySchema = z
 
 export const AccessLogEntrySchema = z
   .object({
-    at: z.string().openapi({ description: 'When (Medplum’s record of the interaction).' }),
+    at: z.string().openapi({
+      description:
+        'When Medplum stored its record of the interaction (its own time; the log is ordered and paged by it).',
+    }),
     action: z.enum(ACCESS_ACTIONS),
     resourceType: z
       .string()
