@@ -116,8 +116,9 @@ async function entriesBefore(
       return fresh && genuine(e, patient) && (!horizon || storedAt(e) >= horizon);
     })
     .sort((a, b) => Date.parse(storedAt(b)) - Date.parse(storedAt(a)));
-  const names = await actorsOf(medplum, events, await tenants);
-  const entries = events.flatMap((e) => entryOf(e, patient, names) ?? []);
+  const hers = await tenants;
+  const names = await actorsOf(medplum, events, hers);
+  const entries = events.flatMap((e) => entryOf(e, patient, names, hers) ?? []);
   return { entries, ...(horizon ? { more: horizon } : {}) };
 }
 
@@ -179,7 +180,16 @@ const RECORDED_SKEW_MS = 60_000;
 /** What the entry is about: its first entity that names a record. */
 const whatOf = (e: AuditEvent): string | undefined => e.entity?.find((x) => x.what?.reference)?.what?.reference;
 
-type Names = Map<string, { kind: AccessLog['entries'][number]['by']['kind']; name?: string; purpose?: string }>;
+type Names = Map<
+  string,
+  {
+    kind: AccessLog['entries'][number]['by']['kind'];
+    name?: string;
+    purpose?: string;
+    /** A clinician's own record files her in the patient's tenant (`meta.accounts`). */
+    ofHerTenant?: boolean;
+  }
+>;
 
 /** Who each actor is: a clinician's name, an application's name, a workflow's purpose (read once each). */
 async function actorsOf(medplum: MedplumClient, events: AuditEvent[], tenants: string[]): Promise<Names> {
@@ -190,14 +200,12 @@ async function actorsOf(medplum: MedplumClient, events: AuditEvent[], tenants: s
       const [type, id] = reference.split('/');
       if (type === 'Practitioner') {
         const who = (await medplum.readResource('Practitioner', id).catch(absent)) as Practitioner | undefined;
-        if (!who?.meta?.accounts?.some((a) => tenants.includes(a.reference as string))) {
-          return; // not a clinician of her care provider: none of her log
-        }
+        const ofHerTenant = !!who?.meta?.accounts?.some((a) => tenants.includes(a.reference as string));
         const name = who?.name?.[0];
         const text = name
           ? [...(name.prefix ?? []), ...(name.given ?? []), name.family].filter(Boolean).join(' ')
           : undefined;
-        names.set(reference, { kind: 'clinician', ...(text ? { name: text } : {}) });
+        names.set(reference, { kind: 'clinician', ofHerTenant, ...(text ? { name: text } : {}) });
       } else if (type === 'Bot') {
         const bot = (await medplum.readResource('Bot', id).catch(absent)) as Bot | undefined;
         names.set(reference, { kind: 'platform', ...(bot?.description ? { purpose: bot.description } : {}) });
@@ -214,9 +222,31 @@ async function actorsOf(medplum: MedplumClient, events: AuditEvent[], tenants: s
   return names;
 }
 
-function entryOf(e: AuditEvent, patient: string, names: Names): AccessLog['entries'][number] | undefined {
+function entryOf(
+  e: AuditEvent,
+  patient: string,
+  names: Names,
+  tenants: string[],
+): AccessLog['entries'][number] | undefined {
   const who = e.agent?.[0]?.who?.reference as string;
-  const by = who === patient ? { kind: 'you' as const } : names.get(who);
+  const actor = who === patient ? { kind: 'you' as const } : names.get(who);
+  // A clinician's entry is hers only when the clinician is of her care provider: the entry filed in her
+  // tenant (Medplum files a member's entries under her policy's tenant, which she cannot choose) or the
+  // clinician's own record filed there. Another tenant's clinician's entry about a record of hers is not.
+  if (
+    actor?.kind === 'clinician' &&
+    !actor.ofHerTenant &&
+    !e.meta?.accounts?.some((a) => tenants.includes(a.reference as string))
+  ) {
+    return undefined;
+  }
+  const by = actor
+    ? {
+        kind: actor.kind,
+        ...('name' in actor && actor.name ? { name: actor.name } : {}),
+        ...('purpose' in actor && actor.purpose ? { purpose: actor.purpose } : {}),
+      }
+    : undefined;
   const interaction = e.subtype?.find((s) => s.system === RESTFUL)?.code as string;
   const resourceType = (whatOf(e) ?? '').split('/')[0];
   return by ? { at: storedAt(e), action: ACTIONS[interaction], resourceType, by, count: 1 } : undefined;

@@ -715,6 +715,43 @@ export async function evidence(ctx: AttackContext, people: Map<string, Person>):
         description: 'Sign again at https://attacker.example',
       }),
   );
+  // The Provider app's Details & Billing tab (5.1.29 BillingTab): the encounter's claim, its response and
+  // charges searched, and a self-pay Coverage made for a patient who has none; her tenant's only.
+  const selfPay = (t: string) => ({
+    resourceType: 'Coverage',
+    status: 'active',
+    type: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/coverage-selfpay', code: 'pay' }] },
+    beneficiary: { reference: t },
+    payor: [{ reference: t }],
+  });
+  for (const search of ['Claim?status=active,draft', 'ClaimResponse?_count=1', 'ChargeItem?_count=1']) {
+    await expectStatus(
+      `billing: control: the Northwind clinician searches ${search.split('?')[0]} (the Provider app's Details & Billing tab)`,
+      northwind,
+      patient,
+      noJourney,
+      [200],
+      (p) => direct(p, 'GET', search),
+      'ok',
+    );
+  }
+  await expectStatus(
+    "billing: control: the Northwind clinician records the journey patient's self-pay Coverage (as the Details & Billing tab does)",
+    northwind,
+    patient,
+    noJourney,
+    [201],
+    (p, t) => direct(p, 'POST', 'Coverage', selfPay(t)),
+    'ok',
+  );
+  await expectStatus(
+    "billing: attack: the Southridge clinician records a self-pay Coverage for the journey patient (Northwind's)",
+    southridge,
+    patient,
+    noJourney,
+    [403],
+    (p, t) => direct(p, 'POST', 'Coverage', selfPay(t)),
+  );
   await expectStatus(
     'evidence: control: the Northwind clinician creates a plain DocumentReference (no evidence identifier) about the journey patient',
     northwind,
