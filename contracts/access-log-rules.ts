@@ -3,6 +3,13 @@
 export const MAX_ACCESS_LOG_ENTRIES = 100;
 export const DEFAULT_ACCESS_LOG_ENTRIES = 50;
 
+/**
+ * Reads of her log a patient may make in a minute (each page one): the log's bot reads with the quota it
+ * shares with every patient, so one account's flood must stop at her own budget (a page a second for half
+ * a minute is far more than an app needs). Counted from Medplum's record of the bot's runs for her.
+ */
+export const ACCESS_LOG_READS_PER_MINUTE = 30;
+
 /** What an entry says was done: Medplum's REST interaction, as a patient reads it. */
 export const ACCESS_ACTIONS = ['viewed', 'created', 'changed', 'deleted'] as const;
 

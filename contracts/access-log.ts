@@ -9,7 +9,13 @@ import { errorResponses, SECURED_STATUSES } from './errors';
  * every change; never a search or a list (a clinician's task board, a chart's tabs), so those are not here.
  */
 
-import { ACCESS_ACTIONS, ACCESSOR_KINDS, DEFAULT_ACCESS_LOG_ENTRIES, MAX_ACCESS_LOG_ENTRIES } from './access-log-rules';
+import {
+  ACCESS_ACTIONS,
+  ACCESS_LOG_READS_PER_MINUTE,
+  ACCESSOR_KINDS,
+  DEFAULT_ACCESS_LOG_ENTRIES,
+  MAX_ACCESS_LOG_ENTRIES,
+} from './access-log-rules';
 
 export * from './access-log-rules';
 
@@ -91,6 +97,7 @@ export const accessLogRoute = createRoute({
     'that do not name their true author are left out. Reads of one record, its history, and changes are',
     'recorded; lists and searches are not (`scope` says so with every answer). Only she reads hers. Needs the',
     'server to keep AuditEvents (docs/deploy.md; Medplum 5.0.10 cannot, safely): without them the log is empty.',
+    `Ordered and paged by when the server stored each record (an entry dated otherwise by its writer is left out). At most ${ACCESS_LOG_READS_PER_MINUTE} reads (pages) a minute: then 429 with Retry-After.`,
   ].join(' '),
   security: secured,
   request: { query: AccessLogQuerySchema },

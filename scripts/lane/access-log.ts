@@ -1,7 +1,7 @@
 // Her access log on a real Medplum (its saveAuditEvents on): who opened or changed her records, only hers,
 // nothing written in someone else's name.
 import type { AuditEvent } from '@medplum/fhirtypes';
-import type { AccessLog } from '../../contracts/access-log';
+import { ACCESS_LOG_READS_PER_MINUTE, type AccessLog } from '../../contracts/access-log';
 import { demoEmail } from '../../src/provision/demo';
 import {
   type AttackContext,
@@ -37,12 +37,20 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     opened: `${family}: (b) a new Northwind patient's log names no clinician; the Northwind clinician reads her Patient by id on Medplum, and she reads it herself (on a Medplum process that keeps AuditEvents); her log then names that clinician (viewed Patient) and herself; another new patient's log still names no clinician`,
     forged: `${family}: (c) on Medplum: she cannot search AuditEvent; POST AuditEvent in a colleague's name (Northwind clinician), about a Northwind patient (Southridge clinician, in her own name), in her name (bob), and bob in his own name about her Patient: refused; her log unchanged`,
     paged: `${family}: (d) the new patient's log page by page (limit=1, each page's next as before) is her whole log`,
+    budget: `${family}: (f) her budget: the journey patient reads her log (limit=1) until refused: within ${ACCESS_LOG_READS_PER_MINUTE + 1} reads a 429 rate_limited with Retry-After (at most ${ACCESS_LOG_READS_PER_MINUTE} a minute, counted from Medplum's own record of the bot's runs for her); a new patient's read meanwhile 200`,
     stored: `${family}: (e) only what Medplum stored (issue 50): about a Task of the journey patient's, an entry dated 2150 by her and one dated 2199 by the Northwind clinician are refused; the Southridge clinician's entry in his own name is kept by Medplum and not in her log; 30 of hers dated 2020 are kept and left out, her first page (limit 10) still shows entries, none of 2020; before=2026-02-30T00:00:00Z and before=0000-01-01T00:00:00Z are 400`,
   };
   const read = async (person: Person, query = ''): Promise<Log> => {
-    const res = await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/access-log${query}`, {
+    let res = await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/access-log${query}`, {
       headers: { authorization: `Bearer ${person.token}` },
     });
+    // Her budget of reads a minute (ACCESS_LOG_READS_PER_MINUTE): wait as told, as an app does.
+    for (let tries = 0; res.status === 429 && tries < 3; tries++) {
+      await pause(1000 * Number(res.headers.get('retry-after') ?? '1'));
+      res = await ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/access-log${query}`, {
+        headers: { authorization: `Bearer ${person.token}` },
+      });
+    }
     if (res.status !== 200) {
       throw new Error(`GET /v1/patient/access-log${query}: ${res.status} ${(await res.text()).slice(0, 300)}`);
     }
@@ -310,6 +318,39 @@ export async function accessLog(ctx: AttackContext, people: Map<string, Person>)
     );
   } catch (err) {
     row(steps.stored, 'FAILED', message(err));
+  }
+
+  try {
+    if (!maya || !zoe) {
+      throw new Error('the journey patient or the new patient is missing');
+    }
+    const once = (person: Person) =>
+      ctx.gatewayFetch(`${PUBLIC_URL}/v1/patient/access-log?limit=1`, {
+        headers: { authorization: `Bearer ${person.token}` },
+      });
+    const statuses: number[] = [];
+    let refused: Response | undefined;
+    for (let i = 0; i <= ACCESS_LOG_READS_PER_MINUTE && !refused; i++) {
+      const res = await once(maya);
+      statuses.push(res.status);
+      if (res.status === 429) {
+        refused = res;
+      }
+    }
+    const body = refused ? ((await refused.json()) as { error?: { code?: string } }) : undefined;
+    const other = await once(zoe);
+    row(
+      steps.budget,
+      refused &&
+        body?.error?.code === 'rate_limited' &&
+        Number(refused.headers.get('retry-after')) > 0 &&
+        other.status === 200
+        ? 'held'
+        : 'FAILED',
+      `${statuses.length} reads: ${statuses.filter((s) => s === 200).length} answered 200${refused ? `, then 429 ${body?.error?.code} Retry-After ${refused.headers.get('retry-after')}` : ', never refused'}; the new patient's read: ${other.status}`,
+    );
+  } catch (err) {
+    row(steps.budget, 'FAILED', message(err));
   }
 
   try {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditEvent, Organization, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCESS_LOG_SCOPE, type AccessLog } from '../../contracts/access-log';
+import { ACCESS_LOG_READS_PER_MINUTE, ACCESS_LOG_SCOPE, type AccessLog } from '../../contracts/access-log';
 import { SYSTEMS } from '../../contracts/systems';
 import { createPatientCareClient } from '../../src/sdk';
 import { registerPatient, tenantApp } from '../support/attack-registration';
@@ -259,6 +259,22 @@ describe('her access log', () => {
       expect(res.status, query).toBe(400);
       expect((res.body as { error: { code: string } }).error.code, query).toBe('invalid_request');
     }
+  });
+
+  it('is read at most 30 times a minute by one patient (then 429 with Retry-After, nothing read); another patient is served meanwhile', async () => {
+    const flooder = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const other = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    for (let i = 0; i < ACCESS_LOG_READS_PER_MINUTE; i++) {
+      expect((await gw.call('GET', '/v1/patient/access-log?limit=1', { token: flooder.token })).status).toBe(200);
+    }
+    const refused = await gw.call('GET', '/v1/patient/access-log?limit=1', { token: flooder.token });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({
+      error: { code: 'rate_limited', details: { limit: ACCESS_LOG_READS_PER_MINUTE } },
+    });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expect((await gw.call('GET', '/v1/patient/access-log?limit=1', { token: other.token })).status).toBe(200);
   });
 
   it('the SDK reads it', async () => {

@@ -119,15 +119,15 @@ export class BotRunner {
       const audit: AuditEvent = {
         resourceType: 'AuditEvent',
         meta: { project: bot.meta?.project, accounts: bot.meta?.accounts },
-        type: {
-          system: 'http://dicom.nema.org/resources/ontology/DCM',
-          code: '110100',
-          display: 'Application Activity',
-        },
-        subtype: [{ system: 'https://medplum.com/CodeSystem/bot', code: 'execute' }],
+        // As Medplum's createBotAuditEvent (packages/server/src/util/auditevent.ts, 5.1.29): the requester
+        // first (none for a cron run), then the bot it ran as.
+        type: { system: 'https://medplum.com/CodeSystem/audit-event', code: 'execute' },
         recorded: new Date().toISOString(),
         period: { start: started.toISOString(), end: new Date().toISOString() },
-        agent: [{ who: createReference(bot), requestor: false }],
+        agent: [
+          ...(request.requester ? [{ who: { reference: request.requester }, requestor: true }] : []),
+          { who: createReference(bot), requestor: false },
+        ],
         source: { observer: createReference(bot) },
         entity: auditEntities(bot, request),
         outcome,
