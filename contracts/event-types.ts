@@ -2,7 +2,9 @@
 
 /**
  * What each event says happened, by the state the change left her record in. A record that changes again
- * appears again, with its new state: an event is one version of one of her records.
+ * appears again, with its new state: an event is one version of one of her records, and only a version the
+ * platform decided (bots/lib/events.ts): its workflows' writes, never a clinician's or patient's own edit
+ * (a clinician's message excepted, told as hers).
  */
 export const EVENT_TYPES = [
   /** A task of hers is ready to do: issued, or changed while ready (its due date, its priority). */
@@ -19,15 +21,22 @@ export const EVENT_TYPES = [
   /** A visit was moved: this Appointment is cancelled as `rescheduled`; the new one is its own `visit.booked`. */
   'visit.moved',
   'visit.cancelled',
-  /** A visit has begun (she joined, or a segment started). */
+  /**
+   * A visit has begun (she joined, or a segment started); told again when the platform puts a visit back
+   * under way that a practitioner's app marked fulfilled too early.
+   */
   'visit.started',
+  /** Every segment of the visit finished by its practitioner, as the platform decided (never an app's mark). */
   'visit.fulfilled',
   /**
    * Her care team wrote to her: a message in one of her threads (`GET /v1/messages/{thread}`), by the
    * clinician it names as its sender, in her own name.
    */
   'message.received',
-  /** An agreement of her care provider was published or changed: ask `GET /v1/agreements/requirements`. */
+  /**
+   * An agreement of her care provider was published or changed by the platform (never a document a person
+   * wrote): ask `GET /v1/agreements/requirements`.
+   */
   'agreements.changed',
 ] as const;
 
