@@ -1,6 +1,7 @@
 import type { Appointment } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_EVENTS_PER_PAGE } from '../../contracts/events';
+import { SYSTEMS } from '../../contracts/systems';
 import { DEFAULT_LIMITS } from '../../src/app-env';
 import { decodeCursor, encodeCursor } from '../../src/events/feed';
 import type { DemoActor } from '../support/backend';
@@ -37,11 +38,18 @@ const visitOf = (patient: DemoActor, i: number): Appointment => ({
   participant: [{ actor: { reference: `Patient/${patient.patient.id}` }, status: 'accepted' }],
 });
 
-const visitFor = (patient: DemoActor, i: number) =>
-  gw.backend.systemRepo.createResource<Appointment>({
-    ...visitOf(patient, i),
-    meta: { project: gw.backend.project.id },
-  });
+/**
+ * Visits as the platform books them: written by the appointments bot (the system writes them here, naming
+ * the bot as their author, as Medplum stamps a bot's writes), since only a bot's visit is an event.
+ */
+let booker: string | undefined;
+const bookedMeta = async () => {
+  booker ??= `Bot/${(await gw.backend.admin.searchOne('Bot', { identifier: `${SYSTEMS.bots}|appointments` }))?.id}`;
+  return { project: gw.backend.project.id, author: { reference: booker } };
+};
+
+const visitFor = async (patient: DemoActor, i: number) =>
+  gw.backend.systemRepo.createResource<Appointment>({ ...visitOf(patient, i), meta: await bookedMeta() });
 
 describe('crafted cursors (held)', () => {
   it('a cursor from the far past, the far future, or with 200 made-up ids: 200, a bounded page, no 5xx', async () => {
@@ -91,10 +99,11 @@ describe('many of her records within the look-back', () => {
     const erin = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     // A bulk write about her (a clinician's batch, a bot's import): 320 records in one transaction, so all
     // within the look-back, many at one instant (written as the system, whose quota does not run out).
+    const meta = await bookedMeta();
     await gw.backend.systemRepo.withTransaction(
       async (repo) => {
         for (let i = 0; i < 320; i++) {
-          await repo.createResource<Appointment>({ ...visitOf(erin, i), meta: { project: gw.backend.project.id } });
+          await repo.createResource<Appointment>({ ...visitOf(erin, i), meta });
         }
       },
       { resourceTypes: ['Appointment'] },
