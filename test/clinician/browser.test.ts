@@ -16,6 +16,7 @@ import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { redSquarePng } from '../support/png';
+import { scaled } from '../support/slowness';
 import {
   assignedCondition,
   LISINOPRIL,
@@ -103,7 +104,7 @@ async function queueRow(tab: Page, patient: DemoActor, description: string): Pro
     .getByRole('row')
     .filter({ hasText: description })
     .filter({ hasText: patient.patient.name?.[0]?.family as string });
-  const until = Date.now() + 20_000;
+  const until = Date.now() + scaled(20_000);
   for (;;) {
     try {
       await row.waitFor({ timeout: 1_000 });
@@ -127,7 +128,7 @@ async function claimFromQueue(tab: Page, row: Locator, description: string, form
 
 describe('the demo clinician’s day in Chromium, through @medplum/react', () => {
   it('signs in, claims the review, messages the patient (who answers through the gateway), answers the review, hands the selection over and back and answers it with a mitigation: the offer is composed', {
-    timeout: 60_000,
+    timeout: scaled(60_000),
   }, async () => {
     expect(existsSync(CHROMIUM), 'Debian chromium is installed by .ci/run and the README').toBe(true);
     const { patient, review } = await reviewedIntake(gw, clinician, redSquarePng());
@@ -135,7 +136,7 @@ describe('the demo clinician’s day in Chromium, through @medplum/react', () =>
 
     const tab = await browser.newPage();
     // Each step answers in well under a second; a missing element should fail the test, not its timeout.
-    tab.setDefaultTimeout(10_000);
+    tab.setDefaultTimeout(scaled(10_000));
     const log: string[] = [];
     tab.on('console', (message) => log.push(`${message.type()}: ${message.text()}`));
     tab.on('pageerror', (err) => log.push(`pageerror: ${err.message}`));

@@ -8,6 +8,7 @@ import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { startAssessment, storeSnapshot } from '../support/journey';
 import { freshPatient } from '../support/patients';
+import { scaled } from '../support/slowness';
 
 /**
  * The evidence a patient sends, shown to her tenant's clinicians and nobody else (bots/lib/evidence.ts):
@@ -204,28 +205,34 @@ describe('her uploads, as her clinicians see them', () => {
     expect(storeSnapshot(gw.backend)).toEqual(before);
   });
 
-  it('a phone photo of 6 MB and a PDF of 10 MB reach her clinician whole', async () => {
-    const photo = new Uint8Array(6 * 1000 * 1000);
-    photo.set(JPEG.subarray(0, 4));
-    photo[photo.length - 1] = 0xd9;
-    const pdf = new Uint8Array(10 * 1000 * 1000);
-    pdf.set(PDF.subarray(0, 9));
-    // The intake's photo question takes one file: one patient sends the photo, another the PDF.
-    const { patient } = await intakeWith([{ bytes: photo, contentType: 'image/jpeg', filename: 'phone.jpg' }]);
-    const { patient: other } = await intakeWith([{ bytes: pdf, contentType: 'application/pdf', filename: 'labs.pdf' }]);
-    const [media] = await evidenceOf<Media>('Media', patient);
-    const [document] = (await evidenceOf<DocumentReference>('DocumentReference', other)).filter((d) =>
-      d.identifier?.some((i) => i.system === SYSTEMS.evidence),
-    );
-    expect(media.content.size).toBe(photo.byteLength);
-    expect(document.content[0].attachment.size).toBe(pdf.byteLength);
-    const read = async (path: string) => (await direct(gw.backend, tokenOf(northwind), 'GET', fhirPath(path))).body;
-    const shownPhoto = await bytesAt(((await read(`Media/${media.id}`)) as Media).content.url);
-    expect(shownPhoto.byteLength).toBe(photo.byteLength);
-    expect(Buffer.from(shownPhoto).equals(Buffer.from(photo))).toBe(true);
-    const shownPdf = await bytesAt(
-      ((await read(`DocumentReference/${document.id}`)) as DocumentReference).content[0].attachment.url,
-    );
-    expect(Buffer.from(shownPdf).equals(Buffer.from(pdf))).toBe(true);
-  }, 120_000);
+  it(
+    'a phone photo of 6 MB and a PDF of 10 MB reach her clinician whole',
+    async () => {
+      const photo = new Uint8Array(6 * 1000 * 1000);
+      photo.set(JPEG.subarray(0, 4));
+      photo[photo.length - 1] = 0xd9;
+      const pdf = new Uint8Array(10 * 1000 * 1000);
+      pdf.set(PDF.subarray(0, 9));
+      // The intake's photo question takes one file: one patient sends the photo, another the PDF.
+      const { patient } = await intakeWith([{ bytes: photo, contentType: 'image/jpeg', filename: 'phone.jpg' }]);
+      const { patient: other } = await intakeWith([
+        { bytes: pdf, contentType: 'application/pdf', filename: 'labs.pdf' },
+      ]);
+      const [media] = await evidenceOf<Media>('Media', patient);
+      const [document] = (await evidenceOf<DocumentReference>('DocumentReference', other)).filter((d) =>
+        d.identifier?.some((i) => i.system === SYSTEMS.evidence),
+      );
+      expect(media.content.size).toBe(photo.byteLength);
+      expect(document.content[0].attachment.size).toBe(pdf.byteLength);
+      const read = async (path: string) => (await direct(gw.backend, tokenOf(northwind), 'GET', fhirPath(path))).body;
+      const shownPhoto = await bytesAt(((await read(`Media/${media.id}`)) as Media).content.url);
+      expect(shownPhoto.byteLength).toBe(photo.byteLength);
+      expect(Buffer.from(shownPhoto).equals(Buffer.from(photo))).toBe(true);
+      const shownPdf = await bytesAt(
+        ((await read(`DocumentReference/${document.id}`)) as DocumentReference).content[0].attachment.url,
+      );
+      expect(Buffer.from(shownPdf).equals(Buffer.from(pdf))).toBe(true);
+    },
+    scaled(120_000),
+  );
 });

@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NpmStart, startNpmStart } from '../support/npm-start';
+import { scaled } from '../support/slowness';
 
 /**
  * The README's code, as a reader copies it (issue 28 item 7): its TypeScript blocks (the SDK section) are
@@ -22,7 +23,7 @@ beforeAll(async () => {
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
   started = await startNpmStart();
-}, 90_000);
+}, scaled(90_000));
 afterAll(async () => {
   await started?.stop();
   rmSync(WORK, { recursive: true, force: true });
@@ -33,59 +34,67 @@ const run = (command: string, args: string[], env: Record<string, string> = {}) 
   spawnSync(command, args, {
     cwd: WORK,
     encoding: 'utf8',
-    timeout: 120_000,
+    timeout: scaled(120_000),
     // Node 24 first on the PATH: what the README's `node` and `npx` mean here.
     env: { ...process.env, PATH: `${dirname(node)}:${process.env.PATH}`, ...env },
   });
 
 describe('the README’s examples, run', () => {
-  it('its TypeScript (the SDK section) compiles under strict tsc and runs: she signs in, does the intake, her open tasks listed', () => {
-    const program = blocks('ts').join('\n');
-    expect(program).toContain("from '@patient-care/sdk'");
-    writeFileSync(join(WORK, 'app.mts'), program);
-    writeFileSync(
-      join(WORK, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          strict: true,
-          target: 'es2022',
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          noEmit: true,
-          skipLibCheck: true,
-          types: ['node'],
-        },
-        files: ['app.mts'],
-      }),
-    );
-    const tsc = run(node, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json']);
-    expect(tsc.status, `${tsc.stdout}${tsc.stderr}`).toBe(0);
-    const tsx = resolve('node_modules/tsx/dist/cli.mjs');
-    const ran = run(node, [tsx, 'app.mts'], { API: started.gatewayUrl });
-    expect(ran.status, `${ran.stdout}${ran.stderr}`).toBe(0);
-    expect(ran.stdout).toContain('Alice');
-    // Every task of the intake done, none left open.
-    expect(ran.stdout).toMatch(/\b[1-9]\d* intake tasks done; still open: \[\]/);
-  }, 180_000);
+  it(
+    'its TypeScript (the SDK section) compiles under strict tsc and runs: she signs in, does the intake, her open tasks listed',
+    () => {
+      const program = blocks('ts').join('\n');
+      expect(program).toContain("from '@patient-care/sdk'");
+      writeFileSync(join(WORK, 'app.mts'), program);
+      writeFileSync(
+        join(WORK, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            target: 'es2022',
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            noEmit: true,
+            skipLibCheck: true,
+            types: ['node'],
+          },
+          files: ['app.mts'],
+        }),
+      );
+      const tsc = run(node, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json']);
+      expect(tsc.status, `${tsc.stdout}${tsc.stderr}`).toBe(0);
+      const tsx = resolve('node_modules/tsx/dist/cli.mjs');
+      const ran = run(node, [tsx, 'app.mts'], { API: started.gatewayUrl });
+      expect(ran.status, `${ran.stdout}${ran.stderr}`).toBe(0);
+      expect(ran.stdout).toContain('Alice');
+      // Every task of the intake done, none left open.
+      expect(ran.stdout).toMatch(/\b[1-9]\d* intake tasks done; still open: \[\]/);
+    },
+    scaled(180_000),
+  );
 
-  it('its curl block runs in bash: a patient registered, homed and located, then a demo patient signed in', () => {
-    const [curl] = blocks('sh').filter((b) => b.includes('auth/newuser'));
-    expect(curl).toBeDefined();
-    const script = curl.replace(/^API=.*$/m, `API=${started.gatewayUrl.replace(/\/$/, '')}`);
-    writeFileSync(join(WORK, 'curl.sh'), `set -euo pipefail\n${script}`);
-    const ran = run('bash', ['curl.sh']);
-    expect(ran.status, `${ran.stdout}${ran.stderr}`).toBe(0);
-    // Her Patient after the address step, then Alice's profile.
-    expect(ran.stdout).toMatch(/"address":\[\{"state":"NY","country":"US"\}\]/);
-    expect(ran.stdout).toContain('"given":["Alice"]');
-    // Run as the README says (bash -e), with a client id Medplum does not know: it stops at the first
-    // failure (the registration), printing the server's answer; nothing after it runs.
-    writeFileSync(join(WORK, 'curl-wrong.sh'), script);
-    const wrong = run('bash', ['-e', 'curl-wrong.sh'], {
-      PATIENT_APP_CLIENT_ID_SOUTHRIDGE: 'ffffffff-0000-4000-8000-000000000000',
-    });
-    expect(wrong.status).not.toBe(0);
-    expect(wrong.stderr).toMatch(/unexpected answer: .*(not found|Client|client)/i);
-    expect(wrong.stdout).not.toContain('"organization"');
-  }, 120_000);
+  it(
+    'its curl block runs in bash: a patient registered, homed and located, then a demo patient signed in',
+    () => {
+      const [curl] = blocks('sh').filter((b) => b.includes('auth/newuser'));
+      expect(curl).toBeDefined();
+      const script = curl.replace(/^API=.*$/m, `API=${started.gatewayUrl.replace(/\/$/, '')}`);
+      writeFileSync(join(WORK, 'curl.sh'), `set -euo pipefail\n${script}`);
+      const ran = run('bash', ['curl.sh']);
+      expect(ran.status, `${ran.stdout}${ran.stderr}`).toBe(0);
+      // Her Patient after the address step, then Alice's profile.
+      expect(ran.stdout).toMatch(/"address":\[\{"state":"NY","country":"US"\}\]/);
+      expect(ran.stdout).toContain('"given":["Alice"]');
+      // Run as the README says (bash -e), with a client id Medplum does not know: it stops at the first
+      // failure (the registration), printing the server's answer; nothing after it runs.
+      writeFileSync(join(WORK, 'curl-wrong.sh'), script);
+      const wrong = run('bash', ['-e', 'curl-wrong.sh'], {
+        PATIENT_APP_CLIENT_ID_SOUTHRIDGE: 'ffffffff-0000-4000-8000-000000000000',
+      });
+      expect(wrong.status).not.toBe(0);
+      expect(wrong.stderr).toMatch(/unexpected answer: .*(not found|Client|client)/i);
+      expect(wrong.stdout).not.toContain('"organization"');
+    },
+    scaled(120_000),
+  );
 });

@@ -7,6 +7,7 @@ import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_PASSWORD, DEMO_TENANTS, demoEmail } from '../../src/provision/demo';
 import { type NpmStart, startNpmStart } from '../support/npm-start';
+import { scaled } from '../support/slowness';
 
 /**
  * Issue 13's first contact, as a new patient app meets the API: `npm start` on random ports, then
@@ -32,7 +33,7 @@ beforeAll(async () => {
   allowedPage = await pageOrigin();
   otherPage = await pageOrigin();
   started = await startNpmStart({ CORS_ORIGINS: allowedPage.origin });
-}, 90_000);
+}, scaled(90_000));
 afterAll(async () => {
   await started?.stop();
   allowedPage?.server.close();
@@ -187,7 +188,7 @@ async function signInFromPage(args: {
 
 describe('a browser patient app on another origin (Debian chromium)', () => {
   it('signs in and reads the profile through CORS from an allowed origin; another origin is refused', {
-    timeout: 60_000,
+    timeout: scaled(60_000),
   }, async () => {
     expect(existsSync(CHROMIUM), 'Debian chromium is installed by .ci/run and the README').toBe(true);
     const browser = await chromium.launch({

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually, type NpmStart, startNpmStart } from '../support/npm-start';
+import { scaled } from '../support/slowness';
 
 /** `npm start`'s entry as a user runs it: a process, a port, a printed token, then curl. */
 let started: NpmStart | undefined;
@@ -9,7 +10,7 @@ afterAll(() => started?.stop());
 
 describe('npm start (src/node.ts)', () => {
   it('prints a token that reads the demo patient through the gateway, and stops on SIGTERM', {
-    timeout: 90_000,
+    timeout: scaled(90_000),
   }, async () => {
     started = await startNpmStart();
     const { gatewayUrl: base, token } = started;

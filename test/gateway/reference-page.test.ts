@@ -5,6 +5,7 @@ import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
 import { nodeAssetLoader } from '../../src/docs-assets-node';
+import { scaled } from '../support/slowness';
 
 const CHROMIUM = '/usr/bin/chromium';
 const app = createApp({
@@ -48,7 +49,7 @@ describe('GET / renders the API reference in a real browser, with no internet', 
         }
       });
       await page.goto(`${origin}/`);
-      await page.waitForSelector('.opblock', { timeout: 20_000 });
+      await page.waitForSelector('.opblock', { timeout: scaled(20_000) });
       expect(await page.textContent('#served-from')).toBe(new URL(origin).host);
       const text = (await page.textContent('body')) ?? '';
       expect(text).toContain('/v1/patient/profile');

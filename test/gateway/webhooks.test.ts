@@ -11,6 +11,7 @@ import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { startAssessment } from '../support/journey';
 import { freshPatient } from '../support/patients';
+import { scaled } from '../support/slowness';
 import { newWebhookSecret, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
 /**
@@ -276,37 +277,41 @@ describe('webhooks', () => {
     expect(receiver.deliveries.slice(count).every((d) => d.verified)).toBe(true);
   });
 
-  it('a receiver that does not answer is waited on once, not for every event: the rest are kept untried', async () => {
-    for (const record of await kept()) {
-      await gw.backend.admin.deleteResource('Basic', record.id as string);
-    }
-    // Silent (each try waits out the timeout) for the first patient's events, which are tried at once.
-    receiver.answerNext(0, 0, 0, 0, 0, 0, 0, 0);
-    const gil = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
-    await startAssessment(gw, gil, 'assessments/weight-intake');
-    await gw.backend.subscriptions.idle();
-    const silent = await kept();
-    expect(silent.length).toBeGreaterThan(0);
-    expect(new Set(silent.map((r) => part(r, 'last')?.valueString))).toEqual(new Set(['timeout']));
-    receiver.answerNormally();
-    // While they say so, the next patient's events are kept without a try, due with them.
-    const before = receiver.deliveries.length;
-    const hal = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
-    await startAssessment(gw, hal, 'assessments/weight-intake');
-    await gw.backend.subscriptions.idle();
-    expect(receiver.deliveries.slice(before)).toHaveLength(0);
-    const records = await kept();
-    const untried = records.filter((r) => part(r, 'last')?.valueString === 'not tried');
-    expect(untried.length).toBeGreaterThan(0);
-    expect(untried.length + silent.length).toBe(records.length);
-    expect(new Set(untried.map((r) => part(r, 'attempts')?.valueInteger))).toEqual(new Set([0]));
-    // Once due, the schedule tries them all, and all are delivered.
-    await makeDue();
-    const count = receiver.deliveries.length;
-    expect(await scheduledRun()).toEqual({ tried: records.length, delivered: records.length });
-    expect(receiver.deliveries.slice(count).every((d) => d.verified && d.answered === 200)).toBe(true);
-    expect(await kept()).toHaveLength(0);
-  }, 30_000);
+  it(
+    'a receiver that does not answer is waited on once, not for every event: the rest are kept untried',
+    async () => {
+      for (const record of await kept()) {
+        await gw.backend.admin.deleteResource('Basic', record.id as string);
+      }
+      // Silent (each try waits out the timeout) for the first patient's events, which are tried at once.
+      receiver.answerNext(0, 0, 0, 0, 0, 0, 0, 0);
+      const gil = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+      await startAssessment(gw, gil, 'assessments/weight-intake');
+      await gw.backend.subscriptions.idle();
+      const silent = await kept();
+      expect(silent.length).toBeGreaterThan(0);
+      expect(new Set(silent.map((r) => part(r, 'last')?.valueString))).toEqual(new Set(['timeout']));
+      receiver.answerNormally();
+      // While they say so, the next patient's events are kept without a try, due with them.
+      const before = receiver.deliveries.length;
+      const hal = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+      await startAssessment(gw, hal, 'assessments/weight-intake');
+      await gw.backend.subscriptions.idle();
+      expect(receiver.deliveries.slice(before)).toHaveLength(0);
+      const records = await kept();
+      const untried = records.filter((r) => part(r, 'last')?.valueString === 'not tried');
+      expect(untried.length).toBeGreaterThan(0);
+      expect(untried.length + silent.length).toBe(records.length);
+      expect(new Set(untried.map((r) => part(r, 'attempts')?.valueInteger))).toEqual(new Set([0]));
+      // Once due, the schedule tries them all, and all are delivered.
+      await makeDue();
+      const count = receiver.deliveries.length;
+      expect(await scheduledRun()).toEqual({ tried: records.length, delivered: records.length });
+      expect(receiver.deliveries.slice(count).every((d) => d.verified && d.answered === 200)).toBe(true);
+      expect(await kept()).toHaveLength(0);
+    },
+    scaled(30_000),
+  );
 
   it('provisioning refuses an endpoint it would not post to, or one without a secret', async () => {
     await expect(

@@ -8,6 +8,7 @@ import { demoPatientTokens } from '../../src/embedded/demo-tokens';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { demoDefinition } from '../../src/provision/demo';
 import { createPatientCareClient } from '../../src/sdk';
+import { scaled } from '../support/slowness';
 
 /**
  * Issue 17 item 5: the Worker entry (`src/worker.ts`) serves every route, run in workerd (wrangler's
@@ -40,7 +41,7 @@ beforeAll(async () => {
     ],
   });
   await worker.listen();
-}, 60_000);
+}, scaled(60_000));
 
 afterAll(async () => {
   await worker?.close();
@@ -70,21 +71,28 @@ describe('src/worker.ts in workerd', () => {
     await anonymous.arrayBuffer();
   });
 
-  it('carries the whole journey (npm run demo’s, scripts/demo.ts) with every patient call through the Worker', async () => {
-    // Her calls go to the Worker; the clinician's go to Medplum; the bots answer as they do in process.
-    const throughWorker = ((input: RequestInfo | URL, init?: RequestInit) => {
-      const url = new URL(input instanceof Request ? input.url : input);
-      return worker.fetch(`${url.pathname}${url.search}`, init as Parameters<TestHarness['fetch']>[1]);
-    }) as unknown as typeof fetch;
-    const done = await journey(embeddedBackend(medplum), throughWorker, { silent: true });
-    const api = sdkFor(done.token);
-    const plan = await api.fhir.read<CarePlan>('CarePlan', done.carePlan.split('/')[1]);
-    expect(plan.status).toBe('active');
-    // The visit's practitioner finished it in Medplum's app: fulfilled, and the plan's next visit issued.
-    const visit = await api.appointments.get(done.appointment);
-    expect(visit).toMatchObject({ status: 'fulfilled', segments: [{ position: 1, status: 'finished' }] });
-    const { tasks } = await api.tasks.list();
-    expect(tasks.find((t) => t.task === done.nextVisitTask)).toMatchObject({ kind: 'schedule-visit', status: 'ready' });
-    expect((await api.appointments.cancel(done.originalAppointment)).status).toBe('cancelled');
-  }, 60_000);
+  it(
+    'carries the whole journey (npm run demo’s, scripts/demo.ts) with every patient call through the Worker',
+    async () => {
+      // Her calls go to the Worker; the clinician's go to Medplum; the bots answer as they do in process.
+      const throughWorker = ((input: RequestInfo | URL, init?: RequestInit) => {
+        const url = new URL(input instanceof Request ? input.url : input);
+        return worker.fetch(`${url.pathname}${url.search}`, init as Parameters<TestHarness['fetch']>[1]);
+      }) as unknown as typeof fetch;
+      const done = await journey(embeddedBackend(medplum), throughWorker, { silent: true });
+      const api = sdkFor(done.token);
+      const plan = await api.fhir.read<CarePlan>('CarePlan', done.carePlan.split('/')[1]);
+      expect(plan.status).toBe('active');
+      // The visit's practitioner finished it in Medplum's app: fulfilled, and the plan's next visit issued.
+      const visit = await api.appointments.get(done.appointment);
+      expect(visit).toMatchObject({ status: 'fulfilled', segments: [{ position: 1, status: 'finished' }] });
+      const { tasks } = await api.tasks.list();
+      expect(tasks.find((t) => t.task === done.nextVisitTask)).toMatchObject({
+        kind: 'schedule-visit',
+        status: 'ready',
+      });
+      expect((await api.appointments.cancel(done.originalAppointment)).status).toBe('cancelled');
+    },
+    scaled(60_000),
+  );
 });

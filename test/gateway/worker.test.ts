@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { scaled } from '../support/slowness';
 
 describe('Cloudflare Worker build', () => {
   it('wrangler builds src/worker.ts offline, and nothing Node-only is in its import graph', () => {
@@ -12,7 +13,7 @@ describe('Cloudflare Worker build', () => {
     const run = spawnSync(join('node_modules', '.bin', 'wrangler'), ['deploy', '--dry-run', '--outdir', outdir], {
       encoding: 'utf8',
       env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
-      timeout: 120_000,
+      timeout: scaled(120_000),
     });
     expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
     const bundle = readFileSync(join(outdir, 'worker.js'), 'utf8');

@@ -5,12 +5,13 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { DEMO_TENANTS } from '../../src/provision/demo';
+import { scaled } from '../support/slowness';
 
 /** The operator's command, as `npm run provision --` runs it (Medplum's credentials from the environment). */
 const provision = (args: string[], env: Record<string, string> = {}) =>
   spawnSync(process.execPath, ['--import', 'tsx', 'src/provision/cli.ts', ...args], {
     encoding: 'utf8',
-    timeout: 60_000,
+    timeout: scaled(60_000),
     env: { PATH: process.env.PATH ?? '', ...env },
   });
 

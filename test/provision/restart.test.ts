@@ -11,6 +11,7 @@ import { type LaunchedMedplum, launchEmbeddedMedplum } from '../../src/embedded/
 import { StoreInUseError } from '../../src/embedded/store/lock';
 import { DEMO_PASSWORD, DEMO_TENANTS, demoDefinition, demoEmail } from '../../src/provision/demo';
 import { startNpmStart } from '../support/npm-start';
+import { scaled } from '../support/slowness';
 
 /**
  * A restart on the same store after a demo patient's own writes. A PUT of her Patient without `meta`
@@ -123,7 +124,7 @@ describe('provisioning across restarts', () => {
   });
 
   it('a second Medplum on the same store file refuses to start, in this process and from another', {
-    timeout: 90_000,
+    timeout: scaled(90_000),
   }, async () => {
     const dbPath = join(dir, 'shared.sqlite');
     const running = await launchEmbeddedMedplum({ dbPath, definition: demoDefinition() });

@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NpmStart, startNpmStart } from '../support/npm-start';
+import { scaled } from '../support/slowness';
 
 const run = promisify(execFile);
 const SDK = resolve('packages/sdk');
@@ -44,7 +45,7 @@ let gateway: NpmStart | undefined;
 beforeAll(async () => {
   app = await installSdk();
   gateway = await startNpmStart();
-}, 90_000);
+}, scaled(90_000));
 afterAll(async () => {
   await gateway?.stop();
   await rm(app, { recursive: true, force: true });
@@ -89,21 +90,23 @@ async function expectFirstAgreementRun(output: Record<string, unknown>, given: s
 
 describe('@patient-care/sdk as a package', () => {
   it('is imported by name from a plain .mjs with top-level await and runs config, profile, requirements, accept(unmet) against npm start', {
-    timeout: 30_000,
+    timeout: scaled(30_000),
   }, async () => {
     await expectFirstAgreementRun(await runAs('alice', 'app.mjs'), 'Alice');
   });
 
-  it('runs the same script as .mts (top-level await in TypeScript) under Node 24', { timeout: 30_000 }, async () => {
+  it('runs the same script as .mts (top-level await in TypeScript) under Node 24', {
+    timeout: scaled(30_000),
+  }, async () => {
     await expectFirstAgreementRun(await runAs('bob', 'app.mts'), 'Bob');
   });
 
-  it('is also required from CommonJS (Node loads the ES module)', { timeout: 30_000 }, async () => {
+  it('is also required from CommonJS (Node loads the ES module)', { timeout: scaled(30_000) }, async () => {
     expect(await runAs('alice', 'config.cjs')).toEqual({ projectId: await projectId() });
   });
 
   it('type-checks a TypeScript app against the built declarations alone, which refuse what the contract refuses', {
-    timeout: 60_000,
+    timeout: scaled(60_000),
   }, async () => {
     const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
     const checked = await run(process.execPath, [tsc, '-p', join(app, 'tsconfig.json')], { cwd: app }).then(
