@@ -208,6 +208,10 @@ function genuine(e: AuditEvent, patient: string): boolean {
   );
 }
 
+/** Whether Medplum filed a record in one of these tenants (`meta.accounts`). */
+const filedIn = (resource: { meta?: { accounts?: { reference?: string }[] } } | undefined, tenants: string[]) =>
+  !!resource?.meta?.accounts?.some((a) => tenants.includes(a.reference as string));
+
 /** When Medplum stored the entry (its server stamp): what her log orders, pages and shows by. */
 const storedAt = (e: AuditEvent | undefined): string => e?.meta?.lastUpdated ?? '';
 
@@ -240,7 +244,7 @@ async function actorsOf(medplum: MedplumClient, events: AuditEvent[], tenants: s
       const [type, id] = reference.split('/');
       if (type === 'Practitioner') {
         const who = (await medplum.readResource('Practitioner', id).catch(absent)) as Practitioner | undefined;
-        const ofHerTenant = !!who?.meta?.accounts?.some((a) => tenants.includes(a.reference as string));
+        const ofHerTenant = filedIn(who, tenants);
         const name = who?.name?.[0];
         const text = name
           ? [...(name.prefix ?? []), ...(name.given ?? []), name.family].filter(Boolean).join(' ')
@@ -273,11 +277,7 @@ function entryOf(
   // A clinician's entry is hers only when the clinician is of her care provider: the entry filed in her
   // tenant (Medplum files a member's entries under her policy's tenant, which she cannot choose) or the
   // clinician's own record filed there. Another tenant's clinician's entry about a record of hers is not.
-  if (
-    actor?.kind === 'clinician' &&
-    !actor.ofHerTenant &&
-    !e.meta?.accounts?.some((a) => tenants.includes(a.reference as string))
-  ) {
+  if (actor?.kind === 'clinician' && !actor.ofHerTenant && !filedIn(e, tenants)) {
     return undefined;
   }
   const by = actor

@@ -1,15 +1,13 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Encounter, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
+import { isPerson } from './lib/events';
 import { readInput } from './lib/input';
 import { CLINICIAN_KINDS, REVIEW_RESPONSE } from './lib/queues';
 import { fail } from './lib/result';
 import { searchAll } from './lib/search';
 import { applyOptOuts, optOutOf, smsIntegration } from './lib/sms';
 import { ownSegments } from './lib/visits';
-
-/** A person's profile (a patient, a practitioner, a related person): never the reconciler's caller. */
-const PERSON = /^(Patient|Practitioner|RelatedPerson)\//;
 
 /** How far back a run looks for work left undone; runs are every 10 minutes, so a day leaves ample overlap. */
 const WINDOW_MS = 24 * 3600_000;
@@ -26,7 +24,7 @@ const WINDOW_MS = 24 * 3600_000;
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
   // Medplum's cron runs it with no requester; a person's `$execute` (clinicians may read it, to see it
   // named as an author) would only spend its quota on a pass the next tick makes anyway.
-  if (PERSON.test(event.requester?.reference ?? '')) {
+  if (isPerson(event.requester?.reference)) {
     return fail(403, 'forbidden', 'The reconciler runs on its schedule, not for a person');
   }
   const input = readInput('reconcile', event.input);

@@ -18,8 +18,13 @@ export interface EventReading {
   kind?: string;
 }
 
-/** A person's profile: what they write is never an event the platform tells. */
-const PERSON = /^(Patient|Practitioner|RelatedPerson)\//;
+/**
+ * Whether a reference names a person (a patient, a practitioner, a related person), as opposed to the
+ * platform (a bot, a machine client): what a person writes is never an event the platform tells, and never
+ * a caller of the platform's scheduled work.
+ */
+export const isPerson = (reference: string | undefined): boolean =>
+  /^(Patient|Practitioner|RelatedPerson)\//.test(reference ?? '');
 
 const TASK_STATES: Partial<Record<NonNullable<Task['status']>, [EventType, EventType]>> = {
   ready: ['task.ready', 'offer.ready'],
@@ -96,7 +101,7 @@ const READINGS: Record<EventResourceType, (resource: Resource, patientId: string
   // as the platform wrote them (provisioning's client, a bot), never a version a person wrote.
   DocumentReference: (resource) =>
     (resource as DocumentReference).identifier?.some((i) => i.system === SYSTEMS.agreement) &&
-    !PERSON.test(resource.meta?.author?.reference ?? 'Patient/')
+    !isPerson(resource.meta?.author?.reference ?? 'Patient/')
       ? { type: 'agreements.changed' }
       : undefined,
 };

@@ -261,7 +261,7 @@ describe('her access log', () => {
     }
   });
 
-  it('is read at most 30 times a minute by one patient (then 429 with Retry-After, nothing read); another patient is served meanwhile', async () => {
+  it('is read at most 30 times a minute by one patient (then 429 with Retry-After, nothing read), counted from the record of each bot run as Medplum writes it (packages/server/src/util/auditevent.ts createBotAuditEvent: the requester first); another patient is served meanwhile', async () => {
     const flooder = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const other = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     for (let i = 0; i < ACCESS_LOG_READS_PER_MINUTE; i++) {
