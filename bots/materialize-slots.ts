@@ -10,7 +10,9 @@ import type {
 } from '@medplum/fhirtypes';
 import { SYSTEMS, TIMEZONE_EXTENSION, VISIT_TYPES, type VisitType } from '../contracts/systems';
 import { absent } from './lib/absent';
+import { isPerson } from './lib/events';
 import { readInput } from './lib/input';
+import { fail } from './lib/result';
 import { searchAll } from './lib/search';
 import { localDate, workingSlots } from './lib/slots';
 
@@ -80,6 +82,11 @@ interface WantedSlot {
  * input.
  */
 export async function handler(medplum: MedplumClient, event: BotEvent): Promise<unknown> {
+  // Medplum's cron runs it with no requester, provisioning as its client; a person's `$execute` (clinicians
+  // may read it, to see it named as the author of Slots) would only spend its quota on the next tick's work.
+  if (isPerson(event.requester?.reference)) {
+    return fail(403, 'forbidden', 'The slot maker runs on its schedule, not for a person');
+  }
   const input = readInput('materialize-slots', event.input);
   if (!input.ok) {
     return input;

@@ -71,10 +71,10 @@ export async function botsAndBotOnlyWrites(ctx: AttackContext, kit: AttackKit): 
   }
   // Clinicians read the bots that write their patients' records, by name (Medplum's app names authors so),
   // never their code; a read is leave to $execute, so each such bot refuses her run itself (NAMED_BOTS in
-  // src/provision/policies/bots.ts). The webhooks bot (a delivery of her choosing) and the slot maker stay
-  // unreadable, so Medplum refuses her run of them.
+  // src/provision/policies/bots.ts). The webhooks bot (a delivery of her choosing) stays unreadable, so
+  // Medplum refuses her run of it.
   const clinician = people.get('northwind-clinician');
-  for (const key of ['complete-task', 'eligibility', 'reconcile', 'visit-completion']) {
+  for (const key of ['complete-task', 'eligibility', 'reconcile', 'visit-completion', 'materialize-slots']) {
     const bot = await botOf(key);
     const answer = await control(
       `the northwind clinician reads the ${key} bot by name (an author in Medplum's app)`,
@@ -94,7 +94,6 @@ export async function botsAndBotOnlyWrites(ctx: AttackContext, kit: AttackKit): 
   for (const [who, key] of [
     ['northwind-clinician', 'webhooks'],
     ['southridge-clinician', 'webhooks'],
-    ['northwind-clinician', 'materialize-slots'],
   ] as const) {
     const bot = await botOf(key);
     await attack(
@@ -106,6 +105,7 @@ export async function botsAndBotOnlyWrites(ctx: AttackContext, kit: AttackKit): 
   for (const [key, input] of [
     ['access-log', { limit: 1 }],
     ['reconcile', {}],
+    ['materialize-slots', {}],
   ] as const) {
     const bot = await botOf(key);
     const target = bot?.id ? `Bot/${bot.id}` : undefined;
@@ -130,6 +130,40 @@ export async function botsAndBotOnlyWrites(ctx: AttackContext, kit: AttackKit): 
       );
     }
   }
+
+  // The machine clients that write (provisioning's own, tagged by it; the SMS integration) are named to
+  // clinicians, never their secrets; a tenant's patient app is not hers to read (MACHINE_CLIENTS).
+  const clientOf = async (tag: string) =>
+    entriesOf((await ctx.adminGet(`fhir/R4/ClientApplication?_tag=${encodeURIComponent(tag)}`)).body)[0];
+  const provisioner = await clientOf(`${SYSTEMS.integration}|provisioning`);
+  for (const who of ['northwind-clinician', 'southridge-clinician']) {
+    const person = people.get(who);
+    const answer = await control(
+      `the ${who.replace('-clinician', '')} clinician reads the provisioning client by name (an author in Medplum's app)`,
+      person,
+      provisioner?.id ? `ClientApplication/${provisioner.id}` : undefined,
+      () => direct(person as NonNullable<typeof person>, 'GET', `ClientApplication/${provisioner?.id}`),
+    );
+    if (answer) {
+      const shows = /"secret"|retiringSecret|identityProvider/.test(answer.text);
+      row(
+        `attack: the ${who.replace('-clinician', '')} clinician reads the provisioning client: its secret`,
+        shows ? 'FAILED' : 'held',
+        `expected no secret, got ${describe(answer)}${shows ? ' showing it' : ''}`,
+      );
+    }
+  }
+  const northwindApp = ctx.appIdOf('northwind');
+  await attack(
+    "the southridge clinician reads Northwind's patient app (ClientApplication)",
+    { attacker: 'southridge-clinician', target: northwindApp ? `ClientApplication/${northwindApp}` : undefined },
+    (a, t) => direct(a, 'GET', t),
+  );
+  await attack(
+    'bob (Northwind patient) reads the provisioning client',
+    { attacker: 'bob', target: provisioner?.id ? `ClientApplication/${provisioner.id}` : undefined },
+    (a, t) => direct(a, 'GET', t),
+  );
 
   // Bot-only writes.
   const bob = people.get('bob');

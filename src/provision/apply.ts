@@ -31,6 +31,7 @@ import { retryAfterSeconds } from '../shared/rate-limit';
 import { webhookSecretEnv, webhookSubscriptions, webhookTenants } from './bots/webhooks';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
 import { migrateQueueWork, migrateReadings, migrateVisitNotes } from './migrations';
+import { PROVISIONING_CLIENT_TAG } from './policies/common';
 
 export interface ProvisionReport {
   created: string[];
@@ -117,6 +118,8 @@ export async function applyDefinition(
         'Without cron the scheduled bots (reconcile, materialize-slots) would never run.',
     );
   }
+
+  await markProvisioningClient(medplum, report);
 
   // Medplum's project-admin API (packages/server/src/admin/project.ts), beside the FHIR base.
   const adminApi = (path: string) => `admin/projects/${project.id}/${path}`;
@@ -515,6 +518,31 @@ export function compareVersions(a: string, b: string): number {
     }
   }
   return 0;
+}
+
+/**
+ * What provisioning writes names it as the author (`meta.author`), and Medplum's apps show an author
+ * they may not read as "[Forbidden]": the client it runs as carries PROVISIONING_CLIENT_TAG, by which
+ * clinicians read it (never its secrets). Tagged once; a person who provisions is named already.
+ */
+async function markProvisioningClient(medplum: MedplumClient, report: ProvisionReport): Promise<void> {
+  const me = (await medplum.get('auth/me', { cache: 'no-cache' })) as {
+    profile?: Reference & { resourceType?: string; id?: string };
+  };
+  const [type, id] = me.profile?.resourceType
+    ? [me.profile.resourceType, me.profile.id]
+    : (me.profile?.reference?.split('/') ?? []);
+  if (type !== 'ClientApplication' || !id) {
+    return;
+  }
+  const client = await medplum.readResource('ClientApplication', id, { cache: 'no-cache' });
+  const tags = client.meta?.tag ?? [];
+  if (tags.some((t) => t.system === PROVISIONING_CLIENT_TAG.system && t.code === PROVISIONING_CLIENT_TAG.code)) {
+    report.unchanged.push('provisioning-client');
+    return;
+  }
+  await medplum.updateResource({ ...client, meta: { ...client.meta, tag: [...tags, PROVISIONING_CLIENT_TAG] } });
+  report.updated.push('provisioning-client');
 }
 
 async function currentProject(medplum: MedplumClient): Promise<WithId<Project>> {

@@ -1,6 +1,6 @@
-import type { Bot, Task } from '@medplum/fhirtypes';
+import type { Bot, CareTeam, ClientApplication, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYSTEMS } from '../../contracts/systems';
+import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import type { Clinician } from '../../src/clinician';
 import { platformDefinition } from '../../src/provision/definition';
 import { direct, fhirPath } from '../support/attack';
@@ -15,7 +15,9 @@ import { AMLODIPINE, assigned } from '../support/spine';
  * a Bot the clinician may not read shows as "[Forbidden]". Reading a Bot is also leave to `$execute` it
  * (Medplum reads the Bot as the caller, packages/server/src/fhir/operations/execute.ts), so clinicians read
  * only the bots whose run by her is refused or replays what Medplum delivered them anyway
- * (src/provision/policies/bots.ts NAMED_BOTS): never the webhooks bot, never the slot maker.
+ * (src/provision/policies/bots.ts NAMED_BOTS): never the webhooks bot. The machine clients that write
+ * (the provisioning client, the SMS integration) are read by name too, never their secrets; a tenant's
+ * patient app not at all.
  */
 let gw: TestGateway;
 let clinician: Clinician;
@@ -27,7 +29,7 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
-const UNNAMED = ['webhooks', 'materialize-slots'];
+const UNNAMED = ['webhooks'];
 
 const botByKey = (key: string) =>
   (storedResources(gw.backend, 'Bot') as Bot[]).find((b) =>
@@ -37,7 +39,7 @@ const botByKey = (key: string) =>
 const tokenOf = (who: Clinician) => who.medplum.getAccessToken() as string;
 
 describe('the platform’s bots, named to clinicians', () => {
-  it('each clinician reads by name every bot that writes her patients’ records, never where its code is; the webhooks bot and the slot maker not at all', async () => {
+  it('each clinician reads by name every bot that writes her patients’ records, never where its code is; the webhooks bot not at all', async () => {
     const keys = platformDefinition.bots.map((b) => b.key);
     expect(keys).toHaveLength(21);
     const problems: string[] = [];
@@ -64,7 +66,7 @@ describe('the platform’s bots, named to clinicians', () => {
     expect(problems).toEqual([]);
   });
 
-  it('her `$execute` of each bot she may read is refused or replays what was delivered, and writes nothing; the two unnamed ones are refused', async () => {
+  it('her `$execute` of each bot she may read is refused or replays what was delivered, and writes nothing; the unnamed one is refused', async () => {
     const { review, selection, condition } = await assigned(gw, clinician);
     await clinician.select(selection.id, AMLODIPINE);
     await gw.backend.subscriptions.idle();
@@ -107,5 +109,42 @@ describe('the platform’s bots, named to clinicians', () => {
     // The review she completed is as it was.
     const after = await gw.backend.systemRepo.readResource<Task>('Task', review.id);
     expect(after.meta?.versionId).toBe(reviewBefore.meta?.versionId);
+  });
+
+  it('each clinician reads the provisioning client and the SMS integration by name (authors of what they wrote), never a secret; no patient app, and no patient reads any', async () => {
+    const clients = storedResources(gw.backend, 'ClientApplication') as (ClientApplication & { id: string })[];
+    const tagged = (code: string) =>
+      clients.filter((c) => c.meta?.tag?.some((t) => t.system === SYSTEMS.integration && t.code === code));
+    // Provisioning tagged the client it ran as, once: it wrote the care teams, forms and schedules.
+    const [provisioner] = tagged('provisioning');
+    expect(tagged('provisioning')).toHaveLength(1);
+    const careTeam = (storedResources(gw.backend, 'CareTeam') as CareTeam[])[0];
+    expect(careTeam?.meta?.author?.reference).toBe(`ClientApplication/${provisioner?.id}`);
+    const [sms] = tagged('sms');
+    const apps = clients.filter((c) => c.extension?.some((e) => e.url === EXTENSIONS.tenantOrganization));
+    expect(apps.length).toBeGreaterThanOrEqual(2);
+    const problems: string[] = [];
+    for (const who of [clinician, outsider]) {
+      for (const client of [provisioner, sms]) {
+        const answer = await direct(gw.backend, tokenOf(who), 'GET', fhirPath(`ClientApplication/${client?.id}`));
+        if (answer.status !== 200 || (answer.body as ClientApplication).name !== client?.name) {
+          problems.push(`${client?.name}: ${answer.status}, not named`);
+        }
+        if (/"secret"|retiringSecret|identityProvider/.test(answer.text)) {
+          problems.push(`${client?.name}: shows a secret`);
+        }
+      }
+      for (const app of apps) {
+        const answer = await direct(gw.backend, tokenOf(who), 'GET', fhirPath(`ClientApplication/${app.id}`));
+        if (answer.status < 400) {
+          problems.push(`${app.name}: ${answer.status} to a clinician`);
+        }
+      }
+    }
+    const answer = await direct(gw.backend, gw.backend.patients.alice.token, 'GET', fhirPath(`ClientApplication/${provisioner?.id}`));
+    if (answer.status < 400) {
+      problems.push(`the provisioning client: ${answer.status} to a patient`);
+    }
+    expect(problems).toEqual([]);
   });
 });

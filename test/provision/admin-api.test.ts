@@ -37,8 +37,9 @@ describe('provisioning with project-admin credentials only', () => {
   afterAll(() => embedded?.close());
 
   it('creates bots, the SMS client and demo people with their memberships through the admin API', async () => {
-    // The Project itself is brought to the definition (default patient policy) through FHIR.
-    expect(first.updated).toEqual(['project']);
+    // The Project itself is brought to the definition (default patient policy) through FHIR, and the
+    // client it runs as tagged, so that clinicians read it by name as the author of what it wrote.
+    expect(first.updated).toEqual(['provisioning-client', 'project']);
     expect(first.created).toEqual(
       expect.arrayContaining(['bot-patient-home', 'membership-bot-patient-home', 'integration-sms']),
     );

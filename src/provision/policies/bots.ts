@@ -102,12 +102,20 @@ export const REDRIVEN_BOTS = `Bot?identifier=${SYSTEMS.bots}|eligibility,${SYSTE
  * that answer a clinician's run with a refusal or a replay of what Medplum delivered them anyway: every
  * patient-facing bot (it runs for a verified patient only), the spine's and visits' subscription bots
  * (a clinician's run is a redelivery: they act only for the owner who completed the work, idempotently,
- * from their own reads), the reconciler (a person's run refused) and the SMS opt-out (the integration's
- * messages only). Never the webhooks bot (a delivery of her choosing) or the slot maker (a quota spender).
+ * from their own reads), the reconciler and the slot maker (a person's run refused) and the SMS opt-out
+ * (the integration's messages only). Never the webhooks bot (a delivery of her choosing).
  */
 export const NAMED_BOTS = [
   `Bot?_tag=${BOT_AUDIENCE.system}|${BOT_AUDIENCE.patient}`,
-  `Bot?identifier=${['eligibility', 'compose-offer', 'visit-review', 'visit-completion', 'reconcile', 'sms-opt-out']
+  `Bot?identifier=${[
+    'eligibility',
+    'compose-offer',
+    'visit-review',
+    'visit-completion',
+    'reconcile',
+    'sms-opt-out',
+    'materialize-slots',
+  ]
     .map((key) => `${SYSTEMS.bots}|${key}`)
     .join(',')}`,
 ];

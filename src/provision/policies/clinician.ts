@@ -13,6 +13,7 @@ import {
   catalogReads,
   inTenant,
   JOURNEY_KEYS,
+  MACHINE_CLIENTS,
   ONLY_OWN_TENANT,
   PROPOSALS_ONLY,
   SERVER_OWNED_TAGS,
@@ -519,5 +520,7 @@ export function clinicianPolicy(): AccessPolicyResource[] {
       interaction: ['read'] as AccessPolicyResource['interaction'],
       hiddenFields: BOT_CODE,
     })),
+    // The platform's machine clients by name, as the authors of what they wrote; never their secrets.
+    { resourceType: 'ClientApplication', interaction: ['read'], ...MACHINE_CLIENTS },
   ];
 }

@@ -102,6 +102,19 @@ export const ONLY_OWN_TENANT = {
 /** A bot that reads a ClientApplication (its tenant extension, its integration tag) never sees its secrets. */
 export const CLIENT_SECRETS = ['secret', 'retiringSecret'];
 
+/** The tag of the client provisioning runs as (it tags itself), by which clinicians read it (`MACHINE_CLIENTS`). */
+export const PROVISIONING_CLIENT_TAG = { system: SYSTEMS.integration, code: 'provisioning' };
+
+/**
+ * The platform's machine clients whose names clinicians see as authors (Medplum's apps read `meta.author`;
+ * one she may not read shows as "[Forbidden]"): the provisioning client and the SMS integration. Never a
+ * tenant's patient app (tenant-specific), never a secret or an identity provider's settings.
+ */
+export const MACHINE_CLIENTS = {
+  criteria: `ClientApplication?_tag=${SYSTEMS.integration}|${PROVISIONING_CLIENT_TAG.code},${SYSTEMS.integration}|sms`,
+  hiddenFields: [...CLIENT_SECRETS, 'identityProvider'],
+};
+
 /**
  * A Consent's proof and what it pins are immutable: an update may only change `status` (and only to
  * `inactive`). Enforced as an AccessPolicy writeConstraint, so it holds for every bot client too.
