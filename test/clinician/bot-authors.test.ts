@@ -141,7 +141,12 @@ describe('the platform’s bots, named to clinicians', () => {
         }
       }
     }
-    const answer = await direct(gw.backend, gw.backend.patients.alice.token, 'GET', fhirPath(`ClientApplication/${provisioner?.id}`));
+    const answer = await direct(
+      gw.backend,
+      gw.backend.patients.alice.token,
+      'GET',
+      fhirPath(`ClientApplication/${provisioner?.id}`),
+    );
     if (answer.status < 400) {
       problems.push(`the provisioning client: ${answer.status} to a patient`);
     }
