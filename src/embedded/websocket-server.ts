@@ -34,6 +34,9 @@ export function serveWebSocketSubscriptions(server: Server, subscriptions: WebSo
       const connection = subscriptions.open(
         {
           send: (text) => ws.send(text),
+          get bufferedAmount() {
+            return ws.bufferedAmount;
+          },
           close: (code, reason) => ws.close(code, reason),
           terminate: () => ws.terminate(),
         },

@@ -152,6 +152,8 @@ export function webSocketSubscriptionsEndpoint(c: Context): Response {
 /** What the protocol needs of a socket (ws's WebSocket has these). */
 export interface SubscriberSocket {
   send(text: string): void;
+  /** Bytes sent and not yet taken by the client. */
+  readonly bufferedAmount: number;
   close(code: number, reason: string): void;
   terminate(): void;
 }
@@ -180,8 +182,10 @@ export interface WebSocketLimits {
   bindings: number;
   /** A socket with nothing bound is closed after this long without a message (SubscriptionManager pings every 5 s). */
   idleUnboundMs: number;
-  /** Messages of one socket waiting for their turn; a socket past it is terminated. */
+  /** A client's own messages waiting for their turn; a socket past it is terminated. */
   queuedPerSocket: number;
+  /** Bytes sent to a socket that its client has not taken; a socket past it is terminated. */
+  unsentBytesPerSocket: number;
 }
 
 export const DEFAULT_WEBSOCKET_LIMITS: WebSocketLimits = {
@@ -192,6 +196,7 @@ export const DEFAULT_WEBSOCKET_LIMITS: WebSocketLimits = {
   bindings: 10_000,
   idleUnboundMs: 60_000,
   queuedPerSocket: 64,
+  unsentBytesPerSocket: 4 * 1024 * 1024,
 };
 
 /** Medplum's heartbeat period (packages/server/src/heartbeat.ts DEFAULT_HEARTBEAT_MS). */
@@ -364,31 +369,30 @@ export class WebSocketSubscriptions {
     if (typeof token !== 'string' || token.length === 0) {
       return;
     }
-    if (message.type === 'bind-with-token') {
-      this.enqueue(connection, () => this.bind(connection, token));
-    } else if (message.type === 'unbind-from-token') {
-      this.enqueue(connection, () => this.unbind(connection, token));
-    }
-  }
-
-  private enqueue(connection: Connection, work: () => Promise<void>): void {
-    if (!connection.open) {
+    if (message.type !== 'bind-with-token' && message.type !== 'unbind-from-token') {
       return;
     }
     if (connection.queued >= this.limits.queuedPerSocket) {
-      // A client that sends faster than it can be answered: it is cut off, not buffered without end.
-      connection.open = false;
-      safely(() => connection.socket.terminate());
-      this.forget(connection);
+      // A client that sends faster than it can be answered: cut off, not buffered without end.
+      this.cutOff(connection);
       return;
     }
     connection.queued++;
-    connection.turn = connection.turn
-      .then(() => (connection.open ? work() : undefined))
-      .catch(() => undefined)
-      .finally(() => {
-        connection.queued--;
-      });
+    const work = message.type === 'bind-with-token' ? this.bind : this.unbind;
+    this.enqueue(connection, () => work.call(this, connection, token).finally(() => connection.queued--));
+  }
+
+  /** Runs `work` after what the connection has waiting, in order. */
+  private enqueue(connection: Connection, work: () => Promise<void>): void {
+    if (connection.open) {
+      connection.turn = connection.turn.then(() => (connection.open ? work() : undefined)).catch(() => undefined);
+    }
+  }
+
+  private cutOff(connection: Connection): void {
+    connection.open = false;
+    safely(() => connection.socket.terminate());
+    this.forget(connection);
   }
 
   /** The token's claims, or undefined once the socket was told why not (Medplum's verifyWsToken). */
@@ -406,9 +410,7 @@ export class WebSocketSubscriptions {
           connection,
           badRequest(`Token claims missing ${claim}. Make sure you are sending the correct token.`),
         );
-        connection.open = false;
-        safely(() => connection.socket.terminate());
-        this.forget(connection);
+        this.cutOff(connection);
         return undefined;
       }
     }
@@ -563,9 +565,15 @@ export class WebSocketSubscriptions {
   }
 
   private send(connection: Connection, message: unknown): void {
-    if (connection.open) {
-      safely(() => connection.socket.send(JSON.stringify(message)));
+    if (!connection.open) {
+      return;
     }
+    if (connection.socket.bufferedAmount > this.limits.unsentBytesPerSocket) {
+      // A client that does not read what it is sent would have the server hold it all.
+      this.cutOff(connection);
+      return;
+    }
+    safely(() => connection.socket.send(JSON.stringify(message)));
   }
 
   private forget(connection: Connection): void {
