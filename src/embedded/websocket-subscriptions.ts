@@ -8,6 +8,7 @@ import {
   isResourceType,
   normalizeErrorString,
   notFound,
+  Operator,
   resolveId,
   tooManyRequests,
 } from '@medplum/core';
@@ -202,6 +203,17 @@ export const DEFAULT_WEBSOCKET_LIMITS: WebSocketLimits = {
 /** Medplum's heartbeat period (packages/server/src/heartbeat.ts DEFAULT_HEARTBEAT_MS). */
 export const HEARTBEAT_MS = 10_000;
 
+/**
+ * How long a websocket Subscription lives: Medplum keeps one in its Redis cache only, for 24 hours
+ * (packages/server/src/fhir/repo.ts isCacheOnly, fhir/repository/resource-cache.ts). Here it is stored like
+ * any resource, and removed once that old and not bound: SubscriptionManager makes a new one for each
+ * criteria each time an app opens, which would otherwise pile up.
+ */
+export const WEBSOCKET_SUBSCRIPTION_LIFETIME_MS = 24 * 60 * 60_000;
+/** At most one sweep for them an hour, started by a socket opening (no timer of its own). */
+const SWEEP_EVERY_MS = 60 * 60_000;
+const SWEEP_BATCH = 100;
+
 export interface WebSocketSubscriptionsOptions extends BindingTokenDeps {
   /** The system's view of the store: reads the bound Subscriptions. */
   systemRepo: SqliteRepository;
@@ -249,6 +261,7 @@ export class WebSocketSubscriptions {
   private readonly connections = new Set<Connection>();
   private readonly limits: WebSocketLimits;
   private timer: ReturnType<typeof setInterval> | undefined;
+  private lastSweep = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: WebSocketSubscriptionsOptions) {
     this.limits = { ...DEFAULT_WEBSOCKET_LIMITS, ...options.limits };
@@ -288,6 +301,7 @@ export class WebSocketSubscriptions {
     this.connections.add(connection);
     this.timer ??= setInterval(() => this.beat(), this.options.heartbeatMs ?? HEARTBEAT_MS);
     this.timer.unref?.();
+    this.sweep();
     return {
       receive: (text) => this.receive(connection, text),
       closed: () => this.forget(connection),
@@ -338,6 +352,42 @@ export class WebSocketSubscriptions {
       safely(() => connection.socket.close(1001, 'Server shutting down'));
     }
     this.connections.clear();
+  }
+
+  private sweep(): void {
+    const now = this.now();
+    if (now - this.lastSweep < SWEEP_EVERY_MS) {
+      return;
+    }
+    this.lastSweep = now;
+    this.removeExpired(now).catch(() => undefined);
+  }
+
+  private async removeExpired(now: number): Promise<void> {
+    const { systemRepo } = this.options;
+    const expired = await systemRepo.searchResources<Subscription>({
+      resourceType: 'Subscription',
+      filters: [
+        { code: 'type', operator: Operator.EQUALS, value: 'websocket' },
+        {
+          code: '_lastUpdated',
+          operator: Operator.LESS_THAN,
+          value: new Date(now - WEBSOCKET_SUBSCRIPTION_LIFETIME_MS).toISOString(),
+        },
+      ],
+      count: SWEEP_BATCH,
+    });
+    const bound = new Set<string>();
+    for (const connection of this.connections) {
+      for (const id of connection.bindings.keys()) {
+        bound.add(id);
+      }
+    }
+    for (const subscription of expired) {
+      if (!bound.has(subscription.id)) {
+        await systemRepo.deleteResource('Subscription', subscription.id);
+      }
+    }
   }
 
   private now(): number {

@@ -448,10 +448,13 @@ describe('a project without the feature', () => {
 
 describe('bounds', () => {
   let served: Served;
+  /** How far this backend's clock is ahead of the machine's. */
+  let skew = 0;
   beforeAll(async () => {
     served = await serveBackend({
       webSocketLimits: { sockets: 3, socketsPerAddress: 3, socketsPerUser: 1, bindingsPerUser: 2 },
       webSocketHeartbeatMs: 200,
+      clock: () => new Date(Date.now() + skew),
     });
   });
   afterAll(() => served?.close());
@@ -494,6 +497,31 @@ describe('bounds', () => {
     // Room again.
     const again = await openSocket(origin);
     again.close();
+    await again.closed;
+  });
+
+  it('removes a websocket Subscription nothing binds once 24 hours old, as Medplum’s cache entry expires', async () => {
+    const { backend, origin } = served;
+    const clinician = await demoClinician(backend, 'northwind');
+    const old = await clinician.medplum.createResource(liveSubscription('Task?status=ready'));
+    skew = 25 * 3_600_000;
+    const fresh = await backend.systemRepo.createResource<Subscription>({
+      ...liveSubscription('Task?status=ready'),
+      meta: { project: backend.project.id },
+    });
+    const exists = (id: string) =>
+      backend.systemRepo.readResource('Subscription', id).then(
+        () => true,
+        () => false,
+      );
+    expect(await exists(old.id as string)).toBe(true);
+    const socket = await openSocket(origin);
+    for (let tries = 0; tries < 100 && (await exists(old.id as string)); tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(await exists(old.id as string)).toBe(false);
+    expect(await exists(fresh.id as string)).toBe(true);
+    socket.close();
   });
 });
 

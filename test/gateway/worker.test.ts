@@ -24,7 +24,7 @@ describe('Cloudflare Worker build', () => {
       [];
     expect(nodeImports).toEqual([]);
     // The embedded Medplum's WebSocket server (`ws`, src/embedded/websocket-server.ts) is Node's alone.
-    expect(bundle).not.toMatch(/class WebSocketServer|["']ws["']\)/);
+    expect(bundle).not.toMatch(/class WebSocketServer|(?:require\(|from\s*|import\()["']ws["']/);
     expect(bundle).toContain('/v1/patient/profile');
   });
 });
