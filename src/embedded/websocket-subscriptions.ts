@@ -428,8 +428,9 @@ export class WebSocketSubscriptions {
       return;
     }
     connection.queued++;
-    const work = message.type === 'bind-with-token' ? this.bind : this.unbind;
-    this.enqueue(connection, () => work.call(this, connection, token).finally(() => connection.queued--));
+    const work =
+      message.type === 'bind-with-token' ? () => this.bind(connection, token) : () => this.unbind(connection, token);
+    this.enqueue(connection, () => work().finally(() => connection.queued--));
   }
 
   /** Runs `work` after what the connection has waiting, in order. */
