@@ -1,7 +1,9 @@
+import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { demoDefinition } from '../provision/demo';
 import { LOOPBACK_ORIGINS, parseOrigins } from '../shared/cors';
 import { launchEmbeddedMedplum } from './launch';
+import { serveWebSocketSubscriptions } from './websocket-server';
 
 /** `npm run embedded`: the embedded Medplum alone, listening like a real one (default port 8103, as Medplum). */
 async function main(): Promise<void> {
@@ -17,7 +19,8 @@ async function main(): Promise<void> {
     // EMBEDDED_SAVE_AUDIT_EVENTS=1 to see her access log fill (docs/configuration.md).
     saveAuditEvents: process.env.EMBEDDED_SAVE_AUDIT_EVENTS === '1',
   });
-  serve({ fetch: medplum.app.fetch, port });
+  const server = serve({ fetch: medplum.app.fetch, port });
+  serveWebSocketSubscriptions(server as Server, medplum.webSocketSubscriptions);
   console.log(
     JSON.stringify({
       baseUrl,

@@ -29,7 +29,12 @@ import { Database } from './store/database';
 import { type RepositoryEnvironment, type ResourceChange, SqliteRepository } from './store/repo';
 import { SubscriptionQueue } from './subscriptions';
 import { registerTerminology } from './terminology';
-import { registerWebSocketSubscriptions, webSocketSubscriptionsEndpoint } from './websocket-subscriptions';
+import {
+  registerWebSocketSubscriptions,
+  type WebSocketLimits,
+  WebSocketSubscriptions,
+  webSocketSubscriptionsEndpoint,
+} from './websocket-subscriptions';
 
 export interface EmbeddedMedplumOptions {
   /** SQLite file, or ':memory:' (tests). */
@@ -78,6 +83,10 @@ export interface EmbeddedMedplumOptions {
    * In-process callers (the gateway of `npm start`, the bots) are admitted by the gateway or not counted.
    */
   admission?: AdmissionLimits;
+  /** Bounds of `ws/subscriptions-r4` (websocket-subscriptions.ts DEFAULT_WEBSOCKET_LIMITS). */
+  webSocketLimits?: Partial<WebSocketLimits>;
+  /** Tests: the WebSocket heartbeat period (default 10 s, as Medplum). */
+  webSocketHeartbeatMs?: number;
 }
 
 export interface EmbeddedMedplum {
@@ -90,6 +99,11 @@ export interface EmbeddedMedplum {
   systemRepo: SqliteRepository;
   key: SigningKey;
   subscriptions: SubscriptionQueue;
+  /**
+   * What is bound on `ws/subscriptions-r4`. A Node HTTP server serves the sockets once given to
+   * `serveWebSocketSubscriptions` (websocket-server.ts).
+   */
+  webSocketSubscriptions: WebSocketSubscriptions;
   /** Runs cron bots each minute; `tick(at)` runs those due at a given minute. */
   cron: CronScheduler;
   /** Medplum's FHIR quota as this server counts it (what each membership spent: the bench). */
@@ -119,6 +133,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
   let queue: SubscriptionQueue | undefined;
   let bots: BotRunner | undefined;
   let cron: CronScheduler | undefined;
+  let live: WebSocketSubscriptions | undefined;
   const callers = new CallerCache(foreignCommitCounter(db));
   const attachments = new AttachmentUrls(baseUrl, options.clock);
   const quotaFromEnv = Number(process.env.EMBEDDED_FHIR_QUOTA);
@@ -140,6 +155,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
       bots?.forget(changes);
       queue?.enqueueChanges(changes);
       cron?.onChanges(changes);
+      live?.onCommit(changes);
     },
   };
   const systemRepo = new SqliteRepository(env, systemContext(SYSTEM_PROJECT));
@@ -260,7 +276,18 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
 
   registerBotOperations(router, bots);
   registerTerminology(router);
-  registerWebSocketSubscriptions(router);
+  registerWebSocketSubscriptions(router, { key, issuer, baseUrl, now });
+  live = new WebSocketSubscriptions({
+    key,
+    issuer,
+    baseUrl,
+    now,
+    systemRepo,
+    attachments,
+    authenticate: (token) => authenticate(authDeps, `Bearer ${token}`),
+    limits: options.webSocketLimits,
+    heartbeatMs: options.webSocketHeartbeatMs,
+  });
 
   app.use('*', medplumCors(options.corsOrigins ?? []));
   const rateFromEnv = Number(process.env.EMBEDDED_REQUEST_RATE_LIMIT);
@@ -306,12 +333,14 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
     systemRepo,
     key,
     subscriptions: queue,
+    webSocketSubscriptions: live,
     cron: cron as CronScheduler,
     quota,
     clientFor,
     close() {
       cron?.stop();
       queue?.close();
+      live?.close();
       db.close();
     },
   };

@@ -97,14 +97,18 @@ export class SubscriptionQueue {
   private activeSubscriptions(): Promise<Subscription[]> {
     this.active ??= this.options.systemRepo.searchResources<Subscription>({
       resourceType: 'Subscription',
-      filters: [{ code: 'status', operator: 'eq', value: 'active' }],
+      filters: [
+        { code: 'status', operator: 'eq', value: 'active' },
+        { code: 'type', operator: 'eq', value: 'rest-hook' },
+      ],
       count: 1000,
     });
     return this.active;
   }
 
   private async match(changes: ResourceChange[]): Promise<void> {
-    if (changes.some((c) => c.resource.resourceType === 'Subscription')) {
+    // A websocket Subscription (one per criteria each time Medplum's app opens) is never delivered here.
+    if (changes.some((c) => isRestHook(c.resource) || (c.previous && isRestHook(c.previous)))) {
       this.active = undefined;
     }
     const subscriptions = await this.activeSubscriptions();
@@ -115,8 +119,7 @@ export class SubscriptionQueue {
           botId &&
           subscription.channel?.type === 'rest-hook' &&
           subscription.meta?.project === change.resource.meta?.project &&
-          supportsInteraction(subscription, change.interaction) &&
-          matchesCriteria(subscription, change.resource)
+          matchesSubscription(subscription, change)
         ) {
           this.pending.push({
             subscription,
@@ -196,6 +199,18 @@ export function deliveryHeaders(job: SubscriptionJob): Record<string, string> {
     }
   }
   return headers;
+}
+
+/**
+ * Whether a committed change is one `subscription` asks for: its interaction and its criteria. The one
+ * matcher of this server, for rest-hook deliveries and WebSocket notifications alike.
+ */
+export function matchesSubscription(subscription: Subscription, change: ResourceChange): boolean {
+  return supportsInteraction(subscription, change.interaction) && matchesCriteria(subscription, change.resource);
+}
+
+function isRestHook(resource: Resource): boolean {
+  return resource.resourceType === 'Subscription' && resource.channel?.type === 'rest-hook';
 }
 
 function supportsInteraction(subscription: Subscription, interaction: ResourceChange['interaction']): boolean {

@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import { serve } from '@hono/node-server';
@@ -7,6 +8,7 @@ import { demoApps, demoPatientTokens } from './demo-tokens';
 import { startGcPacer } from './gc-pacer';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from './launch';
 import type { MedplumThreadOptions, ThreadReply, ThreadRequest } from './thread';
+import { serveWebSocketSubscriptions } from './websocket-server';
 
 /** The embedded Medplum's thread (see `thread.ts`): starts it with the demo data, then answers calls. */
 async function main(): Promise<void> {
@@ -28,6 +30,8 @@ async function main(): Promise<void> {
   let httpPort: number | undefined;
   if (options.httpPort !== undefined) {
     const server = serve({ fetch: medplum.app.fetch, port: options.httpPort, hostname: options.hostname });
+    // Medplum's apps' live updates (SubscriptionManager) open their socket on this port.
+    serveWebSocketSubscriptions(server as Server, medplum.webSocketSubscriptions);
     await new Promise((resolve, reject) => server.once('listening', resolve).once('error', reject));
     httpPort = (server.address() as AddressInfo).port;
   }

@@ -23,6 +23,8 @@ describe('Cloudflare Worker build', () => {
       bundle.match(/(?:from\s*|require\(|import\()["'](?:node:)?(?:fs|path|sqlite|vm|child_process|os|module)["']/g) ??
       [];
     expect(nodeImports).toEqual([]);
+    // The embedded Medplum's WebSocket server (`ws`, src/embedded/websocket-server.ts) is Node's alone.
+    expect(bundle).not.toMatch(/class WebSocketServer|(?:require\(|from\s*|import\()["']ws["']/);
     expect(bundle).toContain('/v1/patient/profile');
   });
 });

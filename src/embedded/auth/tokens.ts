@@ -21,14 +21,20 @@ export interface TokenSubject {
   clientId?: string;
 }
 
+/**
+ * An access token of the login. `extraClaims` are added as they are (the WebSocket binding token's
+ * `subscription_id` and `membership_id`, ../websocket-subscriptions.ts).
+ */
 export async function issueAccessToken(
   key: SigningKey,
   issuer: string,
   subject: TokenSubject,
   now: Date,
+  extraClaims: Record<string, string> = {},
 ): Promise<string> {
   const iat = Math.floor(now.getTime() / 1000);
   const claims: AccessTokenClaims = {
+    ...extraClaims,
     login_id: subject.loginId,
     profile: subject.profile,
     scope: subject.scope,

@@ -173,6 +173,28 @@ export class SqliteRepository extends FhirRepository {
     }
   }
 
+  /**
+   * `resource` as this caller would read it, or undefined where she may not read it: the check Medplum
+   * makes before each WebSocket notification (packages/server/src/workers/subscription.ts,
+   * satisfiesAccessPolicy with her membership's current policy), with her hidden fields removed as a read
+   * removes them. Not an interaction of hers: no quota spent, nothing audited. A Binary is never handed
+   * over this way (its security context would need a read).
+   */
+  readableCopy<T extends Resource>(resource: WithId<T>): WithId<T> | undefined {
+    if (resource.resourceType === 'Binary' && !this.caller.system) {
+      return undefined;
+    }
+    try {
+      this.checkTypeInteraction(resource.resourceType, AccessPolicyInteraction.READ);
+      return this.present(deepClone(resource), this.matchPolicy(resource, AccessPolicyInteraction.READ));
+    } catch (err) {
+      if (err instanceof OperationOutcomeError) {
+        return undefined;
+      }
+      throw err;
+    }
+  }
+
   async readReference<T extends Resource>(reference: Reference<T>): Promise<WithId<T>> {
     const [type, id] = referenceParts(reference);
     return this.readResource<T>(type, id);
