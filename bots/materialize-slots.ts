@@ -118,7 +118,11 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       }
     }
   }
-  const missing = wanted.filter((w) => !existing.has(w.key)).sort((a, b) => a.start.localeCompare(b.start));
+  // Soonest first, and Slots of one start (two Schedules) by key: one total order, so two runs cut
+  // the same list at the same place.
+  const missing = wanted
+    .filter((w) => !existing.has(w.key))
+    .sort((a, b) => a.start.localeCompare(b.start) || a.key.localeCompare(b.key));
   // Filing what was made before comes out of the same budget (a write each), soonest first.
   const refile = unfiled.sort((a, b) => a.start.localeCompare(b.start)).slice(0, SLOTS_PER_RUN);
   const slice = missing.slice(0, SLOTS_PER_RUN - refile.length);

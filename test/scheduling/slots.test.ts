@@ -204,7 +204,7 @@ describe('materialised free Slots', () => {
   it('a run writes no more than its quota has left (as Medplum says, each create costing what Medplum charges): part of it spent, it makes the soonest that fit, without a 429, and the next run the rest', async () => {
     const made = await slots();
     const later = new Date(Date.now() + 2 * 86_400_000).toISOString();
-    const gone = made.filter((s) => s.start > later).sort((a, b) => a.start.localeCompare(b.start));
+    const gone = made.filter((s) => s.start > later).sort(soonestFirst);
     gone.splice(300);
     for (const slot of gone) {
       await backend.systemRepo.deleteResource('Slot', slot.id as string);
@@ -285,6 +285,10 @@ describe('two runs at once, on a store that answers 409 as Postgres-backed Medpl
   });
 });
 
+/** The bot's order: soonest first, Slots of one start (two Schedules) by their key. */
+const soonestFirst = (a: Slot, b: Slot) =>
+  a.start.localeCompare(b.start) || (a.identifier?.[0]?.value ?? '').localeCompare(b.identifier?.[0]?.value ?? '');
+
 interface RunResult {
   ok: boolean;
   slots: number;
@@ -307,9 +311,7 @@ async function twoRunsAtOnce(
       (row) => JSON.parse(row.content) as Slot,
     );
   const made = all();
-  const later = made
-    .filter((s) => s.start > new Date(Date.now() + 86_400_000).toISOString())
-    .sort((a, b) => a.start.localeCompare(b.start));
+  const later = made.filter((s) => s.start > new Date(Date.now() + 86_400_000).toISOString()).sort(soonestFirst);
   const booked = await backend.systemRepo.updateResource<Slot>({ ...(later[0] as Slot), status: 'busy' });
   const lost = later.slice(1, 1 + count);
   for (const slot of lost) {
