@@ -18,8 +18,10 @@ export interface Limits {
   upstreamTimeoutMs: number;
   /** Calls one caller may have in flight at once; beyond it, 429 (src/edge/admission.ts). */
   inFlightPerCaller: number;
-  /** Calls everyone may have in flight at once on this instance; beyond it, 503. */
+  /** Calls everyone may have in flight at once on this instance; beyond it, a call waits for a place. */
   inFlightTotal: number;
+  /** Calls that may wait for a place at once on this instance; beyond it (or after half the upstream deadline), 503. */
+  inFlightWaiting?: number;
   /** Calls waiting on event feeds (or streaming them) at once on this instance (default 2,000: src/routes/events.ts). */
   eventWaitsTotal?: number;
 }
@@ -97,4 +99,5 @@ export const DEFAULT_LIMITS: Limits = {
   upstreamTimeoutMs: 10_000,
   inFlightPerCaller: 32,
   inFlightTotal: 256,
+  inFlightWaiting: 4_096,
 };

@@ -75,7 +75,15 @@ export function createApp(deps: AppDeps): App {
     guardJsonBody((path) => OWN_BODY_LIMIT.has(path)),
   );
   app.use('/v1/*', authenticate(deps, verify));
-  app.use('/v1/*', admission({ perCaller: deps.limits.inFlightPerCaller, total: deps.limits.inFlightTotal }));
+  app.use(
+    '/v1/*',
+    admission({
+      perCaller: deps.limits.inFlightPerCaller,
+      total: deps.limits.inFlightTotal,
+      waiting: deps.limits.inFlightWaiting ?? 0,
+      maxWaitMs: deps.limits.upstreamTimeoutMs / 2,
+    }),
+  );
   app.use('/v1/*', idempotency());
 
   registerHealthRoutes(app, deps);

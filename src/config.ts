@@ -66,6 +66,7 @@ export function loadConfig(env: Record<string, string | undefined>): NodeConfig 
       upstreamTimeoutMs: positive(env.UPSTREAM_TIMEOUT_MS) ?? DEFAULT_LIMITS.upstreamTimeoutMs,
       inFlightPerCaller: positive(env.IN_FLIGHT_PER_CALLER) ?? DEFAULT_LIMITS.inFlightPerCaller,
       inFlightTotal: positive(env.IN_FLIGHT_TOTAL) ?? DEFAULT_LIMITS.inFlightTotal,
+      inFlightWaiting: positive(env.IN_FLIGHT_WAITING) ?? DEFAULT_LIMITS.inFlightWaiting,
     },
   };
 }

@@ -24,6 +24,7 @@ export interface WorkerEnv {
   BODY_LIMIT_BYTES?: string;
   IN_FLIGHT_PER_CALLER?: string;
   IN_FLIGHT_TOTAL?: string;
+  IN_FLIGHT_WAITING?: string;
   UPSTREAM_TIMEOUT_MS?: string;
   /** Origins whose pages may call the API from a browser (comma-separated; `https://host:*` for any port). None by default. */
   CORS_ORIGINS?: string;
@@ -57,6 +58,7 @@ function appFor(env: WorkerEnv): App {
           upstreamTimeoutMs: Number(env.UPSTREAM_TIMEOUT_MS) || DEFAULT_LIMITS.upstreamTimeoutMs,
           inFlightPerCaller: Number(env.IN_FLIGHT_PER_CALLER) || DEFAULT_LIMITS.inFlightPerCaller,
           inFlightTotal: Number(env.IN_FLIGHT_TOTAL) || DEFAULT_LIMITS.inFlightTotal,
+          inFlightWaiting: Number(env.IN_FLIGHT_WAITING) || DEFAULT_LIMITS.inFlightWaiting,
         },
         assets: assetsFrom(env),
         log: (entry) => console.log(JSON.stringify(entry)),

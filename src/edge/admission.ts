@@ -30,7 +30,7 @@ export function admission(limits: AdmissionLimits, clock: () => number = Date.no
     if (!caller) {
       return next();
     }
-    const admitted = counter.admit(caller);
+    const admitted = await counter.enter(caller, c.req.raw.signal);
     if (admitted === 'total') {
       throw refusal('upstream_unavailable', 'The service is at capacity; try again shortly', {
         name: 'inflight-total',

@@ -10,6 +10,13 @@ export interface AdmissionLimits {
   perCaller: number;
   /** Calls of everyone at once: what this gateway instance lets reach Medplum. */
   total: number;
+  /**
+   * Calls that may wait for a place while the instance is full (`enter`; 0 or absent: none wait, each is
+   * refused at once). A waiting call counts among its caller's `perCaller`.
+   */
+  waiting?: number;
+  /** How long a call waits for a place before it is refused as full (default 5 s). */
+  maxWaitMs?: number;
 }
 
 /** How long a refused caller stays out of the places kept for newcomers. */
@@ -18,11 +25,27 @@ const HELD_BACK_MS = 1_000;
 /** How long a caller counts as one of those sharing the instance after her last call. */
 const ACTIVE_WINDOW_MS = 10_000;
 
+export type Admission = 'ok' | 'total' | { share: number };
+
 /** The counting behind admission, for any server that knows its caller (the embedded Medplum's port too). */
 export interface AdmissionCounter {
   /** 'ok' (then `release` when the call ends), 'total' (the instance is full), or the caller's share. */
-  admit(caller: string): 'ok' | 'total' | { share: number };
+  admit(caller: string): Admission;
+  /**
+   * As `admit`, but a call the full instance cannot take at once waits (up to `waiting` calls, each at
+   * most `maxWaitMs`) for the next place freed, which goes to the waiting caller with the fewest calls in
+   * flight (then the longest waiting): a patient arriving with nothing in flight is next, however many
+   * calls a crowd keeps waiting. 'total' when the wait ends without a place (or `signal` aborts it).
+   */
+  enter(caller: string, signal?: AbortSignal): Promise<Admission>;
   release(caller: string): void;
+}
+
+/** A call waiting for a place. */
+interface Waiter {
+  caller: string;
+  since: number;
+  answer: (admission: Admission) => void;
 }
 
 export function admissionCounter(limits: AdmissionLimits, clock: () => number = Date.now): AdmissionCounter {
@@ -33,6 +56,58 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
   let lastPrune = 0;
   let total = 0;
   const reserve = Math.max(1, Math.floor(limits.total / 8));
+  const waitingLimit = limits.waiting ?? 0;
+  const maxWaitMs = limits.maxWaitMs ?? 5_000;
+  /** Each caller's waiting calls, oldest first; callers with none are not in it. */
+  const queues = new Map<string, Waiter[]>();
+  let waitingCount = 0;
+  const take = (caller: string) => {
+    perCaller.set(caller, (perCaller.get(caller) ?? 0) + 1);
+    total++;
+  };
+  /** Takes `waiter` out of its queue; false if it was no longer there (admitted, or out already). */
+  const unqueue = (waiter: Waiter): boolean => {
+    const queue = queues.get(waiter.caller);
+    const at = queue?.indexOf(waiter) ?? -1;
+    if (!queue || at < 0) {
+      return false;
+    }
+    queue.splice(at, 1);
+    if (queue.length === 0) {
+      queues.delete(waiter.caller);
+    }
+    waitingCount--;
+    return true;
+  };
+  /** Places freed go to the waiting: the caller with the fewest calls in flight first, then the oldest. */
+  const dispatch = () => {
+    while (total < limits.total && waitingCount > 0) {
+      let next: Waiter | undefined;
+      let fewest = Number.POSITIVE_INFINITY;
+      for (const [caller, queue] of queues) {
+        const inFlight = perCaller.get(caller) ?? 0;
+        const head = queue[0] as Waiter;
+        if (inFlight < fewest || (inFlight === fewest && head.since < (next as Waiter).since)) {
+          fewest = inFlight;
+          next = head;
+        }
+      }
+      const waiter = next as Waiter;
+      unqueue(waiter);
+      take(waiter.caller);
+      waiter.answer('ok');
+    }
+  };
+  /** The waiting call to turn away for a newcomer when the waiting places are all taken: the crowd's newest. */
+  const evictable = (): Waiter | undefined => {
+    let most: Waiter[] | undefined;
+    for (const queue of queues.values()) {
+      if (!most || queue.length > most.length) {
+        most = queue;
+      }
+    }
+    return most && most.length > 1 ? most.at(-1) : undefined;
+  };
   const activeCallers = (now: number): number => {
     if (now - lastPrune > 1_000) {
       lastPrune = now;
@@ -45,7 +120,7 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
     }
     return Math.max(seen.size, 1);
   };
-  return {
+  const counter: AdmissionCounter = {
     admit(caller) {
       const now = clock();
       seen.set(caller, now);
@@ -67,9 +142,66 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
         held.set(caller, now);
         return 'total';
       }
-      perCaller.set(caller, mine + 1);
-      total++;
+      take(caller);
       return 'ok';
+    },
+    enter(caller, signal) {
+      if (waitingLimit <= 0) {
+        return Promise.resolve(counter.admit(caller));
+      }
+      const now = clock();
+      seen.set(caller, now);
+      activeCallers(now);
+      const waitingOwn = queues.get(caller)?.length ?? 0;
+      const mine = (perCaller.get(caller) ?? 0) + waitingOwn;
+      if (mine >= limits.perCaller) {
+        held.set(caller, now);
+        return Promise.resolve({ share: limits.perCaller });
+      }
+      if (waitingCount === 0 && total < limits.total) {
+        take(caller);
+        return Promise.resolve('ok');
+      }
+      if (waitingCount >= waitingLimit) {
+        // All waiting places taken: a caller with nothing in flight or waiting takes the place of the
+        // newest call of whoever waits most; anyone else is refused as full.
+        const evicted = mine === 0 ? evictable() : undefined;
+        if (!evicted) {
+          held.set(caller, now);
+          return Promise.resolve('total');
+        }
+        unqueue(evicted);
+        evicted.answer('total');
+      }
+      return new Promise<Admission>((resolve) => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const onAbort = () => {
+          if (unqueue(waiter)) {
+            waiter.answer('total');
+          }
+        };
+        const waiter: Waiter = {
+          caller,
+          since: now,
+          answer: (admission) => {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', onAbort);
+            resolve(admission);
+          },
+        };
+        const queue = queues.get(caller);
+        if (queue) {
+          queue.push(waiter);
+        } else {
+          queues.set(caller, [waiter]);
+        }
+        waitingCount++;
+        timer = setTimeout(onAbort, maxWaitMs);
+        signal?.addEventListener('abort', onAbort, { once: true });
+        if (signal?.aborted) {
+          onAbort();
+        }
+      });
     },
     release(caller) {
       total--;
@@ -79,6 +211,8 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
       } else {
         perCaller.delete(caller);
       }
+      dispatch();
     },
   };
+  return counter;
 }

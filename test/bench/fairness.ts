@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { DEMO_TENANTS } from '../../src/provision/demo';
-import { NPM_START_ENV, start } from './gateway';
+import { freePort, NPM_START_ENV, start } from './gateway';
 
 /**
  * Issue 37 item 5: no group of callers holds the rest at 429/503. One process set up as `npm start`
@@ -11,20 +11,61 @@ import { NPM_START_ENV, start } from './gateway';
 export interface FairnessRound {
   accounts: number;
   victim: { calls: number; ok: number; statuses: Record<string, number>; p50Ms: number; p99Ms: number };
-  flood: { calls: number; statuses: Record<string, number> };
+  /** The flood's answers, and how long its 200s took. */
+  flood: { calls: number; statuses: Record<string, number>; p50Ms: number; p99Ms: number };
 }
 
-export async function runFairnessBench(seconds: number, floods: number[] = [0, 10, 100]): Promise<FairnessRound[]> {
-  const helper = start<{ token: string; baseUrl: string; projectId: string }>('test/bench/serve-npm-start.ts', {
-    PORT: '18313',
-    GATEWAY_PORT: '18290',
+export interface FairnessBench {
+  /** One of the flood's calls alone (an account reading its requirements one call at a time), before the floods. */
+  theirCallMs: { p50: number; p99: number };
+  rounds: FairnessRound[];
+}
+
+/** A real Medplum to run the bench on (a project provisioned with the demo definition), instead of npm start. */
+export interface RemoteMedplum {
+  baseUrl: string;
+  projectId: string;
+  /** A tenant's patient app (its ClientApplication id): the accounts sign up through it. */
+  clientId: string;
+}
+
+/**
+ * `admission`: the gateway's limits as `npm start` sets them, unless told (`IN_FLIGHT_TOTAL`,
+ * `IN_FLIGHT_WAITING`: 0 for none waiting, every call past the total refused at once). On `remote`, a
+ * gateway process set up as the Node entry sets it up for a remote Medplum.
+ */
+export async function runFairnessBench(
+  seconds: number,
+  floods: number[] = [0, 10, 100],
+  admission: { total?: string; waiting?: string } = {},
+  remote?: RemoteMedplum,
+): Promise<FairnessBench> {
+  const gatewayPort = await freePort();
+  const limitsEnv = {
     BENCH_ADMISSION: 'default',
+    ...(admission.total ? { IN_FLIGHT_TOTAL: admission.total } : {}),
+    ...(admission.waiting ? { IN_FLIGHT_WAITING: admission.waiting } : {}),
     ...NPM_START_ENV,
-  });
+  };
+  const helper = remote
+    ? start<string>('test/bench/serve-gateway.ts', limitsEnv)
+    : start<{ token: string; baseUrl: string; projectId: string }>('test/bench/serve-npm-start.ts', {
+        PORT: String(await freePort()),
+        GATEWAY_PORT: String(gatewayPort),
+        // The accounts are signed up from one address; the crowd the bench stands for has many (Medplum's
+        // sign-in limit is per address: 5 a minute would take an hour for a hundred accounts).
+        EMBEDDED_LOGIN_RATE_LIMIT: '100000',
+        ...limitsEnv,
+      });
   try {
-    const { baseUrl, projectId } = await helper.ready;
-    const gateway = 'http://127.0.0.1:18290';
-    const clientId = DEMO_TENANTS[0].appId;
+    const ready = await helper.ready;
+    const { baseUrl, projectId } = typeof ready === 'string' ? (remote as RemoteMedplum) : ready;
+    if (remote) {
+      helper.child.send({ medplumBaseUrl: remote.baseUrl, projectId: remote.projectId, port: gatewayPort });
+      await new Promise((resolve) => helper.child.once('message', resolve));
+    }
+    const gateway = `http://127.0.0.1:${gatewayPort}`;
+    const clientId = remote?.clientId ?? DEMO_TENANTS[0].appId;
     const accounts: string[] = [];
     for (let i = 0; i <= Math.max(...floods); i += 4) {
       const batch = Math.min(4, Math.max(...floods) + 1 - i);
@@ -33,30 +74,37 @@ export async function runFairnessBench(seconds: number, floods: number[] = [0, 1
       );
     }
     const [victimToken, ...flooders] = accounts;
+    const theirs: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      const began = performance.now();
+      const r = await fetch(`${gateway}/v1/agreements/requirements`, {
+        headers: { authorization: `Bearer ${flooders[0] ?? victimToken}` },
+      });
+      await r.arrayBuffer();
+      theirs.push(performance.now() - began);
+    }
     const rounds: FairnessRound[] = [];
     for (const n of floods) {
       rounds.push(await round(gateway, victimToken as string, flooders.slice(0, n), seconds));
     }
-    return rounds;
+    return { theirCallMs: { p50: quantile(theirs, 0.5), p99: quantile(theirs, 0.99) }, rounds };
   } finally {
+    const exited = new Promise((resolve) => helper.child.once('exit', resolve));
     helper.child.kill();
+    await exited;
   }
 }
 
 async function round(gateway: string, victim: string, flooders: string[], seconds: number): Promise<FairnessRound> {
+  // The crowd on its own event loop (a process of its own), so that her calls are timed in this one.
+  const crowd = flooders.length ? start<string>('test/bench/flood.ts', {}) : undefined;
+  let crowdDone: Promise<{ statuses: number[]; okMs: number[] }> = Promise.resolve({ statuses: [], okMs: [] });
+  if (crowd) {
+    await crowd.ready;
+    crowdDone = new Promise((resolve) => crowd.child.once('message', (m) => resolve(m as never)));
+    crowd.child.send({ gateway, tokens: flooders, perAccount: 32, seconds });
+  }
   const until = Date.now() + seconds * 1000;
-  const floodStatuses: number[] = [];
-  const floods = flooders.flatMap((token) =>
-    Array.from({ length: 32 }, async () => {
-      while (Date.now() < until) {
-        const r = await fetch(`${gateway}/v1/agreements/requirements`, {
-          headers: { authorization: `Bearer ${token}` },
-        });
-        await r.arrayBuffer();
-        floodStatuses.push(r.status);
-      }
-    }),
-  );
   const victimStatuses: number[] = [];
   const latencies: number[] = [];
   // She starts once the flood is under way, and reads one call at a time.
@@ -68,20 +116,28 @@ async function round(gateway: string, victim: string, flooders: string[], second
     latencies.push(performance.now() - began);
     victimStatuses.push(r.status);
   }
-  await Promise.all(floods);
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  const flood = await crowdDone;
   return {
     accounts: flooders.length,
     victim: {
       calls: victimStatuses.length,
       ok: victimStatuses.filter((s) => s === 200).length,
       statuses: count(victimStatuses),
-      p50Ms: at(0.5),
-      p99Ms: at(0.99),
+      p50Ms: quantile(latencies, 0.5),
+      p99Ms: quantile(latencies, 0.99),
     },
-    flood: { calls: floodStatuses.length, statuses: count(floodStatuses) },
+    flood: {
+      calls: flood.statuses.length,
+      statuses: count(flood.statuses),
+      p50Ms: quantile(flood.okMs, 0.5),
+      p99Ms: quantile(flood.okMs, 0.99),
+    },
   };
+}
+
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 }
 
 const count = (statuses: number[]) =>
@@ -90,10 +146,7 @@ const count = (statuses: number[]) =>
     return all;
   }, {});
 
-/**
- * Sign-up is rate limited per address, as on Medplum (160 auth calls a minute): one address registering a
- * hundred accounts waits out the window, as an attacker would (or uses many addresses).
- */
+/** Sign-up is rate limited per address, as on Medplum: should a limit still answer 429, wait it out. */
 async function paced(call: () => Promise<Response>): Promise<Response> {
   for (;;) {
     const r = await call();

@@ -134,7 +134,7 @@ function cpuOf(child: ChildProcess | undefined): Promise<CpuSoFar> {
 export const NPM_START_ENV = { MALLOC_ARENA_MAX: '2' };
 
 /** A port free on 127.0.0.1 now (the bench's servers take random ports, never fixed ones). */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { roundTripTable } from '../../scripts/round-trips';
+import { DEFAULT_LIMITS } from '../../src/app-env';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
@@ -187,18 +188,58 @@ async function main(): Promise<void> {
 const RSS_TARGET = 1.5;
 
 async function printFairnessBench(seconds: number): Promise<void> {
-  const rounds = await runFairnessBench(seconds);
-  console.log('## Fairness, on one process set up as npm start (32 calls a caller, 256 in all)');
-  console.log(
-    `   N self-registered accounts each keep 32 calls in flight (GET /v1/agreements/requirements) for ${seconds} s; a victim reads her profile one call at a time`,
-  );
-  for (const r of rounds) {
-    const v = r.victim;
-    console.log(
-      `  ${String(r.accounts).padStart(3)} flooding: victim ${v.ok}/${v.calls} answered 200 (${((100 * v.ok) / Math.max(v.calls, 1)).toFixed(1)}%), p50 ${v.p50Ms.toFixed(1)} ms, p99 ${v.p99Ms.toFixed(1)} ms, ${JSON.stringify(v.statuses)}; flood ${r.flood.calls} calls ${JSON.stringify(r.flood.statuses)}`,
-    );
+  // Variants `total:waiting` (BENCH_FAIRNESS_VARIANTS, comma list); default npm start's limits, then the
+  // same total with none waiting (each call past it refused at once, as admission was before issue 50).
+  const defaults = `${DEFAULT_LIMITS.inFlightTotal}:${DEFAULT_LIMITS.inFlightWaiting}`;
+  const variants = (process.env.BENCH_FAIRNESS_VARIANTS ?? `${defaults},${DEFAULT_LIMITS.inFlightTotal}:0`)
+    .split(',')
+    .map((v) => v.trim().split(':'));
+  // And on a real Medplum when pointed at one (a project the lane provisioned, a tenant's patient app).
+  const env = (name: string) => process.env[`BENCH_MEDPLUM_${name}`];
+  const remote =
+    env('BASE_URL') && env('PROJECT_ID') && env('PATIENT_CLIENT_ID')
+      ? {
+          baseUrl: env('BASE_URL') as string,
+          projectId: env('PROJECT_ID') as string,
+          clientId: env('PATIENT_CLIENT_ID') as string,
+        }
+      : undefined;
+  const targets = process.env.BENCH_FAIRNESS_TARGETS?.split(',') ?? ['npm-start', ...(remote ? ['real'] : [])];
+  for (const target of targets) {
+    for (const [total = '', waiting = ''] of variants) {
+      await printFairnessVariant(seconds, total, waiting, target === 'real' ? remote : undefined);
+    }
   }
-  console.log('');
+}
+
+async function printFairnessVariant(
+  seconds: number,
+  total: string,
+  waiting: string,
+  remote: Parameters<typeof runFairnessBench>[3],
+): Promise<void> {
+  {
+    const { theirCallMs, rounds } = await runFairnessBench(seconds, [0, 10, 100], { total, waiting }, remote);
+    console.log(
+      `## Fairness, on ${remote ? `a gateway over the Medplum at ${remote.baseUrl}` : 'one process set up as npm start'} (${DEFAULT_LIMITS.inFlightPerCaller} calls a caller, ${total} in flight in all, ${waiting} waiting)`,
+    );
+    console.log(
+      `   N self-registered accounts each keep 32 calls going (GET /v1/agreements/requirements) for ${seconds} s; a victim reads her profile one call at a time`,
+    );
+    const idle = rounds.find((r) => r.accounts === 0)?.victim.p99Ms ?? 0;
+    const target = 2 * idle + theirCallMs.p50;
+    console.log(
+      `   one of their calls alone: p50 ${theirCallMs.p50.toFixed(1)} ms, p99 ${theirCallMs.p99.toFixed(1)} ms; target for her p99: 2 x idle p99 + their call = ${target.toFixed(1)} ms, and no 503/504`,
+    );
+    for (const r of rounds) {
+      const v = r.victim;
+      const met = v.p99Ms <= target && !v.statuses['503'] && !v.statuses['504'] ? 'MET' : 'NOT MET';
+      console.log(
+        `  ${String(r.accounts).padStart(3)} flooding: victim ${v.ok}/${v.calls} answered 200 (${((100 * v.ok) / Math.max(v.calls, 1)).toFixed(1)}%), p50 ${v.p50Ms.toFixed(1)} ms, p99 ${v.p99Ms.toFixed(1)} ms, ${JSON.stringify(v.statuses)}${r.accounts ? ` ${met}` : ''}; flood ${r.flood.calls} calls ${JSON.stringify(r.flood.statuses)}, its 200s p50 ${r.flood.p50Ms.toFixed(0)} ms, p99 ${r.flood.p99Ms.toFixed(0)} ms`,
+      );
+    }
+    console.log('');
+  }
 }
 
 async function printOverloadBench(seconds: number): Promise<void> {

@@ -19,8 +19,16 @@ process.once('message', (message) => {
     medplum: { baseUrl: target.medplumBaseUrl, fetch: pooledFetch() },
     issuer: target.medplumBaseUrl,
     projectId: target.projectId,
-    // One patient's token drives the whole load: admission sized for it (the bench measures speed).
-    limits: { ...DEFAULT_LIMITS, inFlightPerCaller: 4096, inFlightTotal: 4096 },
+    // One patient's token drives the whole load: admission sized for it (the bench measures speed), except
+    // where the bench measures admission itself (BENCH_ADMISSION=default: the Node entry's, or as told).
+    limits:
+      process.env.BENCH_ADMISSION === 'default'
+        ? {
+            ...DEFAULT_LIMITS,
+            ...(process.env.IN_FLIGHT_TOTAL ? { inFlightTotal: Number(process.env.IN_FLIGHT_TOTAL) } : {}),
+            ...(process.env.IN_FLIGHT_WAITING ? { inFlightWaiting: Number(process.env.IN_FLIGHT_WAITING) } : {}),
+          }
+        : { ...DEFAULT_LIMITS, inFlightPerCaller: 4096, inFlightTotal: 4096 },
     log: stdoutAccessLog(),
   });
   const server = serve({ fetch: app.fetch, port: target.port, hostname: '127.0.0.1' });

@@ -26,7 +26,12 @@ const gateway = createApp({
   // where the bench measures admission itself (BENCH_ADMISSION=default: npm start's own limits).
   limits:
     process.env.BENCH_ADMISSION === 'default'
-      ? DEFAULT_LIMITS
+      ? {
+          ...DEFAULT_LIMITS,
+          // The fairness bench's variants (as the environment sets them for `npm start`; 0 waiting: none).
+          ...(process.env.IN_FLIGHT_TOTAL ? { inFlightTotal: Number(process.env.IN_FLIGHT_TOTAL) } : {}),
+          ...(process.env.IN_FLIGHT_WAITING ? { inFlightWaiting: Number(process.env.IN_FLIGHT_WAITING) } : {}),
+        }
       : { ...DEFAULT_LIMITS, inFlightPerCaller: 4096, inFlightTotal: 4096 },
   log: stdoutAccessLog(),
   // As src/node.ts: acceptances carry the gateway's signed edge statement.

@@ -144,6 +144,128 @@ describe('admission counter', () => {
   });
 });
 
+describe('admission counter: calls waiting for a place', () => {
+  /** What a waiting call was answered, or 'waiting' while it still waits. */
+  const track = (answer: Promise<unknown>) => {
+    let state: unknown = 'waiting';
+    void answer.then((a) => {
+      state = a;
+    });
+    return () => state;
+  };
+  const tick = () => new Promise((r) => setTimeout(r, 0));
+
+  it('the instance full: a call waits, and the place freed is hers; a caller under the total is admitted at once', async () => {
+    const c = admissionCounter({ perCaller: 4, total: 2, waiting: 10 });
+    expect(await c.enter('Patient/a')).toBe('ok');
+    expect(await c.enter('Patient/b')).toBe('ok');
+    const waiting = track(c.enter('Patient/c'));
+    await tick();
+    expect(waiting()).toBe('waiting');
+    c.release('Patient/a');
+    await tick();
+    expect(waiting()).toBe('ok');
+    // Two in flight again (b and c): the next waits too.
+    const next = track(c.enter('Patient/a'));
+    await tick();
+    expect(next()).toBe('waiting');
+  });
+
+  it('a place freed goes to the waiting caller with the fewest calls in flight, a crowd’s waiting calls after her', async () => {
+    const c = admissionCounter({ perCaller: 8, total: 4, waiting: 100 });
+    for (let i = 0; i < 4; i++) {
+      expect(await c.enter('Patient/crowd')).toBe('ok');
+    }
+    const crowd = [track(c.enter('Patient/crowd')), track(c.enter('Patient/crowd'))];
+    await tick();
+    const her = track(c.enter('Patient/her'));
+    await tick();
+    c.release('Patient/crowd');
+    await tick();
+    // She came last and is first: she has nothing in flight, the crowd three.
+    expect(her()).toBe('ok');
+    expect(crowd.map((w) => w())).toEqual(['waiting', 'waiting']);
+    c.release('Patient/crowd');
+    await tick();
+    // Now she has one in flight, the crowd two: the crowd's oldest waiting call.
+    expect(crowd.map((w) => w())).toEqual(['ok', 'waiting']);
+  });
+
+  it('between callers with as many in flight, the one waiting longest', async () => {
+    let now = T0;
+    const c = admissionCounter({ perCaller: 8, total: 1, waiting: 100 }, () => now);
+    expect(await c.enter('Patient/x')).toBe('ok');
+    const b = track(c.enter('Patient/b'));
+    now += 10;
+    const a = track(c.enter('Patient/a'));
+    await tick();
+    c.release('Patient/x');
+    await tick();
+    expect([a(), b()]).toEqual(['waiting', 'ok']);
+  });
+
+  it('waiting calls count among hers: past perCaller she is refused at once with her limit', async () => {
+    const c = admissionCounter({ perCaller: 3, total: 2, waiting: 100 });
+    expect(await c.enter('Patient/a')).toBe('ok');
+    expect(await c.enter('Patient/a')).toBe('ok');
+    const third = track(c.enter('Patient/a'));
+    expect(await c.enter('Patient/a')).toEqual({ share: 3 });
+    await tick();
+    expect(third()).toBe('waiting');
+  });
+
+  it('the waiting places taken: a newcomer takes the place of the newest call of whoever waits most; anyone else is refused as full', async () => {
+    const c = admissionCounter({ perCaller: 10, total: 1, waiting: 3 });
+    expect(await c.enter('Patient/x')).toBe('ok');
+    const crowd = [track(c.enter('Patient/crowd')), track(c.enter('Patient/crowd'))];
+    const other = track(c.enter('Patient/other'));
+    await tick();
+    // x holds a place: not a newcomer; the crowd waits already: not one either.
+    expect(await c.enter('Patient/x')).toBe('total');
+    expect(await c.enter('Patient/crowd')).toBe('total');
+    const her = track(c.enter('Patient/her'));
+    await tick();
+    expect([...crowd.map((w) => w()), other(), her()]).toEqual(['waiting', 'total', 'waiting', 'waiting']);
+    // A caller waiting alone is never turned away for another: with one call each, the newcomer is refused.
+    const small = admissionCounter({ perCaller: 10, total: 1, waiting: 2 });
+    expect(await small.enter('Patient/x')).toBe('ok');
+    const one = track(small.enter('Patient/one'));
+    const two = track(small.enter('Patient/two'));
+    expect(await small.enter('Patient/three')).toBe('total');
+    await tick();
+    expect([one(), two()]).toEqual(['waiting', 'waiting']);
+  });
+
+  it('a wait ends as full after maxWaitMs, or when its call is abandoned; neither is given a place after', async () => {
+    const c = admissionCounter({ perCaller: 10, total: 1, waiting: 10, maxWaitMs: 20 });
+    expect(await c.enter('Patient/x')).toBe('ok');
+    const began = Date.now();
+    expect(await c.enter('Patient/slow')).toBe('total');
+    expect(Date.now() - began).toBeGreaterThanOrEqual(15);
+    const abandoned = new AbortController();
+    const gone = track(c.enter('Patient/gone', abandoned.signal));
+    const stays = track(c.enter('Patient/stays'));
+    await tick();
+    abandoned.abort();
+    await tick();
+    expect(gone()).toBe('total');
+    c.release('Patient/x');
+    await tick();
+    expect(stays()).toBe('ok');
+    // One place, one call in flight (stays): nothing else was let in.
+    expect(await Promise.race([c.enter('Patient/y'), new Promise((r) => setTimeout(() => r('waiting'), 5))])).toBe(
+      'waiting',
+    );
+    expect(await c.enter('Patient/z', AbortSignal.abort())).toBe('total');
+  });
+
+  it('without waiting places (the default) the full instance refuses at once, as before', async () => {
+    const c = admissionCounter({ perCaller: 10, total: 1 });
+    expect(await c.enter('Patient/x')).toBe('ok');
+    expect(await c.enter('Patient/y')).toBe('total');
+  });
+});
+
 describe('admission middleware', () => {
   function gateway(limits: AdmissionLimits) {
     const app = new OpenAPIHono<AppEnv>();
@@ -217,7 +339,10 @@ describe('admission middleware', () => {
       }
       await new Promise((r) => setTimeout(r, 5));
     };
-    return { call, held, step, releaseHeld };
+    /** A call's answer, whenever it comes. */
+    const answer = (path: string, caller: string) =>
+      Promise.resolve(app.request(path, { headers: { 'x-caller': caller } }));
+    return { call, answer, held, step, releaseHeld };
   }
 
   it('past her share: 429 rate_limited with the share, Retry-After and RateLimit', async () => {
@@ -248,6 +373,27 @@ describe('admission middleware', () => {
     });
     expect(refused?.headers.get('retry-after')).toBe('1');
     expect(refused?.headers.get('ratelimit')).toBe('"inflight-total";r=0;t=1');
+  });
+
+  it('with waiting places: a call past the total waits and is served when a place frees; one that waits past maxWaitMs is 503', async () => {
+    const gw = gateway({ perCaller: 2, total: 1, waiting: 4, maxWaitMs: 50 });
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    // b waits for a's place (no answer yet), and gets it when a's call ends.
+    const served = gw.answer('/again', 'Patient/b');
+    expect(await Promise.race([served, new Promise((r) => setTimeout(() => r('waiting'), 10))])).toBe('waiting');
+    await gw.releaseHeld();
+    expect((await served).status).toBe(200);
+    // c finds the place taken again and nothing freed for 50 ms: 503, as a full instance.
+    expect(await gw.call('/hold', 'Patient/a')).toBeUndefined();
+    const began = Date.now();
+    const refused = await gw.answer('/hold', 'Patient/c');
+    expect(Date.now() - began).toBeGreaterThanOrEqual(45);
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({
+      code: 'upstream_unavailable',
+      details: { retryAfter: 1, inFlightLimit: 1 },
+    });
+    expect(refused.headers.get('retry-after')).toBe('1');
   });
 
   it('a place is freed when the answer is made, a failure included; calls without a caller are not counted', async () => {
