@@ -34,8 +34,8 @@ export interface AdmissionCounter {
   /**
    * As `admit`, but a call the full instance cannot take at once waits (up to `waiting` calls, each at
    * most `maxWaitMs`) for the next place freed, which goes to the waiting caller with the fewest calls in
-   * flight (then the longest waiting): a patient arriving with nothing in flight is next, however many
-   * calls a crowd keeps waiting. 'total' when the wait ends without a place (or `signal` aborts it).
+   * flight and waiting (then the longest waiting): a patient with one call is next, however many calls a
+   * crowd keeps going. 'total' when the wait ends without a place (or `signal` aborts it).
    */
   enter(caller: string, signal?: AbortSignal): Promise<Admission>;
   release(caller: string): void;
@@ -79,16 +79,21 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
     waitingCount--;
     return true;
   };
-  /** Places freed go to the waiting: the caller with the fewest calls in flight first, then the oldest. */
+  /**
+   * Places freed go to the waiting caller with the fewest calls in flight and waiting together, then the
+   * call waiting longest: a patient with one call waiting goes before accounts that keep dozens going,
+   * however many they are and however long they have waited (a newcomer at the back of a round robin
+   * would wait a whole round of the crowd).
+   */
   const dispatch = () => {
     while (total < limits.total && waitingCount > 0) {
       let next: Waiter | undefined;
       let fewest = Number.POSITIVE_INFINITY;
       for (const [caller, queue] of queues) {
-        const inFlight = perCaller.get(caller) ?? 0;
+        const backlog = (perCaller.get(caller) ?? 0) + queue.length;
         const head = queue[0] as Waiter;
-        if (inFlight < fewest || (inFlight === fewest && head.since < (next as Waiter).since)) {
-          fewest = inFlight;
+        if (backlog < fewest || (backlog === fewest && head.since < (next as Waiter).since)) {
+          fewest = backlog;
           next = head;
         }
       }

@@ -95,6 +95,9 @@ export async function runFairnessBench(
   }
 }
 
+/** What the victim reads (BENCH_FAIRNESS_VICTIM_PATH: another path, e.g. `/healthz` for the gateway's own loop). */
+const VICTIM_PATH = process.env.BENCH_FAIRNESS_VICTIM_PATH ?? '/v1/patient/profile';
+
 async function round(gateway: string, victim: string, flooders: string[], seconds: number): Promise<FairnessRound> {
   // The crowd on its own event loop (a process of its own), so that her calls are timed in this one.
   const crowd = flooders.length ? start<string>('test/bench/flood.ts', {}) : undefined;
@@ -111,7 +114,7 @@ async function round(gateway: string, victim: string, flooders: string[], second
   await new Promise((resolve) => setTimeout(resolve, flooders.length ? 500 : 0));
   while (Date.now() < until) {
     const began = performance.now();
-    const r = await fetch(`${gateway}/v1/patient/profile`, { headers: { authorization: `Bearer ${victim}` } });
+    const r = await fetch(`${gateway}${VICTIM_PATH}`, { headers: { authorization: `Bearer ${victim}` } });
     await r.arrayBuffer();
     latencies.push(performance.now() - began);
     victimStatuses.push(r.status);

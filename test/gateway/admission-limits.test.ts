@@ -191,6 +191,28 @@ describe('admission counter: calls waiting for a place', () => {
     expect(crowd.map((w) => w())).toEqual(['ok', 'waiting']);
   });
 
+  it('more callers than places: her one call goes before the crowd’s, though they have as few in flight and waited longer', async () => {
+    let now = T0;
+    const c = admissionCounter({ perCaller: 8, total: 2, waiting: 100 }, () => now);
+    expect(await c.enter('Patient/x')).toBe('ok');
+    expect(await c.enter('Patient/x')).toBe('ok');
+    // Ten accounts, none of them in flight, each with three calls waiting since before she came.
+    const crowd = Array.from({ length: 10 }, (_, i) =>
+      Array.from({ length: 3 }, () => track(c.enter(`Patient/crowd-${i}`))),
+    ).flat();
+    now += 100;
+    const her = track(c.enter('Patient/her'));
+    await tick();
+    c.release('Patient/x');
+    await tick();
+    expect(her()).toBe('ok');
+    expect(crowd.filter((w) => w() === 'ok')).toHaveLength(0);
+    // The next place: the crowd's oldest call.
+    c.release('Patient/x');
+    await tick();
+    expect(crowd[0]?.()).toBe('ok');
+  });
+
   it('between callers with as many in flight, the one waiting longest', async () => {
     let now = T0;
     const c = admissionCounter({ perCaller: 8, total: 1, waiting: 100 }, () => now);
