@@ -22,6 +22,11 @@ export interface Limits {
   inFlightTotal: number;
   /** Calls that may wait for a place at once on this instance; beyond it (or after half the upstream deadline), 503. */
   inFlightWaiting?: number;
+  /**
+   * Calls this instance has in flight at Medplum at once (absent: no bound of its own); past it a call waits
+   * for a place, the caller with the fewest calls first (src/medplum/client.ts `fairShare`).
+   */
+  medplumInFlight?: number;
   /** Calls waiting on event feeds (or streaming them) at once on this instance (default 2,000: src/routes/events.ts). */
   eventWaitsTotal?: number;
 }
@@ -93,6 +98,13 @@ export interface AppEnv {
 }
 
 export type App = OpenAPIHono<AppEnv>;
+
+/**
+ * Calls one instance has in flight at Medplum by default (`MEDPLUM_IN_FLIGHT`): the embedded Medplum
+ * answers on one thread, so more at once only lengthens every answer (docs/benchmarks.md, fairness); a
+ * Medplum server's figure is not yet measured (issue 50 item 4): 32, to be set from its own bench.
+ */
+export const MEDPLUM_IN_FLIGHT = { embedded: 4, remote: 32 } as const;
 
 export const DEFAULT_LIMITS: Limits = {
   bodyBytes: 1024 * 1024,

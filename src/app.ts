@@ -36,7 +36,7 @@ import { registerSchedulingRoutes } from './routes/scheduling';
 import { registerTaskRoutes } from './routes/tasks';
 import { describeIssues, type ValidationIssue } from './shared/validation-issues';
 
-export { DEFAULT_LIMITS } from './app-env';
+export { DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from './app-env';
 export type { AccessLogEntry, App, AppDeps, AppEnv, Limits };
 
 /** Characters of an unknown route's path echoed in its 404. */
@@ -271,7 +271,7 @@ function limitBody(limit: number): MiddlewareHandler<AppEnv> {
 }
 
 function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<AppEnv> {
-  const upstream = upstreamFor(deps.medplum, deps.limits.upstreamTimeoutMs);
+  const upstream = upstreamFor(deps.medplum, deps.limits.upstreamTimeoutMs, deps.limits.medplumInFlight);
   return async (c, next) => {
     if (PUBLIC_PATHS.has(c.req.path)) {
       return next();
@@ -281,8 +281,9 @@ function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<A
     if (!token) {
       throw unauthenticated(header ? 'invalid_token' : 'missing_token', 'A bearer token is required');
     }
-    c.set('session', await verify(token));
-    c.set('upstream', upstream(token, clientAddress(c)));
+    const session = await verify(token);
+    c.set('session', session);
+    c.set('upstream', upstream(token, clientAddress(c), session.profile));
     return next();
   };
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS, type Limits } from './app-env';
+import { DEFAULT_LIMITS, type Limits, MEDPLUM_IN_FLIGHT } from './app-env';
 import { trustedProxyList } from './edge/client-address';
 import { LOOPBACK_ORIGINS, type OriginRule, parseOrigins } from './shared/cors';
 
@@ -67,6 +67,8 @@ export function loadConfig(env: Record<string, string | undefined>): NodeConfig 
       inFlightPerCaller: positive(env.IN_FLIGHT_PER_CALLER) ?? DEFAULT_LIMITS.inFlightPerCaller,
       inFlightTotal: positive(env.IN_FLIGHT_TOTAL) ?? DEFAULT_LIMITS.inFlightTotal,
       inFlightWaiting: positive(env.IN_FLIGHT_WAITING) ?? DEFAULT_LIMITS.inFlightWaiting,
+      medplumInFlight:
+        positive(env.MEDPLUM_IN_FLIGHT) ?? (remoteBaseUrl ? MEDPLUM_IN_FLIGHT.remote : MEDPLUM_IN_FLIGHT.embedded),
     },
   };
 }

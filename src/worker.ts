@@ -1,4 +1,4 @@
-import { type App, createApp, DEFAULT_LIMITS } from './app';
+import { type App, createApp, DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from './app';
 import { MISSING_EDGE_KEY } from './config';
 import { trustedProxyList } from './edge/client-address';
 import { createEdgeSigner } from './edge/statement';
@@ -25,6 +25,7 @@ export interface WorkerEnv {
   IN_FLIGHT_PER_CALLER?: string;
   IN_FLIGHT_TOTAL?: string;
   IN_FLIGHT_WAITING?: string;
+  MEDPLUM_IN_FLIGHT?: string;
   UPSTREAM_TIMEOUT_MS?: string;
   /** Origins whose pages may call the API from a browser (comma-separated; `https://host:*` for any port). None by default. */
   CORS_ORIGINS?: string;
@@ -59,6 +60,7 @@ function appFor(env: WorkerEnv): App {
           inFlightPerCaller: Number(env.IN_FLIGHT_PER_CALLER) || DEFAULT_LIMITS.inFlightPerCaller,
           inFlightTotal: Number(env.IN_FLIGHT_TOTAL) || DEFAULT_LIMITS.inFlightTotal,
           inFlightWaiting: Number(env.IN_FLIGHT_WAITING) || DEFAULT_LIMITS.inFlightWaiting,
+          medplumInFlight: Number(env.MEDPLUM_IN_FLIGHT) || MEDPLUM_IN_FLIGHT.remote,
         },
         assets: assetsFrom(env),
         log: (entry) => console.log(JSON.stringify(entry)),

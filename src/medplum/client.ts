@@ -1,6 +1,8 @@
 import { MedplumClient } from '@medplum/core';
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env';
+import { ApiError } from '../errors';
+import { admissionCounter } from '../shared/admission';
 import { upstreamFetch } from './upstream';
 
 export interface MedplumTarget {
@@ -35,15 +37,49 @@ export interface Upstream {
 export function upstreamFor(
   target: MedplumTarget,
   timeoutMs: number,
-): (accessToken: string, clientAddress: string | undefined) => Upstream {
+  medplumInFlight?: number,
+): (accessToken: string, clientAddress: string | undefined, caller: string) => Upstream {
   const bounded = upstreamFetch(target.fetch ?? fetch, timeoutMs);
+  const fair = medplumInFlight ? fairShare(bounded, medplumInFlight, timeoutMs / 2) : undefined;
   const none: Record<string, string> = {};
-  return (accessToken, clientAddress) => ({
+  return (accessToken, clientAddress, caller) => ({
     baseUrl: target.baseUrl,
-    fetch: bounded,
+    fetch: fair ? fair(caller) : bounded,
     accessToken,
     headers: clientAddress ? { 'X-Forwarded-For': clientAddress } : none,
   });
+}
+
+/**
+ * At most `places` calls of this instance in flight at Medplum (issue 50 item 4): what Medplum answers in
+ * time, not what callers send. A call past them waits (at most `maxWaitMs`, then 503 with Retry-After) and
+ * the place freed goes to the caller with the fewest calls in flight and waiting (src/shared/admission.ts):
+ * a patient with one call goes before a crowd's dozens. A place is held from the call until its answer is
+ * read whole (a bot's run included); the gateway's own admission bounds each caller's calls before this.
+ */
+function fairShare(bounded: typeof fetch, places: number, maxWaitMs: number): (caller: string) => typeof fetch {
+  const counter = admissionCounter({
+    perCaller: Number.POSITIVE_INFINITY,
+    total: places,
+    waiting: Number.POSITIVE_INFINITY,
+    maxWaitMs,
+  });
+  return (caller) =>
+    (async (input: RequestInfo | URL, init?: RequestInit) => {
+      if ((await counter.enter(caller, init?.signal ?? undefined)) !== 'ok') {
+        throw new ApiError(
+          'upstream_unavailable',
+          'The record service is at capacity; try again shortly',
+          { retryAfter: 1 },
+          { 'Retry-After': '1' },
+        );
+      }
+      try {
+        return await bounded(input, init);
+      } finally {
+        counter.release(caller);
+      }
+    }) as typeof fetch;
 }
 
 /** The request's MedplumClient, made on first use (see `medplumForRequest`). */

@@ -31,13 +31,14 @@ export interface RemoteMedplum {
 
 /**
  * `admission`: the gateway's limits as `npm start` sets them, unless told (`IN_FLIGHT_TOTAL`,
- * `IN_FLIGHT_WAITING`: 0 for none waiting, every call past the total refused at once). On `remote`, a
+ * `IN_FLIGHT_WAITING`: 0 for none waiting, every call past the total refused at once; `MEDPLUM_IN_FLIGHT`:
+ * 0 for no bound of the gateway's own on its calls to Medplum). On `remote`, a
  * gateway process set up as the Node entry sets it up for a remote Medplum.
  */
 export async function runFairnessBench(
   seconds: number,
   floods: number[] = [0, 10, 100],
-  admission: { total?: string; waiting?: string } = {},
+  admission: { total?: string; waiting?: string; medplum?: string } = {},
   remote?: RemoteMedplum,
 ): Promise<FairnessBench> {
   const gatewayPort = await freePort();
@@ -45,6 +46,7 @@ export async function runFairnessBench(
     BENCH_ADMISSION: 'default',
     ...(admission.total ? { IN_FLIGHT_TOTAL: admission.total } : {}),
     ...(admission.waiting ? { IN_FLIGHT_WAITING: admission.waiting } : {}),
+    ...(admission.medplum ? { MEDPLUM_IN_FLIGHT: admission.medplum } : {}),
     ...NPM_START_ENV,
   };
   const helper = remote

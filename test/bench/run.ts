@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { roundTripTable } from '../../scripts/round-trips';
-import { DEFAULT_LIMITS } from '../../src/app-env';
+import { DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from '../../src/app-env';
 import { launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { loadFhirSchema } from '../../src/embedded/schema';
 import { demoDefinition } from '../../src/provision/demo';
@@ -188,10 +188,11 @@ async function main(): Promise<void> {
 const RSS_TARGET = 1.5;
 
 async function printFairnessBench(seconds: number): Promise<void> {
-  // Variants `total:waiting` (BENCH_FAIRNESS_VARIANTS, comma list); default npm start's limits, then the
-  // same total with none waiting (each call past it refused at once, as admission was before issue 50).
-  const defaults = `${DEFAULT_LIMITS.inFlightTotal}:${DEFAULT_LIMITS.inFlightWaiting}`;
-  const variants = (process.env.BENCH_FAIRNESS_VARIANTS ?? `${defaults},${DEFAULT_LIMITS.inFlightTotal}:0`)
+  // Variants `total:waiting:medplum` (BENCH_FAIRNESS_VARIANTS, comma list; medplum empty: the target's
+  // default): npm start's limits, then admission as it was before issue 50 (every call past the total
+  // refused at once, no bound of the gateway's own on its calls to Medplum).
+  const defaults = `${DEFAULT_LIMITS.inFlightTotal}:${DEFAULT_LIMITS.inFlightWaiting}:`;
+  const variants = (process.env.BENCH_FAIRNESS_VARIANTS ?? `${defaults},${DEFAULT_LIMITS.inFlightTotal}:0:0`)
     .split(',')
     .map((v) => v.trim().split(':'));
   // And on a real Medplum when pointed at one (a project the lane provisioned, a tenant's patient app).
@@ -206,22 +207,26 @@ async function printFairnessBench(seconds: number): Promise<void> {
       : undefined;
   const targets = process.env.BENCH_FAIRNESS_TARGETS?.split(',') ?? ['npm-start', ...(remote ? ['real'] : [])];
   for (const target of targets) {
-    for (const [total = '', waiting = ''] of variants) {
-      await printFairnessVariant(seconds, total, waiting, target === 'real' ? remote : undefined);
+    for (const [total = '', waiting = '', medplum = ''] of variants) {
+      await printFairnessVariant(seconds, { total, waiting, medplum }, target === 'real' ? remote : undefined);
     }
   }
 }
 
 async function printFairnessVariant(
   seconds: number,
-  total: string,
-  waiting: string,
+  admission: { total: string; waiting: string; medplum: string },
   remote: Parameters<typeof runFairnessBench>[3],
 ): Promise<void> {
   {
-    const { theirCallMs, rounds } = await runFairnessBench(seconds, [0, 10, 100], { total, waiting }, remote);
+    const { total, waiting, medplum } = admission;
+    const { theirCallMs, rounds } = await runFairnessBench(seconds, [0, 10, 100], admission, remote);
+    const atMedplum =
+      medplum === '0'
+        ? 'no bound at Medplum'
+        : `${medplum || (remote ? MEDPLUM_IN_FLIGHT.remote : MEDPLUM_IN_FLIGHT.embedded)} at Medplum`;
     console.log(
-      `## Fairness, on ${remote ? `a gateway over the Medplum at ${remote.baseUrl}` : 'one process set up as npm start'} (${DEFAULT_LIMITS.inFlightPerCaller} calls a caller, ${total} in flight in all, ${waiting} waiting)`,
+      `## Fairness, on ${remote ? `a gateway over the Medplum at ${remote.baseUrl}` : 'one process set up as npm start'} (${DEFAULT_LIMITS.inFlightPerCaller} calls a caller, ${total} in flight in all, ${waiting} waiting, ${atMedplum})`,
     );
     console.log(
       `   N self-registered accounts each keep 32 calls going (GET /v1/agreements/requirements) for ${seconds} s; a victim reads her profile one call at a time`,

@@ -1,6 +1,6 @@
 import { serve } from '@hono/node-server';
 import { stdoutAccessLog } from '../../src/access-log-node';
-import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { createApp, DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from '../../src/app';
 import { pooledFetch } from '../../src/medplum/node-fetch';
 
 /**
@@ -27,6 +27,7 @@ process.once('message', (message) => {
             ...DEFAULT_LIMITS,
             ...(process.env.IN_FLIGHT_TOTAL ? { inFlightTotal: Number(process.env.IN_FLIGHT_TOTAL) } : {}),
             ...(process.env.IN_FLIGHT_WAITING ? { inFlightWaiting: Number(process.env.IN_FLIGHT_WAITING) } : {}),
+            medplumInFlight: Number(process.env.MEDPLUM_IN_FLIGHT ?? MEDPLUM_IN_FLIGHT.remote) || undefined,
           }
         : { ...DEFAULT_LIMITS, inFlightPerCaller: 4096, inFlightTotal: 4096 },
     log: stdoutAccessLog(),

@@ -1,6 +1,6 @@
 import { serve } from '@hono/node-server';
 import { stdoutAccessLog } from '../../src/access-log-node';
-import { createApp, DEFAULT_LIMITS } from '../../src/app';
+import { createApp, DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from '../../src/app';
 import { nodePeerAddress } from '../../src/edge/node-peer';
 import { createEdgeSigner } from '../../src/edge/statement';
 import { startMedplumThread } from '../../src/embedded/thread';
@@ -31,6 +31,8 @@ const gateway = createApp({
           // The fairness bench's variants (as the environment sets them for `npm start`; 0 waiting: none).
           ...(process.env.IN_FLIGHT_TOTAL ? { inFlightTotal: Number(process.env.IN_FLIGHT_TOTAL) } : {}),
           ...(process.env.IN_FLIGHT_WAITING ? { inFlightWaiting: Number(process.env.IN_FLIGHT_WAITING) } : {}),
+          // As src/config.ts sets it for npm start, unless told (0: no bound of its own).
+          medplumInFlight: Number(process.env.MEDPLUM_IN_FLIGHT ?? MEDPLUM_IN_FLIGHT.embedded) || undefined,
         }
       : { ...DEFAULT_LIMITS, inFlightPerCaller: 4096, inFlightTotal: 4096 },
   log: stdoutAccessLog(),

@@ -2,7 +2,7 @@ import type { Consent } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEMS } from '../../contracts/systems';
 import { DEFAULT_LIMITS } from '../../src/app';
-import { startTestGateway, type TestGateway } from '../support/gateway';
+import { createCaller, startTestGateway, type TestGateway, testApp } from '../support/gateway';
 import { freshPatient } from '../support/patients';
 
 /**
@@ -106,5 +106,53 @@ describe('around the gateway', () => {
     expect(consents).toHaveLength(unmet.length);
     const after = await gw.call('GET', '/v1/patient/profile', { token: gw.backend.patients.alice.token });
     expect(after.status).toBe(200);
+  });
+});
+
+describe('calls in flight at Medplum (issue 50 item 4)', () => {
+  it('an instance bounded to two calls at Medplum: a crowd keeping dozens of calls going never has more there, every call is answered, and her one read goes before the crowd’s waiting calls', async () => {
+    // Medplum made slow (5 ms a call), so that the crowd's calls queue behind the two places.
+    let inFlight = 0;
+    let most = 0;
+    const sent: string[] = [];
+    const slow = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      const url = input instanceof Request ? input.url : input.toString();
+      sent.push(url);
+      try {
+        await new Promise((r) => setTimeout(r, 5));
+        return await gw.backend.fetch(input, init);
+      } finally {
+        inFlight--;
+      }
+    }) as typeof fetch;
+    const app = testApp(gw.backend, {
+      medplum: { baseUrl: gw.backend.baseUrl, fetch: slow },
+      limits: { ...DEFAULT_LIMITS, medplumInFlight: 2 },
+    });
+    const call = createCaller(app, gw.doc, () => gw.backend.patients.alice.token);
+    const crowd = await Promise.all(
+      Array.from({ length: 4 }, () => freshPatient(gw.backend, { tenant: 'northwind', state: 'TX' })),
+    );
+    const her = gw.backend.patients.carol;
+    const flood = crowd.flatMap((p) =>
+      Array.from({ length: 8 }, () => call('GET', '/v1/agreements/requirements', { token: p.token })),
+    );
+    // Once the crowd's calls are at Medplum (and the rest of theirs wait), she reads her profile.
+    while (sent.length < 4) {
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    const before = sent.length;
+    const profile = await call('GET', '/v1/patient/profile', { token: her.token });
+    const answers = await Promise.all(flood);
+    expect(profile.status).toBe(200);
+    expect(answers.map((a) => a.status).filter((s) => s !== 200)).toEqual([]);
+    expect(most).toBe(2);
+    // Her read was sent within the next two places freed, not after the crowd's 32 calls and more.
+    const hers = sent.findIndex((url) => url.includes(`/Patient/${her.patient.id}`));
+    expect(hers).toBeGreaterThanOrEqual(before);
+    expect(hers - before).toBeLessThanOrEqual(2);
+    expect(sent.length - hers).toBeGreaterThan(20);
   });
 });
