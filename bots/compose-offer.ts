@@ -257,7 +257,10 @@ function offerBundle({
     meta: { tag: [PATIENT_TASK_TAG, ...episodeTags] },
     status: 'ready',
     intent: 'order',
-    code: { coding: [{ system: SYSTEMS.taskKind, code: 'treatment-offer' }] },
+    code: {
+      coding: [{ system: SYSTEMS.taskKind, code: 'treatment-offer' }],
+      text: `Your care team offers: ${option.title}`,
+    },
     description: `Your care team offers: ${option.title}`,
     for: patient,
     owner: patient,

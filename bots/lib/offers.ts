@@ -247,7 +247,10 @@ async function acceptance(medplum: MedplumClient, context: OfferContext, offer: 
     resourceType: 'Task',
     status: 'ready',
     intent: 'order',
-    code: { coding: [{ system: SYSTEMS.taskKind, code: 'order-decisions' }] },
+    code: {
+      coding: [{ system: SYSTEMS.taskKind, code: 'order-decisions' }],
+      text: 'Choose how to receive your treatment',
+    },
     description: 'Choose how to receive your treatment',
     focus: { reference: `RequestGroup/${group.id}` },
     input: items.map((item) => ({

@@ -59,7 +59,8 @@ async function taskFor(
     resourceType: 'Task',
     status: 'ready',
     intent: 'order',
-    code: { coding: [{ system: SYSTEMS.taskKind, code: kind }] },
+    // Titled as she is told it (`code.text`): what Medplum's apps list a task by, never "Task from <date>".
+    code: { coding: [{ system: SYSTEMS.taskKind, code: kind }], text: action.title ?? action.description },
     description: action.title ?? action.description,
   };
   if (kind === 'questionnaire') {
@@ -91,7 +92,7 @@ async function taskFor(
     const team = organization ? await visitTeamOf(medplum, organization) : undefined;
     return {
       ...base,
-      code: { coding: [{ system: SYSTEMS.taskKind, code: 'schedule-visit' }] },
+      code: { coding: [{ system: SYSTEMS.taskKind, code: 'schedule-visit' }], text: base.code?.text },
       input: [
         { type: taskInputType('activity-definition'), valueCanonical: canonical },
         ...(visitType ? [{ type: taskInputType('visit-type'), valueCoding: visitType }] : []),
