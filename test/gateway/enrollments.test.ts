@@ -109,6 +109,12 @@ describe('enrollment: draft -> active -> revoked', () => {
       'video-visit',
       'async-review',
     ]);
+    // Each titled as she is told it (`code.text`): what Medplum's Provider app lists a task by (issue 48).
+    for (const view of active.tasks ?? []) {
+      const task = await gw.backend.systemRepo.readResource<Task>('Task', view.task.replace('Task/', ''));
+      expect(task.code?.text, view.kind).toBeTruthy();
+      expect(task.code?.text).toBe(task.description);
+    }
     // Whom she books with (issue 28 item 2): her tenant's visit team, named by each visit task and readable
     // by her; a clinicians' work queue is not.
     const teams = new Set(active.tasks?.slice(2).map((t) => (t as { careTeam?: string }).careTeam));
