@@ -103,15 +103,22 @@ export function admissionCounter(limits: AdmissionLimits, clock: () => number = 
       waiter.answer('ok');
     }
   };
-  /** The waiting call to turn away for a newcomer when the waiting places are all taken: the crowd's newest. */
+  /**
+   * The waiting call to turn away for a newcomer when the waiting places are all taken: the newest call of
+   * the caller with the most calls in flight and waiting, if that is more than the one she would have (a
+   * crowd of accounts each with one call waiting is her equal: first come, first served among them).
+   */
   const evictable = (): Waiter | undefined => {
     let most: Waiter[] | undefined;
-    for (const queue of queues.values()) {
-      if (!most || queue.length > most.length) {
+    let mostBacklog = 1;
+    for (const [caller, queue] of queues) {
+      const backlog = (perCaller.get(caller) ?? 0) + queue.length;
+      if (backlog > mostBacklog) {
         most = queue;
+        mostBacklog = backlog;
       }
     }
-    return most && most.length > 1 ? most.at(-1) : undefined;
+    return most?.at(-1);
   };
   const activeCallers = (now: number): number => {
     if (now - lastPrune > 1_000) {

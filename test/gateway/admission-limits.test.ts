@@ -236,7 +236,7 @@ describe('admission counter: calls waiting for a place', () => {
     expect(third()).toBe('waiting');
   });
 
-  it('the waiting places taken: a newcomer takes the place of the newest call of whoever waits most; anyone else is refused as full', async () => {
+  it('the waiting places taken: a newcomer takes the place of the newest call of whoever has most calls in flight and waiting, if more than one; anyone else is refused as full', async () => {
     const c = admissionCounter({ perCaller: 10, total: 1, waiting: 3 });
     expect(await c.enter('Patient/x')).toBe('ok');
     const crowd = [track(c.enter('Patient/crowd')), track(c.enter('Patient/crowd'))];
@@ -256,6 +256,15 @@ describe('admission counter: calls waiting for a place', () => {
     expect(await small.enter('Patient/three')).toBe('total');
     await tick();
     expect([one(), two()]).toEqual(['waiting', 'waiting']);
+    // One call waiting but two in flight is more than hers: that call makes way.
+    const busy = admissionCounter({ perCaller: 10, total: 2, waiting: 2 });
+    expect(await busy.enter('Patient/busy')).toBe('ok');
+    expect(await busy.enter('Patient/busy')).toBe('ok');
+    const busyWaits = track(busy.enter('Patient/busy'));
+    const calm = track(busy.enter('Patient/calm'));
+    const newcomer = track(busy.enter('Patient/new'));
+    await tick();
+    expect([busyWaits(), calm(), newcomer()]).toEqual(['total', 'waiting', 'waiting']);
   });
 
   it('a wait ends as full after maxWaitMs, or when its call is abandoned; neither is given a place after', async () => {
