@@ -14,6 +14,8 @@ export default {
     'bots/lib/answers.ts',
     'contracts/work-forms.ts:233-240', // optionMatching, which bots/lib/answers.ts uses
     'bots/lib/measurements.ts',
+    'src/events/feed.ts',
+    'src/edge/idempotency.ts:51-57', // requestHead: what of a request the key's fingerprint covers
   ],
   concurrency: 2,
   incremental: true,

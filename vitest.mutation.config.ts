@@ -12,6 +12,8 @@ export default defineConfig({
       'test/gateway/json-body-limits.test.ts',
       'test/bots/answers.test.ts',
       'test/bots/measurements.test.ts',
+      'test/events/feed-cursor.test.ts',
+      'test/gateway/idempotency-head.test.ts',
     ],
     testTimeout: 10_000,
     pool: 'forks',

@@ -4,7 +4,7 @@ import { eventOf } from '../../bots/lib/events';
 import { MAX_EVENTS_PER_PAGE } from '../../contracts/events';
 import { SYSTEMS } from '../../contracts/systems';
 import { DEFAULT_LIMITS } from '../../src/app-env';
-import { decodeCursor, encodeCursor, LOOKBACK_MS, nextPage, type Source, type Version } from '../../src/events/feed';
+import { decodeCursor } from '../../src/events/feed';
 import { openApiDocument } from '../../src/routes/docs';
 import { createPatientCareClient } from '../../src/sdk';
 import type { DemoActor } from '../support/backend';
@@ -386,73 +386,5 @@ describe('the same feed as Server-Sent Events', () => {
     );
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
-  });
-});
-
-describe('the cursor’s rules (late writes are found, never lost)', () => {
-  const source: Source = {
-    resourceType: 'Task',
-    eventOf: () => ({ type: 'task.ready' }),
-  };
-  const version = (id: string, at: number): Version => ({
-    resource: {
-      resourceType: 'Task',
-      id,
-      meta: { versionId: `${id}-v1-0000`, lastUpdated: new Date(at).toISOString() },
-    } as Version['resource'],
-    source,
-    at,
-  });
-  const t0 = Date.parse('2026-11-28T10:00:00.000Z');
-
-  it('a version written before the newest delivered, within the look-back, is delivered after it; once', () => {
-    const first = nextPage([{ versions: [version('a', t0 + 1000)], full: false }], { seen: [] }, 'p', 10);
-    expect(first.events.map((e) => e.event.subject)).toEqual(['Task/a']);
-    // b committed late: its instant is before a's, within the look-back.
-    const both = [version('b', t0 + 500), version('a', t0 + 1000)];
-    const late = nextPage([{ versions: both, full: false }], first.next, 'p', 10);
-    expect(late.events.map((e) => e.event.subject)).toEqual(['Task/b']);
-    expect(nextPage([{ versions: both, full: false }], late.next, 'p', 10).events).toEqual([]);
-    // Once past the look-back, what the cursor saw is dropped: the search no longer reaches it.
-    const later = nextPage(
-      [{ versions: [version('c', t0 + 1000 + LOOKBACK_MS + 1)], full: false }],
-      late.next,
-      'p',
-      10,
-    );
-    expect(later.events.map((e) => e.event.subject)).toEqual(['Task/c']);
-    expect(decodeCursor(encodeCursor(later.next))?.seen).toHaveLength(1);
-  });
-
-  it('a page stops before where a full answer ends: nothing beyond it is skipped, ties there wait', () => {
-    const page = nextPage(
-      [
-        { versions: [version('a', t0 + 1), version('b', t0 + 3)], full: true },
-        { versions: [version('x', t0 + 2), version('y', t0 + 4)], full: false },
-      ],
-      { seen: [] },
-      'p',
-      10,
-    );
-    // b is at the full answer's last instant: its source may hold more at that instant, so it comes next.
-    expect(page.events.map((e) => e.event.subject)).toEqual(['Task/a', 'Task/x']);
-    const after = nextPage(
-      [
-        { versions: [version('b', t0 + 3), version('c', t0 + 3)], full: false },
-        { versions: [version('y', t0 + 4)], full: false },
-      ],
-      page.next,
-      'p',
-      10,
-    );
-    expect(after.events.map((e) => e.event.subject)).toEqual(['Task/b', 'Task/c', 'Task/y']);
-  });
-
-  it('a full page of one source, all at one instant, still moves on', () => {
-    const same = [version('a', t0), version('b', t0), version('c', t0)];
-    const first = nextPage([{ versions: same.slice(0, 2), full: true }], { seen: [] }, 'p', 2);
-    expect(first.events).toHaveLength(2);
-    const second = nextPage([{ versions: same, full: true }], first.next, 'p', 2);
-    expect(second.events.map((e) => e.event.subject)).toEqual(['Task/c']);
   });
 });
