@@ -16,6 +16,7 @@ export default {
     'bots/lib/measurements.ts',
     'src/events/feed.ts',
     'src/edge/idempotency.ts:51-57', // requestHead: what of a request the key's fingerprint covers
+    'bots/access-log.ts:184-303', // her access log's rules: genuine, entryOf, sameGroup
   ],
   concurrency: 2,
   incremental: true,

@@ -14,6 +14,7 @@ export default defineConfig({
       'test/bots/measurements.test.ts',
       'test/events/feed-cursor.test.ts',
       'test/gateway/idempotency-head.test.ts',
+      'test/bots/access-log-rules.test.ts',
     ],
     testTimeout: 10_000,
     pool: 'forks',

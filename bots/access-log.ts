@@ -191,7 +191,7 @@ const viaApplication = (a: AuditEventAgent): boolean =>
  * write in her own name counts too (it shows against herself): an entry left out here could fill a
  * search's page and push her true entries off it.
  */
-function genuine(e: AuditEvent, patient: string): boolean {
+export function genuine(e: AuditEvent, patient: string): boolean {
   const who = e.agent?.[0]?.who?.reference;
   const interaction = e.subtype?.find((s) => s.system === RESTFUL)?.code;
   return (
@@ -224,7 +224,7 @@ const RECORDED_SKEW_MS = 60_000;
 /** What the entry is about: its first entity that names a record. */
 const whatOf = (e: AuditEvent): string | undefined => e.entity?.find((x) => x.what?.reference)?.what?.reference;
 
-type Names = Map<
+export type Names = Map<
   string,
   {
     kind: AccessLog['entries'][number]['by']['kind'];
@@ -266,7 +266,7 @@ async function actorsOf(medplum: MedplumClient, events: AuditEvent[], tenants: s
   return names;
 }
 
-function entryOf(
+export function entryOf(
   e: AuditEvent,
   patient: string,
   names: Names,
@@ -293,7 +293,7 @@ function entryOf(
 }
 
 /** The same person doing the same to the same kind of record within the same minute: one entry. */
-function sameGroup(a: AccessLog['entries'][number], b: AccessLog['entries'][number]): boolean {
+export function sameGroup(a: AccessLog['entries'][number], b: AccessLog['entries'][number]): boolean {
   return (
     a.action === b.action &&
     a.resourceType === b.resourceType &&
