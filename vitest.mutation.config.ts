@@ -15,6 +15,7 @@ export default defineConfig({
       'test/events/feed-cursor.test.ts',
       'test/gateway/idempotency-head.test.ts',
       'test/bots/access-log-rules.test.ts',
+      'test/bots/event-rules.test.ts',
     ],
     testTimeout: 10_000,
     pool: 'forks',
