@@ -20,6 +20,8 @@ export default {
     'bots/lib/events.ts', // what a version tells: her feed's and her tenant's webhooks' one reading
     'bots/lib/webhooks.ts:23-40', // delivered, the signature
     'bots/lib/webhooks.ts:107-164', // retries: unanswered, nextTry, the kept delivery
+    'bots/visit-completion.ts:225-242', // visitState: the visit's decision
+    'bots/lib/visits.ts:84-105', // ownSegments, positionOf: which segments are the visit's
   ],
   concurrency: 2,
   incremental: true,

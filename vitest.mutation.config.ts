@@ -16,6 +16,7 @@ export default defineConfig({
       'test/gateway/idempotency-head.test.ts',
       'test/bots/access-log-rules.test.ts',
       'test/bots/event-rules.test.ts',
+      'test/bots/visit-decision.test.ts',
     ],
     testTimeout: 10_000,
     pool: 'forks',

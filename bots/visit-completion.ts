@@ -109,17 +109,9 @@ async function decide(medplum: MedplumClient, id: string): Promise<Outcome> {
     // Completed before: what happens to a finished segment since (a note) changes nothing.
     return { ok: true, fulfilled: true, appointment: `Appointment/${id}`, replay: true };
   }
-  const segments = ownSegments(appointment, encounters);
-  const practitioner = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Practitioner/'))?.actor
-    ?.reference;
-  // A segment counts as finished only when its practitioner (or a bot: an asynchronous review) finished
-  // it; the clinician policy allows nobody else, and this holds even where a policy would.
-  const finishedByCare = (e: Encounter) =>
-    e.status === 'finished' && (isBots(e) || (!!practitioner && e.meta?.author?.reference === practitioner));
-  const complete = request.status === 'active' && segments.length > 0 && segments.every(finishedByCare);
-  if (!complete) {
-    const started = segments.some((s) => s.status !== 'planned' && s.status !== 'cancelled');
-    const status = started ? 'arrived' : 'booked';
+  const state = visitState(appointment, request, encounters);
+  if (!state.complete) {
+    const { status } = state;
     if (appointment.status !== 'fulfilled') {
       return { ok: true, fulfilled: false, appointment: `Appointment/${id}`, status: appointment.status };
     }
@@ -225,6 +217,30 @@ async function planWork(
 }
 
 /** The schedule-visit tasks that booked a visit's request (one, or more after a cancel re-issued it). */
+/**
+ * What a visit's segments say (its decision, without a read or a write): complete when its request is
+ * active and every segment the platform made for it was finished by the visit's practitioner or by a bot
+ * (an asynchronous review); otherwise `arrived` once a segment has started, else `booked`.
+ */
+export function visitState(
+  appointment: Appointment,
+  request: ServiceRequest,
+  encounters: (Encounter & { id: string })[],
+): { complete: true } | { complete: false; status: 'arrived' | 'booked' } {
+  const segments = ownSegments(appointment, encounters);
+  const practitioner = appointment.participant?.find((p) => p.actor?.reference?.startsWith('Practitioner/'))?.actor
+    ?.reference;
+  // A segment counts as finished only when its practitioner (or a bot: an asynchronous review) finished
+  // it; the clinician policy allows nobody else, and this holds even where a policy would.
+  const finishedByCare = (e: Encounter) =>
+    e.status === 'finished' && (isBots(e) || (!!practitioner && e.meta?.author?.reference === practitioner));
+  if (request.status === 'active' && segments.length > 0 && segments.every(finishedByCare)) {
+    return { complete: true };
+  }
+  const started = segments.some((s) => s.status !== 'planned' && s.status !== 'cancelled');
+  return { complete: false, status: started ? 'arrived' : 'booked' };
+}
+
 const bookingTasksOf = (medplum: MedplumClient, requestId: string) =>
   searchAll(medplum, 'Task', { code: `${SYSTEMS.taskKind}|schedule-visit`, focus: `ServiceRequest/${requestId}` });
 
