@@ -226,6 +226,43 @@ describe('admission counter: calls waiting for a place', () => {
     expect([a(), b()]).toEqual(['waiting', 'ok']);
   });
 
+  it('between callers with as many, the longest waiting even when the other came to wait first', async () => {
+    let now = T0;
+    const c = admissionCounter({ perCaller: 8, total: 3, waiting: 100 }, () => now);
+    expect(await c.enter('Patient/b')).toBe('ok');
+    expect(await c.enter('Patient/x')).toBe('ok');
+    expect(await c.enter('Patient/y')).toBe('ok');
+    const a1 = track(c.enter('Patient/a'));
+    now += 3;
+    const b2 = track(c.enter('Patient/b'));
+    now += 2;
+    const a2 = track(c.enter('Patient/a'));
+    await tick();
+    // a (two waiting) and b (one in flight, one waiting) have two each: a's call, waiting since 0, first.
+    c.release('Patient/x');
+    await tick();
+    expect([a1(), b2(), a2()]).toEqual(['ok', 'waiting', 'waiting']);
+    // Two each again: b's call (since 3) before a's second (since 5), though a came to wait first.
+    c.release('Patient/y');
+    await tick();
+    expect([b2(), a2()]).toEqual(['ok', 'waiting']);
+    c.release('Patient/a');
+    await tick();
+    expect(a2()).toBe('ok');
+  });
+
+  it('a caller’s calls keep waiting after her first is let in, and each is let in in turn', async () => {
+    const c = admissionCounter({ perCaller: 8, total: 1, waiting: 100 });
+    expect(await c.enter('Patient/x')).toBe('ok');
+    const calls = [track(c.enter('Patient/a')), track(c.enter('Patient/a')), track(c.enter('Patient/a'))];
+    await tick();
+    for (let i = 0; i < 3; i++) {
+      c.release(i === 0 ? 'Patient/x' : 'Patient/a');
+      await tick();
+      expect(calls.map((w) => w())).toEqual(calls.map((_, j) => (j <= i ? 'ok' : 'waiting')));
+    }
+  });
+
   it('waiting calls count among hers: past perCaller she is refused at once with her limit', async () => {
     const c = admissionCounter({ perCaller: 3, total: 2, waiting: 100 });
     expect(await c.enter('Patient/a')).toBe('ok');
@@ -265,6 +302,15 @@ describe('admission counter: calls waiting for a place', () => {
     const newcomer = track(busy.enter('Patient/new'));
     await tick();
     expect([busyWaits(), calm(), newcomer()]).toEqual(['total', 'waiting', 'waiting']);
+    // The call turned away holds no place and waits no more: two places freed go to the two waiting, and
+    // a third freed is free (a call let in at once).
+    busy.release('Patient/busy');
+    busy.release('Patient/busy');
+    await tick();
+    expect([calm(), newcomer()]).toEqual(['ok', 'ok']);
+    busy.release('Patient/calm');
+    await tick();
+    expect(await busy.enter('Patient/late')).toBe('ok');
   });
 
   it('a wait ends as full after maxWaitMs, or when its call is abandoned; neither is given a place after', async () => {
@@ -288,6 +334,29 @@ describe('admission counter: calls waiting for a place', () => {
       'waiting',
     );
     expect(await c.enter('Patient/z', AbortSignal.abort())).toBe('total');
+    // An abandoned call is answered at once, not when its wait would have ended.
+    const slow = admissionCounter({ perCaller: 10, total: 1, waiting: 10, maxWaitMs: 60_000 });
+    expect(await slow.enter('Patient/x')).toBe('ok');
+    const at = Date.now();
+    expect(await slow.enter('Patient/z', AbortSignal.abort())).toBe('total');
+    const leaving = new AbortController();
+    const left = slow.enter('Patient/w', leaving.signal);
+    leaving.abort();
+    expect(await left).toBe('total');
+    expect(Date.now() - at).toBeLessThan(1_000);
+    // Neither waits any more: the place freed is free.
+    slow.release('Patient/x');
+    expect(await slow.enter('Patient/v')).toBe('ok');
+  });
+
+  it('without waiting places, enter is admit: the share and the eighth kept for newcomers still apply', async () => {
+    const c = admissionCounter({ perCaller: 10, total: 4, waiting: 0 });
+    expect(await c.enter('Patient/a')).toBe('ok');
+    expect(await c.enter('Patient/a')).toBe('ok');
+    expect(await c.enter('Patient/a')).toBe('ok');
+    // The last place is kept for a caller with nothing in flight.
+    expect(await c.enter('Patient/a')).toBe('total');
+    expect(await c.enter('Patient/b')).toBe('ok');
   });
 
   it('without waiting places (the default) the full instance refuses at once, as before', async () => {

@@ -42,5 +42,11 @@ describe('the request head of a fingerprint', () => {
     // Values sort among equal names, names before values.
     expect(requestHead('POST', `${BASE}/v1/x?b=1&a=2`, undefined)).toBe('POST /v1/x?a=2&b=1\n\n');
     expect(requestHead('POST', `${BASE}/v1/x?a=b&a=a`, undefined)).toBe('POST /v1/x?a=a&a=b\n\n');
+    expect(requestHead('POST', `${BASE}/v1/x?a=c&b=0&a=a&a=d&a=b`, undefined)).toBe(
+      'POST /v1/x?a=a&a=b&a=c&a=d&b=0\n\n',
+    );
+    expect(requestHead('POST', `${BASE}/v1/x?a=b&a=d&b=0&a=a&a=c`, undefined)).toBe(
+      'POST /v1/x?a=a&a=b&a=c&a=d&b=0\n\n',
+    );
   });
 });
