@@ -12,7 +12,7 @@ export default {
     'src/shared/json-depth.ts',
     'src/edge/json-body.ts',
     'bots/lib/answers.ts',
-    'contracts/work-forms.ts:233-240', // optionMatching, which bots/lib/answers.ts uses
+    'contracts/work-forms.ts:255-262', // optionMatching, which bots/lib/answers.ts uses
     'bots/lib/measurements.ts',
     'src/events/feed.ts',
     'src/edge/idempotency.ts:51-57', // requestHead: what of a request the key's fingerprint covers
