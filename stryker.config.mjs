@@ -16,7 +16,7 @@ export default {
     'bots/lib/measurements.ts',
     'src/events/feed.ts',
     'src/edge/idempotency.ts:51-57', // requestHead: what of a request the key's fingerprint covers
-    'bots/access-log.ts:184-303', // her access log's rules: genuine, entryOf, sameGroup
+    'bots/access-log.ts:189-308', // her access log's rules: genuine, entryOf, sameGroup
     'bots/lib/events.ts', // what a version tells: her feed's and her tenant's webhooks' one reading
     'bots/lib/webhooks.ts:23-40', // delivered, the signature
     'bots/lib/webhooks.ts:107-164', // retries: unanswered, nextTry, the kept delivery

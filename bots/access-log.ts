@@ -42,6 +42,8 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   const perSearch = Math.min(100, limit * 4);
   const entries: AccessLog['entries'] = [];
   let next = before;
+  /** The oldest instant on this page: a group's own oldest member's, not its first's. */
+  let oldest: string | undefined;
   // A window whose entries are all left out (written by someone in her own name about a record of hers,
   // dated otherwise than stored) would answer an empty page: the next window is read, up to ROUNDS.
   for (let round = 0; round < ROUNDS && (round === 0 || next !== undefined) && entries.length < limit; round++) {
@@ -52,12 +54,15 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       const last = entries[entries.length - 1];
       if (last && sameGroup(last, entry)) {
         last.count++;
-      } else if (entries.length >= limit && entry.at !== last?.at) {
-        // The next page starts before the oldest instant here: what shares it stays on this page.
-        next = last?.at;
+        oldest = entry.at;
+      } else if (entries.length >= limit && entry.at !== oldest) {
+        // The next page starts before the oldest instant here (a group's members are all here, the
+        // oldest included): what shares it stays on this page.
+        next = oldest;
         break;
       } else {
         entries.push(entry);
+        oldest = entry.at;
       }
     }
     next ??= window.more;

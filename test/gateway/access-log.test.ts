@@ -145,6 +145,35 @@ describe('her access log', () => {
     expect(paged.map((e) => e.at)).toEqual([...paged.map((e) => e.at)].sort().reverse());
   });
 
+  it('a group of entries at the end of a page (one person doing the same at different instants) is not read again on the next page', async () => {
+    const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    // Something of hers before (the platform's writes as her home is set up), then three reads of her
+    // profile, milliseconds apart: one entry of three (unless a minute ends between).
+    await startAssessment(gw, patient, 'assessments/weight-intake');
+    for (let i = 0; i < 3; i++) {
+      expect((await gw.call('GET', '/v1/patient/profile', { token: patient.token })).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const total = (entries: Entry[]) => entries.reduce((n, e) => n + e.count, 0);
+    let whole = (await logOf(patient, '?limit=100')).entries;
+    for (let i = 0; i < 10; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const again = (await logOf(patient, '?limit=100')).entries;
+      if (total(again) === total(whole)) {
+        break;
+      }
+      whole = again;
+    }
+    expect(whole[0]).toMatchObject({ by: { kind: 'you' }, action: 'viewed', resourceType: 'Patient' });
+    // One entry a page: the first page is that group, the next begins before its oldest read.
+    const first = await logOf(patient, '?limit=1');
+    expect(first.entries).toEqual([whole[0]]);
+    expect(Date.parse(first.next as string)).toBeLessThan(Date.parse(whole[0]?.at as string));
+    const paged = await wholeLog(patient, 1);
+    expect(total(paged)).toBe(total(whole));
+    expect(paged).toEqual(whole);
+  });
+
   it('shows nothing of another patient’s: bob’s log has none of what was done to hers', async () => {
     const log = await wholeLog(bob, 100);
     expect(log.filter((e) => e.by.kind === 'clinician')).toEqual([]);
