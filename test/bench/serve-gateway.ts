@@ -1,7 +1,8 @@
 import { serve } from '@hono/node-server';
 import { stdoutAccessLog } from '../../src/access-log-node';
-import { createApp, DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from '../../src/app';
+import { createApp, MEDPLUM_IN_FLIGHT } from '../../src/app';
 import { pooledFetch } from '../../src/medplum/node-fetch';
+import { benchLimits } from './limits';
 
 /**
  * Bench helper process: the gateway alone, set up as the Node entry sets it up for a remote Medplum
@@ -19,17 +20,7 @@ process.once('message', (message) => {
     medplum: { baseUrl: target.medplumBaseUrl, fetch: pooledFetch() },
     issuer: target.medplumBaseUrl,
     projectId: target.projectId,
-    // One patient's token drives the whole load: admission sized for it (the bench measures speed), except
-    // where the bench measures admission itself (BENCH_ADMISSION=default: the Node entry's, or as told).
-    limits:
-      process.env.BENCH_ADMISSION === 'default'
-        ? {
-            ...DEFAULT_LIMITS,
-            ...(process.env.IN_FLIGHT_TOTAL ? { inFlightTotal: Number(process.env.IN_FLIGHT_TOTAL) } : {}),
-            ...(process.env.IN_FLIGHT_WAITING ? { inFlightWaiting: Number(process.env.IN_FLIGHT_WAITING) } : {}),
-            medplumInFlight: Number(process.env.MEDPLUM_IN_FLIGHT ?? MEDPLUM_IN_FLIGHT.remote) || undefined,
-          }
-        : { ...DEFAULT_LIMITS, inFlightPerCaller: 4096, inFlightTotal: 4096 },
+    limits: benchLimits(MEDPLUM_IN_FLIGHT.remote),
     log: stdoutAccessLog(),
   });
   const server = serve({ fetch: app.fetch, port: target.port, hostname: '127.0.0.1' });

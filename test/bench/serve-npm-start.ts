@@ -1,10 +1,11 @@
 import { serve } from '@hono/node-server';
 import { stdoutAccessLog } from '../../src/access-log-node';
-import { createApp, DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from '../../src/app';
+import { createApp, MEDPLUM_IN_FLIGHT } from '../../src/app';
 import { nodePeerAddress } from '../../src/edge/node-peer';
 import { createEdgeSigner } from '../../src/edge/statement';
 import { startMedplumThread } from '../../src/embedded/thread';
 import { DEMO_PATIENTS } from '../../src/provision/demo';
+import { benchLimits } from './limits';
 
 /**
  * Bench helper process, set up as `npm start` sets itself up: the gateway on this thread, the
@@ -22,19 +23,7 @@ const gateway = createApp({
   medplum: { baseUrl, fetch: medplum.fetch },
   issuer: baseUrl,
   projectId: medplum.projectId,
-  // One patient's token drives the whole load: admission sized for it (the bench measures speed), except
-  // where the bench measures admission itself (BENCH_ADMISSION=default: npm start's own limits).
-  limits:
-    process.env.BENCH_ADMISSION === 'default'
-      ? {
-          ...DEFAULT_LIMITS,
-          // The fairness bench's variants (as the environment sets them for `npm start`; 0 waiting: none).
-          ...(process.env.IN_FLIGHT_TOTAL ? { inFlightTotal: Number(process.env.IN_FLIGHT_TOTAL) } : {}),
-          ...(process.env.IN_FLIGHT_WAITING ? { inFlightWaiting: Number(process.env.IN_FLIGHT_WAITING) } : {}),
-          // As src/config.ts sets it for npm start, unless told (0: no bound of its own).
-          medplumInFlight: Number(process.env.MEDPLUM_IN_FLIGHT ?? MEDPLUM_IN_FLIGHT.embedded) || undefined,
-        }
-      : { ...DEFAULT_LIMITS, inFlightPerCaller: 4096, inFlightTotal: 4096 },
+  limits: benchLimits(MEDPLUM_IN_FLIGHT.embedded),
   log: stdoutAccessLog(),
   // As src/node.ts: acceptances carry the gateway's signed edge statement.
   edgeSigner: createEdgeSigner(medplum.edgeStatementKey),

@@ -44,6 +44,26 @@ async function wholeLog(patient: DemoActor, limit: number): Promise<Entry[]> {
   throw new Error('the log did not end');
 }
 
+/** How many times her entries say something was done. */
+const total = (entries: Entry[]) => entries.reduce((n, e) => n + e.count, 0);
+
+/**
+ * Her whole log once the platform's work for her has settled: a bot's write after a step can land late, so
+ * read until two reads 100 ms apart agree (at most 10 more reads: her budget is 30 a minute).
+ */
+async function settledLog(patient: DemoActor): Promise<Entry[]> {
+  let whole = (await logOf(patient, '?limit=100')).entries;
+  for (let i = 0; i < 10; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const again = (await logOf(patient, '?limit=100')).entries;
+    if (total(again) === total(whole)) {
+      return again;
+    }
+    whole = again;
+  }
+  return whole;
+}
+
 const NORTHWIND_CLINICIAN = 'Dr. Demo Clinician of Northwind Health';
 
 beforeAll(async () => {
@@ -127,18 +147,8 @@ describe('her access log', () => {
   });
 
   it('pages back in time with `before`, each entry once', async () => {
-    const total = (entries: Entry[]) => entries.reduce((n, e) => n + e.count, 0);
-    // Her log as it stands once the platform's work for her has settled (a bot's write after the setup can
-    // land late: two reads 100 ms apart that agree), then paged two entries at a time.
-    let whole = (await logOf(alice, '?limit=100')).entries;
-    for (let i = 0; i < 10; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const again = (await logOf(alice, '?limit=100')).entries;
-      if (total(again) === total(whole)) {
-        break;
-      }
-      whole = again;
-    }
+    // Her log as it stands once the platform's work for her has settled, then paged two entries at a time.
+    const whole = await settledLog(alice);
     const paged = await wholeLog(alice, 2);
     expect(total(whole)).toBeGreaterThan(0);
     expect(total(paged)).toBe(total(whole));
@@ -154,16 +164,7 @@ describe('her access log', () => {
       expect((await gw.call('GET', '/v1/patient/profile', { token: patient.token })).status).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    const total = (entries: Entry[]) => entries.reduce((n, e) => n + e.count, 0);
-    let whole = (await logOf(patient, '?limit=100')).entries;
-    for (let i = 0; i < 10; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const again = (await logOf(patient, '?limit=100')).entries;
-      if (total(again) === total(whole)) {
-        break;
-      }
-      whole = again;
-    }
+    const whole = await settledLog(patient);
     expect(whole[0]).toMatchObject({ by: { kind: 'you' }, action: 'viewed', resourceType: 'Patient' });
     // One entry a page: the first page is that group, the next begins before its oldest read.
     const first = await logOf(patient, '?limit=1');
