@@ -15,7 +15,8 @@ export default {
     'contracts/work-forms.ts:255-262', // optionMatching, which bots/lib/answers.ts uses
     'bots/lib/measurements.ts',
     'src/events/feed.ts',
-    'src/edge/idempotency.ts:51-57', // requestHead: what of a request the key's fingerprint covers
+    'src/edge/idempotency.ts:1-73', // the fingerprint (requestHead) and the KeyStore contract
+    'src/edge/idempotency.ts:101-228', // the key's rules over its store: claim, replay, 422, 409, take-over, release
     'bots/access-log.ts:189-308', // her access log's rules: genuine, entryOf, sameGroup
     'bots/lib/events.ts', // what a version tells: her feed's and her tenant's webhooks' one reading
     'bots/lib/webhooks.ts:23-40', // delivered, the signature

@@ -14,6 +14,7 @@ export default defineConfig({
       'test/bots/measurements.test.ts',
       'test/events/feed-cursor.test.ts',
       'test/gateway/idempotency-head.test.ts',
+      'test/gateway/idempotency-rules.test.ts',
       'test/bots/access-log-rules.test.ts',
       'test/bots/event-rules.test.ts',
       'test/bots/visit-decision.test.ts',

@@ -120,9 +120,11 @@ Patient Care API on the embedded Medplum (demo data: ${DEMO_PATIENTS.map((p) => 
   Tokens for the other demo patients (valid 1 h) are in ${tokensFile}; restart to renew them,
   or sign in (README, "Sign up and sign in").
 `);
-  const { writeFile, mkdir } = await import('node:fs/promises');
+  const { writeFile, mkdir, chmod } = await import('node:fs/promises');
   await mkdir(dirname(tokensFile), { recursive: true });
-  await writeFile(tokensFile, `${JSON.stringify(tokens, null, 2)}\n`);
+  // Bearer tokens: the owner's alone (mode 600), also where an earlier start left the file readable.
+  await writeFile(tokensFile, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600 });
+  await chmod(tokensFile, 0o600);
 }
 
 /**

@@ -1,4 +1,3 @@
-import type { MedplumClient } from '@medplum/core';
 import type { Basic, Extension } from '@medplum/fhirtypes';
 import type { Context, MiddlewareHandler } from 'hono';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
@@ -56,7 +55,51 @@ export function requestHead(method: string, url: string, contentType: string | u
   return `${method} ${pathname}${search ? `?${search}` : ''}\n${type}\n`;
 }
 
-export function idempotency(): MiddlewareHandler<AppEnv> {
+/**
+ * Where her keys are kept: her own Basic records in Medplum, written with her token (`medplumKeys`); a test
+ * gives another (test/gateway/idempotency-rules.test.ts). Each call is one of Medplum's, with its answers.
+ */
+export interface KeyStore {
+  /** Her record of the key: the one she had, or `fresh` (one wins a race of two; the loser's 409 is thrown). */
+  claim(fresh: Basic, keyId: string, her: string): Promise<Basic>;
+  /** `record` rewritten as `fresh` under If-Match: thrown when it changed meanwhile. */
+  replace(record: Basic, fresh: Basic): Promise<Basic>;
+  /** The first answer kept in `record`, under If-Match. */
+  keep(record: Basic, answer: string): Promise<unknown>;
+  /** The record gone: the key may be tried again. */
+  release(record: Basic): Promise<unknown>;
+}
+
+/** Her keys in Medplum, with her own token. */
+export const medplumKeys = (c: Context<AppEnv>): KeyStore => {
+  const medplum = medplumOf(c);
+  return {
+    claim: (fresh, keyId, her) =>
+      medplum.createResourceIfNoneExist<Basic>(
+        fresh,
+        `identifier=${encodeURIComponent(`${SYSTEMS.idempotency}|${keyId}`)}&subject=${encodeURIComponent(her)}`,
+      ),
+    replace: (record, fresh) =>
+      medplum.updateResource<Basic>(
+        { ...fresh, id: record.id, meta: record.meta },
+        { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } },
+      ),
+    keep: (record, answer) =>
+      medplum.updateResource<Basic>(
+        {
+          ...record,
+          extension: [
+            ...(record.extension ?? []).filter((e) => e.url !== EXTENSIONS.idempotencyAnswer),
+            { url: EXTENSIONS.idempotencyAnswer, valueString: answer } as Extension,
+          ],
+        },
+        { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } },
+      ),
+    release: (record) => medplum.deleteResource('Basic', record.id as string),
+  };
+};
+
+export function idempotency(keysOf: (c: Context<AppEnv>) => KeyStore = medplumKeys): MiddlewareHandler<AppEnv> {
   /** Answers being stored by this instance, by her and the key: a retry here waits for its first answer. */
   const storing = new Map<string, Promise<void>>();
   return async (c, next) => {
@@ -70,7 +113,7 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
         header: 'Idempotency-Key',
       });
     }
-    const medplum = medplumOf(c);
+    const keys = keysOf(c);
     const her = `Patient/${session.patientId}`;
     // A JSON body was read already (the frame checks it; Hono keeps it); an upload's stream is the route's
     // to read, so a copy of it is hashed here.
@@ -95,13 +138,13 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
         { url: EXTENSIONS.idempotencyHolder, valueString: holder },
       ],
     };
-    let record = await claim(medplum, fresh, keyId, her);
+    let record = await claim(keys, fresh, keyId, her);
     if (ext(record, EXTENSIONS.idempotencyHolder) !== holder) {
       const age = Date.now() - Date.parse(record.meta?.lastUpdated ?? '');
       const answer = ext(record, EXTENSIONS.idempotencyAnswer);
       if (age > KEY_LIFETIME_MS || (!answer && age > HOLD_MS)) {
         // Expired, or held by a call that died: hers to use again, taken over under If-Match.
-        record = await takeOver(medplum, record, fresh);
+        record = await takeOver(keys, record, fresh);
       } else if (ext(record, EXTENSIONS.idempotencyRequest) !== request) {
         throw new ApiError(
           'idempotency_key_reused',
@@ -126,20 +169,11 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     const store = (async () => {
       if (!copied) {
         // Nothing to answer again: the same key may be tried again.
-        await medplum.deleteResource('Basic', record.id as string);
+        await keys.release(record);
         return;
       }
       const answer: Answer = { status, contentType, body: await copied };
-      await medplum.updateResource<Basic>(
-        {
-          ...record,
-          extension: [
-            ...(record.extension ?? []).filter((e) => e.url !== EXTENSIONS.idempotencyAnswer),
-            { url: EXTENSIONS.idempotencyAnswer, valueString: JSON.stringify(answer) } as Extension,
-          ],
-        },
-        { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } },
-      );
+      await keys.keep(record, JSON.stringify(answer));
     })().catch(() => {
       // The answer stands; the key then answers 409 until its hold lapses, and then runs again.
     });
@@ -173,12 +207,9 @@ const inProgress = () =>
   );
 
 /** Her record of the key: the one she had, or this new one (a conditional create: one wins a race). */
-async function claim(medplum: MedplumClient, fresh: Basic, keyId: string, her: string): Promise<Basic> {
+async function claim(keys: KeyStore, fresh: Basic, keyId: string, her: string): Promise<Basic> {
   try {
-    return await medplum.createResourceIfNoneExist<Basic>(
-      fresh,
-      `identifier=${encodeURIComponent(`${SYSTEMS.idempotency}|${keyId}`)}&subject=${encodeURIComponent(her)}`,
-    );
+    return await keys.claim(fresh, keyId, her);
   } catch (err) {
     // Two calls with one key at once: Medplum answers the loser's conditional create 409.
     if ((err as { outcome?: { issue?: { code?: string }[] } }).outcome?.issue?.some((i) => i.code === 'conflict')) {
@@ -188,12 +219,9 @@ async function claim(medplum: MedplumClient, fresh: Basic, keyId: string, her: s
   }
 }
 
-async function takeOver(medplum: MedplumClient, record: Basic, fresh: Basic): Promise<Basic> {
+async function takeOver(keys: KeyStore, record: Basic, fresh: Basic): Promise<Basic> {
   try {
-    return await medplum.updateResource<Basic>(
-      { ...fresh, id: record.id, meta: record.meta },
-      { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } },
-    );
+    return await keys.replace(record, fresh);
   } catch {
     throw inProgress();
   }

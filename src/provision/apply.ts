@@ -341,7 +341,12 @@ export async function applyDefinition(
   const desiredProject: Project = {
     ...project,
     defaultPatientAccessPolicy: defaultPolicy as Reference<AccessPolicy> | undefined,
-    secret: [...(project.secret ?? []).filter((s) => !secrets.some((given) => given.name === s.name)), ...secrets],
+    // Each given secret in its stored place (new ones last): a run that omits one, then one that gives it
+    // again, writes nothing when its value is the same.
+    secret: [
+      ...(project.secret ?? []).map((s) => secrets.find((given) => given.name === s.name) ?? s),
+      ...secrets.filter((given) => !project.secret?.some((s) => s.name === given.name)),
+    ],
   };
   if (!containsAll(project, desiredProject)) {
     await medplum.updateResource(desiredProject);

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually, type NpmStart, startNpmStart } from '../support/npm-start';
@@ -32,8 +32,10 @@ describe('npm start (src/node.ts)', () => {
     });
     await eventually(async () => {
       const port = new URL((started as NpmStart).gatewayUrl).port;
-      const file = await readFile(join(started?.cwd as string, '.data', `demo-tokens.port-${port}.json`), 'utf8');
-      expect(Object.keys(JSON.parse(file)).sort()).toEqual(['alice', 'bob', 'carol', 'dave']);
+      const path = join(started?.cwd as string, '.data', `demo-tokens.port-${port}.json`);
+      expect(Object.keys(JSON.parse(await readFile(path, 'utf8'))).sort()).toEqual(['alice', 'bob', 'carol', 'dave']);
+      // Bearer tokens: readable by the owner alone.
+      expect((await stat(path)).mode & 0o777).toBe(0o600);
     });
 
     // GraphQL, which once stopped the whole server (its schema outgrows a small heap): answered, her own

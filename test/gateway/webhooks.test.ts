@@ -353,6 +353,14 @@ describe('webhooks', () => {
     await provisionWebhooks({ northwind: receiver.url }, { northwind: secret });
   });
 
+  it('its secret given on one run and left out on the next (it stays stored) writes nothing either way', async () => {
+    await provisionWebhooks({ northwind: receiver.url }, { northwind: secret });
+    for (const given of [false, true, false, true]) {
+      const report = await provisionWebhooks({ northwind: receiver.url }, given ? { northwind: secret } : {});
+      expect(report.updated, `secret given: ${given}`).toEqual([]);
+    }
+  });
+
   it('a tenant that stops taking webhooks is no longer delivered to', async () => {
     const report = await provisionWebhooks({});
     // Its tasks (created, updated), visits (created, updated) and messages (created).

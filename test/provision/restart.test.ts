@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MedplumClient } from '@medplum/core';
@@ -127,8 +127,16 @@ describe('provisioning across restarts', () => {
     timeout: scaled(90_000),
   }, async () => {
     const dbPath = join(dir, 'shared.sqlite');
+    // A store file left readable by everyone (as before stores were the owner's alone) is put right.
+    writeFileSync(dbPath, '');
+    chmodSync(dbPath, 0o644);
     const running = await launchEmbeddedMedplum({ dbPath, definition: demoDefinition() });
     try {
+      // Patients' records: the store, its lock and SQLite's journal files are the owner's alone.
+      for (const file of [dbPath, `${dbPath}.lock`, `${dbPath}-wal`, `${dbPath}-shm`].filter(existsSync)) {
+        expect(statSync(file).mode & 0o777, file).toBe(0o600);
+      }
+      expect(existsSync(`${dbPath}-wal`)).toBe(true);
       await expect(launchEmbeddedMedplum({ dbPath, definition: demoDefinition() })).rejects.toThrow(StoreInUseError);
       // npm start beside it, on the same file: it stops with a message that says what to do.
       await expect(startNpmStart({ EMBEDDED_MEDPLUM_DB: dbPath })).rejects.toThrow(

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 
@@ -32,6 +32,7 @@ export function lockStore(path: string): StoreLock {
     return { release: () => undefined };
   }
   mkdirSync(dirname(path), { recursive: true });
+  ownerOnly(path, `${path}.lock`);
   const lock = new DatabaseSync(`${path}.lock`, { timeout: 0 });
   try {
     lock.exec('BEGIN EXCLUSIVE');
@@ -55,3 +56,32 @@ export function lockStore(path: string): StoreLock {
 }
 
 const SQLITE_BUSY = 5;
+
+/**
+ * The store holds patients' records: its file, its lock and SQLite's journal files beside it are the
+ * owner's alone (mode 600), made so before SQLite opens them (SQLite gives its journal files the store's
+ * mode) and put right (by path, never opened) on a store made before this rule. A file of another owner is
+ * left as it is.
+ */
+function ownerOnly(store: string, lock: string): void {
+  for (const file of [store, lock]) {
+    // Only a file that is not there yet is opened: closing a descriptor of a file drops every POSIX lock
+    // this process holds on it, the lock of a Medplum already running on the store among them.
+    if (!existsSync(file)) {
+      try {
+        closeSync(openSync(file, 'wx', 0o600));
+      } catch {
+        // Made meanwhile by another process: its mode is put right below.
+      }
+    }
+  }
+  for (const file of [store, lock, `${store}-wal`, `${store}-shm`, `${lock}-wal`, `${lock}-shm`]) {
+    try {
+      if (existsSync(file)) {
+        chmodSync(file, 0o600);
+      }
+    } catch {
+      // Not ours to change (EPERM): the operator's choice.
+    }
+  }
+}
