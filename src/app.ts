@@ -2,6 +2,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit as honoBodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
+import { routePath } from 'hono/route';
 import { BEARER } from '../contracts/common';
 import { uploadDocumentRoute } from '../contracts/documents';
 import { ACCEPTED_BODY_TYPES } from '../contracts/errors';
@@ -243,7 +244,8 @@ function requestContext(deps: AppDeps, edge: Edge): MiddlewareHandler<AppEnv> {
     deps.log?.({
       requestId,
       method: c.req.method,
-      route: c.req.routePath,
+      // The route that matched last: the endpoint's, also for a call a middleware answered (a replay).
+      route: routePath(c, -1),
       status: c.res.status,
       durationMs: Math.round((performance.now() - started) * 10) / 10,
     });

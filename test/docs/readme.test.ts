@@ -80,8 +80,20 @@ describe('the README’s examples, run', () => {
       expect(curl).toBeDefined();
       const script = curl.replace(/^API=.*$/m, `API=${started.gatewayUrl.replace(/\/$/, '')}`);
       writeFileSync(join(WORK, 'curl.sh'), `set -euo pipefail\n${script}`);
-      const ran = run('bash', ['curl.sh']);
+      // Every curl's arguments, as \`ps\` shows them to anyone on the machine, recorded by a curl in front.
+      const real = spawnSync('sh', ['-c', 'command -v curl'], { encoding: 'utf8' }).stdout.trim();
+      mkdirSync(join(WORK, 'bin'), { recursive: true });
+      writeFileSync(
+        join(WORK, 'bin', 'curl'),
+        `#!/bin/sh\nprintf '%s\\n' "$*" >> ${join(WORK, 'curl-args.log')}\nexec ${real} "$@"\n`,
+        { mode: 0o755 },
+      );
+      const ran = run('bash', ['curl.sh'], { PATH: `${join(WORK, 'bin')}:${dirname(node)}:${process.env.PATH}` });
       expect(ran.status, `${ran.stdout}${ran.stderr}`).toBe(0);
+      // No token, password or PKCE verifier among them: secrets go on a pipe.
+      const args = readFileSync(join(WORK, 'curl-args.log'), 'utf8');
+      expect(args.split('\n').length).toBeGreaterThan(8);
+      expect(args).not.toMatch(/Bearer|password|code_verifier|"login"|patient-care-demo/);
       // Her Patient after the address step, then Alice's profile.
       expect(ran.stdout).toMatch(/"address":\[\{"state":"NY","country":"US"\}\]/);
       expect(ran.stdout).toContain('"given":["Alice"]');

@@ -45,6 +45,21 @@ describe('the frame', () => {
     expect(logs.every((l) => typeof l.requestId === 'string' && typeof l.durationMs === 'number')).toBe(true);
   });
 
+  it('a call answered before its route (a replay, a reused key, a call in progress) is logged under its route, not `/v1/*`', async () => {
+    logs.length = 0;
+    const key = { 'idempotency-key': `frame-${crypto.randomUUID()}` };
+    const first = await gw.call('POST', '/v1/patient/home', { headers: key });
+    const replay = await gw.call('POST', '/v1/patient/home', { headers: key });
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    const reused = await gw.call('POST', '/v1/patient/home', { headers: key, body: { other: true } });
+    expect(reused.status).toBe(422);
+    expect(logs.map((l) => [l.route, l.status])).toEqual([
+      ['/v1/patient/home', first.status],
+      ['/v1/patient/home', first.status],
+      ['/v1/patient/home', 422],
+    ]);
+  });
+
   it('an unexpected error is a 500 `internal` with the request id and nothing of the error', async () => {
     const broken = createApp({
       medplum: { baseUrl: 'http://medplum.test/' },
