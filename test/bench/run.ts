@@ -220,7 +220,9 @@ async function printFairnessVariant(
 ): Promise<void> {
   {
     const { total, waiting, medplum } = admission;
-    const { theirCallMs, rounds } = await runFairnessBench(seconds, [0, 10, 100], admission, remote);
+    // The crowds, by number of accounts (BENCH_FAIRNESS_FLOODS, comma list; 0 is her idle round).
+    const floods = (process.env.BENCH_FAIRNESS_FLOODS ?? '0,10,100').split(',').map(Number);
+    const { theirCallMs, rounds } = await runFairnessBench(seconds, floods, admission, remote);
     const atMedplum =
       medplum === '0'
         ? 'no bound at Medplum'
