@@ -550,7 +550,7 @@ async function markProvisioningClient(medplum: MedplumClient, report: ProvisionR
   report.updated.push('provisioning-client');
 }
 
-async function currentProject(medplum: MedplumClient): Promise<WithId<Project>> {
+export async function currentProject(medplum: MedplumClient): Promise<WithId<Project>> {
   const me = (await medplum.get('auth/me', { cache: 'no-cache' })) as { project?: Reference<Project> | Project };
   const projectRef = me.project as Reference<Project> & Project;
   const id = projectRef.id ?? projectRef.reference?.split('/')[1];

@@ -1,22 +1,23 @@
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { MedplumClient } from '@medplum/core';
 import { CREDENTIAL_HELP, CREDENTIAL_OPTIONS, credentialsFrom, parseCommand } from '../cli/options';
 import { loadFhirSchema } from '../embedded/schema';
-import { applyDefinition, type ProvisionReport } from './apply';
+import { applyDefinition, currentProject, type ProvisionReport } from './apply';
 import { tenantEnvName, webhookSecretEnv, webhookTenants } from './bots/webhooks';
 import { readBotBundles } from './bundles';
 import { type ProvisionDefinition, platformDefinition } from './definition';
 import { demoDefinition } from './demo';
+import { edgeKeyPlan, storedEdgeKey } from './edge-key';
 
 const COMMAND = {
   name: 'provision',
   summary:
-    "Applies the platform definition (access policies, bots, subscriptions, tenants and their patient apps; with --demo the demo people and data) to a Medplum project as its project-admin client. Idempotent: a second run writes nothing. Prints, and with --out writes, what the gateway and the patient apps need (the project id, each tenant's patient-app client id). EDGE_STATEMENT_KEY (the gateway's key, stored as the Project secret the bots check), STORAGE_BASE_URL (a hosted Medplum's storageBaseUrl) and WEBHOOK_SECRET_<TENANT> (the signing secret of each tenant that takes webhooks) are read from the environment.",
+    "Applies the platform definition (access policies, bots, subscriptions, tenants and their patient apps; with --demo the demo people and data) to a Medplum project as its project-admin client. Idempotent: a second run writes nothing. Prints, and with --out writes, what the gateway and the patient apps need (the project id, each tenant's patient-app client id). EDGE_STATEMENT_KEY (the gateway's key, stored as the Project secret the bots check; unset on a Project without one, a key is made and written to --out, never printed), STORAGE_BASE_URL (a hosted Medplum's storageBaseUrl) and WEBHOOK_SECRET_<TENANT> (the signing secret of each tenant that takes webhooks) are read from the environment.",
   options: { ...CREDENTIAL_OPTIONS, demo: { type: 'boolean', default: false }, out: { type: 'string' } },
   help: [
     ...CREDENTIAL_HELP,
     '  --demo                      also the demo tenants, patients, clinicians and data',
-    "  --out FILE                  write the gateway's and patient apps' settings there (an env file, no secret)",
+    "  --out FILE                  write the gateway's and patient apps' settings there, with EDGE_STATEMENT_KEY (mode 600)",
     '  --help                      this text',
   ],
 } as const;
@@ -45,17 +46,25 @@ async function main(): Promise<void> {
   });
   await medplum.startClientLogin(credentials.clientId, credentials.clientSecret);
   // The key the gateway signs edge statements with (its EDGE_STATEMENT_KEY), stored as the Project
-  // secret the bots check; from the environment, never a flag (flags end up in shell histories).
+  // secret the bots check; from the environment, never a flag (flags end up in shell histories), or made
+  // here and written to --out. Decided before anything is written.
+  const project = await currentProject(medplum);
+  const projectId = project.id;
+  const edgeKey = edgeKeyPlan(process.env.EDGE_STATEMENT_KEY, storedEdgeKey(project), values.out);
+  if ('refused' in edgeKey) {
+    console.error(edgeKey.refused);
+    process.exitCode = 2;
+    return;
+  }
   const report = await applyDefinition(medplum, definition, {
     bundles: readBotBundles(definition),
-    edgeStatementKey: process.env.EDGE_STATEMENT_KEY || undefined,
+    edgeStatementKey: edgeKey.key,
     // Medplum's `storageBaseUrl`, where it is not `<base>storage/` (a hosted Medplum): the bots read
     // presigned attachment URLs with it.
     storageBaseUrl: process.env.STORAGE_BASE_URL || undefined,
     // Each webhook tenant's signing secret, from the environment as well (WEBHOOK_SECRET_<TENANT>).
     webhookSecrets: webhookSecretsFromEnv(definition),
   });
-  const projectId = (medplum.getActiveLogin()?.project?.reference ?? '').replace('Project/', '');
   const settings = operatorSettings(credentials.baseUrl, projectId, report);
   console.log(
     JSON.stringify({
@@ -67,15 +76,24 @@ async function main(): Promise<void> {
   );
   console.log(settings);
   if (values.out) {
-    writeFileSync(values.out, settings, { mode: 0o600 });
-    console.log(`(written to ${values.out})`);
+    // The same settings and the key, for the operator alone (mode 600); never printed.
+    writeFileSync(values.out, `${settings}${EDGE_KEY_COMMENT}\nEDGE_STATEMENT_KEY=${edgeKey.key}\n`, { mode: 0o600 });
+    chmodSync(values.out, 0o600);
+    console.log(`(written to ${values.out}, readable by you alone: it also holds EDGE_STATEMENT_KEY)`);
   }
-  if (!process.env.EDGE_STATEMENT_KEY) {
+  if (edgeKey.made) {
     console.log(
-      'Note: EDGE_STATEMENT_KEY was not set, so no edge-statement key was stored; the gateway over this Medplum refuses to start without one (docs/deploy.md).',
+      `A new edge-statement key was made, stored in the Project and written to ${values.out} as EDGE_STATEMENT_KEY; keep that file with your secrets (the gateway reads it).`,
+    );
+  } else if (edgeKey.changed) {
+    console.log(
+      'The edge-statement key changed: restart every gateway of this Project with the new EDGE_STATEMENT_KEY (a gateway with the old one is refused by the bots).',
     );
   }
 }
+
+const EDGE_KEY_COMMENT =
+  '# The edge-statement key: a secret, the same value as the Project secret `edge-statement-key` (docs/deploy.md).';
 
 /**
  * What the operator needs next, as the environment the gateway reads (docs/deploy.md) and the patient
@@ -93,7 +111,7 @@ export function operatorSettings(
         `PATIENT_APP_CLIENT_ID_${tenantEnvName(key.slice('app-'.length))}=${reference.split('/')[1]}`,
     );
   return [
-    '# The gateway (docs/deploy.md); EDGE_STATEMENT_KEY is also required and is not written here.',
+    '# The gateway (docs/deploy.md).',
     `MEDPLUM_REMOTE_BASE_URL=${baseUrl}`,
     `PROJECT_ID=${projectId}`,
     "# Each tenant's patient app signs in to Medplum with its client id (PKCE, no secret).",

@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,7 +17,7 @@ const provision = (args: string[], env: Record<string, string> = {}) =>
   });
 
 describe('npm run provision against a Medplum over HTTP', () => {
-  it('signs in with credentials from the environment, changes nothing on a provisioned project, and writes what the operator needs (no secret)', async () => {
+  it('signs in with credentials from the environment, changes nothing on a provisioned project, and writes what the operator needs (its one secret the edge key, for her alone)', async () => {
     const server = spawn(process.execPath, ['--import', 'tsx', 'src/embedded/main.ts'], {
       env: { ...process.env, EMBEDDED_MEDPLUM_PORT: '18113', EMBEDDED_MEDPLUM_DB: ':memory:' },
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -38,8 +39,24 @@ describe('npm run provision against a Medplum over HTTP', () => {
         MEDPLUM_CLIENT_SECRET: secret,
       });
       const out = join(mkdtempSync(join(tmpdir(), 'provision-')), 'gateway.env');
-      const run = provision(['--demo', '--out', out], env(info.adminClientSecret));
+      // The Project has an edge-statement key (the embedded Medplum made one): without one given, refused
+      // before anything is written.
+      const keyless = provision(['--demo', '--out', out], env(info.adminClientSecret));
+      expect(keyless.status).toBe(2);
+      expect(keyless.stderr).toContain('This Project has an edge-statement key, and EDGE_STATEMENT_KEY is not set');
+      expect(existsSync(out)).toBe(false);
+      // A new key given replaces it, and says so; the same key again changes nothing.
+      const key = randomBytes(32).toString('hex');
+      const rotated = provision(['--demo', '--out', out], { ...env(info.adminClientSecret), EDGE_STATEMENT_KEY: key });
+      expect(rotated.status, rotated.stderr).toBe(0);
+      expect(rotated.stdout).toContain('The edge-statement key changed: restart every gateway');
+      const run = provision(['--demo', '--out', out], { ...env(info.adminClientSecret), EDGE_STATEMENT_KEY: key });
       expect(run.status, run.stderr).toBe(0);
+      expect(run.stdout).not.toContain('The edge-statement key changed');
+      // Printed nowhere, written to the operator's file only.
+      for (const output of [rotated.stdout, rotated.stderr, run.stdout, run.stderr]) {
+        expect(output).not.toContain(key);
+      }
       const report = JSON.parse(run.stdout.split('\n').find((l) => l.startsWith('{')) as string) as {
         created: number;
         updated: number;
@@ -50,7 +67,8 @@ describe('npm run provision against a Medplum over HTTP', () => {
       expect(report.unchanged).toBeGreaterThan(20);
       // The settings: printed and written (readable by the operator only), with the ids Medplum holds.
       const written = readFileSync(out, 'utf8');
-      expect(run.stdout).toContain(written.trim());
+      expect(written).toContain(`\nEDGE_STATEMENT_KEY=${key}\n`);
+      expect(run.stdout).toContain(written.slice(0, written.indexOf('# The edge-statement key')).trim());
       expect(statSync(out).mode & 0o077).toBe(0);
       expect(written).toContain(`MEDPLUM_REMOTE_BASE_URL=${info.baseUrl}`);
       expect(written).toMatch(/^PROJECT_ID=[0-9a-f-]{36}$/m);
@@ -61,7 +79,11 @@ describe('npm run provision against a Medplum over HTTP', () => {
       // A secret in a file works the same; a wrong one fails to sign in.
       const secretFile = join(mkdtempSync(join(tmpdir(), 'provision-')), 'secret');
       writeFileSync(secretFile, `${info.adminClientSecret}\n`);
-      const fromFile = provision(['--client-secret-file', secretFile], { ...env(''), MEDPLUM_CLIENT_SECRET: '' });
+      const fromFile = provision(['--client-secret-file', secretFile], {
+        ...env(''),
+        MEDPLUM_CLIENT_SECRET: '',
+        EDGE_STATEMENT_KEY: key,
+      });
       expect(fromFile.status, fromFile.stderr).toBe(0);
       expect(provision([], env('wrong')).status).toBe(1);
     } finally {
