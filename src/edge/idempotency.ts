@@ -36,9 +36,10 @@ interface Answer {
  * Without the header nothing changes. The record is about her own calls only (a patient writing one
  * directly on Medplum affects what the gateway replays to her, never anyone else).
  *
- * The answer is stored after it is sent, not before: the write cost every POST about 10 ms more on a real
- * Medplum. A retry reaching this instance meanwhile waits for the store; one reaching another instance in
- * those milliseconds is 409 `request_in_progress` with `Retry-After`, as any call still running is.
+ * The answer is kept before it is sent (issue 51 item 5): a retry sent after the first answer arrived, at
+ * any instance, always finds it and answers it again; 409 `request_in_progress` means the first call has not
+ * been answered yet. It costs a keyed POST one write more before its answer (about 10 ms on a real Medplum).
+ * If keeping it fails, the answer is still sent, and the key answers 409 until its hold lapses.
  */
 /**
  * What of a request besides its body its answer depends on, as the fingerprint's first line: the method,
@@ -100,8 +101,6 @@ export const medplumKeys = (c: Context<AppEnv>): KeyStore => {
 };
 
 export function idempotency(keysOf: (c: Context<AppEnv>) => KeyStore = medplumKeys): MiddlewareHandler<AppEnv> {
-  /** Answers being stored by this instance, by her and the key: a retry here waits for its first answer. */
-  const storing = new Map<string, Promise<void>>();
   return async (c, next) => {
     const key = c.req.header('idempotency-key');
     const session = c.get('session');
@@ -124,8 +123,6 @@ export function idempotency(keysOf: (c: Context<AppEnv>) => KeyStore = medplumKe
     whole.set(body, head.length);
     const request = await sha256(whole);
     const keyId = await sha256(text(key));
-    const slot = `${her}|${keyId}`;
-    await storing.get(slot);
     const holder = crypto.randomUUID();
     const fresh: Basic = {
       resourceType: 'Basic',
@@ -163,39 +160,22 @@ export function idempotency(keysOf: (c: Context<AppEnv>) => KeyStore = medplumKe
     }
     await next();
     const status = c.res.status;
-    // The answer's bytes are copied now, while the response is still ours; they are stored once it is sent.
-    const copied = status >= 500 || status === 429 ? undefined : c.res.clone().text();
-    const contentType = c.res.headers.get('content-type') ?? 'application/json';
-    const store = (async () => {
-      if (!copied) {
+    try {
+      if (status >= 500 || status === 429) {
         // Nothing to answer again: the same key may be tried again.
         await keys.release(record);
-        return;
+      } else {
+        const answer: Answer = {
+          status,
+          contentType: c.res.headers.get('content-type') ?? 'application/json',
+          body: await c.res.clone().text(),
+        };
+        await keys.keep(record, JSON.stringify(answer));
       }
-      const answer: Answer = { status, contentType, body: await copied };
-      await keys.keep(record, JSON.stringify(answer));
-    })().catch(() => {
+    } catch {
       // The answer stands; the key then answers 409 until its hold lapses, and then runs again.
-    });
-    storing.set(slot, store);
-    void store.finally(() => {
-      if (storing.get(slot) === store) {
-        storing.delete(slot);
-      }
-    });
-    keepAlive(c, store);
+    }
   };
-}
-
-/** A Worker stops a request's work when its answer is sent unless told to wait for it; Node goes on. */
-function keepAlive(c: Context<AppEnv>, work: Promise<void>): void {
-  let context: { waitUntil(promise: Promise<unknown>): void } | undefined;
-  try {
-    context = c.executionCtx;
-  } catch {
-    // No execution context: Node, or a test's app.fetch.
-  }
-  context?.waitUntil(work);
 }
 
 const inProgress = () =>

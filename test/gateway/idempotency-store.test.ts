@@ -5,10 +5,10 @@ import { createCaller, startTestGateway, type TestGateway } from '../support/gat
 import { freshPatient } from '../support/patients';
 
 /**
- * An Idempotency-Key's answer is stored after it is sent (src/edge/idempotency.ts): the caller does not
- * wait for that write. Here the store is held back; meanwhile a retry at the same instance waits for it and
- * is answered the first answer, and one at another instance is 409 `request_in_progress`, as for a call
- * still running; once stored, every instance answers the first answer.
+ * An Idempotency-Key's answer is kept before it is sent (src/edge/idempotency.ts, issue 51 item 5): while
+ * the write of the answer is held back the caller waits, and a retry at another instance meanwhile is 409
+ * `request_in_progress` (the first call has not been answered); once she has her answer, a retry at any
+ * instance, sent at once, answers it again.
  */
 let gw: TestGateway;
 let other: App;
@@ -39,14 +39,14 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
-describe('the answer to an Idempotency-Key is stored after it is sent', () => {
-  it('the caller has her answer before the store; a retry here waits for it, one elsewhere is 409 until it lands', async () => {
+describe('the answer to an Idempotency-Key is kept before it is sent', () => {
+  it('the caller waits for the store; a retry sent after her answer arrived, at any instance, answers it again', async () => {
     const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
     const requirements = await gw.call('GET', '/v1/agreements/requirements', { token: patient.token });
     const agreements = (requirements.body as { unmet: { url: string; version: string }[] }).unmet.map(
       (u) => `${u.url}|${u.version}`,
     );
-    const options = { token: patient.token, body: { agreements }, headers: { 'idempotency-key': 'stored-later' } };
+    const options = { token: patient.token, body: { agreements }, headers: { 'idempotency-key': 'kept-first' } };
     const elsewhere = createCaller(other, gw.doc, () => patient.token);
     let release = () => {};
     let arrived = () => {};
@@ -59,22 +59,30 @@ describe('the answer to an Idempotency-Key is stored after it is sent', () => {
       }),
       arrived,
     };
-    const first = await gw.call('POST', '/v1/agreements/acceptances', options);
-    expect(first.status, first.text).toBe(200);
+    let answered = false;
+    const pending = gw.call('POST', '/v1/agreements/acceptances', options).then((res) => {
+      answered = true;
+      return res;
+    });
     await storeArrived;
-    // The store is held: the caller was answered without it.
+    // The store is held: she has no answer yet, and the key is in progress elsewhere.
+    expect(answered).toBe(false);
     const busy = await elsewhere('POST', '/v1/agreements/acceptances', options);
     expect(busy).toMatchObject({ status: 409, body: { error: { code: 'request_in_progress' } } });
     expect(busy.headers.get('retry-after')).toBe('1');
-    const here = gw.call('POST', '/v1/agreements/acceptances', options);
     release();
     holding = undefined;
-    const replayed = await here;
-    expect(replayed.status).toBe(200);
-    expect(replayed.body).toEqual(first.body);
-    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
-    const later = await elsewhere('POST', '/v1/agreements/acceptances', options);
-    expect(later.headers.get('idempotent-replayed')).toBe('true');
-    expect(later.body).toEqual(first.body);
+    const first = await pending;
+    expect(first.status, first.text).toBe(200);
+    // Her retries, sent at once after the answer, at both instances: the first answer, replayed.
+    const [there, here] = await Promise.all([
+      elsewhere('POST', '/v1/agreements/acceptances', options),
+      gw.call('POST', '/v1/agreements/acceptances', options),
+    ]);
+    for (const retry of [there, here]) {
+      expect(retry.status).toBe(200);
+      expect(retry.body).toEqual(first.body);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    }
   });
 });
