@@ -101,6 +101,8 @@ export const BOT_INPUTS = {
   ]),
   /** Nothing: the tenant is decided from what the patient registered through, never from input. */
   'patient-home': z.object({}).strict(),
+  /** Nothing: it answers the id of the Project's edge-statement key to the gateway's client. */
+  'edge-key-check': z.object({}).strict(),
   /** A subscription delivery: the Communication that was written; the bot re-reads it by id. */
   'sms-opt-out': z
     .object({

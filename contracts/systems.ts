@@ -257,6 +257,18 @@ export const BOT_AUDIENCE = { system: `${BASE}/bot-audience`, patient: 'patient'
 export const EDGE_STATEMENT = { secretName: 'edge-statement-key', maxAgeSeconds: 60 } as const;
 
 /**
+ * How a gateway learns that its EDGE_STATEMENT_KEY is the Project's without either leaving its place: both
+ * sides compute the key's id, HMAC-SHA256(key, `context`) in hex (a fingerprint that reveals nothing of the
+ * key), and the `bot` (run by the platform's gateway client alone) answers the Project's.
+ */
+export const EDGE_KEY_CHECK = {
+  bot: 'edge-key-check',
+  context: 'patient-care: the id of an edge-statement key',
+  /** The tag (under SYSTEMS.integration) of the gateway's own machine client. */
+  integration: 'gateway',
+} as const;
+
+/**
  * The Project secret holding a copy of Medplum's public signing keys (its `.well-known/jwks.json`), which
  * provisioning writes so that a bot verifies its caller's token without fetching them on every run; a key
  * it does not hold (Medplum rotated) is fetched then (bots/lib/trust.ts).

@@ -1,3 +1,4 @@
+import type { EdgeKeyVerdict } from './edge/edge-key';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { SessionClaims, TokenVerifier } from './auth/verify';
@@ -69,6 +70,11 @@ export interface AppDeps {
   edgeSigner?: EdgeSigner;
   /** Origins whose pages may call the API from a browser (`CORS_ORIGINS`); default none. */
   corsOrigins?: readonly OriginRule[];
+  /**
+   * Whether its EDGE_STATEMENT_KEY is the Project's (src/edge/edge-key.ts), asked by `/readyz`: set over a
+   * remote Medplum; the embedded Medplum makes the key it is given.
+   */
+  edgeKeyCheck?: () => Promise<EdgeKeyVerdict>;
   /**
    * How long a tenant's published catalog read serves the next calls (src/medplum/catalog-cache.ts);
    * default 10 s, 0 reads it on every call.

@@ -19,7 +19,14 @@ export interface NodeConfig {
   embeddedDb: string;
   limits: Limits;
   /** Set when MEDPLUM_REMOTE_BASE_URL is: serve a real Medplum instead of the embedded one. */
-  remote?: { baseUrl: string; issuer: string; projectId: string; edgeStatementKey?: string };
+  remote?: {
+    baseUrl: string;
+    issuer: string;
+    projectId: string;
+    edgeStatementKey: string;
+    /** The gateway's own client: it checks at start that the key is the Project's (src/edge/edge-key.ts). */
+    gatewayClient: { clientId: string; clientSecret: string };
+  };
 }
 
 const positive = (value: string | undefined): number | undefined => {
@@ -30,6 +37,10 @@ const positive = (value: string | undefined): number | undefined => {
 /** Why a gateway over a real Medplum does not serve without its edge-statement key. */
 export const MISSING_EDGE_KEY =
   'EDGE_STATEMENT_KEY is required over a remote Medplum: the key provisioning stored as the Project secret the bots check the client address and app with (run `npm run provision` with the same EDGE_STATEMENT_KEY; docs/deploy.md)';
+
+/** Why a gateway over a real Medplum does not serve without its own client. */
+export const MISSING_GATEWAY_CLIENT =
+  "GATEWAY_CLIENT_ID and GATEWAY_CLIENT_SECRET are required over a remote Medplum: the gateway's own client, with which it checks that EDGE_STATEMENT_KEY is the Project's (`npm run provision -- --out gateway.env` writes them; docs/deploy.md)";
 
 /** The README's configuration table, in code: every variable, its default. */
 export function loadConfig(env: Record<string, string | undefined>): NodeConfig {
@@ -43,13 +54,20 @@ export function loadConfig(env: Record<string, string | undefined>): NodeConfig 
     // Without it every agreement's clickwrap proof silently lacks her address and app (docs/deploy.md).
     throw new Error(MISSING_EDGE_KEY);
   }
+  if (remoteBaseUrl && (!env.GATEWAY_CLIENT_ID || !env.GATEWAY_CLIENT_SECRET)) {
+    throw new Error(MISSING_GATEWAY_CLIENT);
+  }
   return {
     remote: remoteBaseUrl
       ? {
           baseUrl: remoteBaseUrl,
           issuer: env.MEDPLUM_ISSUER ?? remoteBaseUrl,
           projectId: env.PROJECT_ID as string,
-          edgeStatementKey: env.EDGE_STATEMENT_KEY || undefined,
+          edgeStatementKey: env.EDGE_STATEMENT_KEY as string,
+          gatewayClient: {
+            clientId: env.GATEWAY_CLIENT_ID as string,
+            clientSecret: env.GATEWAY_CLIENT_SECRET as string,
+          },
         }
       : undefined,
     port,

@@ -5,6 +5,7 @@ import { stdoutAccessLog } from './access-log-node';
 import { createApp } from './app';
 import { loadConfig } from './config';
 import { nodeAssetLoader } from './docs-assets-node';
+import { edgeKeyChecker, refuses } from './edge/edge-key';
 import { nodePeerAddress } from './edge/node-peer';
 import { createEdgeSigner } from './edge/statement';
 import { superviseMedplumThread } from './embedded/supervisor';
@@ -24,15 +25,30 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const edge = { publicUrl: config.publicUrl, trustedProxies: config.trustedProxies, peerAddress: nodePeerAddress };
   if (config.remote) {
-    // A real Medplum: the gateway alone (provision it first with `npm run provision`).
+    // A real Medplum: the gateway alone (provision it first with `npm run provision`). Its key checked
+    // first: a key that is not the Project's (or a client Medplum refuses) is the operator's to mend, and it
+    // does not start; a Medplum that does not answer yet is `/readyz`'s to report until it does.
+    const upstreamFetch = pooledFetch();
+    const edgeKeyCheck = edgeKeyChecker(
+      { baseUrl: config.remote.baseUrl, fetch: upstreamFetch, ...config.remote.gatewayClient },
+      config.remote.edgeStatementKey,
+    );
+    const verdict = await edgeKeyCheck();
+    if (refuses(verdict)) {
+      throw new Error(`Not starting: ${verdict.ok ? '' : verdict.message}.`);
+    }
+    if (!verdict.ok) {
+      console.error(verdict.message);
+    }
     const app = createApp({
-      medplum: { baseUrl: config.remote.baseUrl, fetch: pooledFetch() },
+      edgeKeyCheck,
+      medplum: { baseUrl: config.remote.baseUrl, fetch: upstreamFetch },
       issuer: config.remote.issuer,
       projectId: config.remote.projectId,
       limits: config.limits,
       assets: nodeAssetLoader(),
       log: stdoutAccessLog(),
-      edgeSigner: config.remote.edgeStatementKey ? createEdgeSigner(config.remote.edgeStatementKey) : undefined,
+      edgeSigner: createEdgeSigner(config.remote.edgeStatementKey),
       corsOrigins: config.corsOrigins,
       ...edge,
     });
@@ -116,7 +132,7 @@ Patient Care API on the embedded Medplum (demo data: ${DEMO_PATIENTS.map((p) => 
   demo patient:  ${first.given} ${first.family} (${first.tenant})
   token:         ${tokens[first.key]}
 
-  curl -H "Authorization: Bearer $TOKEN" ${baseUrl}/v1/patient/profile
+  printf 'Authorization: Bearer %s\\n' "$TOKEN" | curl -H @- ${baseUrl}/v1/patient/profile
   Tokens for the other demo patients (valid 1 h) are in ${tokensFile}; restart to renew them,
   or sign in (README, "Sign up and sign in").
 `);

@@ -1,5 +1,6 @@
 import { type App, createApp, DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from './app';
-import { MISSING_EDGE_KEY } from './config';
+import { MISSING_EDGE_KEY, MISSING_GATEWAY_CLIENT } from './config';
+import { type EdgeKeyVerdict, edgeKeyChecker, refuses } from './edge/edge-key';
 import { trustedProxyList } from './edge/client-address';
 import { createEdgeSigner } from './edge/statement';
 import type { AssetLoader } from './routes/docs';
@@ -21,6 +22,9 @@ export interface WorkerEnv {
    * `edge-statement-key`: signs the client address and user agent for the clickwrap proof.
    */
   EDGE_STATEMENT_KEY?: string;
+  /** The gateway's own client (a var) and its secret (`wrangler secret put GATEWAY_CLIENT_SECRET`): the key check. */
+  GATEWAY_CLIENT_ID?: string;
+  GATEWAY_CLIENT_SECRET?: string;
   BODY_LIMIT_BYTES?: string;
   IN_FLIGHT_PER_CALLER?: string;
   IN_FLIGHT_TOTAL?: string;
@@ -44,13 +48,23 @@ function assetsFrom(env: WorkerEnv): AssetLoader | undefined {
   };
 }
 
-let cached: { env: WorkerEnv; app: App } | undefined;
+let cached: { env: WorkerEnv; app: App; edgeKeyCheck: () => Promise<EdgeKeyVerdict> } | undefined;
 
-function appFor(env: WorkerEnv): App {
+function appFor(env: WorkerEnv): NonNullable<typeof cached> {
   if (cached?.env !== env) {
+    const edgeKeyCheck = edgeKeyChecker(
+      {
+        baseUrl: env.MEDPLUM_BASE_URL,
+        clientId: env.GATEWAY_CLIENT_ID as string,
+        clientSecret: env.GATEWAY_CLIENT_SECRET as string,
+      },
+      env.EDGE_STATEMENT_KEY as string,
+    );
     cached = {
       env,
+      edgeKeyCheck,
       app: createApp({
+        edgeKeyCheck,
         medplum: { baseUrl: env.MEDPLUM_BASE_URL },
         issuer: env.MEDPLUM_ISSUER ?? env.MEDPLUM_BASE_URL,
         projectId: env.PROJECT_ID,
@@ -68,24 +82,37 @@ function appFor(env: WorkerEnv): App {
         trustedProxies: trustedProxyList(env.TRUSTED_PROXIES),
         // Cloudflare sets CF-Connecting-IP to the address it was reached from, replacing any a client sent.
         peerAddress: (c) => c.req.header('cf-connecting-ip'),
-        edgeSigner: env.EDGE_STATEMENT_KEY ? createEdgeSigner(env.EDGE_STATEMENT_KEY) : undefined,
+        edgeSigner: createEdgeSigner(env.EDGE_STATEMENT_KEY as string),
         corsOrigins: parseOrigins(env.CORS_ORIGINS),
       }),
     };
   }
-  return cached.app;
+  return cached;
+}
+
+/** A Worker cannot refuse to start: it refuses every request, naming the setting (never a secret). */
+function notConfigured(message: string): Response {
+  console.log(JSON.stringify({ level: 'error', message }));
+  return Response.json(
+    { error: { code: 'internal', message: `This gateway is not configured: ${message}` } },
+    { status: 500 },
+  );
 }
 
 export default {
-  fetch(request: Request, env: WorkerEnv): Response | Promise<Response> {
+  async fetch(request: Request, env: WorkerEnv): Promise<Response> {
     if (!env.EDGE_STATEMENT_KEY) {
-      // A Worker cannot refuse to start: it refuses every request, naming the setting (never a secret).
-      console.log(JSON.stringify({ level: 'error', message: MISSING_EDGE_KEY }));
-      return Response.json(
-        { error: { code: 'internal', message: `This gateway is not configured: ${MISSING_EDGE_KEY}` } },
-        { status: 500 },
-      );
+      return notConfigured(MISSING_EDGE_KEY);
     }
-    return appFor(env).fetch(request, env);
+    if (!env.GATEWAY_CLIENT_ID || !env.GATEWAY_CLIENT_SECRET) {
+      return notConfigured(MISSING_GATEWAY_CLIENT);
+    }
+    const { app, edgeKeyCheck } = appFor(env);
+    // Its key the Project's, asked once a minute at most (a Medplum that does not answer: served, /readyz says so).
+    const verdict = await edgeKeyCheck();
+    if (refuses(verdict) && !verdict.ok) {
+      return notConfigured(verdict.message);
+    }
+    return app.fetch(request, env);
   },
 };

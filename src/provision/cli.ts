@@ -7,7 +7,7 @@ import { tenantEnvName, webhookSecretEnv, webhookTenants } from './bots/webhooks
 import { readBotBundles } from './bundles';
 import { type ProvisionDefinition, platformDefinition } from './definition';
 import { demoDefinition } from './demo';
-import { edgeKeyPlan, storedEdgeKey } from './edge-key';
+import { edgeKeyPlan, gatewayClientOf, storedEdgeKey } from './edge-key';
 
 const COMMAND = {
   name: 'provision',
@@ -17,7 +17,7 @@ const COMMAND = {
   help: [
     ...CREDENTIAL_HELP,
     '  --demo                      also the demo tenants, patients, clinicians and data',
-    "  --out FILE                  write the gateway's and patient apps' settings there, with EDGE_STATEMENT_KEY (mode 600)",
+    "  --out FILE                  write the gateway's and patient apps' settings there, with its secrets (mode 600)",
     '  --help                      this text',
   ],
 } as const;
@@ -77,9 +77,23 @@ async function main(): Promise<void> {
   console.log(settings);
   if (values.out) {
     // The same settings and the key, for the operator alone (mode 600); never printed.
-    writeFileSync(values.out, `${settings}${EDGE_KEY_COMMENT}\nEDGE_STATEMENT_KEY=${edgeKey.key}\n`, { mode: 0o600 });
+    const gateway = await gatewayClientOf(medplum);
+    if (!gateway) {
+      throw new Error("The gateway's client was not found after provisioning (ClientApplication tagged gateway)");
+    }
+    const secrets = [
+      EDGE_KEY_COMMENT,
+      `EDGE_STATEMENT_KEY=${edgeKey.key}`,
+      "# The gateway's own client: it checks at start that EDGE_STATEMENT_KEY is the Project's.",
+      `GATEWAY_CLIENT_ID=${gateway.clientId}`,
+      `GATEWAY_CLIENT_SECRET=${gateway.clientSecret}`,
+      '',
+    ].join('\n');
+    writeFileSync(values.out, `${settings}${secrets}`, { mode: 0o600 });
     chmodSync(values.out, 0o600);
-    console.log(`(written to ${values.out}, readable by you alone: it also holds EDGE_STATEMENT_KEY)`);
+    console.log(
+      `(written to ${values.out}, readable by you alone: it also holds EDGE_STATEMENT_KEY and the gateway's client, GATEWAY_CLIENT_ID and GATEWAY_CLIENT_SECRET)`,
+    );
   }
   if (edgeKey.made) {
     console.log(

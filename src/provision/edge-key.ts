@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import type { MedplumClient } from '@medplum/core';
 import type { Project } from '@medplum/fhirtypes';
-import { EDGE_STATEMENT } from '../../contracts/systems';
+import { EDGE_KEY_CHECK, EDGE_STATEMENT, SYSTEMS } from '../../contracts/systems';
 
 /** The least length of an edge-statement key (`openssl rand -hex 32` gives 64 characters). */
 export const EDGE_KEY_MIN_LENGTH = 32;
@@ -41,4 +42,19 @@ export function edgeKeyPlan(
     };
   }
   return { key: randomBytes(32).toString('base64url'), made: true, changed: false };
+}
+
+/**
+ * The gateway's own client as provisioning made it (tagged `<integration>|gateway`): its id and secret, for
+ * the gateway's settings (GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET), read with a project admin's client.
+ */
+export async function gatewayClientOf(
+  medplum: MedplumClient,
+): Promise<{ clientId: string; clientSecret: string } | undefined> {
+  const client = await medplum.searchOne(
+    'ClientApplication',
+    { _tag: `${SYSTEMS.integration}|${EDGE_KEY_CHECK.integration}` },
+    { cache: 'no-cache' },
+  );
+  return client?.id && client.secret ? { clientId: client.id, clientSecret: client.secret } : undefined;
 }

@@ -1,6 +1,7 @@
 import { ELIGIBILITY_ENGINE_VERSION, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 import { acceptAgreements, readDocument, withdrawAgreement } from './bots/agreements';
 import { accessLog, withOwnAuditTrail } from './bots/audit';
+import { edgeKeyCheck, gatewayIntegration, gatewayIntegrationAccess } from './bots/gateway';
 import { patientHome, reconcile, smsIntegrationAccess, smsOptOut } from './bots/housekeeping';
 import { completeTask, enrollment, requestReview, startAssessment } from './bots/intake';
 import { sendMessage } from './bots/messages';
@@ -61,6 +62,8 @@ export const platformDefinition: ProvisionDefinition = {
     webhooks.access,
     accessLog.access,
     smsIntegrationAccess,
+    edgeKeyCheck.access,
+    gatewayIntegrationAccess,
   ].map((policy) => (policy.key.startsWith('bot-') ? withOwnAuditTrail(policy) : policy)),
   bots: [
     acceptAgreements.bot,
@@ -84,6 +87,7 @@ export const platformDefinition: ProvisionDefinition = {
     patientHome.bot,
     webhooks.bot,
     accessLog.bot,
+    edgeKeyCheck.bot,
   ],
   subscriptions: platformSubscriptions,
   resources: [
@@ -106,6 +110,10 @@ export const platformDefinition: ProvisionDefinition = {
         meta: { tag: [{ system: SYSTEMS.integration, code: 'sms' }] },
       },
     },
+    gatewayIntegration,
   ],
-  integrations: [{ key: 'integration-sms', accessPolicy: 'integration-sms' }],
+  integrations: [
+    { key: 'integration-sms', accessPolicy: 'integration-sms' },
+    { key: 'integration-gateway', accessPolicy: 'integration-gateway' },
+  ],
 };

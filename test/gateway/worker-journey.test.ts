@@ -7,6 +7,7 @@ import { embeddedBackend, journey } from '../../scripts/demo';
 import { demoPatientTokens } from '../../src/embedded/demo-tokens';
 import { type LaunchedMedplum, launchEmbeddedMedplum } from '../../src/embedded/launch';
 import { demoDefinition } from '../../src/provision/demo';
+import { gatewayClientOf } from '../../src/provision/edge-key';
 import { createPatientCareClient } from '../../src/sdk';
 import { scaled } from '../support/slowness';
 
@@ -30,13 +31,19 @@ beforeAll(async () => {
   medplum = await launchEmbeddedMedplum({ dbPath: ':memory:', baseUrl: medplumUrl, definition: demoDefinition() });
   handler = (r) => medplum.app.fetch(r);
   _tokens = await demoPatientTokens(medplum);
+  const gateway = await gatewayClientOf(medplum.admin);
   worker = createTestHarness({
     root: process.cwd(),
     workers: [
       {
         configPath: './wrangler.toml',
-        vars: { MEDPLUM_BASE_URL: medplumUrl, PROJECT_ID: medplum.project.id, PUBLIC_URL: 'https://gateway.test' },
-        secrets: { EDGE_STATEMENT_KEY: medplum.edgeStatementKey },
+        vars: {
+          MEDPLUM_BASE_URL: medplumUrl,
+          PROJECT_ID: medplum.project.id,
+          PUBLIC_URL: 'https://gateway.test',
+          GATEWAY_CLIENT_ID: gateway?.clientId ?? '',
+        },
+        secrets: { EDGE_STATEMENT_KEY: medplum.edgeStatementKey, GATEWAY_CLIENT_SECRET: gateway?.clientSecret ?? '' },
       },
     ],
   });
