@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { MedplumClient } from '@medplum/core';
@@ -33,6 +32,8 @@ export async function runRealGatewayBench(options: {
   baseUrl: string;
   projectId: string;
   seconds: number;
+  /** The gateway's secrets for that project (EDGE_STATEMENT_KEY, GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET). */
+  gateway: Record<string, string>;
 }): Promise<PairedRound[]> {
   const { baseUrl, projectId } = options;
   // Three demo patients, each reading her own Patient: a target's rounds go to each in turn, because one
@@ -45,7 +46,7 @@ export async function runRealGatewayBench(options: {
   const gateway = await startProcess(['src/node.ts'], 'Patient Care API at', {
     MEDPLUM_REMOTE_BASE_URL: baseUrl,
     PROJECT_ID: projectId,
-    EDGE_STATEMENT_KEY: randomBytes(32).toString('base64url'),
+    ...options.gateway,
     PORT: String(gatewayPort),
     HOST: '127.0.0.1',
     // One caller drives the whole load here: admission would rightly hold it to its share.

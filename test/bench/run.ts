@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { roundTripTable } from '../../scripts/round-trips';
 import { DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from '../../src/app-env';
@@ -382,7 +382,26 @@ const REAL_AVAILABILITY_RATIO_TARGET = 3;
 /** Issue 38 item 1: a gateway over the real Medplum against the same read straight from it. */
 async function printRealGatewayBench(baseUrl: string, projectId: string): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
-  const rounds = await runRealGatewayBench({ baseUrl, projectId, seconds });
+  // The gateway starts only with the Project's key and its own client: from the gateway.env provisioning wrote.
+  const file = process.env.BENCH_MEDPLUM_GATEWAY_ENV;
+  if (!file) {
+    console.log(
+      '   gateway vs direct on it: skipped (set BENCH_MEDPLUM_GATEWAY_ENV, the gateway.env `npm run provision -- --out` wrote for that project)\n',
+    );
+    return;
+  }
+  const settings = Object.fromEntries(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => /^[A-Z_]+=/.test(line))
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
+  const gateway = {
+    EDGE_STATEMENT_KEY: settings.EDGE_STATEMENT_KEY ?? '',
+    GATEWAY_CLIENT_ID: settings.GATEWAY_CLIENT_ID ?? '',
+    GATEWAY_CLIENT_SECRET: settings.GATEWAY_CLIENT_SECRET ?? '',
+  };
+  const rounds = await runRealGatewayBench({ baseUrl, projectId, seconds, gateway });
   console.log(
     '## Gateway vs direct on a real Medplum (GET /v1/patient/profile vs GET fhir/R4/Patient/{id}, same token)',
   );
