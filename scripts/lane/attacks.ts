@@ -4,6 +4,7 @@ import { attackKit, signInDemoPeople } from './attack-kit';
 import { botsAndBotOnlyWrites } from './bots';
 import type { AttackContext } from './common';
 import { conditionRevised } from './condition-revised';
+import { edgeKeyCheck } from './edge-key';
 import { eventFeed } from './events';
 import { evidence } from './evidence';
 import { mitigationOnly } from './findings';
@@ -52,4 +53,5 @@ export async function attacks(ctx: AttackContext): Promise<void> {
   await messagesBothWays(ctx, kit);
   await webhookDeliveries(ctx);
   await accessLog(ctx, people);
+  await edgeKeyCheck(ctx, people);
 }
