@@ -25,7 +25,7 @@ export async function edgeKeyCheck(ctx: AttackContext, people: Map<string, Perso
     const found = await ctx.adminGet(
       `fhir/R4/ClientApplication?_tag=${encodeURIComponent(`${SYSTEMS.integration}|${EDGE_KEY_CHECK.integration}`)}`,
     );
-    const app = entriesOf(found)[0] as ClientApplication | undefined;
+    const app = entriesOf(found.body)[0] as ClientApplication | undefined;
     client = app?.id && app.secret ? { clientId: app.id, clientSecret: app.secret } : undefined;
   } catch (err) {
     row(steps.check, 'FAILED', `the gateway's client: ${message(err)}`);
@@ -122,7 +122,7 @@ export async function edgeKeyCheck(ctx: AttackContext, people: Map<string, Perso
     let ok = true;
     for (const type of ['Patient', 'Organization', 'ClientApplication', 'Practitioner', 'Consent', 'Task']) {
       const answer = await medplumCall(ctx.baseUrl, token, 'GET', `fhir/R4/${type}?_count=5`);
-      const n = answer.status === 200 ? entriesOf(answer).length : 0;
+      const n = answer.status === 200 ? entriesOf(answer.body).length : 0;
       ok &&= answer.status === 403 || n === 0;
       seen.push(`${type} ${answer.status}${n ? ` (${n}!)` : ''}`);
     }
@@ -138,7 +138,7 @@ export async function edgeKeyCheck(ctx: AttackContext, people: Map<string, Perso
       seen.push(`${bot} ${answer.status}`);
     }
     const bots = await medplumCall(ctx.baseUrl, token, 'GET', 'fhir/R4/Bot?_count=50');
-    const names = entriesOf(bots).map((b) => (b as { name?: string }).name);
+    const names = entriesOf(bots.body).map((b) => (b as { name?: string }).name);
     ok &&= names.length === 1 && names[0] === EDGE_KEY_CHECK.bot;
     row(steps.reads, ok ? 'held' : 'FAILED', `${seen.join(', ')}; its Bot search: ${names.join(', ')}`);
   } catch (err) {
