@@ -193,19 +193,13 @@ export function nextPage(
   const taken: Version[] = [];
   for (const version of fresh) {
     const said = version.source.eventOf(version.resource, patientId);
-    // Agreements published one after another (a new patient's first look meets every one ever published)
-    // are told once, as the newest: what an app does with it (read her requirements) is the same.
-    const again = said?.type === 'agreements.changed' && events.at(-1)?.event.type === 'agreements.changed';
-    if (said && !again && events.length === limit) {
+    if (said && events.length === limit) {
       break;
     }
     // A version that says nothing is passed over, and remembered as passed.
     taken.push(version);
     if (said) {
       const { resourceType, id, meta } = version.resource;
-      if (again) {
-        events.pop();
-      }
       events.push({
         event: {
           id: eventId(version.resource),

@@ -139,49 +139,6 @@ describe('the cursor’s rules (late writes are found, never lost)', () => {
     expect(after.events.map((e) => e.event.subject)).toEqual(['Task/b', 'Task/c', 'Task/y']);
   });
 
-  it('agreements published one after another are one event, the newest; one between them keeps them apart', () => {
-    const agreements: Source = { resourceType: 'DocumentReference', eventOf: () => ({ type: 'agreements.changed' }) };
-    const agreement = (id: string, at: number): Version => ({
-      ...version(id, at),
-      resource: { ...version(id, at).resource, resourceType: 'DocumentReference' } as unknown as Version['resource'],
-      source: agreements,
-    });
-    const page = nextPage(
-      [
-        {
-          versions: [
-            agreement('d1', t0 + 1),
-            agreement('d2', t0 + 2),
-            agreement('d3', t0 + 3),
-            version('a', t0 + 4),
-            agreement('d4', t0 + 5),
-            agreement('d5', t0 + 6),
-          ],
-          full: false,
-        },
-      ],
-      { seen: [] },
-      'p',
-      3,
-    );
-    expect(page.events.map((e) => `${e.event.type} ${e.event.subject}`)).toEqual([
-      'agreements.changed DocumentReference/d3',
-      'task.ready Task/a',
-      'agreements.changed DocumentReference/d5',
-    ]);
-    // The page holds its limit (3) after the merge; each event's own cursor is after what it stands for.
-    expect(page.events[0].after.seen.map((e) => e.id)).toEqual(['d1-v1-0000', 'd2-v1-0000', 'd3-v1-0000']);
-    expect(nextPage([{ versions: [agreement('d5', t0 + 6)], full: false }], page.next, 'p', 3).events).toEqual([]);
-    // At the limit, a run of agreements still merges into the last event rather than ending the page.
-    const full = nextPage(
-      [{ versions: [version('a', t0 + 1), agreement('d1', t0 + 2), agreement('d2', t0 + 3)], full: false }],
-      { seen: [] },
-      'p',
-      2,
-    );
-    expect(full.events.map((e) => e.event.subject)).toEqual(['Task/a', 'DocumentReference/d2']);
-  });
-
   it('a full page of one source, all at one instant, still moves on', () => {
     const same = [version('a', t0), version('b', t0), version('c', t0)];
     const first = nextPage([{ versions: same.slice(0, 2), full: true }], { seen: [] }, 'p', 2);
