@@ -13,7 +13,7 @@ import { freeSlots, withVisitToBook } from '../support/visits';
  * and query parameters and bodies from their schemas (her own ids and references among the values, so
  * that requests succeed as well as fail), mixed with values the document does not admit and with missing or
  * foreign credentials. Every answer must be one the document gives for that operation: a declared status,
- * its declared media type, a body its schema admits; and never a 5xx. The counts are in the README.
+ * its declared media type, a body its schema admits; and never a 5xx. The counts are in docs/development.md.
  */
 const RUNS_PER_OPERATION = 60;
 const SEED = 20261126;
@@ -267,7 +267,7 @@ function bodyOf(
 
 describe('the document is the service', () => {
   it(
-    'every answer to requests drawn from the document is one the document gives (counts in the README)',
+    'every answer to requests drawn from the document is one the document gives (counts in docs/development.md)',
     async () => {
       const validate = createResponseValidator(gw.doc);
       const operations = operationsOfDocument();
@@ -338,8 +338,8 @@ describe('the document is the service', () => {
           'GET /v1/appointments/{id}/segments',
         ]),
       );
-      // What the README says is what ran.
-      expect(readFileSync('README.md', 'utf8')).toContain(
+      // What docs/development.md says is what ran.
+      expect(readFileSync('docs/development.md', 'utf8')).toContain(
         `${requests.toLocaleString('en-US')} requests drawn from the document over ${operations.length} operations, 0 mismatches`,
       );
     },
