@@ -1,7 +1,7 @@
-import type { EdgeKeyVerdict } from './edge/edge-key';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { SessionClaims, TokenVerifier } from './auth/verify';
+import type { EdgeKeyVerdict } from './edge/edge-key';
 import type { Edge } from './edge/request';
 import type { EdgeSigner } from './edge/statement';
 import type { MedplumTarget, Upstream } from './medplum/client';

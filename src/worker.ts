@@ -1,7 +1,7 @@
 import { type App, createApp, DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from './app';
 import { MISSING_EDGE_KEY, MISSING_GATEWAY_CLIENT } from './config';
-import { type EdgeKeyVerdict, edgeKeyChecker, refuses } from './edge/edge-key';
 import { trustedProxyList } from './edge/client-address';
+import { type EdgeKeyVerdict, edgeKeyChecker, refuses } from './edge/edge-key';
 import { createEdgeSigner } from './edge/statement';
 import type { AssetLoader } from './routes/docs';
 import { DOCS_ASSETS } from './routes/docs';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { ClientApplication } from '@medplum/fhirtypes';
 import { EDGE_KEY_CHECK, SYSTEMS } from '../../contracts/systems';
-import { checkEdgeKey, edgeKeyId } from '../../src/edge/edge-key';
+import { checkEdgeKey, edgeKeyId, signInAs } from '../../src/edge/edge-key';
 import { type AttackContext, entriesOf, medplumCall, message, type Person, REFUSED, row } from './common';
 
 /**
@@ -147,15 +147,7 @@ export async function edgeKeyCheck(ctx: AttackContext, people: Map<string, Perso
 }
 
 async function clientToken(baseUrl: string, client: { clientId: string; clientSecret: string }): Promise<string> {
-  const response = await fetch(new URL('oauth2/token', baseUrl), {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: client.clientId,
-      client_secret: client.clientSecret,
-    }),
-  });
+  const response = await signInAs({ baseUrl, ...client });
   const token = ((await response.json()) as { access_token?: string }).access_token;
   if (!token) {
     throw new Error(`the gateway's client could not sign in: ${response.status}`);
@@ -163,24 +155,14 @@ async function clientToken(baseUrl: string, client: { clientId: string; clientSe
   return token;
 }
 
-/** `src/node.ts` over this Medplum with the key given: its output until it listens (then stopped) or exits. */
-function startNode(
-  ctx: AttackContext,
-  client: { clientId: string; clientSecret: string },
-  key: string,
-): Promise<{ code: number | null; output: string }> {
+/**
+ * `src/node.ts` as an operator starts it over a remote Medplum, with these settings: its output until it
+ * listens (then it is stopped) or exits, and its exit code (also test/gateway/edge-key.test.ts).
+ */
+export function startNodeGateway(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/node.ts'], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        MEDPLUM_REMOTE_BASE_URL: ctx.baseUrl,
-        PROJECT_ID: ctx.projectId,
-        EDGE_STATEMENT_KEY: key,
-        GATEWAY_CLIENT_ID: client.clientId,
-        GATEWAY_CLIENT_SECRET: client.clientSecret,
-        PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
-        HOST: '127.0.0.1',
-      },
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -199,3 +181,14 @@ function startNode(
     });
   });
 }
+
+/** The Node entry over this Medplum with the gateway's client and the key given. */
+const startNode = (ctx: AttackContext, client: { clientId: string; clientSecret: string }, key: string) =>
+  startNodeGateway({
+    MEDPLUM_REMOTE_BASE_URL: ctx.baseUrl,
+    PROJECT_ID: ctx.projectId,
+    EDGE_STATEMENT_KEY: key,
+    GATEWAY_CLIENT_ID: client.clientId,
+    GATEWAY_CLIENT_SECRET: client.clientSecret,
+    PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
+  });

@@ -18,7 +18,11 @@ export interface GatewayClient {
 /** `mismatch` and `no-key` are the operator's to mend (refuse); `unreachable`, Medplum's (try again). */
 export type EdgeKeyVerdict =
   | { ok: true }
-  | { ok: false; reason: 'mismatch' | 'no-key' | 'client-refused' | 'not-provisioned' | 'unreachable'; message: string };
+  | {
+      ok: false;
+      reason: 'mismatch' | 'no-key' | 'client-refused' | 'not-provisioned' | 'unreachable';
+      message: string;
+    };
 
 const TIMEOUT_MS = 5_000;
 
@@ -35,21 +39,26 @@ export async function edgeKeyId(key: string): Promise<string> {
   return [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+/** The client's sign-in (client credentials) at Medplum's token endpoint: the answer as it came. */
+export function signInAs(client: GatewayClient, signal?: AbortSignal): Promise<Response> {
+  return (client.fetch ?? fetch)(`${client.baseUrl}oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }).toString(),
+    signal,
+  });
+}
+
 export async function checkEdgeKey(client: GatewayClient, key: string): Promise<EdgeKeyVerdict> {
   const call = client.fetch ?? fetch;
   const signal = () => AbortSignal.timeout(TIMEOUT_MS);
   let token: string | undefined;
   try {
-    const answer = await call(`${client.baseUrl}oauth2/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_id: client.clientId,
-        client_secret: client.clientSecret,
-      }).toString(),
-      signal: signal(),
-    });
+    const answer = await signInAs(client, signal());
     if (answer.status === 400 || answer.status === 401 || answer.status === 403) {
       await answer.body?.cancel();
       return {
@@ -85,7 +94,9 @@ export async function checkEdgeKey(client: GatewayClient, key: string): Promise<
     });
     if (!ran.ok) {
       await ran.body?.cancel();
-      return ran.status >= 500 || ran.status === 429 ? unreachable(`the check answered ${ran.status}`) : notProvisioned();
+      return ran.status >= 500 || ran.status === 429
+        ? unreachable(`the check answered ${ran.status}`)
+        : notProvisioned();
     }
     const { keyId } = (await ran.json()) as { keyId?: string | null };
     if (keyId === null) {
@@ -113,7 +124,8 @@ export async function checkEdgeKey(client: GatewayClient, key: string): Promise<
 const notProvisioned = (): EdgeKeyVerdict => ({
   ok: false,
   reason: 'not-provisioned',
-  message: 'The edge-key-check bot is not there for this client: run `npm run provision` of this version (docs/deploy.md)',
+  message:
+    'The edge-key-check bot is not there for this client: run `npm run provision` of this version (docs/deploy.md)',
 });
 
 const unreachable = (why: string): EdgeKeyVerdict => ({

@@ -36,10 +36,14 @@ export function registerHealthRoutes(app: App, deps: AppDeps): void {
     }
     const ready = await last.ready;
     if (!ready) {
-      return c.json({ error: { code: 'upstream_unavailable', message: 'Medplum does not answer its health check' } }, 503, {
-        'Cache-Control': 'no-store',
-        'Retry-After': '5',
-      });
+      return c.json(
+        { error: { code: 'upstream_unavailable', message: 'Medplum does not answer its health check' } },
+        503,
+        {
+          'Cache-Control': 'no-store',
+          'Retry-After': '5',
+        },
+      );
     }
     // Its key the Project's (kept a minute; checked again sooner while Medplum could not be asked).
     const key = (await deps.edgeKeyCheck?.()) ?? { ok: true };

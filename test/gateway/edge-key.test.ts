@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { MedplumClient } from '@medplum/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EDGE_KEY_CHECK } from '../../contracts/systems';
+import { startNodeGateway } from '../../scripts/lane/edge-key';
 import { createApp, DEFAULT_LIMITS } from '../../src/app';
 import { checkEdgeKey, edgeKeyChecker, edgeKeyId } from '../../src/edge/edge-key';
 import { gatewayClientOf } from '../../src/provision/edge-key';
@@ -167,30 +167,13 @@ describe("the gateway's edge-statement key, checked", () => {
   }, async () => {
     const port = String(await freePort());
     const start = (edgeKey: string) =>
-      new Promise<{ code: number | null; output: string }>((resolve) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', 'src/node.ts'], {
-          env: {
-            PATH: process.env.PATH ?? '',
-            MEDPLUM_REMOTE_BASE_URL: baseUrl,
-            PROJECT_ID: http.backend.project.id,
-            EDGE_STATEMENT_KEY: edgeKey,
-            GATEWAY_CLIENT_ID: client.clientId,
-            GATEWAY_CLIENT_SECRET: client.clientSecret,
-            PORT: port,
-            HOST: '127.0.0.1',
-          },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let output = '';
-        const read = (chunk: Buffer) => {
-          output += chunk.toString();
-          if (output.includes('Patient Care API at')) {
-            child.kill();
-          }
-        };
-        child.stdout.on('data', read);
-        child.stderr.on('data', read);
-        child.once('exit', (code) => resolve({ code, output }));
+      startNodeGateway({
+        MEDPLUM_REMOTE_BASE_URL: baseUrl,
+        PROJECT_ID: http.backend.project.id,
+        EDGE_STATEMENT_KEY: edgeKey,
+        GATEWAY_CLIENT_ID: client.clientId,
+        GATEWAY_CLIENT_SECRET: client.clientSecret,
+        PORT: port,
       });
     const wrong = await start(wrongKey());
     expect(wrong.code).toBe(1);
