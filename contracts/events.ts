@@ -76,6 +76,8 @@ const FEED = [
   'Only what the platform decided is an event: its workflows’ versions of her tasks and visits (a visit is',
   '`visit.fulfilled` when the platform found every segment finished, never on an app’s early mark), her',
   'care team’s messages as their writers sent them, agreements the platform published.',
+  'Her feed begins where her story does, at her registration: what was published before she came (every',
+  'agreement’s versions) is not told as news; her app reads `GET /v1/agreements/requirements` as she signs up.',
   'Events of one instant (written together) come in no fixed order.',
   'Delivery is at least once: an event can come again after a retry or a late write, so keep the ids you',
   'have seen. The cursor holds everything needed to continue (no state is kept in the gateway): any',

@@ -122,6 +122,9 @@ export interface Source {
 /** Each type of her records the feed reads, read by the events' one reading (bots/lib/events.ts). */
 const SOURCES: Source[] = EVENT_RESOURCE_TYPES.map((resourceType) => ({ resourceType, eventOf }));
 
+/** Versions a look reads beyond the page and what the cursor has seen (see `look`). */
+const SILENT_ROOM = 20;
+
 /** How many searches one look makes (the feed's cost, in her FHIR quota: 20 points each). */
 export const SEARCHES_PER_LOOK = 1;
 
@@ -144,13 +147,19 @@ export interface Version {
 export async function look(
   medplum: MedplumClient,
   patientId: string,
-  cursor: FeedCursor,
+  given: FeedCursor,
   limit: number,
 ): Promise<{ events: FedEvent[]; next: FeedCursor }> {
-  const since = cursor.t
-    ? new Date(Math.max(Date.parse(cursor.t) - LOOKBACK_MS, cursor.from ?? 0)).toISOString()
-    : undefined;
-  const count = limit + cursor.seen.length;
+  // Her feed begins where her story does: a first look starts at her Patient's first version, so what was
+  // published before she registered (every agreement's versions) is not told as news (issue 51 item 6).
+  const cursor = given.t ? given : { ...given, from: await herStart(medplum, patientId) };
+  const since =
+    cursor.t || cursor.from !== undefined
+      ? new Date(Math.max(cursor.t ? Date.parse(cursor.t) - LOOKBACK_MS : 0, cursor.from ?? 0)).toISOString()
+      : undefined;
+  // Room for versions that say nothing (a bot's own updates of her tasks): without it a page could end at
+  // a horizon just before her next event and hand back nothing while there is something to tell.
+  const count = limit + cursor.seen.length + SILENT_ROOM;
   const query = new URLSearchParams({
     _type: SOURCES.map((source) => source.resourceType).join(','),
     ...(since ? { _lastUpdated: `ge${since}` } : {}),
@@ -166,7 +175,22 @@ export async function look(
       ? [{ resource: e.resource as Version['resource'], source, at: Date.parse(e.resource.meta.lastUpdated) }]
       : [];
   });
-  return nextPage([{ versions, full: (bundle.entry ?? []).length >= count }], cursor, patientId, limit);
+  const page = nextPage([{ versions, full: (bundle.entry ?? []).length >= count }], cursor, patientId, limit);
+  // A first look that took nothing hands back the first cursor (a start without an instant is not one).
+  return page.next.t ? page : { ...page, next: given };
+}
+
+/** When her Patient was first written (its oldest version; her own history, which her policy lets her read). */
+async function herStart(medplum: MedplumClient, patientId: string): Promise<number | undefined> {
+  const history = (await medplum.get(
+    `${new URL(`fhir/R4/Patient/${encodeURIComponent(patientId)}/_history`, medplum.getBaseUrl()).href}?_count=1000`,
+    { cache: 'no-cache' },
+  )) as Bundle;
+  // (A failure here is the feed's failure, as its search's is: never a feed that silently starts elsewhere.)
+  const instants = (history.entry ?? [])
+    .map((e) => Date.parse(e.resource?.meta?.lastUpdated ?? ''))
+    .filter((at) => Number.isFinite(at));
+  return instants.length > 0 ? Math.min(...instants) : undefined;
 }
 
 /** The merge of one look's answers (exported for its tests: the cursor's rules are here). */

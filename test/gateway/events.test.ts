@@ -5,6 +5,7 @@ import { MAX_EVENTS_PER_PAGE } from '../../contracts/events';
 import { SYSTEMS } from '../../contracts/systems';
 import { DEFAULT_LIMITS } from '../../src/app-env';
 import { decodeCursor } from '../../src/events/feed';
+import { agreementDocument } from '../../src/provision/agreements';
 import { openApiDocument } from '../../src/routes/docs';
 import { createPatientCareClient } from '../../src/sdk';
 import type { DemoActor } from '../support/backend';
@@ -73,7 +74,8 @@ describe('her feed', () => {
         .map((e) => e.kind)
         .sort(),
     ).toEqual(started.tasks.map((t) => t.kind).sort());
-    expect(events.some((e) => e.type === 'agreements.changed')).toBe(true);
+    // Her feed begins where her story does: the agreements published before she registered are not news.
+    expect(events.filter((e) => e.type === 'agreements.changed')).toEqual([]);
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
     const instants = events.map((e) => Date.parse(e.occurredAt));
     expect(instants).toEqual([...instants].sort((a, b) => a - b));
@@ -330,11 +332,14 @@ describe('the same feed as Server-Sent Events', () => {
 
   it('streams her events with the cursor after each as its id, and resumes after Last-Event-ID', async () => {
     const feedOf = (await all(alice, MAX_EVENTS_PER_PAGE)).events;
-    const first = await streamed(alice, 3);
-    expect(first.map((e) => e.data.id)).toEqual(feedOf.slice(0, 3).map((e) => e.id));
-    expect(first.map((e) => e.type)).toEqual(feedOf.slice(0, 3).map((e) => e.type));
-    const resumed = await streamed(alice, 2, first[0].id);
-    expect(resumed.map((e) => e.data.id)).toEqual(feedOf.slice(1, 3).map((e) => e.id));
+    // Her intake's tasks (her feed begins at her registration: no agreement published before it).
+    const n = Math.min(3, feedOf.length);
+    expect(n).toBeGreaterThanOrEqual(2);
+    const first = await streamed(alice, n);
+    expect(first.map((e) => e.data.id)).toEqual(feedOf.slice(0, n).map((e) => e.id));
+    expect(first.map((e) => e.type)).toEqual(feedOf.slice(0, n).map((e) => e.type));
+    const resumed = await streamed(alice, n - 1, first[0].id);
+    expect(resumed.map((e) => e.data.id)).toEqual(feedOf.slice(1, n).map((e) => e.id));
     // The id is a cursor of the JSON feed too.
     const page = await feed(alice, `?limit=2&after=${first[0].id}`);
     expect(page.events.length).toBeGreaterThan(0);
@@ -386,5 +391,35 @@ describe('the same feed as Server-Sent Events', () => {
     );
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+  });
+});
+
+describe('where her feed begins (issue 51 item 6)', () => {
+  it('at her registration: nothing published before it; an agreement the platform publishes after it is news, once', async () => {
+    const erin = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+    const before = await all(erin, MAX_EVENTS_PER_PAGE);
+    expect(before.events.filter((e) => e.type === 'agreements.changed')).toEqual([]);
+    // The demo patients were made before the agreements were published: theirs are in their feeds.
+    const demo = gw.backend.patients.dave;
+    expect((await all(demo, MAX_EVENTS_PER_PAGE)).events.some((e) => e.type === 'agreements.changed')).toBe(true);
+    const published = agreementDocument({
+      key: 'feed-news',
+      url: 'https://patient-care.example/agreements/feed-news',
+      version: '2026-12',
+      category: 'terms',
+      title: 'News for her feed',
+      required: false,
+      published: '2026-12-01',
+    }).resource as DocumentReference;
+    const created = await gw.backend.admin.createResource(published);
+    const after = await all(erin, MAX_EVENTS_PER_PAGE, before.next);
+    expect(after.events.filter((e) => e.type === 'agreements.changed').map((e) => e.subject)).toEqual([
+      `DocumentReference/${created.id}`,
+    ]);
+    // And a first page from scratch tells it too (it was published after she came).
+    const fresh = await all(erin, MAX_EVENTS_PER_PAGE);
+    expect(fresh.events.filter((e) => e.type === 'agreements.changed').map((e) => e.subject)).toEqual([
+      `DocumentReference/${created.id}`,
+    ]);
   });
 });
