@@ -167,7 +167,7 @@ async function book(
     // An asynchronous review is her care team's work: a task in her tenant's queue, due at its window's end.
     const review = slot
       ? undefined
-      : asyncReviewTask(patient, await tenantQueue(medplum, patient), appointmentUrl, appointment, tags);
+      : asyncReviewTask(patient, await tenantQueue(medplum, patient, ASYNC_REVIEW), appointmentUrl, appointment, tags);
     const entries: BundleEntry[] = [
       ...(slot ? [takeSlot(slot.slot)] : []),
       { fullUrl: appointmentUrl, resource: appointment, request: { method: 'POST', url: 'Appointment' } },

@@ -515,7 +515,7 @@ async function completionBundle(
   },
 ): Promise<Bundle> {
   const entries: BundleEntry[] = [completion(task, digest, work.output), ...work.entries];
-  const queue = work.critical.length > 0 || episode ? await tenantQueue(medplum, patient) : undefined;
+  const readingsQueue = work.critical.length > 0 ? await tenantQueue(medplum, patient, REVIEW_READING) : undefined;
   const tags = tagsOf(task);
   for (const observation of work.critical) {
     entries.push(
@@ -523,7 +523,7 @@ async function completionBundle(
         code: REVIEW_READING,
         description: 'A critical reading to review',
         patient,
-        queue,
+        queue: readingsQueue,
         focus: observation,
         priority: 'urgent',
         tags,
@@ -559,7 +559,7 @@ async function completionBundle(
           code: REVIEW_INTAKE,
           description: 'Review the completed intake and assign a condition from the catalog',
           patient,
-          queue,
+          queue: await tenantQueue(medplum, patient, REVIEW_INTAKE),
           focus: { reference: `EpisodeOfCare/${episode.id}` },
           tags,
           form: { reference: form.reference, questionnaire },

@@ -291,7 +291,11 @@ async function revised(medplum: MedplumClient, event: BotEvent): Promise<unknown
     ),
   );
   const recording = ahead(patientRecord(medplum, patient));
-  const [device, options, queue] = await Promise.all([engine, offering, tenantQueue(medplum, patient)]);
+  const [device, options, queue] = await Promise.all([
+    engine,
+    offering,
+    tenantQueue(medplum, patient, 'select-treatment'),
+  ]);
   if (!device) {
     throw new Error('the eligibility engine Device is not provisioned');
   }

@@ -309,7 +309,7 @@ async function unenroll(
         code: 'review-unenrollment',
         description: 'The patient unenrolled from a plan with placed medication orders',
         patient,
-        queue: await tenantQueue(medplum, patient),
+        queue: await tenantQueue(medplum, patient, 'review-unenrollment'),
         focus: { reference: `CarePlan/${plan.id}` },
         tags: (plan.meta?.tag ?? []).filter((t) => t.system === SYSTEMS.episode),
       }),

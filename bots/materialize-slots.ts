@@ -96,14 +96,22 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   const schedules = await searchAll(medplum, 'Schedule', { active: 'true' });
   quota.spend(SEARCH_POINTS);
   const wanted: WantedSlot[] = [];
+  // Schedules whose hours are known: their free Slots outside them are withdrawn.
+  const known = new Set<string>();
   for (const schedule of schedules) {
-    wanted.push(...(await slotsOf(medplum, schedule, now)));
+    const slots = await slotsOf(medplum, schedule, now);
     quota.spend(1);
+    if (slots) {
+      known.add(`Schedule/${schedule.id}`);
+      wanted.push(...slots);
+    }
   }
   const existing = new Set<string>();
   // Slots made before they were filed in their tenant (patients read them with their own token).
   const unfiled: Slot[] = [];
-  if (wanted.length > 0) {
+  // Free Slots no longer in her hours (a day away, hours changed), and ones withdrawn so that are again.
+  const changed: Slot[] = [];
+  if (known.size > 0) {
     const found = await searchAll(medplum, 'Slot', {
       schedule: schedules.map((s) => `Schedule/${s.id}`).join(','),
       start: `ge${now}`,
@@ -117,6 +125,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
         }
       }
     }
+    changed.push(...withdrawnOrBack(found, new Set(wanted.map((w) => w.key)), known));
   }
   // Soonest first, and Slots of one start (two Schedules) by key: one total order, so two runs cut
   // the same list at the same place.
@@ -124,8 +133,12 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     .filter((w) => !existing.has(w.key))
     .sort((a, b) => a.start.localeCompare(b.start) || a.key.localeCompare(b.key));
   // Filing what was made before comes out of the same budget (a write each), soonest first.
-  const refile = unfiled.sort((a, b) => a.start.localeCompare(b.start)).slice(0, SLOTS_PER_RUN);
-  const slice = missing.slice(0, SLOTS_PER_RUN - refile.length);
+  const refile = unfiled
+    .filter((slot) => !changed.includes(slot))
+    .sort((a, b) => a.start.localeCompare(b.start))
+    .slice(0, SLOTS_PER_RUN / 2);
+  const change = changed.sort((a, b) => a.start.localeCompare(b.start)).slice(0, SLOTS_PER_RUN / 2);
+  const slice = missing.slice(0, SLOTS_PER_RUN - refile.length - change.length);
   let filed = 0;
   let refiled = 0;
   while (refiled < refile.length) {
@@ -145,6 +158,34 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     });
     // A Slot booked meanwhile (412) is filed by the next run.
     filed += (response.entry ?? []).filter((e) => e.response?.status?.startsWith('200')).length;
+  }
+  let withdrawn = 0;
+  let restored = 0;
+  for (let sent = 0; sent < change.length; ) {
+    const batch = change.slice(sent, sent + quota.affords(UPDATE_POINTS));
+    if (batch.length === 0) {
+      break;
+    }
+    sent += batch.length;
+    quota.spend(UPDATE_POINTS * batch.length);
+    // Under If-Match: a Slot booked meanwhile (412) stays booked.
+    const response = await medplum.executeBatch({
+      resourceType: 'Bundle',
+      type: 'batch',
+      entry: batch.map((slot) => ({
+        resource: slot.status === 'free' ? withdrawal(slot) : restoration(slot),
+        request: { method: 'PUT', url: `Slot/${slot.id}`, ifMatch: `W/"${slot.meta?.versionId}"` },
+      })),
+    });
+    batch.forEach((slot, index) => {
+      if (response.entry?.[index]?.response?.status?.startsWith('200')) {
+        if (slot.status === 'free') {
+          withdrawn++;
+        } else {
+          restored++;
+        }
+      }
+    });
   }
   let made = 0;
   // Made by another run meanwhile (a 200 of the conditional create, or a 409 that the re-read found).
@@ -218,6 +259,8 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     madeElsewhere,
     conflicts,
     filed,
+    withdrawn,
+    restored,
     remaining: missing.length - made - madeElsewhere + (unfiled.length - filed),
     quotaLeft: quota.left(),
   };
@@ -282,11 +325,51 @@ async function keysFound(medplum: MedplumClient, quota: Quota, keys: string[]): 
   return found;
 }
 
+/**
+ * Of the Slots found, the free ones of a Schedule whose hours are known that her hours no longer make (a
+ * day she is away, hours changed), within the horizon; and the ones withdrawn so that her hours make again.
+ */
+function withdrawnOrBack(found: Slot[], wanted: Set<string>, known: Set<string>): Slot[] {
+  const horizon = new Date(Date.now() + (HORIZON_DAYS - 1) * 86_400_000).toISOString();
+  return found.filter((slot) => {
+    const key = slot.identifier?.find((i) => i.system === SYSTEMS.slotKey)?.value;
+    if (!key || !known.has(slot.schedule?.reference ?? '')) {
+      return false;
+    }
+    if (slot.status === 'free') {
+      return !wanted.has(key) && slot.start < horizon;
+    }
+    return slot.status === 'busy-unavailable' && slot.comment === WITHDRAWN && wanted.has(key);
+  });
+}
+
+/** Why a Slot is not offered: what the slot maker writes on the ones it withdraws (and restores only those). */
+const WITHDRAWN = 'Not offered: outside her working hours, or a day she is away';
+
+const withdrawal = (slot: Slot): Slot => ({ ...slot, status: 'busy-unavailable', comment: WITHDRAWN });
+const restoration = ({ comment: _comment, ...slot }: Slot): Slot => ({ ...slot, status: 'free' });
+
+/** Whether an instant falls in a period she is away: local dates (whole days in her zone) or instants. */
+function away(role: PractitionerRole, start: string, end: string, timeZone: string): boolean {
+  return (role.notAvailable ?? []).some(({ during }) => {
+    if (!during?.start) {
+      return false;
+    }
+    const last = during.end ?? during.start;
+    if (/^\d{4}-\d{2}-\d{2}$/.test(during.start) && /^\d{4}-\d{2}-\d{2}$/.test(last)) {
+      const day = localDate(Date.parse(start), timeZone);
+      return day >= during.start && day <= last;
+    }
+    return Date.parse(start) < Date.parse(last) && Date.parse(end) > Date.parse(during.start);
+  });
+}
+
+/** The Slots a Schedule's hours make from now over the horizon; undefined when its hours are not known. */
 async function slotsOf(
   medplum: MedplumClient,
   schedule: Schedule & { id: string },
   now: string,
-): Promise<WantedSlot[]> {
+): Promise<WantedSlot[] | undefined> {
   const timeZone = schedule.extension?.find((e) => e.url === TIMEZONE_EXTENSION)?.valueCode;
   const [type, id] = (schedule.actor?.[0]?.reference ?? '').split('/');
   const role =
@@ -298,11 +381,11 @@ async function slotsOf(
     .find((c) => c.system === SYSTEMS.visitType && c.code && c.code in VISIT_TYPES)?.code as VisitType | undefined;
   const minutes = visit ? VISIT_TYPES[visit].minutes : 0;
   if (!timeZone || !role?.availableTime || minutes === 0) {
-    return [];
+    return undefined;
   }
   const today = localDate(Date.now(), timeZone);
   return workingSlots(role.availableTime, timeZone, today, HORIZON_DAYS, minutes)
-    .filter((s) => s.start > now)
+    .filter((s) => s.start > now && !away(role, s.start, s.end, timeZone))
     .map(({ start, end }) => ({ schedule, key: `Schedule/${schedule.id};${start}`, start, end }));
 }
 

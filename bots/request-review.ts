@@ -47,7 +47,7 @@ export async function handler(bare: MedplumClient, event: BotEvent): Promise<Req
       limit: REQUESTS_PER_DAY,
     });
   }
-  const queue = await tenantQueue(medplum, patient);
+  const queue = await tenantQueue(medplum, patient, REVIEW_REQUEST);
   const proposalUrl = `urn:uuid:${randomUUID()}`;
   const review = clinicianTask({
     code: REVIEW_REQUEST,

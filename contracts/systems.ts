@@ -13,6 +13,8 @@ export const SYSTEMS = {
   demoPatient: `${BASE}/demo-patient`,
   /** The demo clinician of a tenant: `<demoClinician>|<tenant key>`. */
   demoClinician: `${BASE}/demo-clinician`,
+  /** A person of a clinic file (clinician or visit practitioner): `<clinicStaff>|<tenant key>/<person key>`. */
+  clinicStaff: `${BASE}/clinic-staff`,
   /** An agreement's canonical url (DocumentReference.identifier). */
   agreement: `${BASE}/agreement`,
   /** One published version, `url|version` (DocumentReference.masterIdentifier). */
@@ -89,6 +91,11 @@ export const SYSTEMS = {
    * name): unowned until a clinician takes it, so the Provider app takes it by picking her as assignee.
    */
   queue: `${BASE}/queue`,
+  /**
+   * The kinds of clinician work a queue receives (a CareTeam category: codes are Task kinds, `*` the
+   * kinds no queue of its tenant names): how bots route work (bots/lib/queues.ts tenantQueue).
+   */
+  queueWork: `${BASE}/queue-work`,
   /** A vital-sign panel made from readings stored before panels (src/provision/migrations.ts): `Observation/<systolic>`. */
   migratedReading: `${BASE}/migrated-reading`,
 } as const;

@@ -350,7 +350,7 @@ async function returnToReview(medplum: MedplumClient, context: OfferContext, off
   }
   const selection = await selectionOf(medplum, group);
   const formOfSelection = selection && formReference(selection);
-  const queue = await tenantQueue(medplum, patient);
+  const queue = await tenantQueue(medplum, patient, REVIEW_RESPONSE);
   const review = clinicianTask({
     code: REVIEW_RESPONSE,
     description:

@@ -31,21 +31,36 @@ export const REVIEW_RESPONSE = 'review-response';
 /** The care team's review of an asynchronous (store-and-forward) visit (JOURNEY H). */
 export const ASYNC_REVIEW = 'review-async-visit';
 
-/** The tenant's queue (a provisioned CareTeam of the patient's organization, by its category). */
+/**
+ * The tenant's queue for a kind of work (a provisioned CareTeam of the patient's organization): the one
+ * whose `queueWork` category names the kind, else its default (`*`), else (provisioned before queues were
+ * routed) its `intake-review` queue. Messages go to the default queue (no kind).
+ */
 export async function tenantQueue(
   medplum: MedplumClient,
   patient: Patient,
-  category = 'intake-review',
+  kind?: string,
 ): Promise<CareTeam | undefined> {
   const organization = patient.managingOrganization?.reference;
   if (!organization) {
     return undefined;
   }
-  const teams = await medplum.searchResources('CareTeam', {
-    category: `${SYSTEMS.careQueue}|${category}`,
-    _compartment: organization,
-  });
-  return teams.find((t) => t.managingOrganization?.some((o) => o.reference === organization));
+  const teams = (
+    await medplum.searchResources('CareTeam', {
+      category: `${SYSTEMS.careQueue}|`,
+      _compartment: organization,
+      _count: '100',
+    })
+  ).filter((t) => t.status !== 'inactive' && t.managingOrganization?.some((o) => o.reference === organization));
+  const routes = (team: CareTeam, code: string) =>
+    team.category?.some((c) => c.coding?.some((x) => x.system === SYSTEMS.queueWork && x.code === code));
+  return (
+    (kind ? teams.find((t) => routes(t, kind)) : undefined) ??
+    teams.find((t) => routes(t, '*')) ??
+    teams.find((t) =>
+      t.category?.some((c) => c.coding?.some((x) => x.system === SYSTEMS.careQueue && x.code === 'intake-review')),
+    )
+  );
 }
 
 export interface ClinicianWork {

@@ -18,6 +18,16 @@ export interface AgreementSpec {
   /** Publication day (YYYY-MM-DD) or instant; stored as the instant DocumentReference.date requires. */
   published: string;
   withdrawalConsequence?: string;
+  /** Its text, stored with the version (a clinic file's document): fixed once published, its hash provable. */
+  text?: AgreementText;
+}
+
+/** An agreement version's text as FHIR's Attachment holds it (base64 data, SHA-1 hash in base64, size). */
+export interface AgreementText {
+  contentType: string;
+  data: string;
+  hash: string;
+  size: number;
 }
 
 /** Publishes a catalog item to every tenant's patients (the patient policy grants exactly this tag). */
@@ -59,10 +69,23 @@ export function agreementDocument(spec: AgreementSpec): KeyedResource {
     description: spec.title,
     custodian: spec.tenant ? keyRef<Organization>(`org-${spec.tenant}`) : undefined,
     extension,
-    content: [{ attachment: { contentType: 'text/html', url: `${spec.url}/${spec.version}.html`, title: spec.title } }],
+    content: [
+      {
+        attachment: {
+          contentType: spec.text?.contentType ?? 'text/html',
+          url: `${spec.url}/${spec.version}${spec.text ? extensionOf(spec.text.contentType) : '.html'}`,
+          title: spec.title,
+          ...(spec.text ? { data: spec.text.data, hash: spec.text.hash, size: spec.text.size } : {}),
+        },
+      },
+    ],
   };
   return { key: spec.key, resource, writeOnce: true };
 }
+
+const extensionOf = (contentType: string): string =>
+  ({ 'text/html': '.html', 'text/markdown': '.md', 'text/plain': '.txt', 'application/pdf': '.pdf' })[contentType] ??
+  '';
 
 /** DocumentReference.date is a FHIR `instant`: a publication day is its first moment, UTC. */
 function asInstant(published: string): string {

@@ -13,6 +13,7 @@ import type {
   Resource,
   Subscription,
 } from '@medplum/fhirtypes';
+import { queueOfTask } from '../../bots/lib/queues';
 import { binaryIdOf } from '../../contracts/attachments';
 import {
   BOT_AUDIENCE,
@@ -31,6 +32,7 @@ import { retryAfterSeconds } from '../shared/rate-limit';
 import { webhookSecretEnv, webhookSubscriptions, webhookTenants } from './bots/webhooks';
 import type { KeyedResource, ProvisionDefinition, ResourceFields } from './definition';
 import { migrateQueueWork, migrateReadings, migrateVisitNotes } from './migrations';
+import { isPlanned } from './plan';
 import { PROVISIONING_CLIENT_TAG } from './policies/common';
 
 export interface ProvisionReport {
@@ -304,6 +306,16 @@ export async function applyDefinition(
       withQueues(entry.member.membership, queues, colleagues),
       invited,
     );
+    // Work she took from a queue she no longer works goes back to it (her policy no longer lets her act on it).
+    const returned = await returnWork(medplum, profile.reference as string, (queue) => !queues.includes(queue));
+    if (returned > 0) {
+      report.updated.push(`work-returned-${entry.key}-${returned}`);
+    }
+  }
+
+  // People of the clinic file who are no longer in it: retired (src/provision/shape.ts `staff`).
+  if (definition.staff) {
+    await retireStaff(medplum, definition.staff, adminApi, report);
   }
 
   // Machine clients: ClientApplication + membership (packages/server/src/admin/client.ts): 201 with it.
@@ -399,7 +411,9 @@ export async function applyDefinition(
       await medplum.post(medplum.fhirUrl('Bot', saved.id, '$deploy'), { code, filename: `${bot.key}.js` });
       report.deployed.push(bot.key);
     }
-    await sealBotCode(medplum, saved.id, getReferenceString(project), options.storageBaseUrl);
+    if (!isPlanned(saved.id)) {
+      await sealBotCode(medplum, saved.id, getReferenceString(project), options.storageBaseUrl);
+    }
     await membership(
       `membership-bot-${bot.key}`,
       plainReference(saved),
@@ -459,6 +473,76 @@ export async function applyDefinition(
   }
   report.references = Object.fromEntries([...keys].map(([key, reference]) => [key, reference.reference as string]));
   return report;
+}
+
+/** Her open queue work (owned by her) that `leaving` says she may no longer work: unowned in its queue again. */
+async function returnWork(
+  medplum: MedplumClient,
+  practitioner: string,
+  leaving: (queue: string) => boolean,
+): Promise<number> {
+  const open = await medplum.searchResources(
+    'Task',
+    { owner: practitioner, status: 'ready,in-progress,on-hold', _count: '1000' },
+    { cache: 'no-cache' },
+  );
+  let returned = 0;
+  for (const task of open) {
+    const queue = queueOfTask(task);
+    if (!queue || !leaving(queue)) {
+      continue;
+    }
+    const { owner: _owner, ...rest } = task;
+    await medplum.updateResource({ ...rest, status: task.status === 'in-progress' ? 'ready' : task.status });
+    returned++;
+  }
+  return returned;
+}
+
+/**
+ * Each person the clinic file provisioned who is no longer in it: her membership deleted (she can no longer
+ * sign in; Medplum deletes a User of this project alone with it), her open queue work returned unowned to
+ * its queue, her PractitionerRoles and Schedules inactive (no new slot is made or offered). Her Practitioner
+ * and everything she wrote stay; visits already booked with her stay booked for the clinic to move.
+ */
+async function retireStaff(
+  medplum: MedplumClient,
+  staff: NonNullable<ProvisionDefinition['staff']>,
+  adminApi: (path: string) => string,
+  report: ProvisionReport,
+): Promise<void> {
+  const people = await medplum.searchResources(
+    'Practitioner',
+    { identifier: `${staff.system}|`, _count: '1000' },
+    { cache: 'no-cache' },
+  );
+  for (const person of people) {
+    const value = person.identifier?.find((i) => i.system === staff.system)?.value;
+    if (!value || staff.keep.includes(value)) {
+      continue;
+    }
+    const reference = `Practitioner/${person.id}`;
+    let changed = 0;
+    const membership = await medplum.searchOne('ProjectMembership', { profile: reference }, { cache: 'no-cache' });
+    if (membership) {
+      await medplum.delete(adminApi(`members/${membership.id}`));
+      changed++;
+    }
+    changed += await returnWork(medplum, reference, () => true);
+    const calendars = [
+      ...(await medplum.searchResources(
+        'PractitionerRole',
+        { practitioner: reference, active: 'true' },
+        { cache: 'no-cache' },
+      )),
+      ...(await medplum.searchResources('Schedule', { actor: reference, active: 'true' }, { cache: 'no-cache' })),
+    ];
+    for (const calendar of calendars) {
+      await medplum.updateResource({ ...calendar, active: false }, calendar.meta?.accounts ? EXTENDED : undefined);
+      changed++;
+    }
+    report[changed > 0 ? 'updated' : 'unchanged'].push(`retired-${value}`);
+  }
 }
 
 /** How many times a call refused for a spent FHIR quota is tried again, each after its window ends. */

@@ -18,6 +18,7 @@ import type {
   Timing,
   ValueSet,
 } from '@medplum/fhirtypes';
+import { type Program, US_STATES, type UsState } from '../../contracts/clinic';
 import { EXTENSIONS, type PlanType, SYSTEMS, VISIT_TYPES, type VisitType } from '../../contracts/systems';
 import { PLATFORM_CATALOG_TAG, TENANT_CATALOG_TAG } from './agreements';
 import type { KeyedResource } from './definition';
@@ -552,7 +553,7 @@ function platformCatalog(): KeyedResource[] {
  * program and a treatment protocol with two options. Treatment is prescribed under a state licence, so
  * the protocol is offered only where the tenant is licensed (`licensedIn`, a jurisdiction Location).
  */
-function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
+function tenantCatalog(tenant: string, licensedIn: readonly string[]): KeyedResource[] {
   const history = questionnaire(tenant, 'blood-pressure-history', 'Blood pressure history', [
     {
       linkId: 'diagnosed',
@@ -633,7 +634,6 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
     }),
   ];
   return [
-    conditionCatalog(tenant),
     ...history.resources,
     ...checkIn.resources,
     ...reading.resources,
@@ -671,7 +671,7 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
       title: 'Hypertension treatment',
       service: 'Hypertension treatment',
       comment: 'Medication for high blood pressure, chosen by a clinician, with weekly readings.',
-      coverage: [licensedIn],
+      coverage: [...licensedIn],
       treats: ['I10'],
       action: [
         {
@@ -696,7 +696,7 @@ function tenantCatalog(tenant: string, licensedIn: string): KeyedResource[] {
  * The tenant's condition catalog (JOURNEY D.1): the ICD-10-CM codes its clinicians assign, a published,
  * versioned ValueSet (`SYSTEMS.conditionCatalog|conditions` names its role).
  */
-function conditionCatalog(tenant: string): KeyedResource {
+export function conditionCatalog(tenant: string): KeyedResource {
   const resource: ValueSet = {
     resourceType: 'ValueSet',
     meta: published(tenant),
@@ -752,6 +752,30 @@ export function demoCatalog(): KeyedResource[] {
     ...JURISDICTIONS,
     catalogCodeSystem(),
     ...platformCatalog(),
-    ...Object.entries(DEMO_LICENCES).flatMap(([tenant, licensedIn]) => tenantCatalog(tenant, licensedIn)),
+    ...Object.entries(DEMO_LICENCES).flatMap(([tenant, licensedIn]) => [
+      conditionCatalog(tenant),
+      ...tenantCatalog(tenant, [licensedIn]),
+    ]),
   ];
+}
+
+/** The jurisdiction Locations of these US states (what roles and offerings name), by provisioning key. */
+export const stateJurisdictions = (states: readonly UsState[]): KeyedResource[] =>
+  states.map((state) => jurisdiction('US', state, US_STATES[state]));
+
+/** What every tenant's patients are offered (the platform's catalog) and the codes clinicians assign. */
+export const platformCatalogResources = (): KeyedResource[] => [catalogCodeSystem(), ...platformCatalog()];
+
+/**
+ * One of the platform's programs (contracts/clinic.ts PROGRAMS) as a tenant's own catalog; what is
+ * prescribed is offered only in `states` (jurisdiction keys must be provisioned before it).
+ */
+export function programResources(tenant: string, program: Program, states: readonly UsState[]): KeyedResource[] {
+  switch (program) {
+    case 'blood-pressure':
+      return tenantCatalog(
+        tenant,
+        states.map((state) => jurisdictionKey('US', state)),
+      );
+  }
 }

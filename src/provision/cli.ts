@@ -5,18 +5,28 @@ import { loadFhirSchema } from '../embedded/schema';
 import { applyDefinition, currentProject, type ProvisionReport } from './apply';
 import { tenantEnvName, webhookSecretEnv, webhookTenants } from './bots/webhooks';
 import { readBotBundles } from './bundles';
+import { clinicDefinition, clinicOrigins, loadClinic } from './clinic';
 import { type ProvisionDefinition, platformDefinition } from './definition';
 import { demoDefinition } from './demo';
 import { edgeKeyPlan, gatewayClientOf, storedEdgeKey } from './edge-key';
+import { planningClient } from './plan';
 
 const COMMAND = {
   name: 'provision',
   summary:
     "Applies the platform definition (access policies, bots, subscriptions, tenants and their patient apps; with --demo the demo people and data) to a Medplum project as its project-admin client. Idempotent: a second run writes nothing. Prints, and with --out writes, what the gateway and the patient apps need (the project id, each tenant's patient-app client id). EDGE_STATEMENT_KEY (the gateway's key, stored as the Project secret the bots check; unset on a Project without one, a key is made and written to --out, never printed), STORAGE_BASE_URL (a hosted Medplum's storageBaseUrl) and WEBHOOK_SECRET_<TENANT> (the signing secret of each tenant that takes webhooks) are read from the environment.",
-  options: { ...CREDENTIAL_OPTIONS, demo: { type: 'boolean', default: false }, out: { type: 'string' } },
+  options: {
+    ...CREDENTIAL_OPTIONS,
+    demo: { type: 'boolean', default: false },
+    clinic: { type: 'string' },
+    'dry-run': { type: 'boolean', default: false },
+    out: { type: 'string' },
+  },
   help: [
     ...CREDENTIAL_HELP,
-    '  --demo                      also the demo tenants, patients, clinicians and data',
+    '  --clinic FILE               your clinic, as the file describes it (docs/clinic.md): checked first, nothing written when it has a problem',
+    '  --dry-run                   show what would be created, changed and retired, and write nothing',
+    '  --demo                      the demo tenants, patients, clinicians and data instead',
     "  --out FILE                  write the gateway's and patient apps' settings there, with its secrets (mode 600)",
     '  --help                      this text',
   ],
@@ -34,8 +44,25 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
+  if (values.demo && values.clinic) {
+    console.error('--demo and --clinic are two clinics: give one');
+    process.exitCode = 2;
+    return;
+  }
+  // The clinic file is checked whole before Medplum is asked anything: every problem, by its place.
+  const clinic = values.clinic ? loadClinic(values.clinic, process.env) : undefined;
+  if (clinic && !clinic.ok) {
+    for (const problem of clinic.problems) {
+      console.error(`${problem.place}: ${problem.message}`);
+    }
+    console.error(
+      `${values.clinic}: ${clinic.problems.length} problem${clinic.problems.length === 1 ? '' : 's'}; nothing was written.`,
+    );
+    process.exitCode = 2;
+    return;
+  }
   loadFhirSchema();
-  const definition = values.demo ? demoDefinition() : platformDefinition;
+  const definition = clinic?.ok ? clinicDefinition(clinic.loaded) : values.demo ? demoDefinition() : platformDefinition;
   // A 429 of the FHIR quota is waited out: MedplumClient retries after the window the `RateLimit`
   // header names (up to a minute) instead of stopping half way.
   const medplum = new MedplumClient({
@@ -56,16 +83,41 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const report = await applyDefinition(medplum, definition, {
+  const options = {
     bundles: readBotBundles(definition),
     edgeStatementKey: edgeKey.key,
     // Medplum's `storageBaseUrl`, where it is not `<base>storage/` (a hosted Medplum): the bots read
     // presigned attachment URLs with it.
     storageBaseUrl: process.env.STORAGE_BASE_URL || undefined,
-    // Each webhook tenant's signing secret, from the environment as well (WEBHOOK_SECRET_<TENANT>).
-    webhookSecrets: webhookSecretsFromEnv(definition),
-  });
-  const settings = operatorSettings(credentials.baseUrl, projectId, report);
+    // Each webhook tenant's signing secret, from the environment as well (the clinic file names the
+    // variable; otherwise WEBHOOK_SECRET_<TENANT>).
+    webhookSecrets: clinic?.ok ? clinic.loaded.webhookSecrets : webhookSecretsFromEnv(definition),
+  };
+  // A clinic's run is rehearsed first, reading Medplum and writing nothing (what `--dry-run` shows): what
+  // would fail (a published agreement version whose text changed, a secret missing) fails here, before
+  // the first write.
+  if (clinic || values['dry-run']) {
+    const rehearsal = planningClient(medplum);
+    let plan: ProvisionReport;
+    try {
+      plan = await applyDefinition(rehearsal.client, definition, { ...options, runBots: false });
+    } catch (err) {
+      console.error(`${err instanceof Error ? err.message : String(err)}\nNothing was written.`);
+      process.exitCode = 1;
+      return;
+    }
+    if (values['dry-run']) {
+      console.log(planText(plan));
+      return;
+    }
+  }
+  const report = await applyDefinition(medplum, definition, options);
+  const settings = operatorSettings(
+    credentials.baseUrl,
+    projectId,
+    report,
+    clinic?.ok ? clinicOrigins(clinic.loaded.clinic) : [],
+  );
   console.log(
     JSON.stringify({
       created: report.created.length,
@@ -117,6 +169,7 @@ export function operatorSettings(
   baseUrl: string,
   projectId: string,
   report: Pick<ProvisionReport, 'references'>,
+  origins: readonly string[] = [],
 ): string {
   const apps = Object.entries(report.references)
     .filter(([key, reference]) => key.startsWith('app-') && reference.startsWith('ClientApplication/'))
@@ -130,7 +183,29 @@ export function operatorSettings(
     `PROJECT_ID=${projectId}`,
     "# Each tenant's patient app signs in to Medplum with its client id (PKCE, no secret).",
     ...apps,
+    ...(origins.length > 0
+      ? ["# The origins of the patient apps (the clinic file's corsOrigins).", `CORS_ORIGINS=${origins.join(',')}`]
+      : []),
     '',
+  ].join('\n');
+}
+
+/** The plan of a dry run, for a person: each key that would be created, changed or retired, then a count. */
+export function planText(plan: ProvisionReport): string {
+  const retired = plan.updated.filter((k) => k.startsWith('retired-'));
+  const updated = plan.updated.filter((k) => !k.startsWith('retired-'));
+  return [
+    JSON.stringify({
+      dryRun: true,
+      create: plan.created.length,
+      update: updated.length,
+      retire: retired.length,
+      unchanged: plan.unchanged.length,
+    }),
+    ...plan.created.map((k) => `create   ${k}`),
+    ...updated.map((k) => `update   ${k}`),
+    ...retired.map((k) => `retire   ${k.slice('retired-'.length)}`),
+    `(a dry run: nothing was written; ${plan.unchanged.length} unchanged)`,
   ].join('\n');
 }
 

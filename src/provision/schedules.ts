@@ -47,71 +47,125 @@ const VIDEO_VISIT = {
   coding: [{ system: SYSTEMS.visitType, code: 'video-visit', display: VISIT_TYPES['video-visit'].display }],
 };
 
-function practitionerResources(p: VisitPractitioner, signIn: DemoSignIn): KeyedResource[] {
+/** A visit practitioner as provisioning writes her (the demo's and a clinic file's). */
+export interface VisitPractitionerSpec {
+  /** Provisioning keys of her Practitioner (and membership), PractitionerRole and Schedule. */
+  keys: { practitioner: string; role: string; schedule: string };
+  tenant: string;
+  /** Who she is among the clinic's people (a clinic file's: what finds her when she leaves it). */
+  identifier?: { system: string; value: string };
+  name: { prefix?: string; given: string; family: string };
+  /** How she signs in: Medplum's invitation (e-mail), with a first password when given. */
+  email: string;
+  password?: string;
+  /** ISO 3166-2 US states (without `US-`) she is licensed in. */
+  licensedIn: readonly string[];
+  timeZone: string;
+  /** Working hours, wall-clock in her time zone. */
+  hours: NonNullable<PractitionerRole['availableTime']>;
+  /** Whole local days she does not work (`from`..`to`, inclusive), with why. */
+  away?: readonly { from: string; to?: string; reason: string }[];
+}
+
+/**
+ * Her Practitioner (who signs in to Medplum's Provider app: clinician policy, her tenant, no queue of her
+ * own: her visits are hers to finish there), one PractitionerRole (the jurisdictions she is licensed in,
+ * her hours, the days she is away as `notAvailable`, local dates: the slot maker reads them in her
+ * Schedule's time zone) and one Schedule (the role, then herself, her time zone, the visit type).
+ */
+export function visitPractitionerResources(p: VisitPractitionerSpec): KeyedResource[] {
   const org = keyRef<Organization>(`org-${p.tenant}`);
   const practitioner: Practitioner = {
     resourceType: 'Practitioner',
     meta: { accounts: [org] },
-    name: [{ prefix: ['Dr.'], given: [p.given], family: p.family }],
+    ...(p.identifier ? { identifier: [p.identifier] } : {}),
+    name: [{ ...(p.name.prefix ? { prefix: [p.name.prefix] } : {}), given: [p.name.given], family: p.name.family }],
   };
   const role: PractitionerRole = {
     resourceType: 'PractitionerRole',
     meta: { accounts: [org] },
     active: true,
-    practitioner: keyRef(`visit-practitioner-${p.key}`),
+    practitioner: keyRef(p.keys.practitioner),
     organization: org,
-    location: [keyRef(jurisdictionKey('US', p.state))],
-    availableTime: p.onCall
-      ? [{ daysOfWeek: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], allDay: true }]
-      : [{ daysOfWeek: [...WEEKDAYS], availableStartTime: '09:00:00', availableEndTime: '17:00:00' }],
+    location: p.licensedIn.map((state) => keyRef(jurisdictionKey('US', state))),
+    availableTime: p.hours,
+    ...(p.away?.length
+      ? {
+          notAvailable: p.away.map((a) => ({
+            description: a.reason,
+            during: { start: a.from, end: a.to ?? a.from },
+          })),
+        }
+      : {}),
   };
+  const who = [p.name.prefix, p.name.given, p.name.family].filter(Boolean).join(' ');
   const schedule: Schedule = {
     resourceType: 'Schedule',
     meta: { accounts: [org] },
     active: true,
     // The role first (what the platform books: bots read actor[0]); then the practitioner herself, as
     // Medplum's Provider app finds her calendar (`Schedule?actor=Practitioner/<her>`) and its visits.
-    actor: [keyRef(`visit-role-${p.key}`), keyRef(`visit-practitioner-${p.key}`)],
+    actor: [keyRef(p.keys.role), keyRef(p.keys.practitioner)],
     serviceType: [VIDEO_VISIT],
     extension: [{ url: TIMEZONE_EXTENSION, valueCode: p.timeZone }],
-    comment: `Video visits with Dr. ${p.given} ${p.family} (licensed in ${p.state})`,
+    comment: `Video visits with ${who} (licensed in ${p.licensedIn.join(', ')})`,
   };
-  // She signs in to Medplum's Provider app (clinician policy, her tenant, no queue of her own): her visits
-  // are hers to finish there (the clinician policy lets only a visit's own practitioner finish it).
   const member: MemberResource = {
-    key: `visit-practitioner-${p.key}`,
+    key: p.keys.practitioner,
     resource: practitioner,
     member: {
-      externalId: `visit-practitioner-${p.key}`,
-      email: signIn.email(p.key, p.tenant),
-      password: signIn.password,
+      externalId: p.keys.practitioner,
+      email: p.email,
+      password: p.password,
       membership: {
         access: [{ policy: keyRef('policy-clinician'), parameter: [{ name: TENANT_PARAMETER, valueReference: org }] }],
       },
       queues: [],
     },
   };
-  return [
-    member,
-    { key: `visit-role-${p.key}`, resource: role },
-    { key: `visit-schedule-${p.key}`, resource: schedule },
-  ];
+  return [member, { key: p.keys.role, resource: role }, { key: p.keys.schedule, resource: schedule }];
 }
 
-function visitTeam(tenant: string, name: string): KeyedResource {
+/** A tenant's visit team (a CareTeam of its visit practitioners, by provisioning key). */
+export function visitTeamResource(tenant: string, name: string, members: readonly string[]): KeyedResource {
   const org = keyRef<Organization>(`org-${tenant}`);
   const team: CareTeam = {
     resourceType: 'CareTeam',
     meta: { accounts: [org] },
     status: 'active',
-    name: `${name} visit team`,
+    name,
     category: [{ coding: [{ system: SYSTEMS.careTeam, code: 'visits' }] }],
     managingOrganization: [org],
-    participant: VISIT_PRACTITIONERS.filter((p) => p.tenant === tenant).map((p) => ({
-      member: keyRef<Practitioner>(`visit-practitioner-${p.key}`),
-    })),
+    ...(members.length > 0 ? { participant: members.map((m) => ({ member: keyRef<Practitioner>(m) })) } : {}),
   };
   return { key: `visit-team-${tenant}`, resource: team };
+}
+
+function practitionerResources(p: VisitPractitioner, signIn: DemoSignIn): KeyedResource[] {
+  return visitPractitionerResources({
+    keys: {
+      practitioner: `visit-practitioner-${p.key}`,
+      role: `visit-role-${p.key}`,
+      schedule: `visit-schedule-${p.key}`,
+    },
+    tenant: p.tenant,
+    name: { prefix: 'Dr.', given: p.given, family: p.family },
+    email: signIn.email(p.key, p.tenant),
+    password: signIn.password,
+    licensedIn: [p.state],
+    timeZone: p.timeZone,
+    hours: p.onCall
+      ? [{ daysOfWeek: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], allDay: true }]
+      : [{ daysOfWeek: [...WEEKDAYS], availableStartTime: '09:00:00', availableEndTime: '17:00:00' }],
+  });
+}
+
+function visitTeam(tenant: string, name: string): KeyedResource {
+  return visitTeamResource(
+    tenant,
+    `${name} visit team`,
+    VISIT_PRACTITIONERS.filter((p) => p.tenant === tenant).map((p) => `visit-practitioner-${p.key}`),
+  );
 }
 
 /** How a demo person signs in: her email (from her key and tenant) and the demo password. */

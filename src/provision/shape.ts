@@ -18,6 +18,12 @@ export interface ProvisionDefinition {
   resources: KeyedResource[];
   /** Machine clients of the platform (provisioned ClientApplications) and the policy each signs in with. */
   integrations: { key: string; accessPolicy: string }[];
+  /**
+   * The people a clinic file provisions (Practitioners identified under `system`, values `<tenant>/<key>`):
+   * one found in the Project whose value is not in `keep` has left the clinic, and is retired (her access
+   * revoked, her open work returned to its queue, her calendar closed; her records kept).
+   */
+  staff?: { system: string; keep: string[] };
 }
 
 /** An access policy of the project, by key (bots, memberships and integrations name it so). */

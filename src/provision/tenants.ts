@@ -1,4 +1,4 @@
-import type { Practitioner } from '@medplum/fhirtypes';
+import type { Organization, Practitioner } from '@medplum/fhirtypes';
 import { EXTENSIONS, type FulfilmentMethod, SYSTEMS } from '../../contracts/systems';
 import type { MemberResource } from './apply';
 import { type KeyedResource, keyRef } from './shape';
@@ -17,19 +17,43 @@ export const FULFILMENT_POLICY: { country: string; kind: string; methods: Fulfil
   { country: 'CA', kind: 'ServiceRequest', methods: ['in-clinic'] },
 ];
 
+/** A work queue of a tenant (a CareTeam): which kinds of clinician work it receives. */
+export interface QueueSpec {
+  key: string;
+  name: string;
+  /** Kinds of work (Task.code under SYSTEMS.taskKind) routed to it. */
+  work: readonly string[];
+  /** Receives the kinds no queue of the tenant names. */
+  default?: boolean;
+}
+
+export interface TenantSpec {
+  key: string;
+  name: string;
+  /** A fixed client id for its patient app (Medplum picks one otherwise). */
+  appId?: string;
+  /** Where its patient app may return after sign-in (the ClientApplication's `redirectUris`). */
+  redirectUris?: readonly string[];
+  queues: readonly QueueSpec[];
+  /** People who sign in, each with the queues (keys) she works. */
+  staff: readonly { entry: KeyedResource; queues: readonly string[] }[];
+  /** The endpoint its patients' events are delivered to, when it takes webhooks. */
+  webhook?: string;
+}
+
+/** A queue's provisioning key. */
+export const queueKey = (tenant: string, queue: string): string => `queue-${tenant}-${queue}`;
+
 /**
  * A tenant: its Organization, its staff (people who sign in: applied after the Organization they belong
  * to and before the queues they are members of), its work queues (CareTeams: `participant` are the
- * queue's members, JOURNEY F), its patient app (whose extension names the tenant), and the endpoint its
- * patients' events are delivered to, when it takes webhooks.
+ * queue's members, JOURNEY F; the kinds of work routed to each on a `queueWork` category, `*` for the
+ * default), its patient app (whose extension names the tenant), and the endpoint its patients' events
+ * are delivered to, when it takes webhooks.
  */
-export function tenantResources(
-  key: string,
-  name: string,
-  appId?: string,
-  staff: KeyedResource[] = [],
-  webhook?: string,
-): KeyedResource[] {
+export function tenantSpecResources(spec: TenantSpec): KeyedResource[] {
+  const { key, name } = spec;
+  const org = keyRef<Organization>(`org-${key}`);
   return [
     {
       key: `org-${key}`,
@@ -48,45 +72,74 @@ export function tenantResources(
             ],
           })),
           // Where its patients' events go (contracts/webhooks.ts); its signing secret is given to provisioning.
-          ...(webhook ? [{ url: EXTENSIONS.webhookEndpoint, valueUrl: webhook }] : []),
+          ...(spec.webhook ? [{ url: EXTENSIONS.webhookEndpoint, valueUrl: spec.webhook }] : []),
         ],
       },
     },
-    // Each member of staff works the queue: its participant, and its `queues` policy parameter.
-    ...staff.map((member) =>
-      'member' in member
+    // Each member of staff works her queues: their participant, and her `queues` policy parameter.
+    ...spec.staff.map(({ entry, queues }) =>
+      'member' in entry
         ? {
-            ...member,
+            ...entry,
             member: {
-              ...(member as MemberResource).member,
-              queues: [...((member as MemberResource).member.queues ?? []), `queue-${key}-intake-review`],
+              ...(entry as MemberResource).member,
+              queues: [...((entry as MemberResource).member.queues ?? []), ...queues.map((q) => queueKey(key, q))],
             },
           }
-        : member,
+        : entry,
     ),
-    {
-      key: `queue-${key}-intake-review`,
-      resource: {
-        resourceType: 'CareTeam',
-        meta: { accounts: [keyRef(`org-${key}`)] },
-        status: 'active',
-        name: `${name} intake review`,
-        category: [{ coding: [{ system: SYSTEMS.careQueue, code: 'intake-review' }] }],
-        managingOrganization: [keyRef(`org-${key}`)],
-        ...(staff.length > 0
-          ? { participant: staff.map((member) => ({ member: keyRef<Practitioner>(member.key) })) }
-          : {}),
-      },
-    },
+    ...spec.queues.map((queue) => {
+      const members = spec.staff.filter((s) => s.queues.includes(queue.key));
+      const routed = [...queue.work, ...(queue.default ? ['*'] : [])];
+      return {
+        key: queueKey(key, queue.key),
+        resource: {
+          resourceType: 'CareTeam',
+          meta: { accounts: [org] },
+          status: 'active',
+          name: queue.name,
+          category: [
+            { coding: [{ system: SYSTEMS.careQueue, code: queue.key }] },
+            ...(routed.length > 0 ? [{ coding: routed.map((code) => ({ system: SYSTEMS.queueWork, code })) }] : []),
+          ],
+          managingOrganization: [org],
+          ...(members.length > 0
+            ? { participant: members.map(({ entry }) => ({ member: keyRef<Practitioner>(entry.key) })) }
+            : {}),
+        },
+      } satisfies KeyedResource;
+    }),
     {
       key: `app-${key}`,
-      presetId: appId,
+      presetId: spec.appId,
       resource: {
         resourceType: 'ClientApplication',
         name: `${name} patient app`,
         description: `Patient app of ${name}; patients who register through it belong to ${name}.`,
-        extension: [{ url: EXTENSIONS.tenantOrganization, valueReference: keyRef(`org-${key}`) }],
+        ...(spec.redirectUris?.length ? { redirectUris: [...spec.redirectUris] } : {}),
+        extension: [{ url: EXTENSIONS.tenantOrganization, valueReference: org }],
       },
     },
   ];
+}
+
+/**
+ * A tenant with one queue, `intake-review`, that receives all its clinicians' work and that all its
+ * staff work (the demo's tenants).
+ */
+export function tenantResources(
+  key: string,
+  name: string,
+  appId?: string,
+  staff: KeyedResource[] = [],
+  webhook?: string,
+): KeyedResource[] {
+  return tenantSpecResources({
+    key,
+    name,
+    appId,
+    webhook,
+    queues: [{ key: 'intake-review', name: `${name} intake review`, work: [], default: true }],
+    staff: staff.map((entry) => ({ entry, queues: ['intake-review'] })),
+  });
 }

@@ -1,3 +1,4 @@
+import { allOk } from '@medplum/core';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { thrownResponse } from '../fhir-http';
@@ -5,7 +6,7 @@ import { createBot } from './bot';
 import { createClient } from './client';
 import { type AdminDeps, jsonObject, type ProjectAdmin, projectAdmin } from './context';
 import { inviteUser } from './invite';
-import { readMember, updateMember } from './members';
+import { deleteMember, readMember, updateMember } from './members';
 
 /**
  * The project-admin API of Medplum that provisioning uses (packages/server/src/admin/routes.ts mounts
@@ -43,6 +44,13 @@ export function createAdminRoutes(deps: AdminDeps): Hono {
   app.post(
     '/admin/projects/:projectId/members/:membershipId',
     handle(200, async (admin, c) => updateMember(admin, c.req.param('membershipId') ?? '', await jsonObject(c))),
+  );
+  app.delete(
+    '/admin/projects/:projectId/members/:membershipId',
+    handle(200, async (admin, c) => {
+      await deleteMember(admin, deps.systemRepo, c.req.param('membershipId') ?? '');
+      return allOk;
+    }),
   );
   return app;
 }

@@ -16,14 +16,16 @@ export const materializeSlots: PlatformBot = {
     key: 'bot-materialize-slots',
     policy: {
       name: 'Bot: free slots',
-      // It reads the Schedules and their actors' working hours and creates free Slots; it never
-      // changes a Slot once made (booking is another bot's).
+      // It reads the Schedules and their actors' working hours and creates free Slots; of a Slot once
+      // made it changes only whether it is offered (free or withdrawn), never a booked one (booking is
+      // another bot's).
       resource: [
         // The active Schedules it makes Slots for.
         { resourceType: 'Schedule', interaction: ['read', 'search'] },
         // Their practitioners' roles: the working hours the Slots follow.
         { resourceType: 'PractitionerRole', interaction: ['read'] },
-        // It files the Slots made before they carried their tenant: their accounts, nothing else.
+        // It files the Slots made before they carried their tenant (their accounts), and withdraws or
+        // offers again the free ones her hours no longer make or make again.
         {
           resourceType: 'Slot',
           interaction: ['create', 'read', 'search', 'update'],

@@ -43,12 +43,18 @@ export const MARKED_OVERDUE_ONLY = {
     unchanged(['status', 'owner', 'for', 'focus', 'code', 'output', 'restriction']),
 };
 
-/** A Slot filed in its tenant (its accounts): its status, time and schedule unchanged; creating one is free. */
+/**
+ * A Slot filed in its tenant (its accounts), withdrawn (`free -> busy-unavailable`: no longer in her hours,
+ * a day she is away) or offered again (`busy-unavailable -> free`): its time and schedule unchanged, and a
+ * booked Slot never touched; creating one is free.
+ */
 export const SLOT_FILED_ONLY = {
   language: 'text/fhirpath' as const,
   expression:
-    '%before.exists().not() or (%after.status = %before.status and %after.start = %before.start and ' +
-    '%after.end = %before.end and %after.schedule = %before.schedule)',
+    '%before.exists().not() or (%after.start = %before.start and %after.end = %before.end and ' +
+    '%after.schedule = %before.schedule and (%after.status = %before.status or ' +
+    "(%before.status = 'free' and %after.status = 'busy-unavailable') or " +
+    "(%before.status = 'busy-unavailable' and %after.status = 'free')))",
 };
 
 /** Booking changes a Slot's status between free and busy, and nothing else of it. */
