@@ -1,8 +1,9 @@
 import { normalizeErrorString } from '@medplum/core';
-import type { Condition, Task } from '@medplum/fhirtypes';
+import type { Condition, QuestionnaireResponse, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queueType } from '../../bots/lib/queues';
 import { SYSTEMS } from '../../contracts/systems';
+import { OPTION_ITEM } from '../../contracts/work-forms';
 import type { Clinician } from '../../src/clinician';
 import { direct, fhirPath } from '../support/attack';
 import { changesSince, describeChange, storedResource, storeMark } from '../support/attack-store';
@@ -12,6 +13,7 @@ import { reconciler } from '../support/deliveries';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { completeTasks, startAssessment } from '../support/journey';
 import { freshPatient } from '../support/patients';
+import { AMLODIPINE, assigned, formOf } from '../support/spine';
 
 /**
  * Care-team queues (issue 15 items 7 and 9, JOURNEY C, F, J): clinician work owned by the tenant's queue
@@ -334,6 +336,57 @@ describe('taking and handing over work as the Provider app does it (issue 48): t
     });
     // The colleague now works it: completes it as her own.
     expect(await colleague.complete(second.id, [])).toMatchObject({ status: 'completed', owner: colleague.profile });
+  });
+
+  it('Mark as Completed on a selection: the app’s second save of the task, from its copy from before the platform marked it composed, changes nothing (200, no new version) instead of erasing the mark (403)', async () => {
+    // Medplum's Provider app (5.1.29 TaskInputNote handleMarkAsCompleted) saves {...task, status: completed}
+    // at once, then the same copy again 500 ms later (useDebouncedUpdateResource); compose-offer, woken by
+    // the completed answers, may mark the selection in between (at once on the embedded Medplum; 1.3 s
+    // later on a real Medplum 5.1.29, where the second save came first). Both servers judge the second
+    // save the same way (packages/server/src/fhir/repo.ts updateResourceImpl: readonly fields restored
+    // from the stored version, then isNotModified, then isResourceWriteable).
+    const me = await demoClinician(gw.backend, 'northwind');
+    const { selection } = await assigned(gw, me);
+    const form = await formOf(gw, selection);
+    const option = form?.item
+      ?.find((i) => i.linkId === OPTION_ITEM)
+      ?.answerOption?.find((o) => o.valueCoding?.code === AMLODIPINE);
+    const response = await me.medplum.createResource<QuestionnaireResponse>({
+      resourceType: 'QuestionnaireResponse',
+      questionnaire: form?.url,
+      status: 'in-progress',
+      authored: new Date().toISOString(),
+      source: me.profile,
+      item: [{ linkId: OPTION_ITEM, answer: [{ valueCoding: option?.valueCoding }] }],
+    });
+    const output = [
+      {
+        type: { text: 'QuestionnaireResponse' },
+        valueReference: { reference: `QuestionnaireResponse/${response.id}` },
+      },
+    ];
+    const opened = await put(me, { ...selection, output }, false);
+    expect(opened.status, opened.text).toBe(200);
+    const taken = await put(me, { ...(opened.body as Task), owner: me.profile }, false);
+    expect(taken.status, taken.text).toBe(200);
+    // Mark as Completed: the task, then her answers; the platform composes the offer and marks the task.
+    const completed = { ...(taken.body as Task), status: 'completed' as const };
+    const first = await put(me, completed, false);
+    expect(first.status, first.text).toBe(200);
+    await me.medplum.updateResource<QuestionnaireResponse>({ ...response, status: 'completed' });
+    await gw.backend.subscriptions.idle();
+    const marked = stored(selection);
+    expect(marked.businessStatus?.text).toBe('offer-composed');
+    // The debounced second save: the copy she completed, without the mark.
+    const mark = storeMark(gw.backend);
+    const second = await put(me, completed, false);
+    expect(second.status, second.text).toBe(200);
+    expect(versionsSince(mark, selection)).toBe(0);
+    expect(stored(selection)).toEqual(marked);
+    // She still cannot change the mark itself: whatever she sends, the stored mark is kept.
+    const rewritten = await put(me, { ...marked, businessStatus: { text: 'override-required' } }, false);
+    expect((rewritten.body as Task).businessStatus).toEqual(marked.businessStatus);
+    expect(stored(selection).businessStatus).toEqual(marked.businessStatus);
   });
 
   it('refuses a hand-over to anyone who does not work the queue, by anyone who does not hold the work, and across tenants', async () => {

@@ -139,11 +139,12 @@ describe('refused', () => {
  * admin, through the system repository) still gives nothing: the bots believe only what they issued.
  */
 describe('closed: edits that would have skipped the spine', () => {
-  it('clearing a composed selection’s businessStatus: refused; cleared anyway, no second offer (an offer already carries its key)', async () => {
+  it('clearing a composed selection’s businessStatus: kept as stored (readonly to her); cleared anyway, no second offer (an offer already carries its key)', async () => {
     const spine = await offered(gw, clinician);
     const done = await clinician.medplum.readResource('Task', spine.selection.id);
     const before = storeSnapshot(gw.backend);
-    await expect(clinician.medplum.updateResource<Task>({ ...done, businessStatus: undefined })).rejects.toThrow();
+    const kept = await clinician.medplum.updateResource<Task>({ ...done, businessStatus: undefined });
+    expect(kept.businessStatus?.text).toBe('offer-composed');
     expect(storeSnapshot(gw.backend)).toEqual(before);
     await repo().updateResource<Task>({ ...done, businessStatus: undefined });
     await clinician.medplum.updateResource<Task>({

@@ -425,6 +425,11 @@ export function clinicianPolicy(): AccessPolicyResource[] {
         ...(resourceType === 'Communication' ? [OWN_MESSAGES_ONLY] : []),
       ],
       ...(resourceType === 'Patient' ? { readonlyFields: ['managingOrganization', 'link'] } : {}),
+      // What the platform recorded on her work (a selection's `offer-composed`, `overdue`...) is kept as
+      // stored whatever her copy says: Medplum's Provider app (5.1.29, TaskInputNote) saves the completed
+      // task a second time, 500 ms later, from the copy it had before the bot marked it; kept, that save
+      // changes nothing (200) instead of erasing the mark (403). WORK_AS_ISSUED still holds on the result.
+      ...(resourceType === 'Task' ? { readonlyFields: ['businessStatus'] } : {}),
     })),
     // Orders she may propose, never place: placing is the patient's decision through the decide-order bot.
     ...['MedicationRequest', 'ServiceRequest'].map((resourceType) => ({
