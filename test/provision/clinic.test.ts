@@ -344,4 +344,13 @@ describe('day 2: the file edited and applied again', () => {
     const again = await provision();
     expect({ created: again.created, updated: again.updated }).toEqual({ created: [], updated: [] });
   });
+
+  it('a published version whose text was edited is refused by the rehearsal, before anything is written', async () => {
+    writeFileSync(join(dir, 'agreements/terms-2026-12.html'), '<p>Quietly changed terms.</p>\n');
+    const plan = planningClient(gw.backend.admin);
+    await expect(provision(plan.client)).rejects.toThrow(
+      'agreement-lakeside-terms-2026-12 is published and write-once: publish a new version under a new key instead',
+    );
+    expect(plan.writes.filter((w) => w.target.startsWith('DocumentReference'))).toEqual([]);
+  });
 });
