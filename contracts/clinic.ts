@@ -214,6 +214,11 @@ export const ClinicTenantSchema = z
     queues: z.array(ClinicQueueSchema).min(1),
     clinicians: z.array(ClinicClinicianSchema).default([]),
     visitPractitioners: z.array(ClinicVisitPractitionerSchema).default([]),
+    /**
+     * Its own servers that read its patients' records (what its webhooks name): each a client (client
+     * credentials) provisioning makes, reading this tenant only; its id and secret go to `--out`.
+     */
+    backends: z.array(z.object({ key: key('a backend key'), name: z.string().min(1).max(100) }).strict()).default([]),
     /** Where its patients' events are delivered, signed with the secret in `secretEnv`. */
     webhook: z
       .object({

@@ -25,6 +25,8 @@ export const SYSTEMS = {
   agreementAcceptance: `${BASE}/agreement-acceptance`,
   /** Tags the platform's machine clients (ClientApplication meta.tag), e.g. `<integration>|sms`. */
   integration: `${BASE}/integration`,
+  /** A tenant's backend (a machine client of its own server): `<tenantBackend>|<tenant key>/<backend key>`. */
+  tenantBackend: `${BASE}/tenant-backend`,
   /** Communication categories of the platform, e.g. `inbound-sms`. */
   communicationCategory: `${BASE}/communication-category`,
   /** Phone numbers as logical references (Communication.sender.identifier), E.164. */

@@ -36,6 +36,7 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
   const family = 'webhooks';
   const steps = {
     delivered: `${family}: (a) Northwind given an endpoint by provisioning; a new Northwind patient starts an assessment: her events reach the endpoint (Medplum's Subscription -> the webhooks bot), every signature valid (standardwebhooks), every webhook-id one of her feed's`,
+    read: `${family}: (a2) each delivery's subject and patient read with Northwind's backend credential (client credentials, provisioned with the tenant): all read; the same reads with Southridge's backend credential: all refused`,
     others: `${family}: (b) a new Southridge patient (no endpoint) starts an assessment: none of her events is delivered`,
     retried: `${family}: (c) a delivery answered 503 is kept (a Basic, attempts 1), and tried again once due by the bot's scheduled run: the same id and body, a valid signature, 2xx, no longer kept`,
     silent: `${family}: (e) the endpoint accepts and never answers: the first deliveries wait out the 5 s timeout and are kept ('timeout'); a later patient's events are kept untried ('not tried', due with them), no POST; once due, the scheduled run delivers them all`,
@@ -109,6 +110,22 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
   const kept = async (): Promise<Basic[]> =>
     admin.searchResources('Basic', { code: KEPT, _count: '100' }, { cache: 'no-cache' });
 
+  /** What the deliveries of (a) named: read again in (a2) by the tenants' backends. */
+  let named: string[] = [];
+  /** A tenant backend signed in with its client credentials (as the tenant's own server would be). */
+  const tenantBackend = async (tenant: string): Promise<MedplumClient> => {
+    const client = await admin.searchOne(
+      'ClientApplication',
+      { _tag: `${SYSTEMS.tenantBackend}|${tenant}/app-server` },
+      { cache: 'no-cache' },
+    );
+    if (!client?.id || !client.secret) {
+      throw new Error(`no backend client of ${tenant}`);
+    }
+    const medplum = new MedplumClient({ baseUrl: ctx.baseUrl, cacheTime: 0 });
+    await medplum.startClientLogin(client.id, client.secret);
+    return medplum;
+  };
   try {
     receiver = await startWebhookReceiver(secret);
     await provision({ northwind: receiver.url });
@@ -125,6 +142,14 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     const ids = new Set(fed.map((e) => e.id));
     const strangers = got.filter((d) => !ids.has(d.id));
     const delays = got.map((d) => d.at - Date.parse((d.body as { data: { occurredAt: string } }).data.occurredAt));
+    named = [
+      ...new Set(
+        got.flatMap((d) => {
+          const data = (d.body as { data?: { subject?: string; patient?: string } }).data;
+          return [data?.subject, data?.patient].filter((r): r is string => Boolean(r));
+        }),
+      ),
+    ];
     row(
       steps.delivered,
       got.length > 0 && got.length >= fed.length && bad.length === 0 && strangers.length === 0 ? 'ok' : 'FAILED',
@@ -132,6 +157,25 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     );
   } catch (err) {
     row(steps.delivered, 'FAILED', message(err));
+  }
+  try {
+    const [own, other] = [await tenantBackend('northwind'), await tenantBackend('southridge')];
+    const read = async (medplum: MedplumClient, reference: string) =>
+      medplum.readReference({ reference }).then(
+        () => 'read',
+        (err: unknown) => `refused (${(err as { outcome?: { id?: string } }).outcome?.id ?? message(err)})`,
+      );
+    const mine = await Promise.all(named.map((r) => read(own, r)));
+    const theirs = await Promise.all(named.map((r) => read(other, r)));
+    row(
+      steps.read,
+      named.length > 0 && mine.every((m) => m === 'read') && theirs.every((t) => t.startsWith('refused'))
+        ? 'ok'
+        : 'FAILED',
+      `${named.length} records named (${named.map((r) => r.split('/')[0]).join(', ')}): Northwind's backend ${mine.join(', ')}; Southridge's ${theirs.join(', ')}`,
+    );
+  } catch (err) {
+    row(steps.read, 'FAILED', message(err));
   }
 
   try {

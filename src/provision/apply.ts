@@ -321,7 +321,13 @@ export async function applyDefinition(
   // Machine clients: ClientApplication + membership (packages/server/src/admin/client.ts): 201 with it.
   for (const integration of definition.integrations) {
     const desired = definition.resources.find((r) => r.key === integration.key)?.resource as ClientApplication;
-    const accessPolicy = keys.get(`policy-${integration.accessPolicy}`) as Reference<AccessPolicy> | undefined;
+    // Created with its one policy; a client with parameters, with its first policy before they are set (a
+    // membership made without any policy would have the project's default access meanwhile).
+    const accessPolicy = (
+      integration.accessPolicy
+        ? keys.get(`policy-${integration.accessPolicy}`)
+        : resolveKeys(integration.access?.[0]?.policy, keys)
+    ) as Reference<AccessPolicy> | undefined;
     const client = await upsert<ClientApplication>(integration.key, desired, {
       create: async () =>
         (await medplum.post(adminApi('client'), {
@@ -333,9 +339,14 @@ export async function applyDefinition(
     await membership(
       `membership-${integration.key}`,
       plainReference(client),
-      { accessPolicy },
+      integration.access ? { access: integration.access } : { accessPolicy },
       report.created.includes(integration.key),
     );
+  }
+
+  // Tenant backends removed from the clinic file: their credentials no longer sign in.
+  if (definition.backends) {
+    await retireBackends(medplum, definition.backends, adminApi, report);
   }
 
   const defaultPolicy = keys.get(`policy-${definition.project.defaultPatientAccessPolicy}`);
@@ -542,6 +553,37 @@ async function retireStaff(
       changed++;
     }
     report[changed > 0 ? 'updated' : 'unchanged'].push(`retired-${value}`);
+  }
+}
+
+/** Each tenant backend the clinic file no longer names: its membership deleted (the client is kept, unusable). */
+async function retireBackends(
+  medplum: MedplumClient,
+  backends: NonNullable<ProvisionDefinition['backends']>,
+  adminApi: (path: string) => string,
+  report: ProvisionReport,
+): Promise<void> {
+  const clients = await medplum.searchResources(
+    'ClientApplication',
+    { _tag: `${backends.system}|`, _count: '1000' },
+    { cache: 'no-cache' },
+  );
+  for (const client of clients) {
+    const code = client.meta?.tag?.find((t) => t.system === backends.system)?.code;
+    if (!code || backends.keep.includes(code)) {
+      continue;
+    }
+    const membership = await medplum.searchOne(
+      'ProjectMembership',
+      { profile: `ClientApplication/${client.id}` },
+      { cache: 'no-cache' },
+    );
+    if (membership) {
+      await medplum.delete(adminApi(`members/${membership.id}`));
+      report.updated.push(`retired-backend-${code}`);
+    } else {
+      report.unchanged.push(`retired-backend-${code}`);
+    }
   }
 }
 

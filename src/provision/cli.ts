@@ -1,5 +1,6 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { MedplumClient } from '@medplum/core';
+import { SYSTEMS } from '../../contracts/systems';
 import { CREDENTIAL_HELP, CREDENTIAL_OPTIONS, credentialsFrom, parseCommand } from '../cli/options';
 import { loadFhirSchema } from '../embedded/schema';
 import { applyDefinition, currentProject, type ProvisionReport } from './apply';
@@ -133,12 +134,22 @@ async function main(): Promise<void> {
     if (!gateway) {
       throw new Error("The gateway's client was not found after provisioning (ClientApplication tagged gateway)");
     }
+    const backends = await backendCredentials(medplum, report);
     const secrets = [
       EDGE_KEY_COMMENT,
       `EDGE_STATEMENT_KEY=${edgeKey.key}`,
       "# The gateway's own client: it checks at start that EDGE_STATEMENT_KEY is the Project's.",
       `GATEWAY_CLIENT_ID=${gateway.clientId}`,
       `GATEWAY_CLIENT_SECRET=${gateway.clientSecret}`,
+      ...(backends.length > 0
+        ? [
+            "# Each tenant backend's client (client credentials): it reads its tenant's patients' records (docs/clinic.md).",
+            ...backends.flatMap((b) => [
+              `${b.name}_CLIENT_ID=${b.clientId}`,
+              `${b.name}_CLIENT_SECRET=${b.clientSecret}`,
+            ]),
+          ]
+        : []),
       '',
     ].join('\n');
     writeFileSync(values.out, `${settings}${secrets}`, { mode: 0o600 });
@@ -207,6 +218,32 @@ export function planText(plan: ProvisionReport): string {
     ...retired.map((k) => `retire   ${k.slice('retired-'.length)}`),
     `(a dry run: nothing was written; ${plan.unchanged.length} unchanged)`,
   ].join('\n');
+}
+
+/** Each tenant backend's client, as `TENANT_BACKEND_<TENANT>_<KEY>` and its id and secret (for --out only). */
+async function backendCredentials(
+  medplum: MedplumClient,
+  report: ProvisionReport,
+): Promise<{ name: string; clientId: string; clientSecret: string }[]> {
+  const credentials: { name: string; clientId: string; clientSecret: string }[] = [];
+  for (const [key, reference] of Object.entries(report.references)) {
+    if (!key.startsWith('backend-') || !reference.startsWith('ClientApplication/')) {
+      continue;
+    }
+    const client = await medplum.readResource('ClientApplication', reference.split('/')[1] as string, {
+      cache: 'no-cache',
+    });
+    const code = client.meta?.tag?.find((t) => t.system === SYSTEMS.tenantBackend)?.code;
+    if (code && client.secret) {
+      const [tenant, backend] = code.split('/');
+      credentials.push({
+        name: `TENANT_BACKEND_${tenantEnvName(tenant as string)}_${tenantEnvName(backend as string)}`,
+        clientId: client.id as string,
+        clientSecret: client.secret,
+      });
+    }
+  }
+  return credentials;
 }
 
 /** The signing secrets of the definition's webhook tenants that the environment gives. */

@@ -21,7 +21,7 @@ import type { MemberResource } from './apply';
 import { conditionCatalog, platformCatalogResources, programResources, stateJurisdictions } from './catalog';
 import { type KeyedResource, keyRef, type ProvisionDefinition, platformDefinition } from './definition';
 import { visitPractitionerResources, visitTeamResource } from './schedules';
-import { tenantSpecResources } from './tenants';
+import { tenantBackends, tenantSpecResources } from './tenants';
 
 /**
  * The clinic file (docs/clinic.md): read, checked against its contract (contracts/clinic.ts) and across
@@ -214,6 +214,9 @@ function crossChecks(clinic: Clinic): Found[] {
         });
       }
     };
+    tenant.backends.forEach((b, i) => {
+      once(`backend ${t}`, b.key, [...at, 'backends', i, 'key'], 'backend key');
+    });
     tenant.clinicians.forEach((c, i) => {
       const cp: Path = [...at, 'clinicians', i];
       once(`person ${t}`, c.key, [...cp, 'key'], 'person key');
@@ -373,16 +376,23 @@ export function clinicDefinition(loaded: LoadedClinic): ProvisionDefinition {
   const staffKeys = clinic.tenants.flatMap((t) =>
     [...t.clinicians, ...t.visitPractitioners].map((p) => `${t.key}/${p.key}`),
   );
+  const backends = clinic.tenants.map((t) => tenantBackends(t.key, t.backends));
   return {
     ...platformDefinition,
     resources: [
       ...platformDefinition.resources,
+      ...backends.flatMap((b) => b.resources),
       ...stateJurisdictions(states),
       ...platformCatalogResources(),
       ...clinic.agreements.flatMap((a) => agreementVersions(a, undefined, loaded)),
       ...clinic.tenants.flatMap((t) => tenantOf(t, loaded)),
     ],
+    integrations: [...platformDefinition.integrations, ...backends.flatMap((b) => b.integrations)],
     staff: { system: SYSTEMS.clinicStaff, keep: staffKeys },
+    backends: {
+      system: SYSTEMS.tenantBackend,
+      keep: clinic.tenants.flatMap((t) => t.backends.map((b) => `${t.key}/${b.key}`)),
+    },
   };
 }
 

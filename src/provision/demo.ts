@@ -6,6 +6,7 @@ import { demoCatalog } from './catalog';
 import type { KeyedResource, ProvisionDefinition } from './definition';
 import { keyRef, platformDefinition, tenantResources } from './definition';
 import { demoSchedules } from './schedules';
+import { tenantBackends } from './tenants';
 
 export interface DemoPatient {
   key: string;
@@ -168,10 +169,16 @@ function demoClinicianResources(tenant: { key: string; name: string }): KeyedRes
  * `webhooks`, those tenants' webhook endpoints (by tenant key).
  */
 export function demoDefinition(options: { webhooks?: Record<string, string> } = {}): ProvisionDefinition {
+  // Each demo tenant's own server: reads its patients' records (what its webhooks name).
+  const backends = DEMO_TENANTS.map((t) =>
+    tenantBackends(t.key, [{ key: 'app-server', name: `${t.name} app server` }]),
+  );
   return {
     ...platformDefinition,
+    integrations: [...platformDefinition.integrations, ...backends.flatMap((b) => b.integrations)],
     resources: [
       ...platformDefinition.resources,
+      ...backends.flatMap((b) => b.resources),
       // Each tenant's demo clinicians are members of its intake-review queue.
       ...DEMO_TENANTS.flatMap((t) =>
         tenantResources(t.key, t.name, t.appId, demoClinicianResources(t), options.webhooks?.[t.key]),

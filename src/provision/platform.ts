@@ -8,6 +8,7 @@ import { sendMessage } from './bots/messages';
 import { composeOffer, decideOrder, eligibility } from './bots/spine';
 import { appointments, availability, materializeSlots, visitCompletion, visitReview } from './bots/visits';
 import { webhooks } from './bots/webhooks';
+import { tenantBackendPolicy } from './policies/backend';
 import { clinicianPolicy } from './policies/clinician';
 import { patientPolicy } from './policies/patient';
 import type { ProvisionDefinition } from './shape';
@@ -40,6 +41,8 @@ export const platformDefinition: ProvisionDefinition = {
         resource: clinicianPolicy(),
       },
     },
+    // A tenant's backend reads its tenant's patients' records (a clinic's `backends`), nothing else.
+    { key: 'tenant-backend', policy: { name: 'Tenant backend (reads its tenant)', resource: tenantBackendPolicy() } },
     readDocument.access,
     acceptAgreements.access,
     smsOptOut.access,

@@ -1,4 +1,4 @@
-import type { AccessPolicy, Project, Reference, Resource } from '@medplum/fhirtypes';
+import type { AccessPolicy, Project, ProjectMembership, Reference, Resource } from '@medplum/fhirtypes';
 
 /**
  * A declarative description of everything a Medplum project needs for this platform. Applied
@@ -17,13 +17,24 @@ export interface ProvisionDefinition {
   /** Organizations, client applications, catalog: created or updated in this order. */
   resources: KeyedResource[];
   /** Machine clients of the platform (provisioned ClientApplications) and the policy each signs in with. */
-  integrations: { key: string; accessPolicy: string }[];
+  integrations: {
+    key: string;
+    /** The one policy it signs in with, or `access` (policies with parameters, by key references). */
+    accessPolicy?: string;
+    access?: NonNullable<ProjectMembership['access']>;
+  }[];
   /**
    * The people a clinic file provisions (Practitioners identified under `system`, values `<tenant>/<key>`):
    * one found in the Project whose value is not in `keep` has left the clinic, and is retired (her access
    * revoked, her open work returned to its queue, her calendar closed; her records kept).
    */
   staff?: { system: string; keep: string[] };
+  /**
+   * The tenant backends a clinic file provisions (ClientApplications tagged under `system`, codes
+   * `<tenant>/<key>`): one found whose code is not in `keep` was removed from the file, and is retired (its
+   * membership deleted: its credentials no longer sign in).
+   */
+  backends?: { system: string; keep: string[] };
 }
 
 /** An access policy of the project, by key (bots, memberships and integrations name it so). */

@@ -1,7 +1,7 @@
 import type { Organization, Practitioner } from '@medplum/fhirtypes';
-import { EXTENSIONS, type FulfilmentMethod, SYSTEMS } from '../../contracts/systems';
+import { EXTENSIONS, type FulfilmentMethod, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 import type { MemberResource } from './apply';
-import { type KeyedResource, keyRef } from './shape';
+import { type KeyedResource, keyRef, type ProvisionDefinition } from './shape';
 
 /** A tenant's resources: its Organization, staff, work queues, patient app and fulfilment policy. */
 
@@ -39,6 +39,45 @@ export interface TenantSpec {
   staff: readonly { entry: KeyedResource; queues: readonly string[] }[];
   /** The endpoint its patients' events are delivered to, when it takes webhooks. */
   webhook?: string;
+}
+
+/** A tenant's backend: a machine client of its own server that reads its patients' records (docs/clinic.md). */
+export interface BackendSpec {
+  key: string;
+  name: string;
+}
+
+/** A tenant backend's provisioning key. */
+export const backendKey = (tenant: string, backend: string): string => `backend-${tenant}-${backend}`;
+
+/**
+ * A tenant's backends: each a ClientApplication (client credentials) tagged with its tenant and key, signing
+ * in with the `tenant-backend` policy and its tenant as the `organization` parameter.
+ */
+export function tenantBackends(
+  tenant: string,
+  backends: readonly BackendSpec[],
+): { resources: KeyedResource[]; integrations: ProvisionDefinition['integrations'] } {
+  return {
+    resources: backends.map((b) => ({
+      key: backendKey(tenant, b.key),
+      resource: {
+        resourceType: 'ClientApplication',
+        name: b.name,
+        description: `Backend of tenant ${tenant}: reads its patients' records (what its webhooks name), nothing of another tenant.`,
+        meta: { tag: [{ system: SYSTEMS.tenantBackend, code: `${tenant}/${b.key}` }] },
+      },
+    })),
+    integrations: backends.map((b) => ({
+      key: backendKey(tenant, b.key),
+      access: [
+        {
+          policy: keyRef('policy-tenant-backend'),
+          parameter: [{ name: TENANT_PARAMETER, valueReference: keyRef(`org-${tenant}`) }],
+        },
+      ],
+    })),
+  };
 }
 
 /** A queue's provisioning key. */

@@ -150,6 +150,7 @@ describe('a clinic provisioned from its file', () => {
       'agreement-lakeside-oregon-telehealth-1',
       'catalog-lakeside-plan-hypertension-treatment-v2',
       'catalog-jurisdiction-us-or',
+      'backend-lakeside-app-server',
     ]) {
       expect(first.created, key).toContain(key);
     }
@@ -266,6 +267,11 @@ describe('day 2: the file edited and applied again', () => {
           '- { from: 2026-12-25, reason: Christmas Day }',
           `- { from: ${holiday}, reason: Training day }\n          - { from: 2026-12-25, reason: Christmas Day }`,
         )
+        // Its app server is replaced by another.
+        .replace(
+          '- { key: app-server, name: Lakeside app server }',
+          '- { key: app-server-2, name: Lakeside app server 2 }',
+        )
         // A new version of the terms, published today.
         .replace(
           '            document: agreements/terms-2026-12.html\n',
@@ -285,8 +291,10 @@ describe('day 2: the file edited and applied again', () => {
         'visit-role-lakeside-moreau',
         'work-returned-clinician-lakeside-lindqvist-1',
         'retired-lakeside/okafor',
+        'retired-backend-lakeside/app-server',
       ]),
     );
+    expect(planned.created).toContain('backend-lakeside-app-server-2');
     expect(plan.writes.length).toBeGreaterThan(0);
     // Nothing of it happened.
     expect(await membershipOf(lindqvist)).toEqual(membershipBefore);
@@ -326,6 +334,21 @@ describe('day 2: the file edited and applied again', () => {
       headers: { authorization: `Bearer ${okaforToken}` },
     });
     expect(withOldToken.status).toBe(401);
+    // The backend removed from the file no longer signs in; its replacement does.
+    const signInAs = async (key: string) => {
+      const client = await gw.backend.admin.searchOne(
+        'ClientApplication',
+        { _tag: `${SYSTEMS.tenantBackend}|lakeside/${key}` },
+        { cache: 'no-cache' },
+      );
+      const medplum = new MedplumClient({ baseUrl: gw.backend.baseUrl, fetch: gw.backend.fetch, cacheTime: 0 });
+      await medplum.startClientLogin(client?.id as string, client?.secret as string);
+      return medplum;
+    };
+    await expect(signInAs('app-server')).rejects.toThrow();
+    expect((await (await signInAs('app-server-2')).readResource('Patient', patient.patientId)).id).toBe(
+      patient.patientId,
+    );
     // The day away: none of her slots that day is offered any more.
     const role = (await byTag('PractitionerRole', 'visit-role-lakeside-moreau')) as WithId<PractitionerRole>;
     expect(role.notAvailable?.[0]).toEqual({ description: 'Training day', during: { start: holiday, end: holiday } });
