@@ -88,7 +88,7 @@ function askWhatTheRunReads(
   const tenantReads = ahead(
     medplum
       .readReference({ reference: review.for?.reference ?? '' } as Reference<Patient>)
-      .then((p) => ({ queue: ahead(tenantQueue(medplum, p)) })),
+      .then((p) => ({ queue: ahead(tenantQueue(medplum, p, 'select-treatment')) })),
   );
   const selecting = selectingEarly ?? ahead(selectionOf(medplum, `Task/${review.id}`));
   const engine = ahead(medplum.searchOne('Device', { identifier: `${SYSTEMS.device}|eligibility-engine` }));

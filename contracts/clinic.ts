@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { AGREEMENT_CATEGORIES } from '../bots/lib/agreement-rules';
-import { CLINICIAN_KINDS } from '../bots/lib/queues';
+import { AgreementCategorySchema } from './agreements';
+import { CLINICIAN_WORK_KINDS } from './systems';
 import { allowedWebhookEndpoint } from './webhook-rules';
 
 /**
@@ -129,7 +129,7 @@ export const ClinicAgreementSchema = z
     key: key('an agreement key'),
     /** The agreement's identity across versions; each version's text is published at `<url>/<version>.html`. */
     url: https,
-    category: z.enum(AGREEMENT_CATEGORIES),
+    category: z.enum(AgreementCategorySchema.options),
     title: z.string().min(1).max(200),
     required: z.boolean(),
     /** Only for patients living in this state. */
@@ -159,7 +159,7 @@ export const ClinicQueueSchema = z
     key: key('a queue key'),
     name: z.string().min(1).max(100),
     /** The kinds of work it receives. */
-    work: z.array(z.enum(CLINICIAN_KINDS as [string, ...string[]])).default([]),
+    work: z.array(z.enum(CLINICIAN_WORK_KINDS)).default([]),
     /** Receives every kind of work no queue of its tenant names (at most one per tenant). */
     default: z.boolean().default(false),
   })

@@ -231,6 +231,21 @@ export const TENANT_PARAMETER = 'organization';
  */
 export const QUEUES_PARAMETER = 'queues';
 
+/**
+ * The kinds of clinician work the platform issues (Task.code under SYSTEMS.taskKind), each routed to the
+ * queue of her tenant that receives it (SYSTEMS.queueWork; a clinic file's queues).
+ */
+export const CLINICIAN_WORK_KINDS = [
+  'review-intake',
+  'select-treatment',
+  'review-reading',
+  'review-response',
+  'review-request',
+  'review-unenrollment',
+  'review-async-visit',
+] as const;
+export type ClinicianWorkKind = (typeof CLINICIAN_WORK_KINDS)[number];
+
 /** The `queues` parameter's value for these CareTeam references. */
 export const queuesValue = (queues: readonly string[]): string =>
   queues.length === 0 ? '{}' : queues.map((q) => `'${q.replaceAll("'", '')}'`).join(' | ');

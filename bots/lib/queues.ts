@@ -11,7 +11,7 @@ import type {
   Resource,
   Task,
 } from '@medplum/fhirtypes';
-import { SYSTEMS, VISIT_TYPES } from '../../contracts/systems';
+import { CLINICIAN_WORK_KINDS, type ClinicianWorkKind, SYSTEMS, VISIT_TYPES } from '../../contracts/systems';
 import { formInput, formInstructions } from '../../contracts/work-forms';
 import { absent } from './absent';
 import { readInput } from './input';
@@ -97,7 +97,7 @@ const TITLES: Record<string, string> = {
  * marks it urgent and overdue, so it comes first. An urgent kind's window is shorter. The platform's
  * defaults (issue 48); an asynchronous visit's review is due at the end of its review window instead.
  */
-export const DUE_WITHIN_HOURS: Record<string, number> = {
+export const DUE_WITHIN_HOURS: Record<ClinicianWorkKind, number> = {
   'review-intake': 48,
   'select-treatment': 24,
   'review-reading': 4,
@@ -109,10 +109,11 @@ export const DUE_WITHIN_HOURS: Record<string, number> = {
 };
 
 /** The kinds of clinician work the platform issues (Task.code under SYSTEMS.taskKind). */
-export const CLINICIAN_KINDS = Object.keys(DUE_WITHIN_HOURS);
+export const CLINICIAN_KINDS: readonly string[] = CLINICIAN_WORK_KINDS;
 
 const dueDate = (work: ClinicianWork, issued: Date): string =>
-  work.due ?? new Date(issued.getTime() + (DUE_WITHIN_HOURS[work.code] ?? 72) * 3600_000).toISOString();
+  work.due ??
+  new Date(issued.getTime() + ((DUE_WITHIN_HOURS as Record<string, number>)[work.code] ?? 72) * 3600_000).toISOString();
 
 /**
  * The queue as a performer type: which queue's work it is (SYSTEMS.queue, `CareTeam/<id>`: what the

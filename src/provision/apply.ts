@@ -134,7 +134,12 @@ export async function applyDefinition(
   const upsert = async <T extends Resource>(
     key: string,
     desired: T,
-    options: { writeOnce?: boolean; seed?: ResourceFields; create?: (resource: T) => Promise<WithId<T>> } = {},
+    options: {
+      writeOnce?: boolean;
+      seed?: ResourceFields;
+      absent?: string[];
+      create?: (resource: T) => Promise<WithId<T>>;
+    } = {},
   ): Promise<WithId<T>> => {
     const resource = resolveKeys(tagged(key, desired), keys);
     const seed: ResourceFields = options.seed ? resolveKeys(options.seed, keys) : {};
@@ -160,13 +165,14 @@ export async function applyDefinition(
     if (!existing) {
       throw new Error(`${key} was not created`);
     }
-    if (!containsAll(existing, created ? { ...seed, ...resource } : resource)) {
+    const present = (options.absent ?? []).filter((field) => field in existing);
+    if (!containsAll(existing, created ? { ...seed, ...resource } : resource) || present.length > 0) {
       if (options.writeOnce && !created) {
         throw new Error(`${key} is published and write-once: publish a new version under a new key instead`);
       }
       result = (await medplum.updateResource(
         {
-          ...existing,
+          ...(Object.fromEntries(Object.entries(existing).filter(([field]) => !present.includes(field))) as T),
           // The seed only into what was created just now: afterwards those fields are their owner's.
           ...(created ? seed : {}),
           ...resource,
@@ -280,7 +286,7 @@ export async function applyDefinition(
     } else if (entry.retire) {
       await retire(entry.key, entry.resource.resourceType);
     } else {
-      await upsert(entry.key, entry.resource, { writeOnce: entry.writeOnce, seed: entry.seed });
+      await upsert(entry.key, entry.resource, { writeOnce: entry.writeOnce, seed: entry.seed, absent: entry.absent });
     }
   }
 

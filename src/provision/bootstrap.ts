@@ -88,7 +88,7 @@ async function main(): Promise<void> {
       `project ${result.project.id} (${result.createdProject ? 'created' : 'found'}), features ${(result.project.features ?? []).join(', ')}${result.featuresChanged ? ' (set)' : ''}`,
       `provisioning client ${result.client.id} (${result.createdClient ? 'created' : 'found'}, project admin)`,
       `written to ${values.out} (a secret: keep it out of git). Next (docs/deploy.md, step 2), in bash or sh:`,
-      `  set -a; . ${values.out.includes('/') ? values.out : `./${values.out}`}; set +a; npm run provision -- --out gateway.env   # makes the gateway's key and client, written there`,
+      `  set -a; . ${values.out.includes('/') ? values.out : `./${values.out}`}; set +a; npm run provision -- --clinic your-clinic.yaml --out gateway.env   # your clinic (docs/clinic.md); makes the gateway's key and client, written there`,
       '  or, for the real-Medplum lane on a project of its own (docs/real-medplum.md): npm run verify:medplum',
     ].join('\n'),
   );

@@ -6,7 +6,7 @@ import { loadFhirSchema } from '../embedded/schema';
 import { applyDefinition, currentProject, type ProvisionReport } from './apply';
 import { tenantEnvName, webhookSecretEnv, webhookTenants } from './bots/webhooks';
 import { readBotBundles } from './bundles';
-import { clinicDefinition, clinicOrigins, loadClinic } from './clinic';
+import { clinicDefinition, clinicOrigins, loadClinic, publishedVersionChanged } from './clinic';
 import { type ProvisionDefinition, platformDefinition } from './definition';
 import { demoDefinition } from './demo';
 import { edgeKeyPlan, gatewayClientOf, storedEdgeKey } from './edge-key';
@@ -79,14 +79,23 @@ async function main(): Promise<void> {
   const project = await currentProject(medplum);
   const projectId = project.id;
   const edgeKey = edgeKeyPlan(process.env.EDGE_STATEMENT_KEY, storedEdgeKey(project), values.out);
-  if ('refused' in edgeKey) {
+  // A plan writes no key: without one it is planned with a stand-in, and says what a real run needs.
+  const keyForPlan =
+    'refused' in edgeKey && values['dry-run']
+      ? { key: 'planned-edge-key-'.padEnd(64, '0'), made: false, changed: false }
+      : undefined;
+  if ('refused' in edgeKey && !keyForPlan) {
     console.error(edgeKey.refused);
     process.exitCode = 2;
     return;
   }
+  if ('refused' in edgeKey) {
+    console.error(`(for the real run: ${edgeKey.refused.replace(/ ?Nothing was written\.?/, '')})`);
+  }
+  const key = keyForPlan ?? (edgeKey as Exclude<typeof edgeKey, { refused: string }>);
   const options = {
     bundles: readBotBundles(definition),
-    edgeStatementKey: edgeKey.key,
+    edgeStatementKey: key.key,
     // Medplum's `storageBaseUrl`, where it is not `<base>storage/` (a hosted Medplum): the bots read
     // presigned attachment URLs with it.
     storageBaseUrl: process.env.STORAGE_BASE_URL || undefined,
@@ -103,8 +112,10 @@ async function main(): Promise<void> {
     try {
       plan = await applyDefinition(rehearsal.client, definition, { ...options, runBots: false });
     } catch (err) {
-      console.error(`${err instanceof Error ? err.message : String(err)}\nNothing was written.`);
-      process.exitCode = 1;
+      const text = err instanceof Error ? err.message : String(err);
+      const published = clinic?.ok ? publishedVersionChanged(clinic.loaded, text) : undefined;
+      console.error(`${published ?? text}\nNothing was written.`);
+      process.exitCode = published ? 2 : 1;
       return;
     }
     if (values['dry-run']) {
@@ -137,7 +148,7 @@ async function main(): Promise<void> {
     const backends = await backendCredentials(medplum, report);
     const secrets = [
       EDGE_KEY_COMMENT,
-      `EDGE_STATEMENT_KEY=${edgeKey.key}`,
+      `EDGE_STATEMENT_KEY=${key.key}`,
       "# The gateway's own client: it checks at start that EDGE_STATEMENT_KEY is the Project's.",
       `GATEWAY_CLIENT_ID=${gateway.clientId}`,
       `GATEWAY_CLIENT_SECRET=${gateway.clientSecret}`,
@@ -158,11 +169,11 @@ async function main(): Promise<void> {
       `(written to ${values.out}, readable by you alone: it also holds EDGE_STATEMENT_KEY and the gateway's client, GATEWAY_CLIENT_ID and GATEWAY_CLIENT_SECRET)`,
     );
   }
-  if (edgeKey.made) {
+  if (key.made) {
     console.log(
       `A new edge-statement key was made, stored in the Project and written to ${values.out} as EDGE_STATEMENT_KEY; keep that file with your secrets (the gateway reads it).`,
     );
-  } else if (edgeKey.changed) {
+  } else if (key.changed) {
     console.log(
       'The edge-statement key changed: restart every gateway of this Project with the new EDGE_STATEMENT_KEY (a gateway with the old one is refused by the bots).',
     );

@@ -3,7 +3,6 @@ import { readFileSync, statSync } from 'node:fs';
 import { basename, dirname, extname, isAbsolute, relative, resolve } from 'node:path';
 import type { Organization, PractitionerRole } from '@medplum/fhirtypes';
 import { isNode, LineCounter, parseDocument } from 'yaml';
-import { CLINICIAN_KINDS } from '../../bots/lib/queues';
 import { isTimeZone } from '../../bots/lib/slots';
 import {
   type Clinic,
@@ -14,7 +13,7 @@ import {
   US_STATES,
   type UsState,
 } from '../../contracts/clinic';
-import { SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
+import { CLINICIAN_WORK_KINDS, SYSTEMS, TENANT_PARAMETER } from '../../contracts/systems';
 import { WEBHOOK_SECRET_PATTERN, webhookSecrets } from '../../contracts/webhook-rules';
 import { type AgreementText, agreementDocument } from './agreements';
 import type { MemberResource } from './apply';
@@ -192,7 +191,7 @@ function crossChecks(clinic: Clinic): Found[] {
     }
     if (defaults.length === 0) {
       const routed = new Set(tenant.queues.flatMap((q) => q.work));
-      const unrouted = CLINICIAN_KINDS.filter((k) => !routed.has(k));
+      const unrouted = CLINICIAN_WORK_KINDS.filter((k) => !routed.has(k));
       if (unrouted.length > 0) {
         found.push({
           path: [...at, 'queues'],
@@ -226,6 +225,14 @@ function crossChecks(clinic: Clinic): Found[] {
           found.push({ path: [...cp, 'queues', k], message: `no queue ${JSON.stringify(q)} in this tenant` });
         }
       });
+    });
+    tenant.queues.forEach((q, i) => {
+      if (!tenant.clinicians.some((c) => c.queues.includes(q.key))) {
+        found.push({
+          path: [...at, 'queues', i],
+          message: `no clinician works queue ${JSON.stringify(q.key)}: its work would wait for nobody (name it in a clinician's queues)`,
+        });
+      }
     });
     tenant.visitPractitioners.forEach((p, i) => {
       const pp: Path = [...at, 'visitPractitioners', i];
@@ -263,9 +270,9 @@ function hoursProblems(p: ClinicVisitPractitioner, at: Path): Found[] {
   }
   for (const a of spans) {
     for (const b of spans.filter((s) => s.i > a.i)) {
-      const day = a.days.find((d) => b.days.includes(d));
-      if (day && a.start < b.end && b.start < a.end) {
-        found.push({ path: [...at, 'hours', b.i], message: `overlaps hours[${a.i}] on ${day}` });
+      const days = a.days.filter((d) => b.days.includes(d));
+      if (days.length > 0 && a.start < b.end && b.start < a.end) {
+        found.push({ path: [...at, 'hours', b.i], message: `overlaps hours[${a.i}] on ${days.join(', ')}` });
       }
     }
     const twice = a.days.find((d, k) => a.days.indexOf(d) !== k);
@@ -482,6 +489,32 @@ function agreementVersions(a: ClinicAgreement, tenant: string | undefined, loade
       text: loaded.documents.get(v.document),
     }),
   );
+}
+
+/**
+ * The rehearsal's refusal of a published version whose text changed (`<key> is published and write-once`),
+ * said as the file says it: the version, its agreement and where its document is named.
+ */
+export function publishedVersionChanged(loaded: LoadedClinic, message: string): string | undefined {
+  const key = /^(agreement-\S+) is published and write-once/.exec(message)?.[1];
+  const scopes: [string, ClinicAgreement[], string][] = [
+    ['platform', loaded.clinic.agreements, 'agreements'],
+    ...loaded.clinic.tenants.map((t, i): [string, ClinicAgreement[], string] => [
+      t.key,
+      t.agreements,
+      `tenants[${i}].agreements`,
+    ]),
+  ];
+  for (const [scope, agreements, path] of scopes) {
+    for (const [i, a] of agreements.entries()) {
+      for (const [j, v] of a.versions.entries()) {
+        if (agreementKey(scope, a.key, v.version) === key) {
+          return `${path}[${i}].versions[${j}].document: version ${v.version} of ${a.key} is published and its text (${v.document}) changed since; a published text never changes: add a new version with the new text`;
+        }
+      }
+    }
+  }
+  return undefined;
 }
 
 /** The CORS origins of every tenant's patient app (the gateway's CORS_ORIGINS). */

@@ -10,7 +10,7 @@ import { keyRef } from './definition';
  * PractitionerRole per state she is licensed in (its `location`, a jurisdiction Location) and working
  * hours (`availableTime`, wall-clock), one Schedule per role (the role, then herself, the role's time zone, the
  * visit type it serves), and the tenant's visit team (a CareTeam) of them. Free Slots are not written
- * here: the `materialize-slots` bot makes them from these hours, after provisioning and then daily.
+ * here: the `materialize-slots` bot makes them from these hours, after provisioning and then hourly.
  */
 interface VisitPractitioner {
   key: string;
@@ -138,7 +138,7 @@ export function visitTeamResource(tenant: string, name: string, members: readonl
     managingOrganization: [org],
     ...(members.length > 0 ? { participant: members.map((m) => ({ member: keyRef<Practitioner>(m) })) } : {}),
   };
-  return { key: `visit-team-${tenant}`, resource: team };
+  return { key: `visit-team-${tenant}`, resource: team, ...(members.length === 0 ? { absent: ['participant'] } : {}) };
 }
 
 function practitionerResources(p: VisitPractitioner, signIn: DemoSignIn): KeyedResource[] {

@@ -93,6 +93,8 @@ export interface KeyedResource {
    * demographics), which a later run must not overwrite. What `resource` sets stays the definition's.
    */
   seed?: ResourceFields;
+  /** Fields it must not have (a queue nobody is a member of any more: its `participant`), removed where present. */
+  absent?: string[];
   /**
    * The id a Medplum super admin gives the resource before provisioning, so that it is known in advance
    * (a demo patient app's client id, printed in the README). Only a super admin may choose an id

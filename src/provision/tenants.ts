@@ -146,6 +146,8 @@ export function tenantSpecResources(spec: TenantSpec): KeyedResource[] {
             ? { participant: members.map(({ entry }) => ({ member: keyRef<Practitioner>(entry.key) })) }
             : {}),
         },
+        // Nobody works it any more: nobody is listed as its member either.
+        ...(members.length === 0 ? { absent: ['participant'] } : {}),
       } satisfies KeyedResource;
     }),
     {

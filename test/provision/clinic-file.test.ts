@@ -89,7 +89,7 @@ const BAD: {
     place: new RegExp(
       `^clinic\\.yaml:${lineOf('start: "13:00"')}:\\d+ tenants\\[0\\]\\.visitPractitioners\\[0\\]\\.hours\\[1\\]$`,
     ),
-    says: /overlaps hours\[0\] on mon/,
+    says: /overlaps hours\[0\] on mon, tue, wed, thu$/,
   },
   {
     kind: 'a bad time zone',
@@ -175,6 +175,12 @@ const BAD: {
     edit: replace('        default: true\n', ''),
     place: new RegExp(`^clinic\\.yaml:${lineOf('queues:') + 1}:\\d+ tenants\\[0\\]\\.queues$`),
     says: /no queue receives review-intake, review-request, review-unenrollment, review-async-visit/,
+  },
+  {
+    kind: 'a queue nobody works',
+    edit: replace('queues: [treatment]', 'queues: [intake]'),
+    place: new RegExp(`^clinic\\.yaml:${lineOf('- key: treatment')}:\\d+ tenants\\[0\\]\\.queues\\[1\\]$`),
+    says: /no clinician works queue "treatment": its work would wait for nobody/,
   },
   {
     kind: 'a day that does not exist',

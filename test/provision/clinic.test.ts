@@ -257,11 +257,13 @@ describe('day 2: the file edited and applied again', () => {
   it('the plan (--dry-run) names every change and writes nothing', async () => {
     edit((t) =>
       t
-        // Dr. Lindqvist moves to intake; Dr. Okafor leaves the clinic.
+        // Dr. Lindqvist moves to intake, Dr. Okafor leaves the clinic, Dr. Haddad joins for treatment.
         .replace('queues: [treatment]\n', 'queues: [intake]\n')
         .replace(/ {6}- key: okafor\n(?: {8}.*\n)+/, '')
-        // Treatment work goes to intake too, now that nobody works the treatment queue.
-        .replace('work: [select-treatment, review-reading, review-response]', 'work: []')
+        .replace(
+          '    visitPractitioners:\n',
+          '      - key: haddad\n        name: { given: Rana, family: Haddad }\n        email: rana.haddad@lakeside-health.example\n        queues: [treatment]\n        passwordEnv: LAKESIDE_OKAFOR_PASSWORD\n\n    visitPractitioners:\n',
+        )
         // A day away for Dr. Moreau.
         .replace(
           '- { from: 2026-12-25, reason: Christmas Day }',
@@ -294,7 +296,9 @@ describe('day 2: the file edited and applied again', () => {
         'retired-backend-lakeside/app-server',
       ]),
     );
-    expect(planned.created).toContain('backend-lakeside-app-server-2');
+    expect(planned.created).toEqual(
+      expect.arrayContaining(['backend-lakeside-app-server-2', 'clinician-lakeside-haddad']),
+    );
     expect(plan.writes.length).toBeGreaterThan(0);
     // Nothing of it happened.
     expect(await membershipOf(lindqvist)).toEqual(membershipBefore);
@@ -315,7 +319,7 @@ describe('day 2: the file edited and applied again', () => {
       'erik.lindqvist@lakeside-health.example',
       EXAMPLE_ENV.LAKESIDE_LINDQVIST_PASSWORD,
     );
-    // Her old queue refuses her: she cannot take its work again.
+    // Her old queue refuses her: she cannot take its work again; who works it now can.
     await expect(
       lindqvistApp.updateResource({
         ...returned,
@@ -324,6 +328,15 @@ describe('day 2: the file edited and applied again', () => {
       }),
     ).rejects.toThrow();
     expect((await gw.backend.admin.readResource('Task', taken.id, { cache: 'no-cache' })).owner).toBeUndefined();
+    const haddad = await signIn('rana.haddad@lakeside-health.example', EXAMPLE_ENV.LAKESIDE_OKAFOR_PASSWORD);
+    const haddadRef = `Practitioner/${haddad.getProfile()?.id}`;
+    const hers = await haddad.updateResource({ ...returned, owner: { reference: haddadRef }, status: 'in-progress' });
+    expect(hers.owner?.reference).toBe(haddadRef);
+    // Each queue lists who works it now, and nobody else.
+    const members = async (key: string) =>
+      ((await byTag('CareTeam', key)) as CareTeam).participant?.map((p) => p.member?.reference) ?? [];
+    expect(await members('queue-lakeside-intake')).toEqual([`Practitioner/${lindqvist.id}`]);
+    expect(await members('queue-lakeside-treatment')).toEqual([haddadRef]);
     // Dr. Okafor can no longer sign in, and her token is refused; her Practitioner stays.
     const okafor = (await byTag('Practitioner', 'clinician-lakeside-okafor')) as WithId<Practitioner>;
     expect(await membershipOf(okafor)).toBeUndefined();
