@@ -100,8 +100,13 @@ export const eventsRoute = createRoute({
   request: { query: EventsQuerySchema },
   responses: {
     200: {
-      description:
+      description: [
         'The events after the cursor (possibly none), and the cursor to continue from. Asked with `Accept: text/event-stream`: the same feed as Server-Sent Events, each event’s `id` the cursor right after it (send it back as `Last-Event-ID`, or `after`, to resume), `event` its type and `data` the event as JSON, a look every 3 s and a comment line while idle; the stream ends after 5 minutes, and the client reconnects.',
+        "Every event is named by its type, so a listener listens to each type it wants (`source.addEventListener('task.ready', ...)`; the types:",
+        `${EVENT_TYPES.map((t) => `\`${t}\``).join(', ')});`,
+        'an `onmessage` handler receives none of them.',
+        "A browser's `EventSource` cannot send `Authorization`: a web page reads the stream with `fetch` and that header.",
+      ].join(' '),
       content: {
         'application/json': { schema: EventsSchema },
         'text/event-stream': { schema: z.string().openapi({ description: 'Server-Sent Events (see above).' }) },
