@@ -38,6 +38,10 @@ export const EventsQuerySchema = z
       .refine((v) => Number(v) <= MAX_EVENTS_PER_PAGE, { message: `at most ${MAX_EVENTS_PER_PAGE}` })
       .optional()
       .openapi({ description: `Events per page, 1 to ${MAX_EVENTS_PER_PAGE} (default ${DEFAULT_EVENTS_PER_PAGE}).` }),
+    ticket: z.string().max(8192).optional().openapi({
+      description:
+        'Instead of `Authorization` (a browser’s `EventSource` cannot send it): a ticket of `POST /v1/events/tickets`, valid one minute, for this feed only.',
+    }),
   })
   .strict();
 
@@ -89,6 +93,39 @@ const FEED = [
   'they answer completes (`task.completed`): there is no later processing step to wait for.',
 ].join(' ');
 
+export const EventTicketSchema = z
+  .object({
+    ticket: z.string().openapi({ description: 'Opaque; put it in the URL of her event stream, nowhere else.' }),
+    expiresAt: z.string().openapi({ description: 'Until when it opens a stream (a minute); the stream then runs on.' }),
+    url: z.string().openapi({
+      description: 'The stream’s path with the ticket, for `new EventSource(gateway + url)`.',
+      example: '/v1/events?ticket=et1.…',
+    }),
+  })
+  .openapi('EventTicket');
+
+export const eventTicketRoute = createRoute({
+  method: 'post',
+  path: '/v1/events/tickets',
+  operationId: 'events.ticket',
+  tags: ['Events'],
+  summary: 'A one-minute ticket for her event stream in a browser',
+  description: [
+    'A web page’s native `EventSource` cannot send `Authorization`, and her token must not sit in a URL (logs,',
+    'history, referrers). Asked with her token (never with a ticket), it answers a ticket that opens her',
+    'stream, `GET /v1/events?ticket=…` with `Accept: text/event-stream`, for one minute: it holds her token',
+    'sealed (encrypted and authenticated by the gateway), so the URL shows nothing of it, and it opens',
+    'nothing but her event feed. A stream it opened runs its course (5 minutes); to reconnect, the page asks',
+    'for a new ticket and opens a new `EventSource` (an `EventSource` would retry the same URL, whose ticket',
+    'has expired: 401).',
+  ].join(' '),
+  security: secured,
+  responses: {
+    201: { description: 'The ticket', content: { 'application/json': { schema: EventTicketSchema } } },
+    ...errorResponses(...SECURED_STATUSES),
+  },
+});
+
 export const eventsRoute = createRoute({
   method: 'get',
   path: '/v1/events',
@@ -105,7 +142,7 @@ export const eventsRoute = createRoute({
         "Every event is named by its type, so a listener listens to each type it wants (`source.addEventListener('task.ready', ...)`; the types:",
         `${EVENT_TYPES.map((t) => `\`${t}\``).join(', ')});`,
         'an `onmessage` handler receives none of them.',
-        "A browser's `EventSource` cannot send `Authorization`: a web page reads the stream with `fetch` and that header.",
+        "A browser's `EventSource` cannot send `Authorization`: a web page opens the stream with a one-minute ticket instead (`POST /v1/events/tickets`, then `new EventSource(gateway + url)`).",
       ].join(' '),
       content: {
         'application/json': { schema: EventsSchema },

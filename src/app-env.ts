@@ -2,6 +2,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { SessionClaims, TokenVerifier } from './auth/verify';
 import type { EdgeKeyVerdict } from './edge/edge-key';
+import type { EventTickets } from './edge/event-ticket';
 import type { Edge } from './edge/request';
 import type { EdgeSigner } from './edge/statement';
 import type { MedplumTarget, Upstream } from './medplum/client';
@@ -68,6 +69,8 @@ export interface AppDeps {
    * (the clickwrap proof). Absent: bots record no address or agent, since they cannot vouch for one.
    */
   edgeSigner?: EdgeSigner;
+  /** Tickets for her event stream in a browser (src/edge/event-ticket.ts), sealed with the edge key. */
+  eventTickets?: EventTickets;
   /** Origins whose pages may call the API from a browser (`CORS_ORIGINS`); default none. */
   corsOrigins?: readonly OriginRule[];
   /**

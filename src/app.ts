@@ -102,7 +102,7 @@ export function createApp(deps: AppDeps): App {
   registerAppointmentRoutes(app);
   registerDocumentRoutes(app);
   registerMessageRoutes(app);
-  registerEventRoutes(app, deps.limits.eventWaitsTotal);
+  registerEventRoutes(app, deps.limits.eventWaitsTotal, deps.eventTickets);
   registerFhirRoutes(app);
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
     type: 'http',
@@ -279,7 +279,15 @@ function authenticate(deps: AppDeps, verify: TokenVerifier): MiddlewareHandler<A
       return next();
     }
     const header = c.req.header('authorization') ?? '';
-    const token = /^Bearer ([A-Za-z0-9\-_.]+)$/.exec(header)?.[1];
+    // Her event feed in a browser: a ticket in the URL stands for her token (GET /v1/events only).
+    const ticket = !header && c.req.method === 'GET' && c.req.path === '/v1/events' ? c.req.query('ticket') : undefined;
+    const token = ticket ? await deps.eventTickets?.open(ticket) : /^Bearer ([A-Za-z0-9\-_.]+)$/.exec(header)?.[1];
+    if (ticket && !token) {
+      throw unauthenticated(
+        'invalid_token',
+        'The ticket is not valid or has expired: ask for a new one (POST /v1/events/tickets)',
+      );
+    }
     if (!token) {
       throw unauthenticated(header ? 'invalid_token' : 'missing_token', 'A bearer token is required');
     }

@@ -6,6 +6,7 @@ import { createApp } from './app';
 import { loadConfig } from './config';
 import { nodeAssetLoader } from './docs-assets-node';
 import { edgeKeyChecker, refuses } from './edge/edge-key';
+import { createEventTickets } from './edge/event-ticket';
 import { nodePeerAddress } from './edge/node-peer';
 import { createEdgeSigner } from './edge/statement';
 import { superviseMedplumThread } from './embedded/supervisor';
@@ -49,6 +50,7 @@ async function main(): Promise<void> {
       assets: nodeAssetLoader(),
       log: stdoutAccessLog(),
       edgeSigner: createEdgeSigner(config.remote.edgeStatementKey),
+      eventTickets: createEventTickets(config.remote.edgeStatementKey),
       corsOrigins: config.corsOrigins,
       ...edge,
     });
@@ -86,6 +88,7 @@ async function main(): Promise<void> {
     assets: nodeAssetLoader(),
     log: stdoutAccessLog(),
     edgeSigner: createEdgeSigner(medplum.edgeStatementKey),
+    eventTickets: createEventTickets(medplum.edgeStatementKey),
     corsOrigins: config.corsOrigins,
     ...edge,
   });

@@ -2,6 +2,7 @@ import { type App, createApp, DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from './app';
 import { MISSING_EDGE_KEY, MISSING_GATEWAY_CLIENT } from './config';
 import { trustedProxyList } from './edge/client-address';
 import { type EdgeKeyVerdict, edgeKeyChecker, refuses } from './edge/edge-key';
+import { createEventTickets } from './edge/event-ticket';
 import { createEdgeSigner } from './edge/statement';
 import type { AssetLoader } from './routes/docs';
 import { DOCS_ASSETS } from './routes/docs';
@@ -83,6 +84,7 @@ function appFor(env: WorkerEnv): NonNullable<typeof cached> {
         // Cloudflare sets CF-Connecting-IP to the address it was reached from, replacing any a client sent.
         peerAddress: (c) => c.req.header('cf-connecting-ip'),
         edgeSigner: createEdgeSigner(env.EDGE_STATEMENT_KEY as string),
+        eventTickets: createEventTickets(env.EDGE_STATEMENT_KEY as string),
         corsOrigins: parseOrigins(env.CORS_ORIGINS),
       }),
     };

@@ -4,11 +4,13 @@ import {
   DEFAULT_EVENTS_PER_PAGE,
   EventsSchema,
   eventsRoute,
+  eventTicketRoute,
   MAX_EVENT_WAIT_SECONDS,
   MAX_EVENTS_PER_PAGE,
 } from '../../contracts/events';
 import { patientEventWebhook, WEBHOOK_SIGNATURE_SCHEME } from '../../contracts/webhooks';
 import type { App, AppEnv } from '../app-env';
+import type { EventTickets } from '../edge/event-ticket';
 import { ApiError } from '../errors';
 import { decodeCursor, encodeCursor, type FeedCursor, look, START } from '../events/feed';
 import { medplumOf } from '../medplum/client';
@@ -29,11 +31,20 @@ export const STREAM_MS = 5 * 60_000;
  * instance; how many of hers wait at once is bounded instead (429 beyond WAITING_PER_CALLER), and so is
  * how many wait in all (beyond WAITING_TOTAL, waits answer at once: polling still works, never an outage).
  */
-export function registerEventRoutes(app: App, waitingTotal = WAITING_TOTAL): void {
+export function registerEventRoutes(app: App, waitingTotal = WAITING_TOTAL, tickets?: EventTickets): void {
   const waiting = waitingCount(waitingTotal);
   // What a tenant's backend receives (sent by the webhooks bot, not served here): in the document's `webhooks`.
   app.openAPIRegistry.registerComponent('securitySchemes', 'webhookSignature', WEBHOOK_SIGNATURE_SCHEME);
   app.openAPIRegistry.registerWebhook(patientEventWebhook);
+  app.openapi(eventTicketRoute, async (c) => {
+    // Asked with her token in the header (a ticket opens only the feed, never another ticket).
+    const token = /^Bearer (\S+)$/.exec(c.req.header('authorization') ?? '')?.[1];
+    if (!tickets || !token) {
+      throw new ApiError('upstream_unavailable', 'Tickets are not offered by this gateway', {});
+    }
+    const sealed = await tickets.seal(token);
+    return c.json({ ...sealed, url: `/v1/events?ticket=${sealed.ticket}` }, 201);
+  });
   app.openapi(eventsRoute, async (c) => {
     const query = c.req.valid('query');
     const streaming = (c.req.header('accept') ?? '').includes('text/event-stream');

@@ -35,7 +35,14 @@ import {
   unenrollRoute,
 } from '../../contracts/enrollments';
 import { ErrorEnvelopeSchema } from '../../contracts/errors';
-import { EventsQuerySchema, EventsSchema, eventsRoute } from '../../contracts/events';
+import {
+  EventsQuerySchema,
+  EventsSchema,
+  EventTicketSchema,
+  eventsRoute,
+  eventTicketRoute,
+} from '../../contracts/events';
+
 import {
   createQuestionnaireResponseRoute,
   readPatientRoute,
@@ -350,6 +357,12 @@ export function createPatientCareClient(options: ClientOptions) {
         EnrollmentSchema.parse(await call(unenrollRoute, { params: { id: carePlan.replace(/^CarePlan\//, '') } })),
     },
     events: {
+      /**
+       * A one-minute ticket for her stream in a browser: `new EventSource(gateway + ticket.url)`, then
+       * `addEventListener(type, ...)` for each event type it wants (the document lists them; events are named, so
+       * `onmessage` gets none).
+       */
+      ticket: async () => EventTicketSchema.parse(await call(eventTicketRoute, {})),
       /** Her events after a cursor (`next` of the page before), oldest first; `wait` seconds for one when none yet. */
       list: takes(EventsQuerySchema)(async (query = {}) => EventsSchema.parse(await call(eventsRoute, { query }))),
       /**

@@ -2,6 +2,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { type App, type AppDeps, createApp, DEFAULT_LIMITS } from '../../src/app';
 import { nodeAssetLoader } from '../../src/docs-assets-node';
+import { createEventTickets } from '../../src/edge/event-ticket';
 import { createEdgeSigner } from '../../src/edge/statement';
 import { openApiDocument } from '../../src/routes/docs';
 import { startTestBackend, type TestBackend, type TestBackendOptions } from './backend';
@@ -141,6 +142,7 @@ export function testApp(backend: TestBackend, overrides: Partial<AppDeps> = {}):
     trustedProxies: [TEST_LOAD_BALANCER],
     peerAddress: () => TEST_LOAD_BALANCER,
     edgeSigner: createEdgeSigner(backend.edgeStatementKey),
+    eventTickets: createEventTickets(backend.edgeStatementKey),
     ...overrides,
   });
 }

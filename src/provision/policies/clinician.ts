@@ -320,29 +320,12 @@ export const MITIGATION_ONLY = {
 export const OWN_ANSWERS_ONLY = {
   language: 'text/fhirpath' as const,
   expression:
-    `(%after.author.empty() or %after.author.reference = ${ME} or (${takenOverDraft()} and ` +
-    `%after.author.reference = %before.author.reference)) and ` +
-    `(%after.source.empty() or %after.source.reference = ${ME} or (${takenOverDraft()} and ` +
-    `%after.source.reference = %before.source.reference)) and ` +
+    `(%after.author.empty() or %after.author.reference = ${ME}) and ` +
+    `(%after.source.empty() or %after.source.reference = ${ME}) and ` +
     `(%before.exists().not() or (%before.status = 'in-progress' and (%before.meta.author.reference = ${ME} or ` +
-    `${takenOverDraft()})))`,
+    `(%before.questionnaire.startsWith('${SYSTEMS.workForm}/') and %before.subject.empty() and ` +
+    `%after.questionnaire = %before.questionnaire and %after.subject.empty()))))`,
 };
-
-/**
- * A colleague's unsubmitted draft of a work form (about nobody, in progress, the same form after): the one
- * she may take over. Its `source` may also stay as it was (the colleague who opened it): Medplum's Provider
- * app (5.1.29, TaskQuestionnaireForm) completes the draft from the copy it loaded, naming her, then saves it
- * again in the new holder's name; refused, that first save showed a false "Forbidden" though her answers
- * were then saved (issue 48, step 8). Who wrote each version is Medplum's `meta.author`, which is what the
- * bots believe, never `source`.
- */
-function takenOverDraft(): string {
-  return (
-    `(%before.exists() and %before.status = 'in-progress' and ` +
-    `%before.questionnaire.startsWith('${SYSTEMS.workForm}/') and %before.subject.empty() and ` +
-    `%after.questionnaire = %before.questionnaire and %after.subject.empty())`
-  );
-}
 
 /** The patients a Communication is addressed to, the same before and after (none added, none removed). */
 const PATIENT_RECIPIENTS = (side: 'before' | 'after') =>
