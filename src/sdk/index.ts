@@ -98,8 +98,18 @@ export class PatientCareApiError extends Error {
 export interface ClientOptions {
   /** The environment's host, e.g. https://api.example.com */
   baseUrl: string;
-  /** The patient's access token (not needed for `config.get`). */
-  accessToken?: string;
+  /**
+   * The patient's access token (not needed for `config.get`), or the hook that gives it before each call:
+   * a function returning a fresh one (after `refreshSignIn`, or `MedplumClient`'s own refresh) is how an app
+   * keeps a long session without making a new client.
+   */
+  accessToken?: string | (() => string | undefined | Promise<string | undefined>);
+  /**
+   * The Idempotency-Key its POSTs carry (your own: a retry of yours from a queue or after a restart sends
+   * the same key, and gets the first answer again). Without it each POST gets a new key of its own.
+   * Make one client per operation you retry this way.
+   */
+  idempotencyKey?: string;
   fetch?: typeof fetch;
 }
 
@@ -185,7 +195,7 @@ export function createPatientCareClient(options: ClientOptions) {
     if (route.method.toUpperCase() !== 'POST') {
       return sendOnce(route, input);
     }
-    const headers = { 'idempotency-key': crypto.randomUUID(), ...input.headers };
+    const headers = { 'idempotency-key': options.idempotencyKey ?? crypto.randomUUID(), ...input.headers };
     for (let attempt = 0; ; attempt++) {
       let response: Response | undefined;
       try {
@@ -213,8 +223,9 @@ export function createPatientCareClient(options: ClientOptions) {
       }
     }
     const headers: Record<string, string> = { accept: 'application/json, application/fhir+json', ...input.headers };
-    if (options.accessToken) {
-      headers.authorization = `Bearer ${options.accessToken}`;
+    const token = typeof options.accessToken === 'function' ? await options.accessToken() : options.accessToken;
+    if (token) {
+      headers.authorization = `Bearer ${token}`;
     }
     if (input.body !== undefined) {
       headers['content-type'] = 'application/json';
@@ -509,4 +520,126 @@ export function waitingOnSignInLimit(fetchImpl: typeof fetch, options: SignInWai
       await new Promise((resolve) => setTimeout(resolve, wait + 250));
     }
   }) as typeof fetch;
+}
+
+/**
+ * Signing in at Medplum without `@medplum/core` (issue 51): PKCE with S256 on every runtime that has Web
+ * Crypto (browsers, Node 22 and later, Workers), and never `plain` (a runtime without it is refused, loudly).
+ */
+export interface MedplumSignIn {
+  /** `config.get()`'s `medplumBaseUrl` and `projectId`. */
+  medplumBaseUrl: string;
+  projectId: string;
+  /** The tenant's patient app (its ClientApplication id). */
+  clientId: string;
+  fetch?: typeof fetch;
+}
+
+export interface Tokens {
+  accessToken: string;
+  refreshToken?: string;
+  /** When the access token expires (ISO 8601). */
+  expiresAt: string;
+}
+
+/** A PKCE pair, S256 (RFC 7636): the verifier stays with the app, the challenge goes to Medplum. */
+export async function pkce(): Promise<{ verifier: string; challenge: string; method: 'S256' }> {
+  if (!globalThis.crypto?.subtle || !globalThis.crypto.getRandomValues) {
+    throw new Error('Web Crypto is not available: PKCE S256 cannot be computed (never falls back to plain)');
+  }
+  const verifier = base64urlOf(crypto.getRandomValues(new Uint8Array(32)));
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier));
+  return { verifier, challenge: base64urlOf(new Uint8Array(digest)), method: 'S256' };
+}
+
+/** A patient signs in with her e-mail and password (Medplum's `/auth/login`, then the code for tokens). */
+export async function signIn(at: MedplumSignIn, credentials: { email: string; password: string }): Promise<Tokens> {
+  const { verifier, challenge } = await pkce();
+  const login = await medplumPost(at, 'auth/login', {
+    ...credentials,
+    projectId: at.projectId,
+    clientId: at.clientId,
+    // A refresh token comes only with `offline_access` (Medplum's tryLogin).
+    scope: 'openid offline_access',
+    codeChallenge: challenge,
+    codeChallengeMethod: 'S256',
+  });
+  return exchange(at, login.code, verifier);
+}
+
+/**
+ * A new patient registers through her tenant's app (`/auth/newuser`, `/auth/newpatient`, the code for
+ * tokens); then the app calls `patient.home()` once, which puts her in that app's tenant.
+ */
+export async function register(
+  at: MedplumSignIn,
+  person: { firstName: string; lastName: string; email: string; password: string },
+): Promise<Tokens> {
+  const { verifier, challenge } = await pkce();
+  const user = await medplumPost(at, 'auth/newuser', {
+    ...person,
+    projectId: at.projectId,
+    clientId: at.clientId,
+    scope: 'openid offline_access',
+    codeChallenge: challenge,
+    codeChallengeMethod: 'S256',
+  });
+  const patient = await medplumPost(at, 'auth/newpatient', { login: user.login, projectId: at.projectId });
+  return exchange(at, patient.code, verifier);
+}
+
+/** New tokens from her refresh token (the `accessToken` hook's usual source). */
+export async function refreshSignIn(at: MedplumSignIn, refreshToken: string): Promise<Tokens> {
+  return tokens(at, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: at.clientId });
+}
+
+async function exchange(at: MedplumSignIn, code: unknown, verifier: string): Promise<Tokens> {
+  if (typeof code !== 'string') {
+    throw new Error('Medplum answered no code (an account with several profiles is not a patient app sign-in)');
+  }
+  return tokens(at, { grant_type: 'authorization_code', code, code_verifier: verifier, client_id: at.clientId });
+}
+
+async function tokens(at: MedplumSignIn, form: Record<string, string>): Promise<Tokens> {
+  const response = await (at.fetch ?? fetch)(medplumUrl(at, 'oauth2/token'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form).toString(),
+  });
+  const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
+  if (!response.ok || typeof body.access_token !== 'string') {
+    throw new Error(
+      `Medplum refused the token request (${response.status}): ${String(body.error_description ?? body.error ?? '')}`,
+    );
+  }
+  const seconds = typeof body.expires_in === 'number' ? body.expires_in : 3600;
+  return {
+    accessToken: body.access_token,
+    refreshToken: typeof body.refresh_token === 'string' ? body.refresh_token : undefined,
+    expiresAt: new Date(Date.now() + seconds * 1000).toISOString(),
+  };
+}
+
+async function medplumPost(at: MedplumSignIn, path: string, body: unknown): Promise<Record<string, unknown>> {
+  const response = await (at.fetch ?? fetch)(medplumUrl(at, path), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
+  if (!response.ok) {
+    const issue = (answer as { issue?: { details?: { text?: string } }[] }).issue?.[0]?.details?.text;
+    throw new Error(`Medplum refused ${path} (${response.status})${issue ? `: ${issue}` : ''}`);
+  }
+  return answer;
+}
+
+const medplumUrl = (at: MedplumSignIn, path: string): string => `${at.medplumBaseUrl.replace(/\/?$/, '/')}${path}`;
+
+function base64urlOf(bytes: Uint8Array): string {
+  let binary = '';
+  for (const byte of bytes) {
+    binary += String.fromCharCode(byte);
+  }
+  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
 }
