@@ -66,7 +66,7 @@ async function deliverChange(
   const patient = await medplum.readResource('Patient', patientId).catch(absent);
   const tenant = await tenantOf(medplum, patient);
   const webhook = tenant ? tenantWebhook(tenant, secrets) : undefined;
-  if (!tenant || !webhook) {
+  if (!tenant || !webhook || (webhook.types && !webhook.types.includes(reading.type))) {
     return { delivered: false };
   }
   const id = eventId(version as Task & { id: string; meta: { versionId: string } });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AgreementCategorySchema } from './agreements';
 import { CLINICIAN_WORK_KINDS } from './systems';
-import { allowedWebhookEndpoint } from './webhook-rules';
+import { allowedWebhookEndpoint, WEBHOOK_EVENT_TYPES } from './webhook-rules';
 
 /**
  * The clinic file (docs/clinic.md): everything about one operator's clinic, written by hand (YAML or
@@ -226,6 +226,8 @@ export const ClinicTenantSchema = z
           error: 'an https:// URL without credentials (http only to this machine)',
         }),
         secretEnv: envName,
+        /** The event types it takes; without it, every type (the OpenAPI document's `webhooks`). */
+        events: z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).optional(),
       })
       .strict()
       .optional(),

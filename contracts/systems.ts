@@ -135,6 +135,8 @@ export const EXTENSIONS = {
   visitFulfilled: `${BASE}/fhir/StructureDefinition/visit-fulfilled`,
   /** On a tenant Organization: the https URL its patients' events are delivered to (valueUrl; contracts/webhooks.ts). */
   webhookEndpoint: `${BASE}/fhir/StructureDefinition/webhook-endpoint`,
+  /** The event types a tenant's endpoint takes (one `valueCode` each); none: every type. */
+  webhookEvents: `${BASE}/fhir/StructureDefinition/webhook-events`,
   /**
    * On a pending webhook delivery (Basic): complex, `tenant` (valueReference), `payload` (valueString, the
    * body sent), `attempts` (valueInteger), `next` (valueInstant: not tried again before), `last` (valueString:

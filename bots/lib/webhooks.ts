@@ -85,12 +85,18 @@ export function postSigned(
 export function tenantWebhook(
   tenant: Organization,
   secrets: Record<string, { valueString?: string }> | undefined,
-): { endpoint: string; secrets: string[] } | undefined {
+): { endpoint: string; secrets: string[]; types?: string[] } | undefined {
   const endpoint = tenant.extension?.find((e) => e.url === EXTENSIONS.webhookEndpoint)?.valueUrl;
+  // The types it takes (the clinic file's `webhook.events`); none listed: every type.
+  const types = tenant.extension
+    ?.filter((e) => e.url === EXTENSIONS.webhookEvents && e.valueCode)
+    .map((e) => e.valueCode as string);
   const key = tenant.identifier?.find((i) => i.system === SYSTEMS.tenant)?.value;
   const text = key ? secrets?.[webhookSecretName(key)]?.valueString : undefined;
   const signing = text ? webhookSecrets(text) : undefined;
-  return endpoint && signing && allowedWebhookEndpoint(endpoint) ? { endpoint, secrets: signing } : undefined;
+  return endpoint && signing && allowedWebhookEndpoint(endpoint)
+    ? { endpoint, secrets: signing, ...(types?.length ? { types } : {}) }
+    : undefined;
 }
 
 /** A delivery that waits for its next try, as stored (a Basic; SYSTEMS.webhookDelivery). */

@@ -457,6 +457,7 @@ function tenantOf(tenant: ClinicTenant, loaded: LoadedClinic): KeyedResource[] {
       name: tenant.name,
       redirectUris: tenant.patientApp.redirectUris,
       webhook: tenant.webhook?.url,
+      webhookEvents: tenant.webhook?.events,
       queues: tenant.queues,
       staff: clinicians,
     }),

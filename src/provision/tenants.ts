@@ -39,6 +39,8 @@ export interface TenantSpec {
   staff: readonly { entry: KeyedResource; queues: readonly string[] }[];
   /** The endpoint its patients' events are delivered to, when it takes webhooks. */
   webhook?: string;
+  /** The event types its endpoint takes (none: every type). */
+  webhookEvents?: readonly string[];
 }
 
 /** A tenant's backend: a machine client of its own server that reads its patients' records (docs/clinic.md). */
@@ -112,6 +114,9 @@ export function tenantSpecResources(spec: TenantSpec): KeyedResource[] {
           })),
           // Where its patients' events go (contracts/webhooks.ts); its signing secret is given to provisioning.
           ...(spec.webhook ? [{ url: EXTENSIONS.webhookEndpoint, valueUrl: spec.webhook }] : []),
+          ...(spec.webhook
+            ? (spec.webhookEvents ?? []).map((type) => ({ url: EXTENSIONS.webhookEvents, valueCode: type }))
+            : []),
         ],
       },
     },

@@ -1,4 +1,4 @@
-import type { Basic, Bot, Communication, Subscription } from '@medplum/fhirtypes';
+import type { Basic, Bot, Communication, Organization, Subscription } from '@medplum/fhirtypes';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
@@ -9,7 +9,7 @@ import { demoDefinition } from '../../src/provision/demo';
 import type { DemoActor } from '../support/backend';
 import { demoClinician } from '../support/clinicians';
 import { startTestGateway, type TestGateway } from '../support/gateway';
-import { startAssessment } from '../support/journey';
+import { completeTasks, startAssessment } from '../support/journey';
 import { freshPatient } from '../support/patients';
 import { scaled } from '../support/slowness';
 import { newWebhookSecret, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
@@ -166,6 +166,34 @@ describe('webhooks', () => {
     };
     await gw.backend.admin.executeBot(WEBHOOKS_BOT, { resourceType: 'Task', id: task.id }, 'application/fhir+json');
     expect(receiver.deliveries.slice(before)).toEqual([]);
+  });
+
+  it('delivers only the event types its endpoint takes (a clinic file’s webhook.events)', async () => {
+    const org = (await gw.backend.admin.searchOne('Organization', {
+      identifier: `${SYSTEMS.tenant}|northwind`,
+    })) as Organization & {
+      id: string;
+    };
+    const only = [{ url: EXTENSIONS.webhookEvents, valueCode: 'task.completed' }];
+    await gw.backend.admin.updateResource({ ...org, extension: [...(org.extension ?? []), ...only] });
+    try {
+      const patient = await freshPatient(gw.backend, { tenant: 'northwind', state: 'CA' });
+      const before = receiver.deliveries.length;
+      const started = await startAssessment(gw, patient, 'assessments/weight-intake');
+      await gw.backend.subscriptions.idle();
+      expect(receiver.deliveries.slice(before)).toEqual([]);
+      await completeTasks(gw, patient, started.tasks.slice(0, 1), { 'http://loinc.org|29463-7': 80 });
+      await gw.backend.subscriptions.idle();
+      const types = receiver.deliveries.slice(before).map((d) => (d.body as { type: string }).type);
+      expect(types.length).toBeGreaterThan(0);
+      expect(new Set(types)).toEqual(new Set(['task.completed']));
+    } finally {
+      const now = (await gw.backend.admin.readResource('Organization', org.id, { cache: 'no-cache' })) as Organization;
+      await gw.backend.admin.updateResource({
+        ...now,
+        extension: now.extension?.filter((e) => e.url !== EXTENSIONS.webhookEvents),
+      });
+    }
   });
 
   it('believes only its own reads: an invented version or record is not delivered', async () => {
