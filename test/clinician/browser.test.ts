@@ -136,7 +136,7 @@ describe('the demo clinician’s day in Chromium, through @medplum/react', () =>
 
     const tab = await browser.newPage();
     // Each step answers in well under a second; a missing element should fail the test, not its timeout.
-    tab.setDefaultTimeout(scaled(10_000));
+    tab.setDefaultTimeout(scaled(20_000));
     const log: string[] = [];
     tab.on('console', (message) => log.push(`${message.type()}: ${message.text()}`));
     tab.on('pageerror', (err) => log.push(`pageerror: ${err.message}`));
