@@ -41,6 +41,7 @@ export async function idempotencyKeys(ctx: AttackContext, people: Map<string, Pe
   const code = `${SYSTEMS.idempotency}|request`;
   const steps = {
     replay: `${family}: (a) a new Northwind patient (registered through Northwind's app, homed, living in Fresno, CA) accepts her unmet agreements (GET /v1/agreements/requirements) with key K through instance A (POST /v1/agreements/acceptances): 200, not replayed, one Consent per agreement; the same call with K through instance B (after Retry-After while A still stores its answer: 409 request_in_progress): 200, the same body, Idempotent-Replayed: true, no new Consent (her Consents as the admin reads them, at the same versions) and no Bot/$execute by B`,
+    retries: `${family}: (a2) K sent again 100 times, each as soon as the one before was answered, alternately through instances B and A: every answer 200, the first body, replayed; none 409 request_in_progress`,
     reused: `${family}: (b) K again with another body (one agreement only), through instance A: 422 idempotency_key_reused naming the header, nothing written (her Consents and her key's record at the same versions, no Bot/$execute by A)`,
     together: `${family}: (c) 10 concurrent calls with a new key K2 (a second new Northwind patient, her unmet agreements), alternately through instances A and B: exactly one answered 200 without Idempotent-Replayed, each other either 409 request_in_progress with Retry-After or 200 with the same body and Idempotent-Replayed: true; exactly one Consent of hers per agreement (as the admin reads them)`,
     record: `${family}: (d) her key's record on Medplum: as the admin, Basic?subject=Patient/<her id> holds one Basic with code ${code} and identifier ${SYSTEMS.idempotency}|<the sha-256 of K> (its stored answer 200); she reads it directly on Medplum with her token: 200`,
@@ -182,6 +183,30 @@ export async function idempotencyKeys(ctx: AttackContext, people: Map<string, Pe
     );
   } catch (err) {
     report('replay', 'FAILED', `the call threw: ${message(err)}`);
+  }
+  if (first) {
+    try {
+      const body = { agreements: first.unmet };
+      const firstAnswer = await accept(instanceA, first.person, body, K);
+      const tally = new Map<string, number>();
+      let differing = 0;
+      for (let i = 0; i < 100; i++) {
+        const sent = await accept(i % 2 === 0 ? instanceB : instanceA, first.person, body, K);
+        const said = `${sent.answer.status}${sent.replayed === 'true' ? ' replayed' : ''}`;
+        tally.set(said, (tally.get(said) ?? 0) + 1);
+        differing += sameText(sent, firstAnswer) ? 0 : 1;
+      }
+      const counts = [...tally].map(([said, n]) => `${n} x ${said}`).join(', ');
+      report(
+        'retries',
+        tally.get('200 replayed') === 100 && differing === 0 ? 'ok' : 'FAILED',
+        `${counts}; ${differing} bodies differing from the first`,
+      );
+    } catch (err) {
+      report('retries', 'FAILED', `the call threw: ${message(err)}`);
+    }
+  } else {
+    skip(['retries'], 'no first patient (the row above)');
   }
 
   // (b) K with another body.

@@ -84,5 +84,14 @@ describe('the answer to an Idempotency-Key is kept before it is sent', () => {
       expect(retry.body).toEqual(first.body);
       expect(retry.headers.get('idempotent-replayed')).toBe('true');
     }
+    // 100 immediate retries, each sent as soon as the one before was answered, at either instance: the
+    // first answer every time, never a 409 (issue 51, "what must be shown").
+    const statuses: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      const retry = await (i % 2 === 0 ? elsewhere : gw.call)('POST', '/v1/agreements/acceptances', options);
+      statuses.push(retry.status);
+      expect(retry.body).toEqual(first.body);
+    }
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
   });
 });
