@@ -524,7 +524,7 @@ export function waitingOnSignInLimit(fetchImpl: typeof fetch, options: SignInWai
 
 /**
  * Signing in at Medplum without `@medplum/core` (issue 51): PKCE with S256 on every runtime that has Web
- * Crypto (browsers, Node 22 and later, Workers), and never `plain` (a runtime without it is refused, loudly).
+ * Crypto (browsers, Node 22.18 and later, Workers), and never `plain` (a runtime without it is refused, loudly).
  */
 export interface MedplumSignIn {
   /** `config.get()`'s `medplumBaseUrl` and `projectId`. */
