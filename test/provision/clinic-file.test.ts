@@ -238,12 +238,9 @@ describe('npm run provision -- --clinic with a bad file', () => {
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
-
-  it('exits 2, prints every problem by its place, and asks Medplum nothing', () => {
-    const file = edited((t) =>
-      t.replace('states: [WA, OR]', 'states: [WA, XX]').replace('url: https://hooks.', 'url: http://hooks.'),
-    );
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/provision/cli.ts', '--clinic', file], {
+  /** `npm run provision -- --clinic FILE` against the recording Medplum, with this environment only. */
+  const provision = (file: string, env: Record<string, string>) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'src/provision/cli.ts', '--clinic', file], {
       encoding: 'utf8',
       timeout: scaled(60_000),
       env: {
@@ -251,9 +248,30 @@ describe('npm run provision -- --clinic with a bad file', () => {
         MEDPLUM_BASE_URL: baseUrl,
         MEDPLUM_CLIENT_ID: 'c0ffee00-0000-4000-8000-000000000001',
         MEDPLUM_CLIENT_SECRET: 'secret',
-        ...EXAMPLE_ENV,
+        ...env,
       },
     });
+
+  it.each(BAD.map((b) => [b.kind, b] as const))(
+    '%s: exits 2 naming the place, and asks Medplum nothing',
+    (_kind, bad) => {
+      const run = provision(edited(bad.edit), { ...EXAMPLE_ENV, ...bad.env });
+      expect(run.status, run.stderr).toBe(2);
+      const lines = run.stderr.split('\n').map((line) => /^(.*?): (.*)$/.exec(line));
+      expect(
+        lines.some((m) => m && bad.place.test(m[1] as string) && bad.says.test(m[2] as string)),
+        run.stderr,
+      ).toBe(true);
+      expect(run.stderr).toMatch(/: \d+ problems?; nothing was written\.$/m);
+      expect(requests).toEqual([]);
+    },
+  );
+
+  it('exits 2, prints every problem by its place, and asks Medplum nothing', () => {
+    const file = edited((t) =>
+      t.replace('states: [WA, OR]', 'states: [WA, XX]').replace('url: https://hooks.', 'url: http://hooks.'),
+    );
+    const run = provision(file, EXAMPLE_ENV);
     expect(run.status, run.stderr).toBe(2);
     expect(run.stderr).toMatch(/^clinic\.yaml:\d+:\d+ tenants\[0\]\.webhook\.url: an https:\/\/ URL/m);
     expect(run.stderr).toMatch(/^clinic\.yaml:\d+:\d+ tenants\[0\]\.states\[1\]: not a US state code/m);
