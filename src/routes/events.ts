@@ -42,6 +42,8 @@ export function registerEventRoutes(app: App, waitingTotal = WAITING_TOTAL, tick
     if (!tickets || !token) {
       throw new ApiError('upstream_unavailable', 'Tickets are not offered by this gateway', {});
     }
+    // Her session as Medplum knows it now (a revoked sign-in is refused here, not a minute later).
+    await medplumOf(c).readResource('Patient', c.get('session').patientId);
     const sealed = await tickets.seal(token);
     return c.json({ ...sealed, url: `/v1/events?ticket=${sealed.ticket}` }, 201);
   });
