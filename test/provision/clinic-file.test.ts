@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clinicJsonSchema } from '../../contracts/clinic';
-import { loadClinic } from '../../src/provision/clinic';
+import { loadClinic, publishedVersionChanged } from '../../src/provision/clinic';
 import { EXAMPLE, EXAMPLE_ENV } from '../support/clinic';
 import { scaled } from '../support/slowness';
 
@@ -215,6 +215,22 @@ describe('a clinic file with a mistake', () => {
       result.problems.some((p) => bad.place.test(p.place) && bad.says.test(p.message)),
       JSON.stringify(result.problems),
     ).toBe(true);
+  });
+
+  it('a published version whose text changed is named as the file names it (the rehearsal’s refusal)', () => {
+    const result = loadClinic(join(EXAMPLE, 'clinic.yaml'), EXAMPLE_ENV);
+    if (!result.ok) {
+      throw new Error(JSON.stringify(result.problems));
+    }
+    expect(
+      publishedVersionChanged(
+        result.loaded,
+        'agreement-lakeside-privacy-2026-12 is published and write-once: publish a new version under a new key instead',
+      ),
+    ).toBe(
+      'tenants[0].agreements[1].versions[0].document: version 2026-12 of privacy is published and its text (agreements/privacy-2026-12.html) changed since; a published text never changes: add a new version with the new text',
+    );
+    expect(publishedVersionChanged(result.loaded, 'bot-webhooks was not created')).toBeUndefined();
   });
 
   it('the example itself is a clinic, and its JSON Schema is the one generated from the contract', () => {
