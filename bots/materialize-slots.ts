@@ -139,54 +139,17 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     .slice(0, SLOTS_PER_RUN / 2);
   const change = changed.sort((a, b) => a.start.localeCompare(b.start)).slice(0, SLOTS_PER_RUN / 2);
   const slice = missing.slice(0, SLOTS_PER_RUN - refile.length - change.length);
-  let filed = 0;
-  let refiled = 0;
-  while (refiled < refile.length) {
-    const batch = refile.slice(refiled, refiled + quota.affords(UPDATE_POINTS));
-    if (batch.length === 0) {
-      break;
-    }
-    refiled += batch.length;
-    quota.spend(UPDATE_POINTS * batch.length);
-    const response = await medplum.executeBatch({
-      resourceType: 'Bundle',
-      type: 'batch',
-      entry: batch.map((slot) => ({
-        resource: { ...slot, meta: { ...slot.meta, accounts: tenantOf(schedules, slot) } },
-        request: { method: 'PUT', url: `Slot/${slot.id}`, ifMatch: `W/"${slot.meta?.versionId}"` },
-      })),
-    });
-    // A Slot booked meanwhile (412) is filed by the next run.
-    filed += (response.entry ?? []).filter((e) => e.response?.status?.startsWith('200')).length;
-  }
-  let withdrawn = 0;
-  let restored = 0;
-  for (let sent = 0; sent < change.length; ) {
-    const batch = change.slice(sent, sent + quota.affords(UPDATE_POINTS));
-    if (batch.length === 0) {
-      break;
-    }
-    sent += batch.length;
-    quota.spend(UPDATE_POINTS * batch.length);
-    // Under If-Match: a Slot booked meanwhile (412) stays booked.
-    const response = await medplum.executeBatch({
-      resourceType: 'Bundle',
-      type: 'batch',
-      entry: batch.map((slot) => ({
-        resource: slot.status === 'free' ? withdrawal(slot) : restoration(slot),
-        request: { method: 'PUT', url: `Slot/${slot.id}`, ifMatch: `W/"${slot.meta?.versionId}"` },
-      })),
-    });
-    batch.forEach((slot, index) => {
-      if (response.entry?.[index]?.response?.status?.startsWith('200')) {
-        if (slot.status === 'free') {
-          withdrawn++;
-        } else {
-          restored++;
-        }
-      }
-    });
-  }
+  // A Slot booked meanwhile (412) is filed by the next run, and never withdrawn: it stays booked.
+  const refiling = await rewrite(medplum, quota, refile, (slot) => ({
+    ...slot,
+    meta: { ...slot.meta, accounts: tenantOf(schedules, slot) },
+  }));
+  const filed = refiling.written.length;
+  const changing = await rewrite(medplum, quota, change, (slot) =>
+    slot.status === 'free' ? withdrawal(slot) : restoration(slot),
+  );
+  const withdrawn = changing.written.filter((slot) => slot.status === 'free').length;
+  const restored = changing.written.length - withdrawn;
   let made = 0;
   // Made by another run meanwhile (a 200 of the conditional create, or a 409 that the re-read found).
   let madeElsewhere = 0;
@@ -236,7 +199,7 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
       break;
     }
   }
-  const unsent = queue.length + (refile.length - refiled);
+  const unsent = queue.length + refiling.unsent;
   if (failed.length > 0 || (unsent > 0 && made + madeElsewhere + filed === 0)) {
     const text =
       failed.length > 0
@@ -298,6 +261,42 @@ class Quota {
   affords(pointsAtMost: number): number {
     return Math.min(PER_BATCH, Math.floor(this.left() / (2 * pointsAtMost)));
   }
+}
+
+/**
+ * Slots written again under If-Match (`as` each one), in batches the quota affords: those answered 200, and
+ * how many were not sent for want of quota. A Slot changed meanwhile (412) is left as it is.
+ */
+async function rewrite(
+  medplum: MedplumClient,
+  quota: Quota,
+  slots: Slot[],
+  as: (slot: Slot) => Slot,
+): Promise<{ written: Slot[]; unsent: number }> {
+  const written: Slot[] = [];
+  let sent = 0;
+  while (sent < slots.length) {
+    const batch = slots.slice(sent, sent + quota.affords(UPDATE_POINTS));
+    if (batch.length === 0) {
+      break;
+    }
+    sent += batch.length;
+    quota.spend(UPDATE_POINTS * batch.length);
+    const response = await medplum.executeBatch({
+      resourceType: 'Bundle',
+      type: 'batch',
+      entry: batch.map((slot) => ({
+        resource: as(slot),
+        request: { method: 'PUT', url: `Slot/${slot.id}`, ifMatch: `W/"${slot.meta?.versionId}"` },
+      })),
+    });
+    batch.forEach((slot, index) => {
+      if (response.entry?.[index]?.response?.status?.startsWith('200')) {
+        written.push(slot);
+      }
+    });
+  }
+  return { written, unsent: slots.length - sent };
 }
 
 /** Which of these keys a Slot now has (a re-read of creates answered 409), a search per KEYS_PER_READ. */

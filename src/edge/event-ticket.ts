@@ -1,4 +1,4 @@
-import { base64url } from '../shared/base64url';
+import { base64url, fromBase64url } from '../shared/base64url';
 
 /**
  * A ticket for her event stream in a browser (issue 51 item 2): a web page's native `EventSource` cannot
@@ -72,13 +72,4 @@ export function createEventTickets(edgeKey: string, clock: () => Date = () => ne
       }
     },
   };
-}
-
-function fromBase64url(text: string): Uint8Array<ArrayBuffer> {
-  const binary = atob(text.replaceAll('-', '+').replaceAll('_', '/'));
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) {
-    bytes[i] = binary.charCodeAt(i);
-  }
-  return bytes;
 }

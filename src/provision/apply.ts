@@ -539,12 +539,7 @@ async function retireStaff(
       continue;
     }
     const reference = `Practitioner/${person.id}`;
-    let changed = 0;
-    const membership = await medplum.searchOne('ProjectMembership', { profile: reference }, { cache: 'no-cache' });
-    if (membership) {
-      await medplum.delete(adminApi(`members/${membership.id}`));
-      changed++;
-    }
+    let changed = (await revokeMembership(medplum, reference, adminApi)) ? 1 : 0;
     changed += await returnWork(medplum, reference, () => true);
     const calendars = [
       ...(await medplum.searchResources(
@@ -560,6 +555,22 @@ async function retireStaff(
     }
     report[changed > 0 ? 'updated' : 'unchanged'].push(`retired-${value}`);
   }
+}
+
+/**
+ * The membership of a profile deleted through Medplum's admin API (`DELETE /admin/projects/:projectId/members/
+ * :membershipId`, packages/server/src/admin/project.ts): it no longer signs in. False when it had none.
+ */
+async function revokeMembership(
+  medplum: MedplumClient,
+  profile: string,
+  adminApi: (path: string) => string,
+): Promise<boolean> {
+  const membership = await medplum.searchOne('ProjectMembership', { profile }, { cache: 'no-cache' });
+  if (membership) {
+    await medplum.delete(adminApi(`members/${membership.id}`));
+  }
+  return Boolean(membership);
 }
 
 /** Each tenant backend the clinic file no longer names: its membership deleted (the client is kept, unusable). */
@@ -579,17 +590,8 @@ async function retireBackends(
     if (!code || backends.keep.includes(code)) {
       continue;
     }
-    const membership = await medplum.searchOne(
-      'ProjectMembership',
-      { profile: `ClientApplication/${client.id}` },
-      { cache: 'no-cache' },
-    );
-    if (membership) {
-      await medplum.delete(adminApi(`members/${membership.id}`));
-      report.updated.push(`retired-backend-${code}`);
-    } else {
-      report.unchanged.push(`retired-backend-${code}`);
-    }
+    const revoked = await revokeMembership(medplum, `ClientApplication/${client.id}`, adminApi);
+    report[revoked ? 'updated' : 'unchanged'].push(`retired-backend-${code}`);
   }
 }
 

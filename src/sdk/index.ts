@@ -42,7 +42,6 @@ import {
   eventsRoute,
   eventTicketRoute,
 } from '../../contracts/events';
-
 import {
   createQuestionnaireResponseRoute,
   readPatientRoute,
@@ -77,6 +76,7 @@ import {
   listTasksRoute,
   PatientTasksSchema,
 } from '../../contracts/tasks';
+import { base64url } from '../shared/base64url';
 import { msBeforeNext } from '../shared/rate-limit';
 
 /** How many times a POST is sent again, with its Idempotency-Key, when no answer came back. */
@@ -547,9 +547,9 @@ export async function pkce(): Promise<{ verifier: string; challenge: string; met
   if (!globalThis.crypto?.subtle || !globalThis.crypto.getRandomValues) {
     throw new Error('Web Crypto is not available: PKCE S256 cannot be computed (never falls back to plain)');
   }
-  const verifier = base64urlOf(crypto.getRandomValues(new Uint8Array(32)));
+  const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier));
-  return { verifier, challenge: base64urlOf(new Uint8Array(digest)), method: 'S256' };
+  return { verifier, challenge: base64url(new Uint8Array(digest)), method: 'S256' };
 }
 
 /** A patient signs in with her e-mail and password (Medplum's `/auth/login`, then the code for tokens). */
@@ -601,12 +601,10 @@ async function exchange(at: MedplumSignIn, code: unknown, verifier: string): Pro
 }
 
 async function tokens(at: MedplumSignIn, form: Record<string, string>): Promise<Tokens> {
-  const response = await (at.fetch ?? fetch)(medplumUrl(at, 'oauth2/token'), {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  const { response, body } = await medplumCall(at, 'oauth2/token', {
+    contentType: 'application/x-www-form-urlencoded',
     body: new URLSearchParams(form).toString(),
   });
-  const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
   if (!response.ok || typeof body.access_token !== 'string') {
     throw new Error(
       `Medplum refused the token request (${response.status}): ${String(body.error_description ?? body.error ?? '')}`,
@@ -620,26 +618,30 @@ async function tokens(at: MedplumSignIn, form: Record<string, string>): Promise<
   };
 }
 
-async function medplumPost(at: MedplumSignIn, path: string, body: unknown): Promise<Record<string, unknown>> {
-  const response = await (at.fetch ?? fetch)(medplumUrl(at, path), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
+async function medplumPost(at: MedplumSignIn, path: string, json: unknown): Promise<Record<string, unknown>> {
+  const { response, body } = await medplumCall(at, path, {
+    contentType: 'application/json',
+    body: JSON.stringify(json),
   });
-  const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
   if (!response.ok) {
-    const issue = (answer as { issue?: { details?: { text?: string } }[] }).issue?.[0]?.details?.text;
+    const issue = (body as { issue?: { details?: { text?: string } }[] }).issue?.[0]?.details?.text;
     throw new Error(`Medplum refused ${path} (${response.status})${issue ? `: ${issue}` : ''}`);
   }
-  return answer;
+  return body;
+}
+
+/** A POST to Medplum's auth API and its JSON answer (an empty object when it is not JSON). */
+async function medplumCall(
+  at: MedplumSignIn,
+  path: string,
+  send: { contentType: string; body: string },
+): Promise<{ response: Response; body: Record<string, unknown> }> {
+  const response = await (at.fetch ?? fetch)(medplumUrl(at, path), {
+    method: 'POST',
+    headers: { 'content-type': send.contentType },
+    body: send.body,
+  });
+  return { response, body: (await response.json().catch(() => ({}))) as Record<string, unknown> };
 }
 
 const medplumUrl = (at: MedplumSignIn, path: string): string => `${at.medplumBaseUrl.replace(/\/?$/, '/')}${path}`;
-
-function base64urlOf(bytes: Uint8Array): string {
-  let binary = '';
-  for (const byte of bytes) {
-    binary += String.fromCharCode(byte);
-  }
-  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
-}

@@ -6,3 +6,13 @@ export function base64url(bytes: Uint8Array): string {
   }
   return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
 }
+
+/** The bytes of base64url text (padding optional), with the platform's `atob`. */
+export function fromBase64url(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text.replaceAll('-', '+').replaceAll('_', '/'));
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) {
+    bytes[i] = binary.charCodeAt(i);
+  }
+  return bytes;
+}
