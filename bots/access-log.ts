@@ -3,8 +3,9 @@ import type { AuditEvent, AuditEventAgent, Bot, ClientApplication, Practitioner 
 import type { AccessLog } from '../contracts/access-log';
 import { ACCESS_LOG_READS_PER_MINUTE, ACCESS_LOG_RECORD_TYPES, ACCESS_LOG_SCOPE } from '../contracts/access-log-rules';
 import { absent } from './lib/absent';
+import { overBudget } from './lib/budget';
 import { ahead } from './lib/reads';
-import { type BotResult, fail } from './lib/result';
+import type { BotResult } from './lib/result';
 import { patientWorkflow } from './lib/trust';
 
 export type AccessLogResult = BotResult<AccessLog>;
@@ -27,7 +28,14 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     return start;
   }
   const patient = `Patient/${start.caller.patientId}`;
-  const spent = await overBudget(medplum, patient, event.bot?.reference);
+  // Her own budget (ACCESS_LOG_READS_PER_MINUTE): at it she is told when to come back, and nothing more is read.
+  const spent = await overBudget(
+    medplum,
+    patient,
+    event.bot?.reference,
+    ACCESS_LOG_READS_PER_MINUTE,
+    `At most ${ACCESS_LOG_READS_PER_MINUTE} reads of your access log a minute`,
+  );
   if (spent) {
     return spent;
   }
@@ -68,42 +76,6 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
     next ??= window.more;
   }
   return { ok: true, entries, ...(next ? { next } : {}), scope: ACCESS_LOG_SCOPE };
-}
-
-/**
- * Her own budget (ACCESS_LOG_READS_PER_MINUTE): Medplum records each run of a bot with its requester
- * (createBotAuditEvent, packages/server/src/util/auditevent.ts: agent[0] the requester, entity the Bot),
- * so her runs of this bot in the last minute are a search away; at the budget she is told when to come
- * back, and nothing more is read.
- */
-async function overBudget(
-  medplum: MedplumClient,
-  patient: string,
-  bot: string | undefined,
-): Promise<ReturnType<typeof fail> | undefined> {
-  if (!bot) {
-    return undefined;
-  }
-  const now = Date.now();
-  const runs = await medplum.searchResources(
-    'AuditEvent',
-    {
-      agent: patient,
-      entity: bot,
-      date: `ge${new Date(now - 60_000).toISOString()}`,
-      _sort: 'date',
-      _count: String(ACCESS_LOG_READS_PER_MINUTE),
-    },
-    { cache: 'no-cache' },
-  );
-  if (runs.length < ACCESS_LOG_READS_PER_MINUTE) {
-    return undefined;
-  }
-  const oldest = Date.parse(runs[0]?.recorded ?? '') || now;
-  return fail(429, 'rate_limited', `At most ${ACCESS_LOG_READS_PER_MINUTE} reads of your access log a minute`, {
-    retryAfter: Math.max(1, Math.ceil((oldest + 60_000 - now) / 1000)),
-    limit: ACCESS_LOG_READS_PER_MINUTE,
-  });
 }
 
 /** Windows of her entries read in one call at most (each one search per type of record). */

@@ -1,19 +1,19 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Appointment, Basic, Communication, Organization, Patient, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
-import type { WebhookEvent } from '../contracts/webhooks';
+import { WEBHOOK_DELIVERED_KEPT_HOURS, type WebhookEvent } from '../contracts/webhooks';
 import { absent } from './lib/absent';
 import { eventId, eventOf, patientOf } from './lib/events';
 import { readInput } from './lib/input';
 import {
   delivered,
-  MAX_TRIES,
   NOT_TRIED,
   nextTry,
   type Pending,
   pendingRecord,
   postSigned,
   readPending,
+  recordTry,
   tenantWebhook,
   unanswered,
 } from './lib/webhooks';
@@ -26,7 +26,10 @@ import {
  * it was told of itself (never the delivery's copy), reads it as her feed does (bots/lib/events.ts: the
  * same event, the same id), finds her tenant where she is now (her Patient's managingOrganization) and its
  * endpoint and secret, and POSTs the event signed. A try that fails is kept (a Basic of no patient's: her
- * policy cannot read it) and tried again on the bot's schedule with backoff, the same id each time.
+ * policy cannot read it; the tenant's backend reads it, its delivery log) and tried again on the bot's
+ * schedule with backoff, the same id each time; once delivered it stays in the log as `delivered` for
+ * WEBHOOK_DELIVERED_KEPT_HOURS (the schedule then lets it go). A delivery delivered at its first try is
+ * never written: the common case costs no write.
  *
  * Medplum does not try a subscription bot again when its code fails, and its own rest-hook would post
  * the whole record (her PHI) with a signature of its own scheme: so the bot signs and keeps what failed.
@@ -157,7 +160,10 @@ async function tryAgainWhatIsDue(
       break;
     }
   }
-  const results = await Promise.all(due.map(({ record, pending }) => tryAgain(medplum, record, pending, secrets, now)));
+  const results = await Promise.all([
+    ...due.map(({ record, pending }) => tryAgain(medplum, record, pending, secrets, now)),
+    letGoDelivered(medplum, now).then(() => false),
+  ]);
   return { tried: due.length, delivered: results.filter(Boolean).length };
 }
 
@@ -174,23 +180,20 @@ async function tryAgain(
   const outcome = webhook
     ? await postSigned(webhook.endpoint, webhook.secrets, pending.eventId, pending.payload, now)
     : 'unreachable';
-  const ifMatch = { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } };
-  if (delivered(outcome)) {
-    await medplum.deleteResource('Basic', record.id).catch(absent);
-    return true;
-  }
-  const attempts = pending.attempts + 1;
-  const next = nextTry(attempts, now);
-  const status = next && attempts < MAX_TRIES ? 'pending' : 'failed';
-  // Under If-Match: a run that crossed this one (and tried the same delivery) leaves one record of it.
-  await medplum
-    .updateResource(
-      {
-        ...pendingRecord({ ...pending, attempts, next: next ?? now.toISOString(), last: String(outcome) }, status),
-        id: record.id,
-      },
-      ifMatch,
-    )
-    .catch(() => undefined);
-  return false;
+  return (await recordTry(medplum, record, pending, outcome, now, 'scheduled')).status === 'delivered';
+}
+
+/** Delivered deliveries let go in one run at most (one search and a delete each). */
+const LET_GO_PER_RUN = 50;
+
+/** Deliveries delivered more than WEBHOOK_DELIVERED_KEPT_HOURS ago leave the log (oldest first). */
+async function letGoDelivered(medplum: MedplumClient, now: Date): Promise<void> {
+  const since = new Date(now.getTime() - WEBHOOK_DELIVERED_KEPT_HOURS * 3_600_000).toISOString();
+  const old = await medplum.searchResources('Basic', {
+    code: `${SYSTEMS.webhookDelivery}|delivered`,
+    _lastUpdated: `lt${since}`,
+    _sort: '_lastUpdated',
+    _count: String(LET_GO_PER_RUN),
+  });
+  await Promise.all(old.map((record) => medplum.deleteResource('Basic', record.id as string).catch(absent)));
 }

@@ -8,6 +8,7 @@ import { OrderDecisionsRequestSchema } from './orders';
 import { PatientRequestSchema } from './requests';
 import { AvailabilityQuerySchema } from './scheduling';
 import { MeasurementCompletionSchema, OfferDecisionSchema, QuestionnaireCompletionSchema } from './tasks';
+import { WEBHOOK_EVENT_ID_PATTERN } from './webhook-rules';
 
 /**
  * What each bot accepts as `event.input`. A bot's input is untrusted (anyone who can read the Bot can
@@ -103,6 +104,10 @@ export const BOT_INPUTS = {
   'patient-home': z.object({}).strict(),
   /** Nothing: it answers the id of the Project's edge-statement key to the gateway's client. */
   'edge-key-check': z.object({}).strict(),
+  /** Nothing: a test event to the tenant's endpoint; the tenant is the calling backend's. */
+  'webhook-test': z.object({}).strict(),
+  /** The kept delivery to try now, by its event id (`webhook-id`); of the calling backend's tenant only. */
+  'webhook-replay': z.object({ eventId: z.string().max(160).regex(WEBHOOK_EVENT_ID_PATTERN) }).strict(),
   /** A subscription delivery: the Communication that was written; the bot re-reads it by id. */
   'sms-opt-out': z
     .object({

@@ -25,6 +25,33 @@ export const WEBHOOK_RETRY_TICK_MINUTES = 5;
 /** How long one delivery waits for the receiver's answer. */
 export const WEBHOOK_TIMEOUT_MS = 5_000;
 
+/**
+ * A tenant backend's operations on its own webhook (docs/webhooks.md): the bots it may execute, by key
+ * (`Bot/$execute?identifier=<SYSTEMS.bots>|<key>`), and how often each may run a minute for one backend
+ * (its own runs, as Medplum records them): a backend cannot use the platform to flood its endpoint.
+ */
+export const WEBHOOK_OPERATIONS = {
+  test: { bot: 'webhook-test', perMinute: 5 },
+  replay: { bot: 'webhook-replay', perMinute: 30 },
+} as const;
+
+/** The type of the event a backend asks for to check its endpoint (never an event of a patient's). */
+export const WEBHOOK_TEST_EVENT_TYPE = 'webhook.test';
+
+/** How a kept delivery stands: waiting for a try, its tries spent, or delivered after a first try failed. */
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'failed', 'delivered'] as const;
+export type WebhookDeliveryStatus = (typeof WEBHOOK_DELIVERY_STATUSES)[number];
+
+/**
+ * How long a delivery that was delivered on a later try (the schedule's or a replay) stays in the log: longer
+ * than the whole schedule (about 46 hours), so an outage's every delivery can be followed to its end.
+ */
+export const WEBHOOK_DELIVERED_KEPT_HOURS = 72;
+
+/** An event id as the webhooks bot names one (`<type>/<id>/_history/<version>`): what a replay names. */
+export const WEBHOOK_EVENT_ID_PATTERN =
+  /^(Task|Appointment|Communication)\/[A-Za-z0-9\-.]{1,64}\/_history\/[A-Za-z0-9\-.]{1,64}$/;
+
 /** The Project secret holding a tenant's signing secret (`whsec_<base64>`), by the tenant's key. */
 export const webhookSecretName = (tenantKey: string): string => `webhook-secret-${tenantKey}`;
 

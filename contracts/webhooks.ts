@@ -1,5 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { WEBHOOK_EVENT_TYPES, WEBHOOK_RETRY_MINUTES, WEBHOOK_TIMEOUT_MS } from './webhook-rules';
+import {
+  WEBHOOK_DELIVERY_STATUSES,
+  WEBHOOK_EVENT_TYPES,
+  WEBHOOK_OPERATIONS,
+  WEBHOOK_RETRY_MINUTES,
+  WEBHOOK_TEST_EVENT_TYPE,
+  WEBHOOK_TIMEOUT_MS,
+} from './webhook-rules';
 
 export * from './webhook-rules';
 
@@ -44,6 +51,8 @@ export const WEBHOOK_DESCRIPTION = [
   `${WEBHOOK_RETRY_MINUTES.join(', ')} minutes (each retry has the same id and a new timestamp and signature),`,
   'then kept as failed for the operator. Events come in about the order they happened, not exactly: order',
   "them by `occurredAt`. Her agreements' changes are not delivered (they are the tenant's, in her feed).",
+  "The tenant's backend reads the deliveries kept after a failed try, and asks for a test event or a replay",
+  'of a kept delivery, with its own credential on Medplum (docs/webhooks.md).',
 ].join(' ');
 
 /** The webhook in the OpenAPI document (`webhooks`): what a tenant's backend receives. */
@@ -67,6 +76,74 @@ export const patientEventWebhook = createRoute({
     200: { description: 'Any 2xx within the timeout: delivered. Anything else is tried again.' },
   },
 });
+
+/** What a backend's test of its endpoint POSTs: the same headers and signature, an id of its own, no patient. */
+export const WebhookTestEventSchema = z
+  .object({
+    type: z.literal(WEBHOOK_TEST_EVENT_TYPE),
+    timestamp: z.string().openapi({ description: 'When the test was asked for.' }),
+    data: z
+      .object({
+        id: z.string().openapi({
+          description:
+            'The test’s own id (`webhook-test/<uuid>`), also the `webhook-id` header; never an event of hers.',
+          example: 'webhook-test/0b9c1f4e-…',
+        }),
+        type: z.literal(WEBHOOK_TEST_EVENT_TYPE),
+        occurredAt: z.string(),
+      })
+      .strict(),
+  })
+  .strict()
+  .openapi('WebhookTestEvent');
+
+export type WebhookTestEvent = z.infer<typeof WebhookTestEventSchema>;
+
+/** The webhook a tenant's backend asks for to check its endpoint (the `webhook-test` bot, docs/webhooks.md). */
+export const testEventWebhook = createRoute({
+  method: 'post',
+  path: 'testEvent',
+  operationId: 'webhooks.testEvent',
+  tags: ['Events'],
+  summary: "A test event, POSTed to the tenant's endpoint when its backend asks for one",
+  description: [
+    `Sent only when the tenant's backend runs the \`${WEBHOOK_OPERATIONS.test.bot}\` bot (at most`,
+    `${WEBHOOK_OPERATIONS.test.perMinute} a minute for one backend), whatever event types the endpoint takes;`,
+    'signed and timed out exactly as every event (see `patientEvent`), tried once and never kept: the',
+    'backend is answered how the endpoint answered. Answer it 2xx; it names no patient.',
+  ].join(' '),
+  security: [{ webhookSignature: [] }],
+  request: {
+    headers: z.object({
+      'webhook-id': z.string().openapi({ description: 'The test’s id (`data.id`).' }),
+      'webhook-timestamp': z.string().openapi({ description: 'When it was signed, in Unix seconds.' }),
+      'webhook-signature': z.string().openapi({ description: '`v1,<base64 HMAC-SHA256>`, as every event.' }),
+    }),
+    body: { content: { 'application/json': { schema: WebhookTestEventSchema } } },
+  },
+  responses: {
+    200: { description: 'Any 2xx within the timeout: the backend is told it was delivered.' },
+  },
+});
+
+/**
+ * What the `webhook-test` and `webhook-replay` bots answer a tenant's backend (Medplum's 200 with the bot's
+ * result): how its endpoint answered this one try; for a replay, how the kept delivery stands now.
+ */
+export const WebhookTryResultSchema = z
+  .object({
+    ok: z.literal(true),
+    eventId: z.string(),
+    delivered: z.boolean(),
+    outcome: z.union([z.number().int(), z.enum(['unreachable', 'timeout'])]).openapi({
+      description: "The endpoint's status code, or that it could not be reached or did not answer in time.",
+    }),
+    status: z.enum(WEBHOOK_DELIVERY_STATUSES).optional().openapi({ description: 'A replay: the kept delivery now.' }),
+    attempts: z.number().int().optional().openapi({ description: 'A replay: tries made in all, this one included.' }),
+  })
+  .openapi('WebhookTryResult');
+
+export type WebhookTryResult = z.infer<typeof WebhookTryResultSchema>;
 
 /** How a receiver knows a delivery is the platform's: the signature header, checked with the tenant's secret. */
 export const WEBHOOK_SIGNATURE_SCHEME = {

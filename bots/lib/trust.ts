@@ -1,9 +1,10 @@
 import { Buffer } from 'node:buffer';
 import { createHmac, createPublicKey, type JsonWebKey, timingSafeEqual, verify } from 'node:crypto';
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import type { Extension } from '@medplum/fhirtypes';
+import type { Extension, Organization } from '@medplum/fhirtypes';
 import type { BotInput, BotName, EdgeStatement } from '../../contracts/bot-inputs';
-import { EDGE_STATEMENT, EXTENSIONS, SIGNING_KEYS } from '../../contracts/systems';
+import { EDGE_STATEMENT, EXTENSIONS, SIGNING_KEYS, SYSTEMS } from '../../contracts/systems';
+import { absent } from './absent';
 import { readInput } from './input';
 import { fail } from './result';
 
@@ -234,4 +235,41 @@ export function clickwrapProof(patientId: string, when: string, session: Session
     parts.push({ url: 'userAgent', valueString: session.userAgent });
   }
   return { url: EXTENSIONS.clickwrapProof, extension: parts };
+}
+
+/** A tenant's backend calling a bot: its client, and its tenant's Organization. */
+export interface TenantBackendCaller {
+  /** `ClientApplication/<id>`: the requester. */
+  client: string;
+  tenant: Organization & { id: string };
+}
+
+const CLIENT_APPLICATION = /^ClientApplication\/([A-Za-z0-9\-.]{1,64})$/;
+
+/**
+ * The tenant backend calling a backend-facing bot (issue 51 item 4), or the 403 every such bot answers
+ * anyone else. Believed: `event.requester` alone (Medplum sets it to the ClientApplication that signed in
+ * with client credentials), re-read as a ClientApplication that provisioning tagged as a tenant's backend
+ * (`SYSTEMS.tenantBackend|<tenant>/<backend>`, src/provision/tenants.ts `tenantBackends`: only a project
+ * admin writes ClientApplications), and that tenant's Organization as provisioning identified it. The
+ * same run of provisioning gives the client's membership the same tenant as its `organization` parameter,
+ * which bounds what the backend reads itself; nothing of the input names the tenant.
+ */
+export async function requireTenantBackend(
+  medplum: MedplumClient,
+  event: BotEvent,
+): Promise<{ ok: true; caller: TenantBackendCaller } | ReturnType<typeof fail>> {
+  const refused = fail(403, 'forbidden', "Only a tenant's backend can run this operation");
+  const requester = event.requester?.reference ?? '';
+  const id = CLIENT_APPLICATION.exec(requester)?.[1];
+  const client = id ? await medplum.readResource('ClientApplication', id).catch(absent) : undefined;
+  const code = client?.meta?.tag?.find((t) => t.system === SYSTEMS.tenantBackend)?.code;
+  const tenantKey = code && /^[^/]+\/[^/]+$/.test(code) ? code.split('/')[0] : undefined;
+  if (!tenantKey) {
+    return refused;
+  }
+  const tenant = (await medplum.searchOne('Organization', {
+    identifier: `${SYSTEMS.tenant}|${tenantKey}`,
+  })) as (Organization & { id: string }) | undefined;
+  return tenant?.id ? { ok: true, caller: { client: requester, tenant } } : refused;
 }

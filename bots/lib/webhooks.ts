@@ -2,12 +2,14 @@ import { Buffer } from 'node:buffer';
 import { createHmac } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { MedplumClient } from '@medplum/core';
 import type { Basic, Extension, Organization } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
 import {
   allowedWebhookEndpoint,
   WEBHOOK_RETRY_MINUTES,
   WEBHOOK_TIMEOUT_MS,
+  type WebhookDeliveryStatus,
   webhookSecretName,
   webhookSecrets,
 } from '../../contracts/webhook-rules';
@@ -128,7 +130,7 @@ export function nextTry(attempts: number, now: Date): string | undefined {
   return minutes === undefined ? undefined : new Date(now.getTime() + minutes * 60_000).toISOString();
 }
 
-export function pendingRecord(pending: Pending, status: 'pending' | 'failed'): Basic {
+export function pendingRecord(pending: Pending, status: WebhookDeliveryStatus): Basic {
   const parts: Extension[] = [
     { url: 'tenant', valueReference: { reference: pending.tenant } },
     { url: 'payload', valueString: pending.payload },
@@ -144,6 +146,49 @@ export function pendingRecord(pending: Pending, status: 'pending' | 'failed'): B
     subject: { reference: pending.tenant },
     extension: [{ url: EXTENSIONS.webhookDelivery, extension: parts }],
   };
+}
+
+/** How a kept delivery stands (its code under SYSTEMS.webhookDelivery). */
+export const deliveryStatus = (record: Basic): WebhookDeliveryStatus | undefined =>
+  record.code?.coding?.find((c) => c.system === SYSTEMS.webhookDelivery)?.code as WebhookDeliveryStatus | undefined;
+
+/**
+ * A kept delivery after one more try, as the log keeps it: delivered, it stays `delivered` (for
+ * WEBHOOK_DELIVERED_KEPT_HOURS, then the schedule lets it go), `next` saying when; not delivered, a scheduled
+ * try moves it along the backoff (or to `failed`, its tries spent), while a replay (asked for by the tenant's
+ * backend) leaves its status and next try as they were. `attempts` counts every try; `last` says how the
+ * newest ended. Written under If-Match: of two runs that crossed (a replay and the schedule), one record is
+ * kept, and the loser's try is still told to its caller. Answers how the delivery stands now.
+ */
+export async function recordTry(
+  medplum: MedplumClient,
+  record: Basic & { id: string },
+  pending: Pending,
+  outcome: TryOutcome,
+  now: Date,
+  kind: 'scheduled' | 'replay',
+): Promise<{ status: WebhookDeliveryStatus; attempts: number }> {
+  const attempts = pending.attempts + 1;
+  let status: WebhookDeliveryStatus;
+  let next: string;
+  if (delivered(outcome)) {
+    status = 'delivered';
+    next = now.toISOString();
+  } else if (kind === 'replay') {
+    status = deliveryStatus(record) === 'failed' ? 'failed' : 'pending';
+    next = pending.next;
+  } else {
+    const scheduled = nextTry(attempts, now);
+    status = scheduled && attempts < MAX_TRIES ? 'pending' : 'failed';
+    next = scheduled ?? now.toISOString();
+  }
+  await medplum
+    .updateResource(
+      { ...pendingRecord({ ...pending, attempts, next, last: String(outcome) }, status), id: record.id },
+      { headers: { 'If-Match': `W/"${record.meta?.versionId}"` } },
+    )
+    .catch(() => undefined);
+  return { status, attempts };
 }
 
 export function readPending(record: Basic): Pending | undefined {

@@ -7,7 +7,7 @@ import { completeTask, enrollment, requestReview, startAssessment } from './bots
 import { sendMessage } from './bots/messages';
 import { composeOffer, decideOrder, eligibility } from './bots/spine';
 import { appointments, availability, materializeSlots, visitCompletion, visitReview } from './bots/visits';
-import { webhooks } from './bots/webhooks';
+import { webhookReplay, webhooks, webhookTest } from './bots/webhooks';
 import { tenantBackendPolicy } from './policies/backend';
 import { clinicianPolicy } from './policies/clinician';
 import { patientPolicy } from './policies/patient';
@@ -63,6 +63,8 @@ export const platformDefinition: ProvisionDefinition = {
     visitCompletion.access,
     decideOrder.access,
     webhooks.access,
+    webhookTest.access,
+    webhookReplay.access,
     accessLog.access,
     smsIntegrationAccess,
     edgeKeyCheck.access,
@@ -89,6 +91,8 @@ export const platformDefinition: ProvisionDefinition = {
     materializeSlots.bot,
     patientHome.bot,
     webhooks.bot,
+    webhookTest.bot,
+    webhookReplay.bot,
     accessLog.bot,
     edgeKeyCheck.bot,
   ],

@@ -8,7 +8,7 @@ import {
   MAX_EVENT_WAIT_SECONDS,
   MAX_EVENTS_PER_PAGE,
 } from '../../contracts/events';
-import { patientEventWebhook, WEBHOOK_SIGNATURE_SCHEME } from '../../contracts/webhooks';
+import { patientEventWebhook, testEventWebhook, WEBHOOK_SIGNATURE_SCHEME } from '../../contracts/webhooks';
 import type { App, AppEnv } from '../app-env';
 import type { EventTickets } from '../edge/event-ticket';
 import { ApiError } from '../errors';
@@ -36,6 +36,7 @@ export function registerEventRoutes(app: App, waitingTotal = WAITING_TOTAL, tick
   // What a tenant's backend receives (sent by the webhooks bot, not served here): in the document's `webhooks`.
   app.openAPIRegistry.registerComponent('securitySchemes', 'webhookSignature', WEBHOOK_SIGNATURE_SCHEME);
   app.openAPIRegistry.registerWebhook(patientEventWebhook);
+  app.openAPIRegistry.registerWebhook(testEventWebhook);
   app.openapi(eventTicketRoute, async (c) => {
     // Asked with her token in the header (a ticket opens only the feed, never another ticket).
     const token = /^Bearer (\S+)$/.exec(c.req.header('authorization') ?? '')?.[1];

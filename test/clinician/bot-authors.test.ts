@@ -29,8 +29,9 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.close());
 
-// Neither writes anything of a patient's (the webhooks bot delivers, edge-key-check answers the gateway): nobody names them.
-const UNNAMED = ['webhooks', 'edge-key-check'];
+// None writes anything of a patient's (the webhooks bot delivers, edge-key-check answers the gateway, the webhook
+// test and replay answer a tenant's backend): nobody names them.
+const UNNAMED = ['webhooks', 'edge-key-check', 'webhook-test', 'webhook-replay'];
 
 const botByKey = (key: string) =>
   (storedResources(gw.backend, 'Bot') as Bot[]).find((b) =>
@@ -42,7 +43,7 @@ const tokenOf = (who: Clinician) => who.medplum.getAccessToken() as string;
 describe('the platform’s bots, named to clinicians', () => {
   it('each clinician reads by name every bot that writes her patients’ records, never where its code is; the webhooks and edge-key-check bots not at all', async () => {
     const keys = platformDefinition.bots.map((b) => b.key);
-    expect(keys).toHaveLength(22);
+    expect(keys).toHaveLength(24);
     const problems: string[] = [];
     for (const who of [clinician, outsider]) {
       for (const key of keys) {

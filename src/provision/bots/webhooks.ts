@@ -1,10 +1,17 @@
 import { EXTENSIONS, SYSTEMS } from '../../../contracts/systems';
-import { WEBHOOK_RETRY_TICK_MINUTES } from '../../../contracts/webhook-rules';
+import {
+  WEBHOOK_DELIVERED_KEPT_HOURS,
+  WEBHOOK_DELIVERY_STATUSES,
+  WEBHOOK_OPERATIONS,
+  WEBHOOK_RETRY_TICK_MINUTES,
+} from '../../../contracts/webhook-rules';
+import { CLIENT_SECRETS } from '../policies/common';
 import type { KeyedResource, PlatformBot, ProvisionDefinition, SubscriptionDefinition } from '../shape';
 
 /** The tenants' webhooks (contracts/webhooks.ts): the bot that delivers them, and what wakes it. */
 
-export const WEBHOOK_DELIVERIES = `Basic?code=${SYSTEMS.webhookDelivery}|pending,${SYSTEMS.webhookDelivery}|failed`;
+/** The webhooks bot's kept deliveries, whatever they stand at (a tenant's delivery log: docs/webhooks.md). */
+export const WEBHOOK_DELIVERIES = `Basic?code=${WEBHOOK_DELIVERY_STATUSES.map((status) => `${SYSTEMS.webhookDelivery}|${status}`).join(',')}`;
 
 export const webhooks: PlatformBot = {
   access: {
@@ -20,7 +27,7 @@ export const webhooks: PlatformBot = {
         // Her tenant where she is now (managingOrganization), and its endpoint.
         { resourceType: 'Patient', interaction: ['read'] },
         { resourceType: 'Organization', interaction: ['read'] },
-        // The deliveries that failed and wait for their next try: kept, tried again, let go.
+        // The deliveries that failed and wait for their next try: kept, tried again, kept as delivered, let go.
         {
           resourceType: 'Basic',
           criteria: WEBHOOK_DELIVERIES,
@@ -31,11 +38,57 @@ export const webhooks: PlatformBot = {
   },
   bot: {
     key: 'webhooks',
-    description: `Delivers each event of a tenant's patients to the tenant's webhook endpoint, signed (Standard Webhooks); every ${WEBHOOK_RETRY_TICK_MINUTES} minutes, tries again the deliveries that failed, with backoff.`,
+    description: `Delivers each event of a tenant's patients to the tenant's webhook endpoint, signed (Standard Webhooks); every ${WEBHOOK_RETRY_TICK_MINUTES} minutes, tries again the deliveries that failed, with backoff, and lets go those delivered more than ${WEBHOOK_DELIVERED_KEPT_HOURS} hours ago.`,
     accessPolicy: 'bot-webhooks',
     cronString: `*/${WEBHOOK_RETRY_TICK_MINUTES} * * * *`,
   },
 };
+
+/**
+ * What both of a tenant backend's webhook operations read: who runs them (its ClientApplication, re-read
+ * for provisioning's tag, never its secret), its tenant's Organization (by identifier) with its endpoint,
+ * and its own runs as Medplum records them (the budget a minute, bots/lib/budget.ts).
+ */
+const BACKEND_CALLER_READS = [
+  { resourceType: 'ClientApplication', interaction: ['read' as const], hiddenFields: CLIENT_SECRETS },
+  { resourceType: 'Organization', interaction: ['read' as const, 'search' as const] },
+  { resourceType: 'AuditEvent', interaction: ['search' as const] },
+];
+
+/** A tenant backend's test event to its own endpoint (bots/webhook-test.ts): it writes nothing. */
+export const webhookTest: PlatformBot = {
+  access: { key: 'bot-webhook-test', policy: { name: 'Bot: webhook test', resource: BACKEND_CALLER_READS } },
+  bot: {
+    key: WEBHOOK_OPERATIONS.test.bot,
+    description: `A tenant backend's test of its webhook endpoint: one signed webhook.test event, its outcome answered (at most ${WEBHOOK_OPERATIONS.test.perMinute} a minute).`,
+    accessPolicy: 'bot-webhook-test',
+  },
+};
+
+/** A tenant backend's replay of one of its kept deliveries (bots/webhook-replay.ts). */
+export const webhookReplay: PlatformBot = {
+  access: {
+    key: 'bot-webhook-replay',
+    policy: {
+      name: 'Bot: webhook replay',
+      resource: [
+        ...BACKEND_CALLER_READS,
+        // The kept delivery it tries: found and recorded, never created or let go.
+        { resourceType: 'Basic', criteria: WEBHOOK_DELIVERIES, interaction: ['read', 'search', 'update'] },
+      ],
+    },
+  },
+  bot: {
+    key: WEBHOOK_OPERATIONS.replay.bot,
+    description: `A tenant backend's replay of a kept webhook delivery of its tenant, tried at once with the same id (at most ${WEBHOOK_OPERATIONS.replay.perMinute} a minute).`,
+    accessPolicy: 'bot-webhook-replay',
+  },
+};
+
+/** The bots a tenant's backend may find and execute (its policy reads them, never their code). */
+export const BACKEND_BOTS = `Bot?identifier=${[WEBHOOK_OPERATIONS.test.bot, WEBHOOK_OPERATIONS.replay.bot]
+  .map((key) => `${SYSTEMS.bots}|${key}`)
+  .join(',')}`;
 
 /** The webhook endpoint a tenant's Organization names, if it takes webhooks. */
 const webhookEndpointOf = (entry: KeyedResource): string | undefined =>
