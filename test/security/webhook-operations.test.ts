@@ -8,6 +8,7 @@ import {
   WebhookTestEventSchema,
   WebhookTryResultSchema,
 } from '../../contracts/webhooks';
+import { webhooksCommand } from '../../src/cli/webhooks';
 import { applyDefinition } from '../../src/provision/apply';
 import { readBotBundles } from '../../src/provision/bundles';
 import { demoDefinition } from '../../src/provision/demo';
@@ -267,5 +268,49 @@ describe("a tenant backend's replay", () => {
     })) as Basic[];
     expect(record?.code?.coding?.[0]?.code).toBe('pending');
     expect(part(record as Basic, 'attempts')?.valueInteger).toBe(1);
+  });
+});
+
+describe("npm run webhooks (the backend's own credentials, plain fetch: the calls docs/webhooks.md names)", () => {
+  async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+    const client = (await gw.backend.admin.searchOne('ClientApplication', {
+      _tag: `${SYSTEMS.tenantBackend}|northwind/app-server`,
+    })) as WithId<ClientApplication>;
+    const lines: string[] = [];
+    const errors: string[] = [];
+    const code = await webhooksCommand(argv, {
+      env: {
+        MEDPLUM_BASE_URL: gw.backend.baseUrl,
+        TENANT_BACKEND_NORTHWIND_APP_SERVER_CLIENT_ID: client.id,
+        TENANT_BACKEND_NORTHWIND_APP_SERVER_CLIENT_SECRET: client.secret,
+      },
+      fetch: gw.backend.fetch as typeof fetch,
+      out: { log: (line: string) => lines.push(line), error: (line: string) => errors.push(line) },
+    });
+    return { code, out: lines.join('\n'), err: errors.join('\n') };
+  }
+
+  it('log, replay and test, as the northwind backend', async () => {
+    const kept = await keptDelivery('northwind');
+    const log = await cli(['log', '--backend', 'northwind_app_server', '--status', 'pending', '--json']);
+    expect(log.code, log.err).toBe(0);
+    const entries = JSON.parse(log.out) as { eventId: string; status: string; attempts: number; last: string }[];
+    expect(entries.find((e) => e.eventId === kept.id)).toMatchObject({ status: 'pending', attempts: 1, last: '503' });
+    expect(entries.every((e) => e.status === 'pending')).toBe(true);
+
+    const replay = await cli(['replay', kept.id, '--backend', 'northwind_app_server']);
+    expect(replay.code, replay.err).toBe(0);
+    expect(replay.out).toContain(`${kept.id}: delivered, the endpoint answered 200 (now delivered, 2 tries)`);
+    const again = await cli(['replay', kept.id, '--backend', 'northwind_app_server']);
+    expect([again.code, again.err]).toEqual([1, expect.stringContaining('refused: 409 invalid_state')]);
+
+    const test = await cli(['test', '--backend', 'northwind_app_server']);
+    expect(test.code, test.err).toBe(0);
+    expect(test.out).toMatch(/^webhook-test\/[0-9a-f-]{36}: delivered, the endpoint answered 200$/);
+
+    // Mistakes in the command are named, before any call.
+    expect((await cli(['replay', '--backend', 'northwind_app_server'])).code).toBe(2);
+    expect((await cli(['log', '--status', 'lost', '--backend', 'northwind_app_server'])).code).toBe(2);
+    expect((await cli(['log'])).err).toContain('MEDPLUM_CLIENT_ID');
   });
 });
