@@ -17,7 +17,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../contracts/systems';
-import { answersTo, chosenOption, OPTION_ITEM, WORK_FORMS } from '../contracts/work-forms';
+import { answersTo, chosenOption, mitigationsAsked, OPTION_ITEM, WORK_FORMS } from '../contracts/work-forms';
 import { absent } from './lib/absent';
 import { PATIENT_TASK_TAG } from './lib/journey';
 import {
@@ -143,9 +143,7 @@ async function composedBefore(medplum: MedplumClient, selection: Task): Promise<
  * is chosen (one per finding) has a non-blank answer. An option with no such item is not mitigated here.
  */
 function mitigatedInForm(form: Questionnaire, response: QuestionnaireResponse, selected: string): boolean {
-  const asked = (form.item ?? []).filter((item) =>
-    item.enableWhen?.some((w) => w.question === OPTION_ITEM && w.answerCoding?.code === selected),
-  );
+  const asked = mitigationsAsked(form, selected);
   return (
     asked.length > 0 &&
     asked.every((item) => answersTo(response, item.linkId).some((a) => (a.valueString ?? '').trim().length > 0))

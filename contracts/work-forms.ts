@@ -118,18 +118,35 @@ export function optionCoding(option: FormOption): Coding {
 export const mitigationItem = (index: number, code: string) => `mitigation-${index}-${code}`;
 
 /**
+ * The items of a selection form that mitigate the findings against the option chosen (`code`, its
+ * canonical): those of its place among the choices (`mitigation-<place>-...`), as every form issued names them.
+ */
+export function mitigationsAsked(form: Questionnaire | undefined, code: string): QuestionnaireItem[] {
+  const choices = form?.item?.find((item) => item.linkId === OPTION_ITEM)?.answerOption ?? [];
+  const place = choices.findIndex((o) => o.valueCoding?.code === code);
+  if (place < 0) {
+    return [];
+  }
+  const prefix = mitigationItem(place + 1, '');
+  return (form?.item ?? []).filter((item) => item.linkId.startsWith(prefix));
+}
+
+/**
  * The selection: the options as choices (the guideline-preferred one labelled, none preselected), and for
- * an ineligible option a mitigation per finding, asked when that option is chosen.
+ * an ineligible option a mitigation per finding, each saying which option it is for. Always shown, never
+ * hidden behind the choice (no `enableWhen`): Medplum's Provider app (5.1.29, TaskQuestionnaireForm)
+ * completes the copy of the response it loaded with the task, whose items it fills in place; an item
+ * that appeared only once an option was chosen is not in that copy, so a mitigation typed there was
+ * dropped from the completed answers (the selection then refused as unmitigated). Answered for the option
+ * chosen only: the others' are ignored.
  */
 export function selectionForm(options: FormOption[]): Questionnaire {
   const mitigations = options.flatMap((option, i) =>
     option.findings.map(
       (finding): QuestionnaireItem => ({
         linkId: mitigationItem(i + 1, finding.code),
-        text: `Mitigation of "${finding.description}" (${option.title})`,
+        text: `If you choose ${option.title}: your mitigation of "${finding.description}"`,
         type: 'text',
-        required: true,
-        enableWhen: [{ question: OPTION_ITEM, operator: '=', answerCoding: optionCoding(option) }],
       }),
     ),
   );

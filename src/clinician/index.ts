@@ -22,7 +22,13 @@ import {
   SYSTEMS,
   TENANT_PARAMETER,
 } from '../../contracts/systems';
-import { CONDITION_ITEM, formReference, OPTION_ITEM, PROVIDER_APP_OUTPUT } from '../../contracts/work-forms';
+import {
+  CONDITION_ITEM,
+  formReference,
+  mitigationsAsked,
+  OPTION_ITEM,
+  PROVIDER_APP_OUTPUT,
+} from '../../contracts/work-forms';
 
 /**
  * The clinician's side (JOURNEY J): what a clinician does in Medplum's app, as a small typed helper for
@@ -305,10 +311,8 @@ export async function clinicianOf(medplum: MedplumClient): Promise<Clinician> {
       const task = await clinician.claim(taskId);
       const form = await clinician.form(task);
       const valueCoding = choiceOf(form, OPTION_ITEM, option, SYSTEMS.treatmentOption);
-      // The findings her choice asks her to mitigate (the items enabled by it).
-      const asked = (form?.item ?? []).filter((item) =>
-        item.enableWhen?.some((w) => w.question === OPTION_ITEM && w.answerCoding?.code === option),
-      );
+      // The findings her choice asks her to mitigate.
+      const asked = mitigationsAsked(form, option);
       return clinician.answer(taskId, [
         { linkId: OPTION_ITEM, answer: [{ valueCoding }] },
         ...(mitigation ? asked.map((item) => ({ linkId: item.linkId, answer: [{ valueString: mitigation }] })) : []),

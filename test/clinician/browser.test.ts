@@ -200,7 +200,7 @@ describe('the demo clinician’s day in Chromium, through @medplum/react', () =>
       await tab.getByTestId('questionnaire-form').getByRole('heading', { name: 'Select a treatment option' }).waitFor();
       // The selection eligibility issues: lisinopril, ineligible, chosen with a mitigation of its finding.
       await tab.getByLabel(/^Lisinopril.*not eligible: 1 finding to mitigate/).check();
-      await tab.getByLabel(/^Mitigation of /).fill(MITIGATION);
+      await tab.getByLabel(/^If you choose Lisinopril.*: your mitigation of /).fill(MITIGATION);
       await tab.getByRole('button', { name: 'Complete' }).click();
       await tab.getByText(completed(SELECTION)).waitFor();
 

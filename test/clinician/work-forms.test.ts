@@ -13,6 +13,7 @@ import { SYSTEMS } from '../../contracts/systems';
 import {
   CONDITION_ITEM,
   ELIGIBILITY_ITEM,
+  mitigationsAsked,
   OPTION_ITEM,
   PROVIDER_APP_OUTPUT,
   RESPONSE_OUTPUT,
@@ -152,16 +153,19 @@ describe('the forms clinician work carries', () => {
     expect(options[1]?.display).not.toMatch(/\(/);
     expect(JSON.stringify(form)).not.toMatch(/initial/);
     const note = selection.note?.map((n) => n.text).join('\n') ?? '';
-    expect(note).toContain(`${mitigations[0]?.linkId} (required)`);
-    expect(note).toContain(`only when option is ${LISINOPRIL}`);
+    expect(note).toContain(`${mitigations[0]?.linkId}: If you choose ${options[0]?.display?.split(' (')[0]}`);
+    // Always shown, saying which option it is for (a hidden item would be dropped by the Provider app's
+    // completion of the copy it loaded: contracts/work-forms.ts selectionForm); asked for the chosen option only.
     expect(mitigations).toEqual([
-      expect.objectContaining({
+      {
+        linkId: expect.stringMatching(/^mitigation-1-/),
         type: 'text',
-        required: true,
-        text: `Mitigation of "${findings[0].detail}" (${options[0]?.display?.split(' (')[0]})`,
-        enableWhen: [{ question: OPTION_ITEM, operator: '=', answerCoding: options[0] }],
-      }),
+        text: `If you choose ${options[0]?.display?.split(' (')[0]}: your mitigation of "${findings[0].detail}"`,
+      },
     ]);
+    expect(mitigationsAsked(form, LISINOPRIL)).toEqual(mitigations);
+    expect(mitigationsAsked(form, options[1]?.code as string)).toEqual([]);
+    expect(mitigationsAsked(form, 'https://elsewhere.example/option|1')).toEqual([]);
   });
 
   it('a work form is read by the clinicians of her tenant, never by the other tenant’s, nor by patients, and nobody but the platform writes one', async () => {
