@@ -7,6 +7,7 @@ import type { Edge } from './edge/request';
 import type { EdgeSigner } from './edge/statement';
 import type { MedplumTarget, Upstream } from './medplum/client';
 import type { AssetLoader } from './routes/docs';
+import type { WebApp } from './routes/web-app';
 import type { OriginRule } from './shared/cors';
 
 /**
@@ -71,6 +72,8 @@ export interface AppDeps {
   edgeSigner?: EdgeSigner;
   /** Tickets for her event stream in a browser (src/edge/event-ticket.ts), sealed with the edge key. */
   eventTickets?: EventTickets;
+  /** The reference patient web app at `/app/` (`npm start` only: src/routes/web-app.ts), and where she signs in. */
+  webApp?: { files: WebApp; medplumOrigin: string };
   /** Origins whose pages may call the API from a browser (`CORS_ORIGINS`); default none. */
   corsOrigins?: readonly OriginRule[];
   /**

@@ -35,6 +35,7 @@ import { registerProtocolRoutes } from './routes/protocols';
 import { registerRequestRoutes } from './routes/requests';
 import { registerSchedulingRoutes } from './routes/scheduling';
 import { registerTaskRoutes } from './routes/tasks';
+import { registerWebAppRoutes } from './routes/web-app';
 import { describeIssues, type ValidationIssue } from './shared/validation-issues';
 
 export { DEFAULT_LIMITS, MEDPLUM_IN_FLIGHT } from './app-env';
@@ -111,6 +112,9 @@ export function createApp(deps: AppDeps): App {
     description: 'A patient access token issued by the platform (Medplum). Staff, bot and machine tokens are refused.',
   });
   registerDocsRoutes(app, deps.assets);
+  if (deps.webApp) {
+    registerWebAppRoutes(app, deps.webApp.files, deps.webApp.medplumOrigin);
+  }
 
   const allowedMethods = routeMethods(app);
   app.notFound((c) => {

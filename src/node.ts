@@ -13,6 +13,7 @@ import { superviseMedplumThread } from './embedded/supervisor';
 import { pooledFetch } from './medplum/node-fetch';
 import { DEMO_PASSWORD, DEMO_PATIENTS, DEMO_TENANTS, demoEmail } from './provision/demo';
 import { VISIT_PRACTITIONERS } from './provision/schedules';
+import { buildWebApp } from './web-app-node';
 
 /**
  * `npm start`: the gateway on the embedded Medplum with the demo tenants, one process (Medplum on a
@@ -80,10 +81,14 @@ async function main(): Promise<void> {
       },
     },
   );
+  // The reference patient web app (web/) at /app/, as the first demo tenant's patient app.
+  const [appTenant] = DEMO_TENANTS;
+  const webApp = await buildWebApp({ api: '', clientId: medplum.demoApps[appTenant.key], tenant: appTenant.name });
   const app = createApp({
     medplum: { baseUrl: medplum.baseUrl, fetch: medplum.fetch },
     issuer: medplum.baseUrl,
     projectId: medplum.projectId,
+    webApp: { files: webApp, medplumOrigin: new URL(medplum.baseUrl).origin },
     limits: config.limits,
     assets: nodeAssetLoader(),
     log: stdoutAccessLog(),
@@ -128,6 +133,7 @@ async function main(): Promise<void> {
 Patient Care API on the embedded Medplum (demo data: ${DEMO_PATIENTS.map((p) => `${p.key}@${p.tenant}`).join(', ')})
   base URL:      ${baseUrl}
   reference:     ${baseUrl}/
+  patient app:   ${baseUrl}/app/ (the reference web app, ${appTenant.name}'s; web/README.md)
   Medplum:       ${medplum.baseUrl} (sign-in and registration; GET /v1/config names it)
   project id:    ${medplum.projectId}
   patient apps:  ${apps.join(', ')} (client ids, by tenant)

@@ -35,6 +35,7 @@ import {
   unenrollRoute,
 } from '../../contracts/enrollments';
 import { ErrorEnvelopeSchema } from '../../contracts/errors';
+import { EVENT_TYPES as CONTRACT_EVENT_TYPES } from '../../contracts/event-types';
 import {
   EventsQuerySchema,
   EventsSchema,
@@ -78,6 +79,15 @@ import {
 } from '../../contracts/tasks';
 import { base64url } from '../shared/base64url';
 import { msBeforeNext } from '../shared/rate-limit';
+
+/** Her events' types, as the stream names them (`source.addEventListener(type, ...)` for each one wanted). */
+export const EVENT_TYPES: readonly EventType[] = eventTypes();
+/** One of her events' types (`task.ready`, `offer.ready`, `message.received`...). */
+export type EventType = ReturnType<typeof eventTypes>[number];
+function eventTypes() {
+  // A copy: the package's declarations spell the types out instead of importing the contracts.
+  return [...CONTRACT_EVENT_TYPES];
+}
 
 /** How many times a POST is sent again, with its Idempotency-Key, when no answer came back. */
 const RETRIES = 2;
