@@ -705,7 +705,7 @@ async function listen() {
   const { url } = await api.events.ticket();
   source = new EventSource(`${apiBase}${url}${resumeAfter ? `&after=${encodeURIComponent(resumeAfter)}` : ''}`);
   source.onopen = () => {
-    liveState.textContent = 'live';
+    liveState.textContent = 'connected';
   };
   for (const type of EVENT_TYPES) {
     source.addEventListener(type, (event) => {
