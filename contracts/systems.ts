@@ -43,7 +43,8 @@ export const SYSTEMS = {
   idempotency: `${BASE}/idempotency`,
   /**
    * A webhook delivery that failed and waits for its next try (a Basic, code `<webhookDelivery>|pending`,
-   * or `|failed` once its tries are spent): identifier `<webhookDelivery>|<event id>` (bots/webhooks.ts).
+   * `|failed` once its tries are spent, `|delivered` for a while once a later try delivered it): identifier
+   * `<webhookDelivery>|<event id>` (bots/webhooks.ts); its tenant's delivery log (docs/webhooks.md).
    */
   webhookDelivery: `${BASE}/webhook-delivery`,
   /** The EpisodeOfCare's own idempotency key: `Patient/<id>;<plan url>` (EpisodeOfCare.identifier). */

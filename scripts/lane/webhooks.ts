@@ -3,7 +3,7 @@
 import { MedplumClient } from '@medplum/core';
 import type { Basic, Bot } from '@medplum/fhirtypes';
 import { EXTENSIONS, SYSTEMS } from '../../contracts/systems';
-import { WebhookEventSchema } from '../../contracts/webhooks';
+import { WEBHOOK_OPERATIONS, WebhookEventSchema, WebhookTestEventSchema } from '../../contracts/webhooks';
 import { applyDefinition } from '../../src/provision/apply';
 import { webhookSubscriptions } from '../../src/provision/bots/webhooks';
 import { readBotBundles } from '../../src/provision/bundles';
@@ -22,6 +22,8 @@ import {
 } from './common';
 
 const KEPT = `${SYSTEMS.webhookDelivery}|pending,${SYSTEMS.webhookDelivery}|failed`;
+/** A tenant backend's delivery log: what is kept, delivered later ones too (docs/webhooks.md). */
+const DELIVERY_LOG = `${KEPT},${SYSTEMS.webhookDelivery}|delivered`;
 
 /**
  * (a) provisioning gives Northwind an endpoint (a receiver on this machine) and its secret; a new
@@ -30,7 +32,8 @@ const KEPT = `${SYSTEMS.webhookDelivery}|pending,${SYSTEMS.webhookDelivery}|fail
  * (no endpoint) reach nobody; (c) the receiver refuses one delivery (503): it is kept, and tried again
  * when due (a scheduled run, as Medplum's cron makes it) with the same id and body and a valid new
  * signature, then no longer kept; (d) provisioning without the endpoint turns its Subscriptions off: a
- * later patient's events reach nobody.
+ * later patient's events reach nobody; (f) Northwind's backend reads its delivery log, tests its endpoint
+ * and replays a refused delivery, and Southridge's backend sees and replays none of it.
  */
 export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
   const family = 'webhooks';
@@ -39,6 +42,7 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     read: `${family}: (a2) each delivery's subject and patient read with Northwind's backend credential (client credentials, provisioned with the tenant): all read; the same reads with Southridge's backend credential: all refused`,
     others: `${family}: (b) a new Southridge patient (no endpoint) starts an assessment: none of her events is delivered`,
     retried: `${family}: (c) a delivery answered 503 is kept (a Basic, attempts 1), and tried again once due by the bot's scheduled run: the same id and body, a valid signature, 2xx, no longer kept`,
+    operations: `${family}: (f) Northwind's backend operates its webhook (docs/webhooks.md): a delivery refused (503) is in its delivery log (pending) and not in Southridge's backend's (its read refused); a test event reaches the endpoint signed (webhook.test); Southridge's backend's replay of it is answered not found; Northwind's replays it now with the same id and body, delivered, and its log says delivered`,
     silent: `${family}: (e) the endpoint accepts and never answers: the first deliveries wait out the 5 s timeout and are kept ('timeout'); a later patient's events are kept untried ('not tried', due with them), no POST; once due, the scheduled run delivers them all`,
     off: `${family}: (d) provisioning without the endpoint turns Northwind's webhook Subscriptions off: a later patient's events reach nobody`,
   };
@@ -232,6 +236,76 @@ export async function webhookDeliveries(ctx: AttackContext): Promise<void> {
     );
   } catch (err) {
     row(steps.retried, 'FAILED', message(err));
+  }
+
+  try {
+    if (!receiver) {
+      throw new Error('no receiver');
+    }
+    for (const record of await kept()) {
+      await admin.deleteResource('Basic', record.id as string);
+    }
+    const [own, other] = [await tenantBackend('northwind'), await tenantBackend('southridge')];
+    const log = async (medplum: MedplumClient) =>
+      medplum.searchResources('Basic', { code: DELIVERY_LOG, _count: '100' }, { cache: 'no-cache' });
+    const statusIn = (records: Basic[], id: string | undefined) =>
+      records.find((r) => r.identifier?.[0]?.value === id)?.code?.coding?.[0]?.code;
+    receiver.answerNext(503);
+    const from = receiver.deliveries.length;
+    const tess = await newPatientStarts('northwind');
+    const refused = (await deliveriesOf(from, tess.patientRef, 1, 30_000)).find((d) => d.answered === 503);
+    let ownLog: Basic[] = [];
+    for (let i = 0; i < 20 && !statusIn(ownLog, refused?.id); i++) {
+      ownLog = await log(own);
+      await pause(statusIn(ownLog, refused?.id) ? 0 : 500);
+    }
+    const record = ownLog.find((r) => r.identifier?.[0]?.value === refused?.id);
+    const otherLog = await log(other);
+    const otherRead = record?.id
+      ? await other.readResource('Basic', record.id).then(
+          () => 'read',
+          (err: unknown) => `refused (${(err as { outcome?: { id?: string } }).outcome?.id ?? message(err)})`,
+        )
+      : 'nothing to read';
+    const execute = (medplum: MedplumClient, bot: string, input: unknown) =>
+      medplum.executeBot({ system: SYSTEMS.bots, value: bot }, input, 'application/json') as Promise<{
+        ok: boolean;
+        delivered?: boolean;
+        outcome?: unknown;
+        eventId?: string;
+        error?: { status: number };
+      }>;
+    const beforeTest = receiver.deliveries.length;
+    const tested = await execute(own, WEBHOOK_OPERATIONS.test.bot, {});
+    const testDelivery = receiver.deliveries.slice(beforeTest).find((d) => d.id === tested.eventId);
+    const testSigned = Boolean(testDelivery?.verified && WebhookTestEventSchema.safeParse(testDelivery.body).success);
+    const theirs = await execute(other, WEBHOOK_OPERATIONS.replay.bot, { eventId: refused?.id });
+    const beforeReplay = receiver.deliveries.length;
+    const replayed = await execute(own, WEBHOOK_OPERATIONS.replay.bot, { eventId: refused?.id });
+    const again = receiver.deliveries.slice(beforeReplay);
+    const same =
+      again.length === 1 && again[0].id === refused?.id && again[0].raw === refused?.raw && again[0].verified;
+    const after = statusIn(await log(own), refused?.id);
+    row(
+      steps.operations,
+      refused &&
+        statusIn(ownLog, refused.id) === 'pending' &&
+        !statusIn(otherLog, refused.id) &&
+        otherRead.startsWith('refused') &&
+        tested.ok &&
+        tested.delivered &&
+        testSigned &&
+        theirs.error?.status === 404 &&
+        replayed.ok &&
+        replayed.delivered &&
+        same &&
+        after === 'delivered'
+        ? 'ok'
+        : 'FAILED',
+      `refused ${refused?.id ?? 'none'}; Northwind's log: ${statusIn(ownLog, refused?.id) ?? 'absent'} (${ownLog.length} kept); Southridge's log: ${statusIn(otherLog, refused?.id) ?? 'absent'} (${otherLog.length} kept), its read ${otherRead}; test: ${tested.ok ? `outcome ${tested.outcome}` : `refused ${tested.error?.status}`}, signed ${testSigned}; Southridge's replay: ${theirs.ok ? 'ran' : theirs.error?.status}; Northwind's replay: ${replayed.ok ? `outcome ${replayed.outcome}` : `refused ${replayed.error?.status}`}, ${again.length} POST, same id and body ${same}; then in its log: ${after}`,
+    );
+  } catch (err) {
+    row(steps.operations, 'FAILED', message(err));
   }
 
   try {
