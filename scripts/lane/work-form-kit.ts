@@ -254,9 +254,10 @@ export function formKit(
   };
 
   /**
-   * A write to answers already written that the clinician policy must refuse (OWN_ANSWERS_ONLY):
-   * `attacker` reads `target` (as Medplum's app would) and PUTs it back with `change` applied; held when
-   * refused (400/403) and the admin reads the very version it read before (its `versionId`).
+   * A write to answers already written that the clinician policy must refuse (OWN_ANSWERS_ONLY) or keep
+   * as they are (submitted answers: submittedAnswersPolicy's readonly fields): `attacker` reads `target`
+   * (as Medplum's app would) and PUTs it back with `change` applied; held when refused (400/403), or
+   * answered 200 with the stored version itself, and the admin reads the very version it read before.
    */
   const frozen = async (
     step: string,
@@ -280,10 +281,13 @@ export function formKit(
       const written = await direct(attacker, 'PUT', target, change(read.body as QuestionnaireResponse));
       const after = (await adminRead(ctx, `fhir/R4/${target}`)).body as QuestionnaireResponse | undefined;
       const same = after?.meta?.versionId !== undefined && after.meta.versionId === before?.meta?.versionId;
+      const keptAsItWas =
+        written.status === 200 &&
+        (written.body as QuestionnaireResponse | undefined)?.meta?.versionId === before?.meta?.versionId;
       row(
         step,
-        REJECTED.includes(written.status) && same ? 'held' : 'FAILED',
-        `expected 403/400 and the same version; got ${describe(written)}; ${target} (${after?.status}, author ${after?.author?.reference ?? 'none'}, written by ${after?.meta?.author?.reference}): version ${after?.meta?.versionId}${same ? ' as before' : ` (was ${before?.meta?.versionId})`}`,
+        (REJECTED.includes(written.status) || keptAsItWas) && same ? 'held' : 'FAILED',
+        `expected 403/400 (or 200 changing nothing) and the same version; got ${describe(written)}; ${target} (${after?.status}, author ${after?.author?.reference ?? 'none'}, written by ${after?.meta?.author?.reference}): version ${after?.meta?.versionId}${same ? ' as before' : ` (was ${before?.meta?.versionId})`}`,
       );
     } catch (err) {
       row(step, 'FAILED', `the call threw: ${message(err)}`);

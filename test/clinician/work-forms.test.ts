@@ -405,7 +405,16 @@ describe('answers stay as their writer submitted them (clinician policy OWN_ANSW
     const put = (response: QuestionnaireResponse) =>
       direct(gw.backend, token, 'PUT', fhirPath(`QuestionnaireResponse/${response.id}`), { body: response });
     const before = storeSnapshot(gw.backend);
-    expect((await put({ ...intake, item: [] })).status).toBe(403);
+    // Submitted answers are kept as submitted whatever a write says: it changes nothing (200, the stored
+    // version answered, no new one), as Medplum's readonlyFields do (clinician policy submittedAnswersPolicy).
+    const rewritten = await put({ ...intake, item: [], status: 'in-progress', source: clinician.profile });
+    expect(rewritten.status).toBe(200);
+    expect(rewritten.body).toMatchObject({
+      status: 'completed',
+      item: intake.item,
+      meta: { versionId: intake.meta?.versionId },
+    });
+    expect(storeSnapshot(gw.backend)).toEqual(before);
     const colleagues = (await colleague.medplum.createResource({
       ...(await i10Answers(review)),
       status: 'in-progress',
@@ -427,7 +436,14 @@ describe('answers stay as their writer submitted them (clinician policy OWN_ANSW
     })) as WithId<QuestionnaireResponse>;
     const submitted = await put({ ...draft, status: 'completed' });
     expect(submitted.status).toBe(200);
-    expect((await put({ ...(submitted.body as QuestionnaireResponse), item: [] })).status).toBe(403);
+    const frozen = await put({ ...(submitted.body as QuestionnaireResponse), item: [] });
+    expect([frozen.status, (frozen.body as QuestionnaireResponse).item]).toEqual([
+      200,
+      (submitted.body as QuestionnaireResponse).item,
+    ]);
+    expect((frozen.body as QuestionnaireResponse).meta?.versionId).toBe(
+      (submitted.body as QuestionnaireResponse).meta?.versionId,
+    );
   });
 
   it('a task a colleague opened (the Provider app then drafts its answers in her name) and handed over is answered by whoever holds it: she takes the draft over in her own name (issue 48)', async () => {
@@ -490,14 +506,19 @@ describe('answers stay as their writer submitted them (clinician policy OWN_ANSW
     const condition = (await assignedCondition(gw, review)) as Condition;
     expect([condition.code?.coding?.[0].code, condition.asserter?.reference]).toEqual(['I10', kim.profile.reference]);
     expect(await workAbout(gw, patient, 'select-treatment')).toHaveLength(1);
-    expect(
-      (
-        await as(clinician)('PUT', `QuestionnaireResponse/${drafted.id}`, {
-          ...(done.body as object),
-          status: 'in-progress',
-        })
-      ).status,
-    ).toBe(403);
+    // The page she left on the task saves the response again as it goes (Medplum's Provider app): the
+    // submitted answers stay as they are, and the save is no false alarm (200, nothing changed).
+    const late = await as(clinician)('PUT', `QuestionnaireResponse/${drafted.id}`, {
+      ...(done.body as object),
+      status: 'in-progress',
+      source: clinician.profile,
+    });
+    expect(late.status).toBe(200);
+    expect(late.body).toMatchObject({
+      status: 'completed',
+      source: { reference: kim.profile.reference },
+      meta: { versionId: (done.body as QuestionnaireResponse).meta?.versionId },
+    });
   });
 
   it('the review hands in her answers as the Provider app does: its output, her as source, about nobody, completed', async () => {

@@ -18,7 +18,7 @@ function criteriaOf(criteria: string): SearchRequest {
   return parsed;
 }
 
-function entryAllows(entry: AccessPolicyResource, resourceType: string, interaction: string): boolean {
+export function entryAllows(entry: AccessPolicyResource, resourceType: string, interaction: string): boolean {
   if (
     entry.resourceType !== resourceType &&
     (entry.resourceType !== '*' || projectAdminResourceTypes.includes(resourceType))

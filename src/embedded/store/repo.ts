@@ -51,7 +51,7 @@ import { type AuditedInteraction, type AuditWriter, restAuditEvent } from './aud
 import type { Database } from './database';
 import { hiddenFieldsOf, protectedFieldsOf, removeFields, restoreFields } from './fields';
 import { collectReferences, collectTokenKeys, getPatientCompartments } from './indexing';
-import { matchingPolicyEntry } from './policy-match';
+import { entryAllows, matchingPolicyEntry } from './policy-match';
 import { checkedOffset, runSearch } from './search';
 import { validateWrite } from './validation';
 
@@ -900,7 +900,9 @@ export class SqliteRepository extends FhirRepository {
     if (!match && interaction !== AccessPolicyInteraction.CREATE) {
       throw new OperationOutcomeError(forbidden);
     }
-    return match ?? policy.resource?.find((entry) => entry.resourceType === resource.resourceType);
+    // A create its criteria cannot match yet (no compartments before it is stored): the first entry of
+    // its type that grants creating, whose protected fields are dropped (Medplum drops none then: stricter).
+    return match ?? policy.resource?.find((entry) => entryAllows(entry, resource.resourceType, interaction));
   }
 
   /**

@@ -327,6 +327,56 @@ export const OWN_ANSWERS_ONLY = {
     `%after.questionnaire = %before.questionnaire and %after.subject.empty()))))`,
 };
 
+/** What a response says: every field of it but its id and meta (FHIR R4 QuestionnaireResponse). */
+const ANSWER_FIELDS = [
+  'identifier',
+  'basedOn',
+  'partOf',
+  'questionnaire',
+  'status',
+  'subject',
+  'encounter',
+  'authored',
+  'author',
+  'source',
+  'item',
+  'text',
+  'contained',
+  'extension',
+  'modifierExtension',
+  'language',
+  'implicitRules',
+] as const;
+
+/**
+ * Submitted answers (a `completed` QuestionnaireResponse of her tenant, anyone's) as submitted, whatever a
+ * write of hers says: every field kept as stored (Medplum restores `readonlyFields` from the stored
+ * version, choosing the policy entry the stored version matches: packages/server/src/fhir/repo.ts
+ * restoreReadonlyFields), so the write changes nothing (200, no new version) instead of a refusal.
+ * Medplum's Provider app (5.1.29) writes to answers just submitted twice, each a false alarm when refused
+ * (issue 48 item 7): the draft save it still had pending when she completed quickly (1.5 s), and the save
+ * of a colleague's page left on the task she handed over. The entry's constraint is checked on what the
+ * write leaves (the entry the result matches): unchanged, or a submission of her own draft
+ * (OWN_ANSWERS_ONLY). Never a create (Medplum blanks readonly fields on a create).
+ */
+export function submittedAnswersPolicy(): AccessPolicyResource {
+  return {
+    resourceType: 'QuestionnaireResponse',
+    criteria: `${inTenant('QuestionnaireResponse')}&status=completed`,
+    interaction: ['read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
+    readonlyFields: [...ANSWER_FIELDS],
+    writeConstraint: [
+      SERVER_OWNED_TAGS,
+      JOURNEY_KEYS,
+      ONLY_OWN_TENANT,
+      {
+        language: 'text/fhirpath',
+        expression: `(%before.exists() and ${unchanged(ANSWER_FIELDS)}) or (${OWN_ANSWERS_ONLY.expression})`,
+      },
+    ],
+  };
+}
+
 /** The patients a Communication is addressed to, the same before and after (none added, none removed). */
 const PATIENT_RECIPIENTS = (side: 'before' | 'after') =>
   `%${side}.recipient.where(reference.startsWith('Patient/')).reference`;
@@ -408,6 +458,8 @@ export function clinicianPolicy(): AccessPolicyResource[] {
     // Medplum's record of what she reads and changes, kept through her own access: entries that name her
     // and are filed in her tenant only (her patients' access logs, bots/audit.ts); never read or changed.
     { ...OWN_AUDIT_TRAIL, writeConstraint: [...(OWN_AUDIT_TRAIL.writeConstraint ?? []), ONLY_OWN_TENANT] },
+    // Submitted answers stay as submitted (first: Medplum uses the first entry a resource matches).
+    submittedAnswersPolicy(),
     // Her tenant's charts and work: she records and works them, each write bounded by its constraints
     // (tenancy and journey keys server-owned; queue work as issued; a segment by its practitioner).
     ...CLINICIAN_WRITABLE_TYPES.map((resourceType) => ({
