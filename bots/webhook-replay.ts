@@ -1,7 +1,7 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Basic } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
-import { WEBHOOK_OPERATIONS } from '../contracts/webhooks';
+import { WEBHOOK_OPERATIONS } from '../contracts/webhook-rules';
 import { absent } from './lib/absent';
 import { overBudget } from './lib/budget';
 import { readInput } from './lib/input';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BotEvent, MedplumClient } from '@medplum/core';
-import { WEBHOOK_OPERATIONS, WEBHOOK_TEST_EVENT_TYPE, type WebhookTestEvent } from '../contracts/webhooks';
+import { WEBHOOK_OPERATIONS, WEBHOOK_TEST_EVENT_TYPE } from '../contracts/webhook-rules';
+import type { WebhookTestEvent } from '../contracts/webhooks';
 import { overBudget } from './lib/budget';
 import { readInput } from './lib/input';
 import { fail } from './lib/result';

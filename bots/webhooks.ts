@@ -1,7 +1,8 @@
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import type { Appointment, Basic, Communication, Organization, Patient, Task } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
-import { WEBHOOK_DELIVERED_KEPT_HOURS, type WebhookEvent } from '../contracts/webhooks';
+import { WEBHOOK_DELIVERED_KEPT_HOURS } from '../contracts/webhook-rules';
+import type { WebhookEvent } from '../contracts/webhooks';
 import { absent } from './lib/absent';
 import { eventId, eventOf, patientOf } from './lib/events';
 import { readInput } from './lib/input';

@@ -27,7 +27,8 @@ describe('provisioning with project-admin credentials only', () => {
       .n;
 
   beforeAll(async () => {
-    embedded = await createEmbeddedMedplum({ dbPath: ':memory:' });
+    // Provisioning is run again and again here, as an admin: more than a minute's FHIR quota of one member.
+    embedded = await createEmbeddedMedplum({ dbPath: ':memory:', fhirQuota: 1_000_000 });
     const bootstrap = await bootstrapProject(embedded.systemRepo, 'Admin API', definition.project.features);
     project = bootstrap.project;
     admin = new Client({ baseUrl: embedded.baseUrl, fetch: embedded.fetch, cacheTime: 0 });

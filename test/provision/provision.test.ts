@@ -17,7 +17,8 @@ import { startTestBackend, type TestBackend } from '../support/backend';
 
 let backend: TestBackend;
 beforeAll(async () => {
-  backend = await startTestBackend();
+  // Provisioning is run again and again here, as an admin: more than a minute's FHIR quota of one member.
+  backend = await startTestBackend({ fhirQuota: 1_000_000 });
 });
 afterAll(() => backend?.close());
 
