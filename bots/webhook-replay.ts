@@ -3,10 +3,9 @@ import type { Basic } from '@medplum/fhirtypes';
 import { SYSTEMS } from '../contracts/systems';
 import { WEBHOOK_OPERATIONS } from '../contracts/webhook-rules';
 import { absent } from './lib/absent';
-import { overBudget } from './lib/budget';
+import { tenantBackendWithin } from './lib/budget';
 import { readInput } from './lib/input';
 import { fail } from './lib/result';
-import { requireTenantBackend } from './lib/trust';
 import { deliveryStatus, postSigned, readPending, recordTry, tenantWebhook } from './lib/webhooks';
 
 /**
@@ -22,20 +21,10 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (!input.ok) {
     return input;
   }
-  const backend = await requireTenantBackend(medplum, event);
+  const { perMinute } = WEBHOOK_OPERATIONS.replay;
+  const backend = await tenantBackendWithin(medplum, event, perMinute, `At most ${perMinute} replays a minute`);
   if (!backend.ok) {
     return backend;
-  }
-  const { perMinute } = WEBHOOK_OPERATIONS.replay;
-  const spent = await overBudget(
-    medplum,
-    backend.caller.client,
-    event.bot?.reference,
-    perMinute,
-    `At most ${perMinute} replays a minute`,
-  );
-  if (spent) {
-    return spent;
   }
   const tenant = `Organization/${backend.caller.tenant.id}`;
   const { eventId } = input.value;

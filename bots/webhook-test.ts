@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { BotEvent, MedplumClient } from '@medplum/core';
 import { WEBHOOK_OPERATIONS, WEBHOOK_TEST_EVENT_TYPE } from '../contracts/webhook-rules';
 import type { WebhookTestEvent } from '../contracts/webhooks';
-import { overBudget } from './lib/budget';
+import { tenantBackendWithin } from './lib/budget';
 import { readInput } from './lib/input';
 import { fail } from './lib/result';
-import { requireTenantBackend } from './lib/trust';
 import { delivered, postSigned, tenantWebhook } from './lib/webhooks';
 
 /**
@@ -20,20 +19,10 @@ export async function handler(medplum: MedplumClient, event: BotEvent): Promise<
   if (!input.ok) {
     return input;
   }
-  const backend = await requireTenantBackend(medplum, event);
+  const { perMinute } = WEBHOOK_OPERATIONS.test;
+  const backend = await tenantBackendWithin(medplum, event, perMinute, `At most ${perMinute} test events a minute`);
   if (!backend.ok) {
     return backend;
-  }
-  const { perMinute } = WEBHOOK_OPERATIONS.test;
-  const spent = await overBudget(
-    medplum,
-    backend.caller.client,
-    event.bot?.reference,
-    perMinute,
-    `At most ${perMinute} test events a minute`,
-  );
-  if (spent) {
-    return spent;
   }
   const webhook = tenantWebhook(backend.caller.tenant, event.secrets);
   if (!webhook) {

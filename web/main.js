@@ -67,6 +67,10 @@ const show = (...nodes) => screen.replaceChildren(...nodes);
 const when = (instant) => (instant ? new Date(instant).toLocaleString() : '');
 const idOf = (reference) => String(reference).split('/').pop();
 
+/** A list of rows, one per item, or what to say when there are none. */
+const listOr = (items, none, row) =>
+  items.length === 0 ? h('p', { class: 'muted' }, none) : h('ul', { class: 'list' }, ...items.map(row));
+
 function tell(err) {
   problem.textContent =
     err instanceof PatientCareApiError ? `${err.message} (${err.code})` : String(err?.message ?? err);
@@ -187,39 +191,27 @@ async function home() {
       'section',
       { id: 'todo' },
       h('h2', {}, 'To do'),
-      open.length === 0
-        ? h('p', { class: 'muted' }, 'Nothing to do right now. New tasks appear here as your care team works.')
-        : h(
-            'ul',
-            { class: 'list' },
-            ...open.map((t) =>
-              h(
-                'li',
-                { 'data-kind': t.kind },
-                h(
-                  'span',
-                  {},
-                  t.description ?? t.kind,
-                  t.notBefore ? h('span', { class: 'muted' }, ` (from ${when(t.notBefore)})`) : undefined,
-                ),
-                h('a', { href: `#/task/${idOf(t.task)}` }, KIND_LABEL[t.kind] ?? 'Open'),
-              ),
-            ),
+      listOr(open, 'Nothing to do right now. New tasks appear here as your care team works.', (t) =>
+        h(
+          'li',
+          { 'data-kind': t.kind },
+          h(
+            'span',
+            {},
+            t.description ?? t.kind,
+            t.notBefore ? h('span', { class: 'muted' }, ` (from ${when(t.notBefore)})`) : undefined,
           ),
+          h('a', { href: `#/task/${idOf(t.task)}` }, KIND_LABEL[t.kind] ?? 'Open'),
+        ),
+      ),
     ),
     h(
       'section',
       { id: 'visits' },
       h('h2', {}, 'Your visits'),
-      (visits.entry ?? []).length === 0
-        ? h('p', { class: 'muted' }, 'No visits booked.')
-        : h(
-            'ul',
-            { class: 'list' },
-            ...(visits.entry ?? []).map(({ resource: a }) =>
-              h('li', {}, h('span', {}, a.description ?? 'Visit', ' ', when(a.start)), h('span', {}, a.status)),
-            ),
-          ),
+      listOr(visits.entry ?? [], 'No visits booked.', ({ resource: a }) =>
+        h('li', {}, h('span', {}, a.description ?? 'Visit', ' ', when(a.start)), h('span', {}, a.status)),
+      ),
     ),
     h(
       'section',
@@ -618,20 +610,14 @@ async function messages() {
     h(
       'section',
       { id: 'threads' },
-      threads.length === 0
-        ? h('p', { class: 'muted' }, 'No messages yet.')
-        : h(
-            'ul',
-            { class: 'list' },
-            ...threads.map((t) =>
-              h(
-                'li',
-                {},
-                h('span', {}, t.topic ?? 'Conversation', h('div', { class: 'muted' }, t.lastMessage?.text ?? '')),
-                h('a', { href: `#/messages/${idOf(t.thread)}` }, 'Open'),
-              ),
-            ),
-          ),
+      listOr(threads, 'No messages yet.', (t) =>
+        h(
+          'li',
+          {},
+          h('span', {}, t.topic ?? 'Conversation', h('div', { class: 'muted' }, t.lastMessage?.text ?? '')),
+          h('a', { href: `#/messages/${idOf(t.thread)}` }, 'Open'),
+        ),
+      ),
     ),
     h(
       'form',

@@ -1,5 +1,6 @@
-import type { MedplumClient } from '@medplum/core';
+import type { BotEvent, MedplumClient } from '@medplum/core';
 import { fail } from './result';
+import { requireTenantBackend, type TenantBackendCaller } from './trust';
 
 /**
  * A caller's budget of runs of one bot a minute: Medplum records each run of a bot with its requester
@@ -37,4 +38,21 @@ export async function overBudget(
     retryAfter: Math.max(1, Math.ceil((oldest + 60_000 - now) / 1000)),
     limit: perMinute,
   });
+}
+
+/**
+ * A tenant's backend calling one of its operations (bots/lib/trust.ts `requireTenantBackend`), within its
+ * budget of `perMinute` runs of this bot: its caller, or the answer to give (403 to anyone else, 429 over it).
+ */
+export async function tenantBackendWithin(
+  medplum: MedplumClient,
+  event: BotEvent,
+  perMinute: number,
+  message: string,
+): Promise<{ ok: true; caller: TenantBackendCaller } | ReturnType<typeof fail>> {
+  const backend = await requireTenantBackend(medplum, event);
+  if (!backend.ok) {
+    return backend;
+  }
+  return (await overBudget(medplum, backend.caller.client, event.bot?.reference, perMinute, message)) ?? backend;
 }

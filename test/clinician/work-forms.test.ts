@@ -394,7 +394,7 @@ describe('her answers decide', () => {
 });
 
 describe('answers stay as their writer submitted them (clinician policy OWN_ANSWERS_ONLY)', () => {
-  it('on Medplum a clinician cannot rewrite the patient’s submitted intake, change or sign a colleague’s answers, or write in the patient’s name; her own draft she may change, once submitted never', async () => {
+  it('on Medplum a clinician cannot rewrite the patient’s submitted intake, change or sign a colleague’s answers, or write in the patient’s name; her own draft she may change, once submitted never (a write to submitted answers changes nothing: packages/server/src/fhir/repo.ts restoreReadonlyFields takes the entry the stored version matches)', async () => {
     const { patient, review } = await reviewedIntake(gw, clinician);
     const [intake] = await repo().searchResources<QuestionnaireResponse>({
       resourceType: 'QuestionnaireResponse',
