@@ -603,22 +603,38 @@ async function visitTask(t) {
 
 // ---- messages ---------------------------------------------------------------------------------------------
 
-async function messages() {
+/**
+ * Draws a list section again in place when the same one is still on the screen (what she is typing in the
+ * form beside it stays); nothing when she has moved on.
+ */
+function redrawn(section) {
+  const current = document.getElementById(section.id);
+  if (current && screen.contains(current) && current.dataset.of === section.dataset.of) {
+    current.replaceWith(section);
+  }
+}
+
+async function messages({ inPlace = false } = {}) {
   const { threads } = await api.messages.list();
-  show(
-    h('h1', {}, 'Messages with your care team'),
-    h(
-      'section',
-      { id: 'threads' },
-      listOr(threads, 'No messages yet.', (t) =>
-        h(
-          'li',
-          {},
-          h('span', {}, t.topic ?? 'Conversation', h('div', { class: 'muted' }, t.lastMessage?.text ?? '')),
-          h('a', { href: `#/messages/${idOf(t.thread)}` }, 'Open'),
-        ),
+  const list = h(
+    'section',
+    { id: 'threads' },
+    listOr(threads, 'No messages yet.', (t) =>
+      h(
+        'li',
+        {},
+        h('span', {}, t.topic ?? 'Conversation', h('div', { class: 'muted' }, t.lastMessage?.text ?? '')),
+        h('a', { href: `#/messages/${idOf(t.thread)}` }, 'Open'),
       ),
     ),
+  );
+  if (inPlace) {
+    redrawn(list);
+    return;
+  }
+  show(
+    h('h1', {}, 'Messages with your care team'),
+    list,
     h(
       'form',
       {
@@ -639,22 +655,27 @@ async function messages() {
   );
 }
 
-async function thread(id) {
+async function thread(id, { inPlace = false } = {}) {
   const page = await api.messages.read(id);
-  show(
-    h('h1', {}, page.thread.topic ?? 'Conversation'),
-    h(
-      'section',
-      { id: 'thread' },
-      ...page.messages.map((m) =>
-        h(
-          'div',
-          { class: m.fromMe ? 'message mine' : 'message' },
-          h('div', { class: 'muted' }, `${m.fromMe ? 'You' : (m.from.display ?? 'Your care team')}, ${when(m.sentAt)}`),
-          m.text,
-        ),
+  const list = h(
+    'section',
+    { id: 'thread', 'data-of': id },
+    ...page.messages.map((m) =>
+      h(
+        'div',
+        { class: m.fromMe ? 'message mine' : 'message' },
+        h('div', { class: 'muted' }, `${m.fromMe ? 'You' : (m.from.display ?? 'Your care team')}, ${when(m.sentAt)}`),
+        m.text,
       ),
     ),
+  );
+  if (inPlace) {
+    redrawn(list);
+    return;
+  }
+  show(
+    h('h1', {}, page.thread.topic ?? 'Conversation'),
+    list,
     h(
       'form',
       {
@@ -663,7 +684,7 @@ async function thread(id) {
         onsubmit: submitting(async (data, form) => {
           await api.messages.send(id, { text: data.get('text') });
           form.reset();
-          await thread(id);
+          await thread(id, { inPlace: true });
         }),
       },
       h('label', { for: 'reply-text' }, 'Your answer'),
@@ -712,12 +733,16 @@ function heard(type, event) {
   eventList.prepend(
     h('li', { 'data-type': type }, h('strong', {}, type), ' ', h('span', { class: 'muted' }, when(event.occurredAt))),
   );
-  // What she is looking at may have changed: the home screen and an open thread are drawn again.
+  // What she is looking at may have changed: the home screen is drawn again, and the messages of an open
+  // thread or list in place (never the form she may be typing in).
   clearTimeout(refresh);
   refresh = setTimeout(() => {
     const path = location.hash || '#/';
-    if (path === '#/' || (type === 'message.received' && path.startsWith('#/messages'))) {
+    if (path === '#/') {
       route().catch(tell);
+    } else if (type === 'message.received' && path.startsWith('#/messages')) {
+      const id = path.split('/')[2];
+      (id ? thread(id, { inPlace: true }) : messages({ inPlace: true })).catch(tell);
     }
   }, 300);
 }

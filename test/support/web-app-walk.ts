@@ -176,21 +176,27 @@ export async function walkWebApp(options: {
     recipient: [{ reference: `Patient/${patientId}` }, me],
     topic: { text: 'Your blood pressure' },
   });
-  await clinician.medplum.createResource<Communication>({
-    resourceType: 'Communication',
-    status: 'in-progress',
-    sender: me,
-    recipient: [{ reference: `Patient/${patientId}` }],
-    sent: new Date().toISOString(),
-    payload: [{ contentString: 'How have your mornings been since you started amlodipine?' }],
-    partOf: [{ reference: `Communication/${header.id}` }],
-    subject: { reference: `Patient/${patientId}` },
-  });
+  const write = (text: string) =>
+    clinician.medplum.createResource<Communication>({
+      resourceType: 'Communication',
+      status: 'in-progress',
+      sender: me,
+      recipient: [{ reference: `Patient/${patientId}` }],
+      sent: new Date().toISOString(),
+      payload: [{ contentString: text }],
+      partOf: [{ reference: `Communication/${header.id}` }],
+      subject: { reference: `Patient/${patientId}` },
+    });
+  await write('How have your mornings been since you started amlodipine?');
   await heardLive('message.received');
   await page.click('#nav a[href="#/messages"]');
   await page.locator('#threads li', { hasText: 'Your blood pressure' }).getByRole('link').click();
   await page.locator('#thread .message', { hasText: 'since you started amlodipine' }).waitFor();
   await page.fill('#reply-text', 'Better: 128/82 this morning.');
+  // A second message arrives while she types: the thread shows it in place, and her answer stays.
+  await write('And any dizziness when you stand up?');
+  await page.locator('#thread .message', { hasText: 'dizziness' }).waitFor({ timeout: scaled(20_000) });
+  assert.equal(await page.inputValue('#reply-text'), 'Better: 128/82 this morning.');
   await page.click('#reply button[type=submit]');
   await page.locator('#thread .message.mine', { hasText: '128/82' }).waitFor({ timeout: scaled(20_000) });
   await shot('11-messages');
