@@ -205,7 +205,7 @@ export async function createEmbeddedMedplum(options: EmbeddedMedplumOptions): Pr
         holding = who;
       }
       const caller = await authenticate(authDeps, call.headers.authorization);
-      const extendedMode = call.headers['x-medplum']?.toLowerCase() === 'extended';
+      const extendedMode = call.headers['x-medplum'] === 'extended'; // as Medplum: exactly this value
       const handle = () =>
         handleFhirRequest(call, router, systemRepo.withCaller({ ...caller, extendedMode }), maxBodyBytes, attachments);
       const answer = call.url.pathname.endsWith('/$graphql') ? await graphql.run(handle) : await handle();
