@@ -487,21 +487,17 @@ describe('answers stay as their writer submitted them (clinician policy OWN_ANSW
       item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding }] }],
     });
     expect(answered.status, answered.text).toBe(200);
-    // Not so a patient's draft, nor answers once submitted.
-    expect(
-      (
-        await as(kim)('PUT', `QuestionnaireResponse/${drafted.id}`, {
-          ...(answered.body as object),
-          source: clinician.profile,
-        })
-      ).status,
-    ).toBe(403);
+    expect((answered.body as QuestionnaireResponse).source?.reference).toBe(kim.profile.reference);
+    // The app completes the copy it loaded when she opened the task: her answers (filled in place), and the
+    // name of the colleague who drafted it as its source. Recorded in her name (ownDraftPolicy), no refusal.
     expect((await as(kim)('PUT', `Task/${review.id}`, { ...(await current()), status: 'completed' })).status).toBe(200);
     const done = await as(kim)('PUT', `QuestionnaireResponse/${drafted.id}`, {
-      ...(answered.body as object),
+      ...drafted,
+      item: [{ linkId: CONDITION_ITEM, answer: [{ valueCoding }] }],
       status: 'completed',
     });
     expect(done.status, done.text).toBe(200);
+    expect((done.body as QuestionnaireResponse).source?.reference).toBe(kim.profile.reference);
     await gw.backend.subscriptions.idle();
     const condition = (await assignedCondition(gw, review)) as Condition;
     expect([condition.code?.coding?.[0].code, condition.asserter?.reference]).toEqual(['I10', kim.profile.reference]);

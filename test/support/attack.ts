@@ -107,7 +107,11 @@ export interface DirectResponse {
   text: string;
 }
 
-/** A call on the embedded Medplum's HTTP API with the caller's own token, around the gateway. */
+/**
+ * A call on the embedded Medplum's HTTP API with the caller's own token, around the gateway, in extended
+ * mode (`X-Medplum: extended`) as MedplumClient and so Medplum's apps make every call: the caller sees and
+ * sends back the server's meta, accounts included. `headers: { 'x-medplum': '' }` makes a plain client's.
+ */
 export async function direct(
   backend: TestBackend,
   token: string,
@@ -115,7 +119,7 @@ export async function direct(
   path: string,
   options: { body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
 ): Promise<DirectResponse> {
-  const headers = new Headers(options.headers);
+  const headers = new Headers({ 'x-medplum': 'extended', ...options.headers });
   headers.set('authorization', `Bearer ${token}`);
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   if (body !== undefined && !headers.has('content-type')) {

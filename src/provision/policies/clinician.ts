@@ -377,6 +377,26 @@ export function submittedAnswersPolicy(): AccessPolicyResource {
   };
 }
 
+/**
+ * Her own draft (an in-progress response of her tenant whose `source` is she): its `source` stays hers
+ * whatever a write of hers names (readonly, restored from the stored version). Medplum's Provider app
+ * (5.1.29) completes a task's response from the copy it loaded with the task, whose answers are hers
+ * (filled in place) but whose `source` still names whoever opened the task first; handed a task a colleague
+ * had opened, she took the draft over in her own name (OWN_ANSWERS_ONLY), and that completion naming the
+ * colleague was refused, a false "Forbidden" (issue 48 item 7). Now it is recorded in her name. A draft
+ * that names someone else is not this entry's (taking it over names her: the general entry). Never a
+ * create (its criteria cannot match before Medplum stores it).
+ */
+export function ownDraftPolicy(): AccessPolicyResource {
+  return {
+    resourceType: 'QuestionnaireResponse',
+    criteria: `${inTenant('QuestionnaireResponse')}&status=in-progress&source=%profile`,
+    interaction: ['read', 'search', 'update', 'vread', 'history'] as AccessPolicyResource['interaction'],
+    readonlyFields: ['source'],
+    writeConstraint: [SERVER_OWNED_TAGS, JOURNEY_KEYS, ONLY_OWN_TENANT, OWN_ANSWERS_ONLY],
+  };
+}
+
 /** The patients a Communication is addressed to, the same before and after (none added, none removed). */
 const PATIENT_RECIPIENTS = (side: 'before' | 'after') =>
   `%${side}.recipient.where(reference.startsWith('Patient/')).reference`;
@@ -460,6 +480,8 @@ export function clinicianPolicy(): AccessPolicyResource[] {
     { ...OWN_AUDIT_TRAIL, writeConstraint: [...(OWN_AUDIT_TRAIL.writeConstraint ?? []), ONLY_OWN_TENANT] },
     // Submitted answers stay as submitted (first: Medplum uses the first entry a resource matches).
     submittedAnswersPolicy(),
+    // Her own drafts keep her name as their source (then every other response of her tenant: below).
+    ownDraftPolicy(),
     // Her tenant's charts and work: she records and works them, each write bounded by its constraints
     // (tenancy and journey keys server-owned; queue work as issued; a segment by its practitioner).
     ...CLINICIAN_WRITABLE_TYPES.map((resourceType) => ({
