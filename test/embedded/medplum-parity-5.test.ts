@@ -65,6 +65,7 @@ describe('meta.accounts, as packages/server/src/fhir/repo.ts getAccounts compute
     // Without extended mode (MedplumClient always sends it; a plain request does not), what was sent
     // is ignored and the patient's accounts are taken.
     const plain = await direct(backend, backend.admin.getAccessToken() as string, 'POST', fhirPath('Observation'), {
+      headers: { 'x-medplum': '' },
       body: {
         resourceType: 'Observation',
         status: 'final',
