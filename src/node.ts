@@ -136,6 +136,7 @@ Patient Care API on the embedded Medplum (demo data: ${DEMO_PATIENTS.map((p) => 
   patient app:   ${baseUrl}/app/ (the reference web app, ${appTenant.name}'s; web/README.md)
   Medplum:       ${medplum.baseUrl} (sign-in and registration; GET /v1/config names it)
   project id:    ${medplum.projectId}
+  GraphQL:       ${medplum.graphql.built ? `schema built at start (${(medplum.graphql.ms / 1000).toFixed(1)} s)` : 'not built: too little heap for its schema; $graphql answers 503 (use the FHIR REST API)'}
   patient apps:  ${apps.join(', ')} (client ids, by tenant)
   demo sign-in:  ${people.join(', ')}; password ${DEMO_PASSWORD}
   demo patient:  ${first.given} ${first.family} (${first.tenant})

@@ -99,6 +99,9 @@ export async function superviseMedplumThread(
     get demoApps() {
       return (current ?? first).demoApps;
     },
+    get graphql() {
+      return (current ?? first).graphql;
+    },
     fetch: ((input: RequestInfo | URL, init?: RequestInit) =>
       current ? current.fetch(input, init) : Promise.reject(down())) as typeof fetch,
     cpuUsage: () => (current ? current.cpuUsage() : Promise.resolve(Number.NaN)),

@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     // EMBEDDED_SAVE_AUDIT_EVENTS=1 to see her access log fill (docs/configuration.md).
     saveAuditEvents: process.env.EMBEDDED_SAVE_AUDIT_EVENTS === '1',
   });
+  const graphql = await buildGraphqlSchema(medplum);
   let httpPort: number | undefined;
   if (options.httpPort !== undefined) {
     const server = serve({ fetch: medplum.app.fetch, port: options.httpPort, hostname: options.hostname });
@@ -54,7 +55,24 @@ async function main(): Promise<void> {
     demoApps: await demoApps(medplum),
     edgeStatementKey: medplum.edgeStatementKey,
     httpPort,
+    graphql,
   });
+}
+
+/**
+ * Medplum's GraphQL schema, built before the port opens: fhir-router builds it at the first `$graphql`
+ * (every resource type, one synchronous pass of about 4-5 s and 500 MB here), which stalls every call and
+ * WebSocket of this thread meanwhile; Medplum's Provider app asks one as a clinician first opens Patients,
+ * and the whole instance stood still 5 to 16 s for it (issue 48's day on `npm start`). Asked through the
+ * GraphQL gate like any query: where the heap cannot take it, it stays unbuilt and `$graphql` answers 503.
+ */
+async function buildGraphqlSchema(medplum: LaunchedMedplum): Promise<{ built: boolean; ms: number }> {
+  const started = performance.now();
+  const built = await medplum.admin.graphql('{ PatientList(_count: 1) { id } }').then(
+    () => true,
+    () => false,
+  );
+  return { built, ms: Math.round(performance.now() - started) };
 }
 
 async function answer(

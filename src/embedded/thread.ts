@@ -38,6 +38,8 @@ export interface MedplumThread {
   httpPort?: number;
   /** The key the gateway signs its edge statements with (the Project secret the bots check). */
   edgeStatementKey: string;
+  /** Medplum's GraphQL schema, built at start (thread-entry.ts `buildGraphqlSchema`), and how long it took. */
+  graphql: { built: boolean; ms: number };
   /** Reaches Medplum on its thread: give it to the gateway (`medplum.fetch`). */
   fetch: typeof fetch;
   /** CPU time (µs, user + system) that Medplum's thread has used. */
@@ -73,6 +75,8 @@ export type ThreadReply =
       demoApps: Record<string, string>;
       edgeStatementKey: string;
       httpPort?: number;
+      /** Medplum's GraphQL schema, built at start (thread-entry.ts `buildGraphqlSchema`), and how long it took. */
+      graphql: { built: boolean; ms: number };
     }
   | { kind: 'startFailed'; message: string }
   | {
@@ -212,6 +216,7 @@ export async function startMedplumThread(options: MedplumThreadOptions): Promise
     demoApps: started.demoApps,
     httpPort: started.httpPort,
     edgeStatementKey: started.edgeStatementKey,
+    graphql: started.graphql,
     fetch: threadFetch,
     async cpuUsage() {
       const reply = await send({ kind: 'cpu' }, []);

@@ -127,6 +127,7 @@ describe('the restart budget', () => {
       edgeStatementKey: 'k',
       demoTokens: {},
       demoApps: {},
+      graphql: { built: true, ms: 0 },
       fetch: (() => Promise.resolve(new Response('{}'))) as typeof fetch,
       cpuUsage: () => Promise.resolve(0),
       stopped,
