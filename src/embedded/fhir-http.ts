@@ -205,37 +205,7 @@ export async function handleFhirRequest(
   // Each reader gets presigned URLs for the Binaries it may read (packages/server/src/fhir/response.ts).
   const presented =
     attachments && resource.resourceType !== 'Binary' ? await attachments.presign(resource, repo) : resource;
-  const shown =
-    repo.caller.system || repo.caller.extendedMode !== false || path.endsWith('$execute')
-      ? presented
-      : withoutServerMeta(presented);
-  return resourceResponse(call, shown, status, options?.contentType);
-}
-
-/** The meta Medplum stamps and shows only in extended mode. */
-const SERVER_META = ['author', 'project', 'account', 'accounts', 'compartment', 'deleted'] as const;
-
-/**
- * A resource as Medplum shows it to a request without `X-Medplum: extended` (MedplumClient always sends
- * it; a plain `fetch` does not): no author, project, accounts or compartments in its meta, nor in a
- * Bundle's entries (packages/server/src/fhir/repo.ts, removeHiddenFields). What such a client reads and
- * writes back then carries no accounts, as on Medplum. A bot's `$execute` answer is the bot's own, as is.
- */
-function withoutServerMeta<T extends Resource>(resource: T): T {
-  const strip = <R extends Resource>(r: R): R => {
-    if (!r.meta) return r;
-    const meta = { ...r.meta };
-    for (const field of SERVER_META) delete meta[field];
-    return { ...r, meta };
-  };
-  if (resource.resourceType === 'Bundle') {
-    const bundle = resource as Bundle;
-    return {
-      ...strip(bundle),
-      entry: bundle.entry?.map((e) => (e.resource ? { ...e, resource: strip(e.resource) } : e)),
-    } as T;
-  }
-  return strip(resource);
+  return resourceResponse(call, presented, status, options?.contentType);
 }
 
 function resourceResponse(call: FhirCall, resource: Resource, status: number, contentType?: string): Response {

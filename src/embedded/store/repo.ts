@@ -287,6 +287,9 @@ export class SqliteRepository extends FhirRepository {
         builtIn: definitions ? allDefinitions(searchRequest.resourceType) : undefined,
       }),
     );
+    for (const entry of bundle.entry ?? []) {
+      entry.resource = entry.resource && this.metaShown(entry.resource);
+    }
     if ((searchRequest.include || searchRequest.revInclude) && bundle.entry?.length) {
       const entries = bundle.entry as BundleEntry[];
       await getExtraEntries(
@@ -343,7 +346,7 @@ export class SqliteRepository extends FhirRepository {
           },
         ),
       );
-      found.push(...(page.entry ?? []).map((e) => e.resource as WithId<T>));
+      found.push(...(page.entry ?? []).map((e) => this.metaShown(e.resource as WithId<T>)));
     }
     if (sort.length > 0) {
       const descending = sort[0].descending ? -1 : 1;
@@ -947,8 +950,22 @@ export class SqliteRepository extends FhirRepository {
     );
   }
 
+  /**
+   * A resource as this caller is shown it (packages/server/src/fhir/repo.ts removeHiddenFields): without her
+   * policy's hidden fields, and, unless the request said `X-Medplum: extended` (MedplumClient always does; a
+   * plain `fetch` does not), without the meta Medplum stamps (author, project, accounts, compartments): what
+   * such a client reads and writes back then carries no accounts, as on Medplum.
+   */
   private present<T extends Resource>(resource: WithId<T>, policy: AccessPolicyResource | undefined): WithId<T> {
-    return removeFields(resource, hiddenFieldsOf(policy));
+    return this.metaShown(removeFields(resource, hiddenFieldsOf(policy)));
+  }
+
+  private metaShown<T extends Resource>(resource: WithId<T>): WithId<T> {
+    if (this.caller.extendedMode !== false || this.caller.system || !resource.meta) {
+      return resource;
+    }
+    const { author, project, account, accounts, compartment, deleted, ...shown } = resource.meta;
+    return { ...resource, meta: shown } as WithId<T>;
   }
 
   private presentUnchecked<T extends Resource>(resource: WithId<T>): WithId<T> {
